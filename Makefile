@@ -1,0 +1,163 @@
+# proftrace: probes (bpf/) -> ABI (bpf/proftrace.h) -> stream/aggregator (user/)
+# -> reports. All build outputs go to $(OUTPUT); `make V=1` shows commands.
+
+BUILD ?= release
+ifeq ($(BUILD),asan)
+OUTPUT := .output-asan
+SANFLAGS := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
+else
+OUTPUT := .output
+SANFLAGS :=
+endif
+
+CC ?= gcc
+CLANG ?= clang
+BPFTOOL ?= bpftool
+PYTHON ?= /usr/bin/python3
+ARCH := x86
+
+VERSION := 0.1.0
+CFLAGS ?= -g -O2
+CFLAGS += -std=gnu11 -D_GNU_SOURCE -Wall -Wextra -Wno-unused-parameter -Wno-missing-field-initializers \
+	  -MMD -MP -DPT_VERSION='"$(VERSION)"' $(SANFLAGS)
+INCLUDES := -I$(OUTPUT) -Ibpf -Iuser
+LDLIBS := -lbpf -lelf -lz -lcjson -lm
+LDFLAGS += $(SANFLAGS)
+
+ifeq ($(V),1)
+Q =
+msg =
+else
+Q = @
+msg = @printf '  %-8s %s\n' "$(1)" "$(2)";
+endif
+
+BPF_SRCS := $(wildcard bpf/*.bpf.c)
+BPF_OBJS := $(patsubst bpf/%.bpf.c,$(OUTPUT)/%.bpf.o,$(BPF_SRCS))
+SKELS := $(patsubst bpf/%.bpf.c,$(OUTPUT)/%.skel.h,$(BPF_SRCS))
+
+USER_SRCS := $(wildcard user/*.c)
+USER_OBJS := $(patsubst user/%.c,$(OUTPUT)/user/%.o,$(USER_SRCS))
+# Everything but main() goes into a library the unit tests link against.
+LIB_OBJS := $(filter-out $(OUTPUT)/user/main.o,$(USER_OBJS))
+LIBPT := $(OUTPUT)/libpt.a
+
+UNIT_SRCS := $(wildcard tests/unit/test_*.c)
+UNIT_BINS := $(patsubst tests/unit/%.c,$(OUTPUT)/tests/%,$(UNIT_SRCS))
+
+VICTIM_SRCS := $(wildcard tests/victims/*.c)
+VICTIMS := $(patsubst tests/victims/%.c,$(OUTPUT)/victims/%,$(filter-out tests/victims/lib%.c,$(VICTIM_SRCS))) \
+	   $(OUTPUT)/victims/libvictim_dl.so
+
+FIXTURES := $(OUTPUT)/fixtures/elf_pie $(OUTPUT)/fixtures/elf_nopie \
+	    $(OUTPUT)/fixtures/elf_stripped $(OUTPUT)/fixtures/libelf_fixture.so
+
+BENCH_SRCS := $(wildcard bench/*.c)
+BENCH_BINS := $(patsubst bench/%.c,$(OUTPUT)/bench/%,$(BENCH_SRCS))
+
+.PHONY: all deps test unit integration asan bench demo clean fuzz
+.DELETE_ON_ERROR:
+.SECONDARY:
+
+all: proftrace
+
+deps:
+	@./scripts/deps.sh
+
+$(OUTPUT) $(OUTPUT)/user $(OUTPUT)/tests $(OUTPUT)/victims $(OUTPUT)/fixtures $(OUTPUT)/bench:
+	$(Q)mkdir -p $@
+
+$(OUTPUT)/vmlinux.h: | $(OUTPUT)
+	$(call msg,GEN,$@)
+	$(Q)$(BPFTOOL) btf dump file /sys/kernel/btf/vmlinux format c > $@
+
+$(OUTPUT)/%.bpf.o: bpf/%.bpf.c bpf/proftrace.h $(OUTPUT)/vmlinux.h | $(OUTPUT)
+	$(call msg,BPF,$@)
+	$(Q)$(CLANG) -g -O2 -Wall -target bpf -D__TARGET_ARCH_$(ARCH) \
+		-I$(OUTPUT) -Ibpf -I/usr/include/x86_64-linux-gnu -c $< -o $@
+	$(Q)llvm-strip -g $@ # DWARF is not needed at run time; BTF stays
+
+$(OUTPUT)/%.skel.h: $(OUTPUT)/%.bpf.o
+	$(call msg,GEN-SKEL,$@)
+	$(Q)$(BPFTOOL) gen skeleton $< > $@
+
+# Objects that include a skeleton must wait for it.
+$(USER_OBJS): | $(SKELS)
+
+$(OUTPUT)/user/%.o: user/%.c | $(OUTPUT)/user
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(CFLAGS) $(INCLUDES) -c $< -o $@
+
+$(LIBPT): $(LIB_OBJS)
+	$(call msg,AR,$@)
+	$(Q)rm -f $@ && ar rcs $@ $^
+
+proftrace: $(OUTPUT)/user/main.o $(LIBPT)
+	$(call msg,BINARY,$@)
+	$(Q)$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
+
+# ---- unit tests (cmocka): one driver per module ----
+$(OUTPUT)/tests/%: tests/unit/%.c $(LIBPT) | $(OUTPUT)/tests
+	$(call msg,TEST-CC,$@)
+	$(Q)$(CC) $(CFLAGS) $(INCLUDES) $(LDFLAGS) $< $(LIBPT) $(LDLIBS) -lcmocka -o $@
+
+# ---- fixtures for the ELF resolver tests ----
+# -rdynamic: the stripped copy of elf_pie must keep its functions in .dynsym.
+$(OUTPUT)/fixtures/elf_pie: tests/fixtures/elf_fixture.c | $(OUTPUT)/fixtures
+	$(Q)$(CC) -O1 -g -fPIE -pie -rdynamic $< -o $@
+$(OUTPUT)/fixtures/elf_nopie: tests/fixtures/elf_fixture.c | $(OUTPUT)/fixtures
+	$(Q)$(CC) -O1 -g -fno-pie -no-pie $< -o $@
+$(OUTPUT)/fixtures/elf_stripped: $(OUTPUT)/fixtures/elf_pie
+	$(Q)strip -s $< -o $@
+# -Ttext-segment: an ET_DYN whose st_value != file offset, so a resolver that
+# treats st_value as the offset fails; the version script gives fx_versioned
+# two versions.
+$(OUTPUT)/fixtures/libelf_fixture.so: tests/fixtures/elf_fixture.c tests/fixtures/elf_fixture.map | $(OUTPUT)/fixtures
+	$(Q)$(CC) -O1 -g -fPIC -shared -DFIXTURE_LIB \
+		-Wl,--version-script=tests/fixtures/elf_fixture.map -Wl,-Ttext-segment=0x200000 \
+		$< -o $@
+
+# ---- victims for integration tests (no sanitizers: they are targets) ----
+VICTIM_CFLAGS := -g -O2 -fno-omit-frame-pointer -Wall -pthread
+$(OUTPUT)/victims/libvictim_dl.so: tests/victims/libvictim_dl.c tests/victims/victim.h | $(OUTPUT)/victims
+	$(call msg,VICTIM,$@)
+	$(Q)$(CC) $(VICTIM_CFLAGS) -fPIC -shared $< -o $@
+$(OUTPUT)/victims/victim_nopie: tests/victims/victim_nopie.c tests/victims/victim.h | $(OUTPUT)/victims
+	$(call msg,VICTIM,$@)
+	$(Q)$(CC) $(VICTIM_CFLAGS) -fno-pie -no-pie $< -o $@ -ldl -lm
+$(OUTPUT)/victims/%: tests/victims/%.c tests/victims/victim.h | $(OUTPUT)/victims
+	$(call msg,VICTIM,$@)
+	$(Q)$(CC) $(VICTIM_CFLAGS) $< -o $@ -ldl -lm
+
+# ---- bench ----
+$(OUTPUT)/bench/agg_bench: bench/agg_bench.c $(LIBPT) | $(OUTPUT)/bench
+	$(call msg,BENCH-CC,$@)
+	$(Q)$(CC) $(CFLAGS) $(INCLUDES) $(LDFLAGS) $< $(LIBPT) $(LDLIBS) -o $@
+$(OUTPUT)/bench/%: bench/%.c | $(OUTPUT)/bench
+	$(call msg,BENCH-CC,$@)
+	$(Q)$(CC) -g -O2 -Wall $< -o $@
+
+unit: $(UNIT_BINS) $(FIXTURES)
+	$(Q)PT_FIXTURES=$(OUTPUT)/fixtures ./tests/run-unit $(OUTPUT)/tests $(T)
+
+integration: proftrace $(VICTIMS)
+	$(Q)PT_VICTIMS=$(OUTPUT)/victims $(PYTHON) tests/integration/run.py $(T)
+
+test: proftrace $(UNIT_BINS) $(FIXTURES) $(VICTIMS)
+	$(Q)PT_FIXTURES=$(OUTPUT)/fixtures PT_VICTIMS=$(OUTPUT)/victims PT_OUTPUT=$(OUTPUT) \
+		./tests/run-all $(OUTPUT)
+
+asan:
+	$(Q)$(MAKE) BUILD=asan test
+
+bench: proftrace $(BENCH_BINS) $(VICTIMS)
+	$(Q)PT_BENCH=$(OUTPUT)/bench PT_VICTIMS=$(OUTPUT)/victims $(PYTHON) bench/run.py
+
+demo: proftrace $(VICTIMS)
+	$(Q)PT_VICTIMS=$(OUTPUT)/victims ./scripts/demo.sh
+
+clean:
+	$(call msg,CLEAN)
+	$(Q)rm -rf .output .output-asan proftrace
+
+-include $(USER_OBJS:.o=.d) $(patsubst %,%.d,$(UNIT_BINS))

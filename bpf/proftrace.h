@@ -1,0 +1,60 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * The one header shared by the BPF programs and user space: record layouts,
+ * limits and counters. Fixed-width types only, so both sides agree on every
+ * byte; sizes are pinned by _Static_assert below.
+ */
+#ifndef PT_ABI_H
+#define PT_ABI_H
+
+#ifndef __VMLINUX_H__
+#include <linux/types.h>
+#endif
+
+/* Nesting of probed calls tracked per thread in BPF. Deeper calls are
+ * counted in pt_counters.depth_overflow and produce no records. */
+#define PT_MAX_DEPTH 32
+
+/* Low 32 bits of a uprobe's BPF cookie carry the function id (fid). */
+#define PT_COOKIE_FID_MASK 0xffffffffULL
+
+enum pt_rec_type {
+	PT_REC_ENTRY = 1, /* a probed function was entered */
+	PT_REC_EXIT = 2,  /* it returned: t_entry..t_exit is the whole call */
+	PT_REC_DLOPEN = 3, /* the dynamic linker changed the link map */
+};
+
+/*
+ * One record in the ring buffer. EXIT records are self-contained (they carry
+ * the entry time kept in BPF), so a lost ENTRY record never corrupts a call.
+ * depth is the number of probed calls open on the thread *outside* this one.
+ */
+struct pt_rec {
+	__u32 type; /* enum pt_rec_type */
+	__u32 fid;
+	__u32 pid;
+	__u32 tid;
+	__u64 t_entry; /* CLOCK_MONOTONIC ns (bpf_ktime_get_ns) */
+	__u64 t_exit;  /* 0 for ENTRY */
+	__u32 depth;
+	__u32 flags; /* PT_RECF_* */
+};
+
+/* EXIT whose ENTRY record could not be written (ring full at entry). */
+#define PT_RECF_ENTRY_LOST 0x1
+
+/* Counters kept by BPF in .bss, read by user space at the end. */
+struct pt_counters {
+	__u64 dropped;        /* records not written: ring buffer full */
+	__u64 depth_overflow; /* calls deeper than PT_MAX_DEPTH, not timed */
+	__u64 unwound;        /* frames abandoned by longjmp/unwinding */
+	__u64 orphan_returns; /* returns with no matching tracked entry */
+	__u64 no_storage;     /* task storage could not be created */
+};
+
+#if defined(__STDC_VERSION__) && __STDC_VERSION__ >= 201112L
+_Static_assert(sizeof(struct pt_rec) == 40, "pt_rec is part of the ABI");
+_Static_assert(sizeof(struct pt_counters) == 40, "pt_counters is part of the ABI");
+#endif
+
+#endif /* PT_ABI_H */

@@ -1,0 +1,180 @@
+// SPDX-License-Identifier: BSD-2-Clause
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <bpf/libbpf.h>
+
+#include "attach.h"
+#include "proftrace.skel.h"
+#include "resolve.h"
+
+struct pt_attach {
+	struct proftrace_bpf *skel;
+	struct ring_buffer *rb;
+	struct bpf_link **links; /* two per function, plus the dl hook */
+	size_t nlinks, cap;
+	size_t nattached;
+	struct pt_attach_opts opts;
+};
+
+static int on_sample(void *ctx, void *data, size_t size)
+{
+	struct pt_attach *a = ctx;
+
+	if (size < sizeof(struct pt_rec))
+		return 0;
+	return a->opts.on_rec(a->opts.ctx, data);
+}
+
+int pt_attach__open(struct pt_attach **out, const struct pt_attach_opts *opts, char *err,
+		    size_t errlen)
+{
+	struct pt_attach *a = calloc(1, sizeof(*a));
+	int e;
+
+	*out = NULL;
+	if (!a)
+		return -ENOMEM;
+	a->opts = *opts;
+	a->skel = proftrace_bpf__open();
+	if (!a->skel) {
+		e = -errno;
+		snprintf(err, errlen, "cannot open the BPF object: %s", strerror(-e));
+		goto fail;
+	}
+	a->skel->rodata->targ_tgid = (__u32)opts->pid;
+	a->skel->rodata->wakeup_each = opts->wakeup_each;
+	e = bpf_map__set_max_entries(a->skel->maps.events, opts->ringbuf_mb << 20);
+	if (e) {
+		snprintf(err, errlen, "cannot size the ring buffer: %s", strerror(-e));
+		goto fail;
+	}
+	e = proftrace_bpf__load(a->skel);
+	if (e) {
+		if (e == -EPERM || e == -EACCES)
+			snprintf(err, errlen,
+				 "not allowed to load BPF programs (%s): run as root, e.g. `sudo "
+				 "proftrace ...` (or grant CAP_BPF, CAP_PERFMON and "
+				 "CAP_SYS_RESOURCE)",
+				 strerror(-e));
+		else
+			snprintf(err, errlen,
+				 "cannot load the BPF programs: %s (run with -v for the verifier "
+				 "log; kernel >= 5.15 with BTF is needed)",
+				 strerror(-e));
+		goto fail;
+	}
+	a->rb = ring_buffer__new(bpf_map__fd(a->skel->maps.events), on_sample, a, NULL);
+	if (!a->rb) {
+		e = -errno;
+		snprintf(err, errlen, "cannot open the ring buffer: %s", strerror(-e));
+		goto fail;
+	}
+	*out = a;
+	return 0;
+fail:
+	pt_attach__free(a);
+	return e ? e : -EINVAL;
+}
+
+void pt_attach__free(struct pt_attach *a)
+{
+	if (!a)
+		return;
+	ring_buffer__free(a->rb);
+	for (size_t i = 0; i < a->nlinks; i++)
+		bpf_link__destroy(a->links[i]);
+	free(a->links);
+	proftrace_bpf__destroy(a->skel);
+	free(a);
+}
+
+static int keep_link(struct pt_attach *a, struct bpf_link *l)
+{
+	if (a->nlinks == a->cap) {
+		size_t cap = a->cap ? a->cap * 2 : 64;
+		struct bpf_link **v = realloc(a->links, cap * sizeof(*v));
+
+		if (!v) {
+			bpf_link__destroy(l);
+			return -ENOMEM;
+		}
+		a->links = v;
+		a->cap = cap;
+	}
+	a->links[a->nlinks++] = l;
+	return 0;
+}
+
+static struct bpf_link *uprobe(struct pt_attach *a, struct bpf_program *prog, const char *path,
+			       uint64_t off, uint64_t cookie, bool ret)
+{
+	LIBBPF_OPTS(bpf_uprobe_opts, o, .bpf_cookie = cookie, .retprobe = ret);
+
+	return bpf_program__attach_uprobe_opts(prog, a->opts.pid, path, off, &o);
+}
+
+int pt_attach__func(struct pt_attach *a, const struct pt_func *f, char *err, size_t errlen)
+{
+	uint64_t off = f->file_off + f->site.skip;
+	struct bpf_link *in, *out;
+	int e;
+
+	/* Return probe first: an entry without its return would leave a
+	 * frame open on every call until the exit probe lands. */
+	out = uprobe(a, a->skel->progs.pt_exit, f->host_path, off, (uint64_t)f->fid, true);
+	if (!out)
+		goto fail;
+	e = keep_link(a, out);
+	if (e)
+		return e;
+	in = uprobe(a, a->skel->progs.pt_entry, f->host_path, off, (uint64_t)f->fid, false);
+	if (!in) {
+		e = -errno;
+		bpf_link__destroy(a->links[--a->nlinks]);
+		goto msg;
+	}
+	e = keep_link(a, in);
+	if (e)
+		return e;
+	a->nattached++;
+	return 0;
+fail:
+	e = -errno;
+msg:
+	snprintf(err, errlen, "cannot attach to %s in %s at 0x%llx: %s", f->symbol, f->object,
+		 (unsigned long long)off, strerror(-e));
+	return e ? e : -EINVAL;
+}
+
+int pt_attach__dl_hook(struct pt_attach *a, const char *path, uint64_t file_off)
+{
+	struct bpf_link *l = uprobe(a, a->skel->progs.pt_dlopen, path, file_off, 0, false);
+
+	if (!l)
+		return -errno;
+	return keep_link(a, l);
+}
+
+size_t pt_attach__nattached(const struct pt_attach *a)
+{
+	return a->nattached;
+}
+
+int pt_attach__ring_fd(const struct pt_attach *a)
+{
+	return ring_buffer__epoll_fd(a->rb);
+}
+
+int pt_attach__drain(struct pt_attach *a)
+{
+	return ring_buffer__consume(a->rb);
+}
+
+void pt_attach__counters(const struct pt_attach *a, struct pt_counters *out)
+{
+	/* .bss is mmap'ed: a plain read sees the BPF side's counters. */
+	memcpy(out, (const void *)&a->skel->bss->counters, sizeof(*out));
+}

@@ -1,0 +1,48 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * The BPF side as one object: load the skeleton, attach entry/return
+ * probes per function (the fid travels as the BPF cookie), drain the ring.
+ * Links are owned by this process only (nothing pinned), so the kernel
+ * detaches everything when proftrace exits, even on SIGKILL.
+ */
+#ifndef PT_ATTACH_H
+#define PT_ATTACH_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../bpf/proftrace.h"
+
+struct pt_func;
+
+struct pt_attach_opts {
+	int pid;
+	unsigned int ringbuf_mb;
+	bool wakeup_each;
+	/* Called for each record; return non-zero to stop draining. */
+	int (*on_rec)(void *ctx, const struct pt_rec *r);
+	void *ctx;
+};
+
+struct pt_attach;
+
+/* -errno with a one-line message; -EPERM means missing privileges. */
+int pt_attach__open(struct pt_attach **out, const struct pt_attach_opts *opts, char *err,
+		    size_t errlen);
+void pt_attach__free(struct pt_attach *a);
+
+/* Entry and return probe for one function. 0 or -errno (message in err). */
+int pt_attach__func(struct pt_attach *a, const struct pt_func *f, char *err, size_t errlen);
+/* Probe the dynamic linker's r_brk hook (see pt_dlopen in the BPF code). */
+int pt_attach__dl_hook(struct pt_attach *a, const char *path, uint64_t file_off);
+/* Number of functions attached. */
+size_t pt_attach__nattached(const struct pt_attach *a);
+
+/* fd to poll: readable after a forced wakeup (dlopen records). */
+int pt_attach__ring_fd(const struct pt_attach *a);
+/* Drain everything in the ring. Records consumed, or -errno. */
+int pt_attach__drain(struct pt_attach *a);
+void pt_attach__counters(const struct pt_attach *a, struct pt_counters *out);
+
+#endif

@@ -1,0 +1,110 @@
+// SPDX-License-Identifier: BSD-2-Clause
+#include <errno.h>
+#include <getopt.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+
+static const char usage[] =
+	"Usage: proftrace -p PID --targets FILE [-d SEC] [-o DIR] [--json] [-v] [--dry-run]\n"
+	"\n"
+	"Attach to a running process and time the functions named in FILE exactly,\n"
+	"grouped into steps and buckets. Writes summary.json and report.md.\n"
+	"\n"
+	"  -p, --pid PID        process to attach to\n"
+	"  -t, --targets FILE   targets.conf (see docs/targets.md)\n"
+	"  -d, --duration SEC   stop after SEC seconds (default: at SIGINT/SIGTERM or\n"
+	"                       when the process exits)\n"
+	"  -o, --output DIR     output directory (default:\n"
+	"                       proftrace_out/<comm>-<pid>-<YYYYmmdd-HHMMSS>/)\n"
+	"      --json           also print summary.json to stdout\n"
+	"  -v, --verbose        say more (twice: libbpf's messages too)\n"
+	"      --dry-run        resolve every probe and print it, attach nothing\n"
+	"  -h, --help           this text\n"
+	"\n"
+	"Examples:\n"
+	"  sudo proftrace -p $(pgrep -f my_server) --targets targets/demo.conf -d 10\n"
+	"  sudo proftrace -p 1234 --targets t.conf --dry-run\n"
+	"\n"
+	"Exit codes: 0 ok; 2 bad usage, bad config, unresolvable probe, no such process,\n"
+	"missing privileges; 1 any other failure.\n";
+
+static int bad(const char *fmt, const char *arg)
+{
+	fprintf(stderr, "proftrace: ");
+	fprintf(stderr, fmt, arg);
+	fprintf(stderr, " (see proftrace --help)\n");
+	return -EINVAL;
+}
+
+int pt_cli__parse(struct pt_env *env, int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "pid", required_argument, NULL, 'p' },
+		{ "targets", required_argument, NULL, 't' },
+		{ "duration", required_argument, NULL, 'd' },
+		{ "output", required_argument, NULL, 'o' },
+		{ "json", no_argument, NULL, 'j' },
+		{ "verbose", no_argument, NULL, 'v' },
+		{ "dry-run", no_argument, NULL, 'n' },
+		{ "help", no_argument, NULL, 'h' },
+		{},
+	};
+	char *end;
+	long v;
+	int c;
+
+	memset(env, 0, sizeof(*env));
+	opterr = 0;
+	optind = 1;
+	while ((c = getopt_long(argc, argv, ":p:t:d:o:vh", opts, NULL)) != -1) {
+		switch (c) {
+		case 'p':
+			errno = 0;
+			v = strtol(optarg, &end, 10);
+			if (errno || *end || v <= 0 || v > 0x3fffffff)
+				return bad("bad PID '%s': give the numeric id of a running process",
+					   optarg);
+			env->pid = (int)v;
+			break;
+		case 't':
+			env->targets = optarg;
+			break;
+		case 'd':
+			errno = 0;
+			env->duration_s = strtod(optarg, &end);
+			if (errno || *end || !(env->duration_s > 0) || !isfinite(env->duration_s))
+				return bad("bad duration '%s': give seconds > 0, e.g. -d 10", optarg);
+			break;
+		case 'o':
+			env->output = optarg;
+			break;
+		case 'j':
+			env->json = true;
+			break;
+		case 'v':
+			env->verbose++;
+			break;
+		case 'n':
+			env->dry_run = true;
+			break;
+		case 'h':
+			fputs(usage, stdout);
+			return 1;
+		case ':':
+			return bad("option '%s' needs a value", argv[optind - 1]);
+		default:
+			return bad("unknown option '%s'", argv[optind - 1]);
+		}
+	}
+	if (optind < argc)
+		return bad("unexpected argument '%s'", argv[optind]);
+	if (!env->pid)
+		return bad("%s", "no process given: use -p PID");
+	if (!env->targets)
+		return bad("%s", "no targets file given: use --targets FILE");
+	return 0;
+}

@@ -1,0 +1,21 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+#ifndef PT_CLI_H
+#define PT_CLI_H
+
+#include <stdbool.h>
+
+struct pt_env {
+	int pid;
+	const char *targets;
+	double duration_s; /* 0: until the target exits or a signal */
+	const char *output; /* NULL: proftrace_out/<comm>-<pid>-<time>/ */
+	bool json;
+	int verbose;
+	bool dry_run;
+};
+
+/* 0 ok, 1 help was printed (exit 0), -EINVAL usage error (message printed,
+ * exit 2). */
+int pt_cli__parse(struct pt_env *env, int argc, char **argv);
+
+#endif

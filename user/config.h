@@ -1,0 +1,72 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * targets.conf, version 1 (docs/targets.md):
+ *
+ *   # comment
+ *   step   <probe> [mode=call|iteration]
+ *   bucket <domain.name> <probe> [<probe> ...]
+ *   set    <key> <value>
+ *
+ * The parser takes a FILE* so tests feed fixtures; errors come back as one
+ * line "file:line:col: error: ... (hint: ...)".
+ */
+#ifndef PT_CONFIG_H
+#define PT_CONFIG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdio.h>
+
+enum pt_probe_kind {
+	PT_PROBE_NATIVE = 1, /* native:<object>:<symbol> */
+};
+
+/* One distinct probe text. The same text used twice (step and bucket, two
+ * buckets) is one spec with several roles. */
+struct pt_probe_spec {
+	enum pt_probe_kind kind;
+	char *text;   /* as written, e.g. "native:libc.so*:malloc" */
+	char *object; /* glob, or "exe" */
+	char *symbol; /* glob, version suffix stripped */
+	int line, col; /* first place it was written */
+	bool is_step;
+	unsigned long long bucket_mask; /* bit i: in buckets[i] */
+};
+
+enum pt_step_mode {
+	PT_STEP_CALL = 0,      /* entry to return of one call */
+	PT_STEP_ITERATION = 1, /* entry to the next entry on the same thread */
+};
+
+#define PT_MAX_BUCKETS 64
+
+struct pt_bucket_cfg {
+	char *name;   /* "engine.schedule" */
+	char *domain; /* "engine" */
+	int line;
+};
+
+struct pt_config {
+	char *path;
+	struct pt_probe_spec *probes; /* in order of first appearance */
+	size_t nprobes;
+	int step_probe; /* index into probes, -1 when there is no step line */
+	enum pt_step_mode step_mode;
+	struct pt_bucket_cfg *buckets; /* config order */
+	size_t nbuckets;
+
+	/* set <key> <value> */
+	unsigned int warmup_steps; /* warmup_steps, default 0 */
+	unsigned int ringbuf_mb;   /* ringbuf_mb, default 16, power of two 1..1024 */
+	unsigned int poll_ms;      /* poll_ms, default 20, 1..1000: ring drain period */
+	bool prologue_skip;        /* prologue_skip on|off, default on */
+	bool ringbuf_wakeup;       /* ringbuf_wakeup on|off, default off */
+};
+
+/* 0, or -EINVAL with a one-line message in err (no trailing newline). */
+int pt_config__parse(struct pt_config *cfg, FILE *f, const char *path, char *err, size_t errlen);
+/* Open and parse a file; -errno with a message when it cannot be read. */
+int pt_config__load(struct pt_config *cfg, const char *path, char *err, size_t errlen);
+void pt_config__free(struct pt_config *cfg);
+
+#endif

@@ -1,0 +1,93 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * Report emitters. The summary is built once as a cJSON document
+ * (pt_summary__build); every output format renders from that document, so
+ * summary.json and report.md can never disagree. Each format is an entry in
+ * pt_emitters[] (an ops table, not `if (fmt)` in every function).
+ */
+#ifndef PT_REPORT_H
+#define PT_REPORT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "agg.h"
+
+struct cJSON;
+
+struct pt_report_meta {
+	const char *tool;    /* "proftrace" */
+	const char *version; /* PT_VERSION */
+	int pid;
+	const char *comm;
+	const char *exe;
+	uint64_t start_unix_ns;
+	double duration_s;
+	const char *targets_file;
+	const char *kernel; /* uname -r */
+	unsigned int warmup_steps;
+	const char *step_probe; /* probe text of the step line, or NULL */
+	const char *step_mode;  /* "call" | "iteration" */
+};
+
+/* One row of `functions`: a resolved function (fid) or a probe that
+ * matched nothing (fid < 0, attached false, reason set). */
+struct pt_report_func {
+	int fid;            /* index into the aggregator, -1 if none */
+	const char *probe;  /* probe text from the config */
+	const char *object; /* path as mapped in the target; NULL if unresolved */
+	const char *symbol; /* NULL if unresolved */
+	const char *const *aliases; /* other names at the same address */
+	size_t naliases;
+	uint64_t file_offset; /* of the symbol */
+	unsigned int probe_skip; /* bytes skipped to the probed instruction */
+	const char *probe_insn;  /* pt_insn_class__str() */
+	bool attached;
+	double attached_after_s; /* since proftrace started; valid if attached */
+	const char *reason;      /* why not attached; NULL when attached */
+};
+
+struct pt_report_bucket {
+	const char *name;
+	const char *domain;
+};
+
+struct pt_report_health {
+	uint64_t events;         /* records read from the ring buffer */
+	uint64_t dropped_events; /* records BPF could not write */
+	uint64_t depth_overflow;
+	uint64_t unwound;
+	uint64_t orphan_returns;
+	uint64_t lost_calls;
+	uint64_t steps_incomplete;
+	unsigned int probes_requested; /* functions resolved + probes unresolved */
+	unsigned int probes_attached;
+};
+
+struct pt_report {
+	struct pt_report_meta meta;
+	const struct pt_agg *agg;
+	const struct pt_report_bucket *buckets; /* config order; step.other is added */
+	size_t nbuckets;
+	const struct pt_report_func *funcs;
+	size_t nfuncs;
+	struct pt_report_health health;
+};
+
+/* Build summary.json's document. NULL on allocation failure. */
+struct cJSON *pt_summary__build(const struct pt_report *r);
+
+struct pt_emitter {
+	const char *filename; /* "summary.json", "report.md" */
+	int (*write)(FILE *f, const struct cJSON *summary); /* 0 or -errno */
+};
+
+extern const struct pt_emitter pt_emitters[];
+extern const size_t pt_nemitters;
+
+int pt_summary__write_json(FILE *f, const struct cJSON *summary);
+int pt_report_md__write(FILE *f, const struct cJSON *summary);
+
+#endif

@@ -1,0 +1,349 @@
+// SPDX-License-Identifier: BSD-2-Clause
+#include <errno.h>
+#include <fnmatch.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "elfsyms.h"
+#include "resolve.h"
+
+struct pt_obj {
+	unsigned int dev_major, dev_minor;
+	uint64_t inode;
+	char *path;
+	char *host_path;
+	struct pt_elf *elf; /* loaded on first match */
+	int elf_err;        /* -errno when it could not be read */
+	bool elf_tried;
+};
+
+struct pt_resolver {
+	const struct pt_config *cfg;
+	char *root;
+	char *exe;
+	struct pt_obj *objs;
+	size_t nobjs;
+	struct pt_func *funcs;
+	size_t nfuncs, cap;
+	size_t *spec_nfuncs;
+	size_t *spec_nobjs;
+	ssize_t *spec_first_obj; /* for error messages: an object it matched */
+};
+
+struct pt_resolver *pt_resolver__new(const struct pt_resolver_opts *opts)
+{
+	struct pt_resolver *r = calloc(1, sizeof(*r));
+	size_t n = opts->cfg->nprobes;
+
+	if (!r)
+		return NULL;
+	r->cfg = opts->cfg;
+	r->root = strdup(opts->root ? opts->root : "");
+	r->exe = strdup(opts->exe ? opts->exe : "");
+	r->spec_nfuncs = calloc(n + 1, sizeof(*r->spec_nfuncs));
+	r->spec_nobjs = calloc(n + 1, sizeof(*r->spec_nobjs));
+	r->spec_first_obj = calloc(n + 1, sizeof(*r->spec_first_obj));
+	if (!r->root || !r->exe || !r->spec_nfuncs || !r->spec_nobjs || !r->spec_first_obj) {
+		pt_resolver__free(r);
+		return NULL;
+	}
+	for (size_t i = 0; i < n; i++)
+		r->spec_first_obj[i] = -1;
+	return r;
+}
+
+void pt_resolver__free(struct pt_resolver *r)
+{
+	if (!r)
+		return;
+	for (size_t i = 0; i < r->nobjs; i++) {
+		free(r->objs[i].path);
+		free(r->objs[i].host_path);
+		pt_elf__free(r->objs[i].elf);
+	}
+	for (size_t i = 0; i < r->nfuncs; i++) {
+		struct pt_func *f = &r->funcs[i];
+
+		free(f->object);
+		free(f->host_path);
+		free(f->symbol);
+		for (size_t j = 0; j < f->naliases; j++)
+			free(f->aliases[j]);
+		free(f->aliases);
+	}
+	free(r->objs);
+	free(r->funcs);
+	free(r->spec_nfuncs);
+	free(r->spec_nobjs);
+	free(r->spec_first_obj);
+	free(r->root);
+	free(r->exe);
+	free(r);
+}
+
+static const char *base_name(const char *path)
+{
+	const char *s = strrchr(path, '/');
+
+	return s ? s + 1 : path;
+}
+
+static bool object_matches(const struct pt_resolver *r, const struct pt_probe_spec *s,
+			   const struct pt_obj *o)
+{
+	if (strcmp(s->object, "exe") == 0)
+		return strcmp(o->path, r->exe) == 0;
+	return fnmatch(s->object, o->path, 0) == 0 || fnmatch(s->object, base_name(o->path), 0) == 0;
+}
+
+static struct pt_elf *obj_elf(struct pt_obj *o)
+{
+	if (!o->elf_tried) {
+		o->elf_tried = true;
+		o->elf_err = pt_elf__open(&o->elf, o->host_path);
+		if (o->elf_err)
+			o->elf = NULL;
+	}
+	return o->elf;
+}
+
+static int add_obj(struct pt_resolver *r, const struct pt_mapping *mp)
+{
+	struct pt_obj *o, *v;
+
+	for (size_t i = 0; i < r->nobjs; i++) {
+		o = &r->objs[i];
+		if (o->inode == mp->inode && o->dev_major == mp->dev_major &&
+		    o->dev_minor == mp->dev_minor && strcmp(o->path, mp->path) == 0)
+			return 0;
+	}
+	v = realloc(r->objs, (r->nobjs + 1) * sizeof(*v));
+	if (!v)
+		return -ENOMEM;
+	r->objs = v;
+	o = &r->objs[r->nobjs];
+	memset(o, 0, sizeof(*o));
+	o->dev_major = mp->dev_major;
+	o->dev_minor = mp->dev_minor;
+	o->inode = mp->inode;
+	o->path = strdup(mp->path);
+	if (asprintf(&o->host_path, "%s%s", r->root, mp->path) < 0)
+		o->host_path = NULL;
+	if (!o->path || !o->host_path) {
+		free(o->path);
+		free(o->host_path);
+		return -ENOMEM;
+	}
+	r->nobjs++;
+	return 1;
+}
+
+static struct pt_func *find_func(struct pt_resolver *r, const struct pt_obj *o, uint64_t off)
+{
+	for (size_t i = 0; i < r->nfuncs; i++) {
+		struct pt_func *f = &r->funcs[i];
+
+		if (f->file_off == off && strcmp(f->host_path, o->host_path) == 0)
+			return f;
+	}
+	return NULL;
+}
+
+/* All other names at the same address: users search for any of them. */
+static int set_aliases(struct pt_func *f, const struct pt_elf *e, size_t idx)
+{
+	size_t lo = idx, hi = idx, n = 0;
+
+	while (lo > 0 && e->syms[lo - 1].file_off == f->file_off)
+		lo--;
+	while (hi + 1 < e->nsyms && e->syms[hi + 1].file_off == f->file_off)
+		hi++;
+	if (hi == lo)
+		return 0;
+	f->aliases = calloc(hi - lo, sizeof(*f->aliases));
+	if (!f->aliases)
+		return -ENOMEM;
+	for (size_t i = lo; i <= hi; i++) {
+		if (i == idx || strcmp(e->syms[i].name, f->symbol) == 0)
+			continue;
+		f->aliases[n] = strdup(e->syms[i].name);
+		if (!f->aliases[n])
+			return -ENOMEM;
+		n++;
+	}
+	f->naliases = n;
+	return 0;
+}
+
+static int add_func(struct pt_resolver *r, struct pt_obj *o, size_t symidx, size_t spec)
+{
+	const struct pt_probe_spec *s = &r->cfg->probes[spec];
+	const struct pt_sym *sym = &o->elf->syms[symidx];
+	struct pt_func *f = find_func(r, o, sym->file_off);
+	uint8_t code[16];
+	ssize_t n;
+
+	if (f) {
+		/* Same function named again (another probe, or an alias
+		 * matched by the same glob): one row, union of roles. */
+		if ((size_t)f->spec != spec)
+			r->spec_nfuncs[spec]++; /* only "found or not" is used */
+		f->is_step |= s->is_step;
+		f->bucket_mask |= s->bucket_mask;
+		return 0;
+	}
+	if (r->nfuncs == r->cap) {
+		size_t cap = r->cap ? r->cap * 2 : 16;
+		struct pt_func *v = realloc(r->funcs, cap * sizeof(*v));
+
+		if (!v)
+			return -ENOMEM;
+		r->funcs = v;
+		r->cap = cap;
+	}
+	f = &r->funcs[r->nfuncs];
+	memset(f, 0, sizeof(*f));
+	f->fid = (int)r->nfuncs;
+	f->spec = (int)spec;
+	f->is_step = s->is_step;
+	f->bucket_mask = s->bucket_mask;
+	f->file_off = sym->file_off;
+	f->object = strdup(o->path);
+	f->host_path = strdup(o->host_path);
+	f->symbol = strdup(sym->name);
+	if (!f->object || !f->host_path || !f->symbol || set_aliases(f, o->elf, symidx)) {
+		free(f->object);
+		free(f->host_path);
+		free(f->symbol);
+		for (size_t j = 0; j < f->naliases; j++)
+			free(f->aliases[j]);
+		free(f->aliases);
+		return -ENOMEM;
+	}
+	n = pt_elf__read(o->elf, sym->file_off, code, sizeof(code));
+	f->site = pt_prologue__site(code, n > 0 ? (size_t)n : 0, r->cfg->prologue_skip);
+	if (sym->ifunc)
+		f->unusable = "GNU ifunc: the symbol is the resolver, probe the implementation it "
+			      "selects instead";
+	r->nfuncs++;
+	r->spec_nfuncs[spec]++;
+	return 1;
+}
+
+static int match_obj(struct pt_resolver *r, struct pt_obj *o, size_t oi)
+{
+	int added = 0;
+
+	for (size_t si = 0; si < r->cfg->nprobes; si++) {
+		const struct pt_probe_spec *s = &r->cfg->probes[si];
+		struct pt_elf *e;
+
+		if (!object_matches(r, s, o))
+			continue;
+		r->spec_nobjs[si]++;
+		if (r->spec_first_obj[si] < 0)
+			r->spec_first_obj[si] = (ssize_t)oi;
+		e = obj_elf(o);
+		if (!e)
+			continue;
+		for (size_t k = 0; k < e->nsyms; k++) {
+			int err;
+
+			if (fnmatch(s->symbol, e->syms[k].name, 0) != 0)
+				continue;
+			err = add_func(r, o, k, si);
+			if (err < 0)
+				return err;
+			added += err;
+		}
+	}
+	return added;
+}
+
+static void no_match_error(struct pt_resolver *r, size_t si, char *err, size_t errlen)
+{
+	const struct pt_probe_spec *s = &r->cfg->probes[si];
+	struct pt_obj *o = &r->objs[r->spec_first_obj[si]];
+	const char *near[5];
+	size_t nnear = 0, len;
+
+	if (!o->elf) {
+		snprintf(err, errlen,
+			 "%s:%d:%d: error: cannot read symbols of %s for '%s': %s (hint: is it an "
+			 "x86-64 ELF file readable by root?)",
+			 r->cfg->path, s->line, s->col, o->host_path, s->text,
+			 strerror(-o->elf_err));
+		return;
+	}
+	nnear = pt_elf__closest(o->elf, s->symbol, near, 5);
+	len = (size_t)snprintf(err, errlen, "%s:%d:%d: error: no function matches '%s' in %s",
+			       r->cfg->path, s->line, s->col, s->symbol, o->path);
+	if (len < errlen && nnear) {
+		len += (size_t)snprintf(err + len, errlen - len, " (closest:");
+		for (size_t i = 0; i < nnear && len < errlen; i++)
+			len += (size_t)snprintf(err + len, errlen - len, "%s %s", i ? "," : "",
+						near[i]);
+		if (len < errlen)
+			len += (size_t)snprintf(err + len, errlen - len, ")");
+	}
+	if (len < errlen)
+		snprintf(err + len, errlen - len, " (hint: list them with `nm -D --defined-only %s`%s)",
+			 o->host_path, o->elf->has_symtab ? "" : "; the file is stripped, only exported "
+			 "functions can be probed");
+}
+
+int pt_resolver__update(struct pt_resolver *r, const struct pt_maps *maps, bool strict, char *err,
+			size_t errlen)
+{
+	int added = 0;
+
+	for (size_t i = 0; i < maps->n; i++) {
+		const struct pt_mapping *mp = &maps->v[i];
+		int n;
+
+		if (!pt_mapping__is_exec_file(mp))
+			continue;
+		n = add_obj(r, mp);
+		if (n < 0)
+			goto oom;
+		if (n == 0)
+			continue;
+		n = match_obj(r, &r->objs[r->nobjs - 1], r->nobjs - 1);
+		if (n < 0)
+			goto oom;
+		added += n;
+	}
+	if (strict) {
+		for (size_t si = 0; si < r->cfg->nprobes; si++) {
+			if (r->spec_nobjs[si] && !r->spec_nfuncs[si]) {
+				no_match_error(r, si, err, errlen);
+				return -ENOENT;
+			}
+		}
+	}
+	return added;
+oom:
+	snprintf(err, errlen, "out of memory while resolving probes");
+	return -ENOMEM;
+}
+
+size_t pt_resolver__nfuncs(const struct pt_resolver *r)
+{
+	return r->nfuncs;
+}
+
+const struct pt_func *pt_resolver__func(const struct pt_resolver *r, size_t fid)
+{
+	return fid < r->nfuncs ? &r->funcs[fid] : NULL;
+}
+
+size_t pt_resolver__spec_nfuncs(const struct pt_resolver *r, size_t spec)
+{
+	return spec < r->cfg->nprobes ? r->spec_nfuncs[spec] : 0;
+}
+
+size_t pt_resolver__spec_nobjects(const struct pt_resolver *r, size_t spec)
+{
+	return spec < r->cfg->nprobes ? r->spec_nobjs[spec] : 0;
+}

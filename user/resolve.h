@@ -1,0 +1,63 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * Resolve the probes of a config against the files a process maps: which
+ * functions (object, symbol, file offset, probe site) each probe names.
+ * Called again whenever the maps change, so libraries loaded later (dlopen)
+ * get their functions; a function found twice (two probes, two paths to
+ * one file) is one function with the union of its roles.
+ */
+#ifndef PT_RESOLVE_H
+#define PT_RESOLVE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "config.h"
+#include "maps.h"
+#include "prologue.h"
+
+struct pt_func {
+	int fid;    /* dense id, index in the resolver */
+	int spec;   /* first probe spec that named it */
+	bool is_step;
+	unsigned long long bucket_mask;
+	char *object;    /* path as the target maps it */
+	char *host_path; /* path to open and attach from here */
+	char *symbol;
+	char **aliases;  /* other names at the same address */
+	size_t naliases;
+	uint64_t file_off; /* of the symbol */
+	struct pt_probe_site site;
+	const char *unusable; /* non-NULL: cannot be probed, and why */
+};
+
+struct pt_resolver_opts {
+	const struct pt_config *cfg;
+	const char *root; /* prefix for host paths ("" or "/proc/PID/root") */
+	const char *exe;  /* the target's executable path, as it maps it */
+};
+
+struct pt_resolver;
+
+struct pt_resolver *pt_resolver__new(const struct pt_resolver_opts *opts);
+void pt_resolver__free(struct pt_resolver *r);
+
+/*
+ * Look at the executable file mappings not seen before. Returns the number
+ * of functions added, or -errno with a one-line message in err. strict: a
+ * probe whose object is mapped but whose symbol matches nothing in any of
+ * its objects is an error (-ENOENT, message lists the closest names); used
+ * for the first scan, later scans only add what they find.
+ */
+int pt_resolver__update(struct pt_resolver *r, const struct pt_maps *maps, bool strict, char *err,
+			size_t errlen);
+
+size_t pt_resolver__nfuncs(const struct pt_resolver *r);
+const struct pt_func *pt_resolver__func(const struct pt_resolver *r, size_t fid);
+/* Functions found so far for probe spec i (0: nothing mapped matches yet). */
+size_t pt_resolver__spec_nfuncs(const struct pt_resolver *r, size_t spec);
+/* Mapped objects that matched spec i's object glob so far. */
+size_t pt_resolver__spec_nobjects(const struct pt_resolver *r, size_t spec);
+
+#endif

@@ -1,0 +1,86 @@
+// SPDX-License-Identifier: BSD-2-Clause
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "target.h"
+
+static int read_line(const char *path, char *buf, size_t len)
+{
+	FILE *f = fopen(path, "re");
+	int e = 0;
+
+	if (!f)
+		return -errno;
+	if (!fgets(buf, (int)len, f))
+		e = -EIO;
+	else
+		buf[strcspn(buf, "\n")] = 0;
+	fclose(f);
+	return e;
+}
+
+int pt_target__open(struct pt_target *t, int pid, char *err, size_t errlen)
+{
+	char path[64];
+	struct stat ours, theirs;
+	ssize_t n;
+	char *del;
+
+	memset(t, 0, sizeof(*t));
+	t->pid = pid;
+	snprintf(path, sizeof(path), "/proc/%d/comm", pid);
+	if (read_line(path, t->comm, sizeof(t->comm))) {
+		snprintf(err, errlen,
+			 "no such process: %d (hint: check the PID with `ps -p %d` or `pgrep -f NAME`)",
+			 pid, pid);
+		return -ESRCH;
+	}
+	snprintf(path, sizeof(path), "/proc/%d/exe", pid);
+	n = readlink(path, t->exe, sizeof(t->exe) - 1);
+	if (n < 0) {
+		int e = -errno;
+
+		if (e == -EACCES || e == -EPERM)
+			snprintf(err, errlen,
+				 "cannot inspect process %d: %s (hint: run as root, e.g. `sudo "
+				 "proftrace ...`)",
+				 pid, strerror(-e));
+		else
+			snprintf(err, errlen, "cannot inspect process %d: %s (is it a kernel thread "
+				 "or exiting?)", pid, strerror(-e));
+		return e == -ENOENT ? -ESRCH : e;
+	}
+	t->exe[n] = 0;
+	del = strstr(t->exe, " (deleted)");
+	if (del && del[10] == 0)
+		*del = 0;
+	/* Only go through /proc/PID/root when it really differs: paths stay
+	 * readable in the output, and uprobes attach by inode either way. */
+	snprintf(path, sizeof(path), "/proc/%d/root/", pid);
+	if (stat("/", &ours) == 0 && stat(path, &theirs) == 0 &&
+	    (ours.st_dev != theirs.st_dev || ours.st_ino != theirs.st_ino))
+		snprintf(t->root, sizeof(t->root), "/proc/%d/root", pid);
+	return 0;
+}
+
+int pt_target__pidfd(const struct pt_target *t)
+{
+#ifdef SYS_pidfd_open
+	long fd = syscall(SYS_pidfd_open, t->pid, 0);
+
+	return fd < 0 ? -errno : (int)fd;
+#else
+	return -ENOSYS;
+#endif
+}
+
+bool pt_target__alive(const struct pt_target *t)
+{
+	return kill(t->pid, 0) == 0 || errno == EPERM;
+}
