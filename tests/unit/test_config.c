@@ -1,0 +1,720 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * targets.conf parser: valid files through fmemopen, every error with its
+ * exact text (users grep for them and editors jump to file:line:col), and a
+ * few fixtures through pt_config__load. Run from the repository root.
+ */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "config.h"
+
+#define FIXTURES "tests/fixtures/conf/"
+
+static int parse_str(struct pt_config *cfg, const char *text, char *err, size_t errlen)
+{
+	FILE *f;
+	int ret;
+
+	/* fmemopen wants a writable buffer type even in "r" mode */
+	f = fmemopen((void *)text, strlen(text), "r");
+	assert_non_null(f);
+	ret = pt_config__parse(cfg, f, "t.conf", err, errlen);
+	fclose(f);
+	return ret;
+}
+
+static bool all_zero(const void *p, size_t n)
+{
+	const unsigned char *c = p;
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if (c[i])
+			return false;
+	return true;
+}
+
+/* A failed parse must leave an exact message and a zeroed config. */
+#define assert_parse_error(text, want)                                          \
+	do {                                                                    \
+		struct pt_config cfg_;                                          \
+		char err_[1024];                                                \
+		memset(&cfg_, 0xab, sizeof(cfg_));                              \
+		memset(err_, 'x', sizeof(err_));                                \
+		assert_int_equal(parse_str(&cfg_, (text), err_, sizeof(err_)), -EINVAL); \
+		assert_string_equal(err_, (want));                              \
+		assert_true(all_zero(&cfg_, sizeof(cfg_)));                     \
+		pt_config__free(&cfg_);                                         \
+	} while (0)
+
+static void parse_ok(struct pt_config *cfg, const char *text)
+{
+	char err[1024] = "";
+	int ret = parse_str(cfg, text, err, sizeof(err));
+
+	if (ret)
+		print_error("unexpected error: %s\n", err);
+	assert_int_equal(ret, 0);
+	assert_string_equal(err, "");
+}
+
+/* ---- valid files ---- */
+
+static void test_step_only_defaults(void **state)
+{
+	struct pt_config cfg;
+
+	parse_ok(&cfg, "step native:exe:main_loop\n");
+	assert_string_equal(cfg.path, "t.conf");
+	assert_int_equal(cfg.nprobes, 1);
+	assert_int_equal(cfg.step_probe, 0);
+	assert_int_equal(cfg.step_mode, PT_STEP_CALL);
+	assert_int_equal(cfg.nbuckets, 0);
+	assert_null(cfg.buckets);
+	assert_int_equal(cfg.probes[0].kind, PT_PROBE_NATIVE);
+	assert_string_equal(cfg.probes[0].text, "native:exe:main_loop");
+	assert_string_equal(cfg.probes[0].object, "exe");
+	assert_string_equal(cfg.probes[0].symbol, "main_loop");
+	assert_true(cfg.probes[0].is_step);
+	assert_int_equal(cfg.probes[0].bucket_mask, 0);
+	assert_int_equal(cfg.probes[0].line, 1);
+	assert_int_equal(cfg.probes[0].col, 6);
+	/* defaults of every set key */
+	assert_int_equal(cfg.warmup_steps, 0);
+	assert_int_equal(cfg.ringbuf_mb, 16);
+	assert_int_equal(cfg.poll_ms, 20);
+	assert_true(cfg.prologue_skip);
+	assert_false(cfg.ringbuf_wakeup);
+	pt_config__free(&cfg);
+	assert_true(all_zero(&cfg, sizeof(cfg)));
+}
+
+static void test_bucket_only_no_step(void **state)
+{
+	struct pt_config cfg;
+
+	/* no trailing newline on the last line */
+	parse_ok(&cfg, "bucket io.read native:libc.so*:read native:libc.so*:pread64");
+	assert_int_equal(cfg.step_probe, -1);
+	assert_int_equal(cfg.nbuckets, 1);
+	assert_string_equal(cfg.buckets[0].name, "io.read");
+	assert_string_equal(cfg.buckets[0].domain, "io");
+	assert_int_equal(cfg.buckets[0].line, 1);
+	assert_int_equal(cfg.nprobes, 2);
+	assert_string_equal(cfg.probes[0].object, "libc.so*");
+	assert_string_equal(cfg.probes[0].symbol, "read");
+	assert_string_equal(cfg.probes[1].symbol, "pread64");
+	assert_int_equal(cfg.probes[0].bucket_mask, 1);
+	assert_int_equal(cfg.probes[1].bucket_mask, 1);
+	assert_int_equal(cfg.probes[1].col, 37);
+	assert_false(cfg.probes[0].is_step);
+	pt_config__free(&cfg);
+}
+
+static void test_full_file_roles_and_comments(void **state)
+{
+	static const char text[] =
+		"# proftrace targets\n"
+		"\n"
+		"   \t\n"
+		"bucket engine.schedule native:exe:engine_* # all engine entry points\n"
+		"\tstep\tnative:exe:engine_step   mode=iteration  # trailing comment\n"
+		"bucket gpu.launch native:libcudart.so*:cudaLaunchKernel* native:exe:engine_step\n"
+		"bucket engine.step_too native:exe:engine_step native:exe:engine_*\n"
+		"  # indented comment\n"
+		"set warmup_steps 3#comment right after a value\n";
+	struct pt_config cfg;
+
+	parse_ok(&cfg, text);
+	assert_int_equal(cfg.step_mode, PT_STEP_ITERATION);
+	assert_int_equal(cfg.warmup_steps, 3);
+	assert_int_equal(cfg.nbuckets, 3);
+	assert_string_equal(cfg.buckets[0].name, "engine.schedule");
+	assert_string_equal(cfg.buckets[0].domain, "engine");
+	assert_int_equal(cfg.buckets[0].line, 4);
+	assert_string_equal(cfg.buckets[1].name, "gpu.launch");
+	assert_string_equal(cfg.buckets[1].domain, "gpu");
+	assert_int_equal(cfg.buckets[1].line, 6);
+	assert_string_equal(cfg.buckets[2].name, "engine.step_too");
+	assert_int_equal(cfg.buckets[2].line, 7);
+
+	/* one entry per distinct text, in order of first appearance */
+	assert_int_equal(cfg.nprobes, 3);
+	assert_string_equal(cfg.probes[0].text, "native:exe:engine_*");
+	assert_false(cfg.probes[0].is_step);
+	assert_int_equal(cfg.probes[0].bucket_mask, (1ULL << 0) | (1ULL << 2));
+	assert_int_equal(cfg.probes[0].line, 4);
+	assert_int_equal(cfg.probes[0].col, 24);
+
+	assert_string_equal(cfg.probes[1].text, "native:exe:engine_step");
+	assert_true(cfg.probes[1].is_step);
+	assert_int_equal(cfg.probes[1].bucket_mask, (1ULL << 1) | (1ULL << 2));
+	assert_int_equal(cfg.probes[1].line, 5);
+	assert_int_equal(cfg.probes[1].col, 7); /* a tab counts as one column */
+	assert_int_equal(cfg.step_probe, 1);
+
+	assert_string_equal(cfg.probes[2].text, "native:libcudart.so*:cudaLaunchKernel*");
+	assert_string_equal(cfg.probes[2].object, "libcudart.so*");
+	assert_string_equal(cfg.probes[2].symbol, "cudaLaunchKernel*");
+	assert_int_equal(cfg.probes[2].bucket_mask, 1ULL << 1);
+	assert_false(cfg.probes[2].is_step);
+	pt_config__free(&cfg);
+}
+
+static void test_step_modes(void **state)
+{
+	struct pt_config cfg;
+
+	parse_ok(&cfg, "step native:exe:f mode=call\n");
+	assert_int_equal(cfg.step_mode, PT_STEP_CALL);
+	pt_config__free(&cfg);
+	parse_ok(&cfg, "step native:exe:f mode=iteration\n");
+	assert_int_equal(cfg.step_mode, PT_STEP_ITERATION);
+	pt_config__free(&cfg);
+}
+
+static void test_probe_forms(void **state)
+{
+	static const char text[] =
+		"bucket a.b native:libc.so.6:memcpy@@GLIBC_2.14 native:libm.so*:sin@GLIBC_2.2.5\n"
+		"bucket a.c native:/usr/lib/x86_64-linux-gnu/libc.so.6:malloc\n"
+		"bucket a.d native:exe:_ZN6Engine4stepEv native:exe:*::*\n"
+		"bucket a.e native:lib[cC]uda.so.[0-9]:cu[[:alpha:]]?* native:exe:x[]]y\n"
+		"bucket a.f native:exe:\\[literal native:lib*:[!_]*\n";
+	struct pt_config cfg;
+
+	parse_ok(&cfg, text);
+	assert_int_equal(cfg.nprobes, 9);
+	/* version suffix cut from the symbol only, text kept as written */
+	assert_string_equal(cfg.probes[0].text, "native:libc.so.6:memcpy@@GLIBC_2.14");
+	assert_string_equal(cfg.probes[0].object, "libc.so.6");
+	assert_string_equal(cfg.probes[0].symbol, "memcpy");
+	assert_string_equal(cfg.probes[1].symbol, "sin");
+	assert_string_equal(cfg.probes[2].object, "/usr/lib/x86_64-linux-gnu/libc.so.6");
+	assert_string_equal(cfg.probes[2].symbol, "malloc");
+	assert_string_equal(cfg.probes[3].symbol, "_ZN6Engine4stepEv");
+	/* everything after the second ':' is the symbol */
+	assert_string_equal(cfg.probes[4].object, "exe");
+	assert_string_equal(cfg.probes[4].symbol, "*::*");
+	assert_string_equal(cfg.probes[5].object, "lib[cC]uda.so.[0-9]");
+	assert_string_equal(cfg.probes[5].symbol, "cu[[:alpha:]]?*");
+	assert_string_equal(cfg.probes[6].symbol, "x[]]y");
+	assert_string_equal(cfg.probes[7].symbol, "\\[literal");
+	assert_string_equal(cfg.probes[8].symbol, "[!_]*");
+	pt_config__free(&cfg);
+}
+
+static void test_every_set_key(void **state)
+{
+	static const char text[] = "set warmup_steps 4294967295\n"
+				   "set ringbuf_mb 1024\n"
+				   "set poll_ms 1000\n"
+				   "set prologue_skip off\n"
+				   "set ringbuf_wakeup on\n"
+				   "step native:exe:f\n";
+	struct pt_config cfg;
+
+	parse_ok(&cfg, text);
+	assert_int_equal(cfg.warmup_steps, 4294967295u);
+	assert_int_equal(cfg.ringbuf_mb, 1024);
+	assert_int_equal(cfg.poll_ms, 1000);
+	assert_false(cfg.prologue_skip);
+	assert_true(cfg.ringbuf_wakeup);
+	pt_config__free(&cfg);
+
+	parse_ok(&cfg, "set ringbuf_mb 1\nset poll_ms 1\nset prologue_skip on\n"
+		       "set ringbuf_wakeup off\nset warmup_steps 0\nstep native:exe:f\n");
+	assert_int_equal(cfg.ringbuf_mb, 1);
+	assert_int_equal(cfg.poll_ms, 1);
+	assert_true(cfg.prologue_skip);
+	assert_false(cfg.ringbuf_wakeup);
+	assert_int_equal(cfg.warmup_steps, 0);
+	pt_config__free(&cfg);
+
+	parse_ok(&cfg, "set ringbuf_mb 64\nset poll_ms 007\nstep native:exe:f\n");
+	assert_int_equal(cfg.ringbuf_mb, 64);
+	assert_int_equal(cfg.poll_ms, 7); /* decimal, not octal */
+	pt_config__free(&cfg);
+}
+
+static void test_bucket_names(void **state)
+{
+	struct pt_config cfg;
+
+	parse_ok(&cfg, "bucket a.b.c native:exe:f\nbucket x-1_Y.z-2 native:exe:g\n"
+		       "bucket d..e native:exe:h\n");
+	assert_string_equal(cfg.buckets[0].domain, "a");
+	assert_string_equal(cfg.buckets[0].name, "a.b.c");
+	assert_string_equal(cfg.buckets[1].domain, "x-1_Y");
+	assert_string_equal(cfg.buckets[2].domain, "d");
+	pt_config__free(&cfg);
+}
+
+static char *many_buckets(int n, const char *extra)
+{
+	size_t cap = 64 * (size_t)(n + 2) + strlen(extra);
+	char *s = malloc(cap);
+	size_t off = 0;
+	int i;
+
+	assert_non_null(s);
+	for (i = 0; i < n; i++)
+		off += snprintf(s + off, cap - off, "bucket d.b%d native:exe:f%d native:exe:all\n",
+				i, i);
+	snprintf(s + off, cap - off, "%s", extra);
+	return s;
+}
+
+static void test_max_buckets(void **state)
+{
+	char *text = many_buckets(PT_MAX_BUCKETS, "");
+	struct pt_config cfg;
+
+	parse_ok(&cfg, text);
+	assert_int_equal(cfg.nbuckets, PT_MAX_BUCKETS);
+	assert_string_equal(cfg.buckets[63].name, "d.b63");
+	/* "native:exe:all" is in all 64: every bit of the mask */
+	assert_string_equal(cfg.probes[1].text, "native:exe:all");
+	assert_true(cfg.probes[1].bucket_mask == ~0ULL);
+	assert_int_equal(cfg.nprobes, PT_MAX_BUCKETS + 1);
+	assert_true(cfg.probes[PT_MAX_BUCKETS].bucket_mask == 1ULL << 63);
+	pt_config__free(&cfg);
+	free(text);
+}
+
+static void test_crlf_and_long_line_limit(void **state)
+{
+	struct pt_config cfg;
+	char *text;
+	size_t len;
+
+	parse_ok(&cfg, "# windows\r\nstep native:exe:f mode=iteration\r\n");
+	assert_string_equal(cfg.probes[0].symbol, "f");
+	assert_int_equal(cfg.step_mode, PT_STEP_ITERATION);
+	pt_config__free(&cfg);
+
+	/* exactly 4096 characters is allowed */
+	text = malloc(4096 + 64);
+	assert_non_null(text);
+	strcpy(text, "step native:exe:f #");
+	len = strlen(text);
+	memset(text + len, 'c', 4096 - len);
+	strcpy(text + 4096, "\n");
+	parse_ok(&cfg, text);
+	pt_config__free(&cfg);
+
+	/* one more is not */
+	text[4096] = 'c';
+	strcpy(text + 4097, "\nstep native:exe:g\n");
+	assert_parse_error(text, "t.conf:1:4097: error: line longer than 4096 characters "
+				 "(hint: split the bucket into several, or cover symbols "
+				 "with one glob)");
+	free(text);
+}
+
+/* ---- errors: exact text, line and column ---- */
+
+static void test_err_keywords(void **state)
+{
+	assert_parse_error("# c\nstpe native:exe:f\n",
+			   "t.conf:2:1: error: unknown keyword 'stpe' (hint: did you mean step? "
+			   "a line is step, bucket, set or a # comment)");
+	/* keywords are case-sensitive */
+	assert_parse_error("  Step native:exe:f\n",
+			   "t.conf:1:3: error: unknown keyword 'Step' (hint: did you mean step? "
+			   "a line is step, bucket, set or a # comment)");
+	assert_parse_error("step native:exe:f\nbuckets a.b native:exe:g\n",
+			   "t.conf:2:1: error: unknown keyword 'buckets' (hint: did you mean "
+			   "bucket? a line is step, bucket, set or a # comment)");
+	assert_parse_error("probe native:exe:f\n",
+			   "t.conf:1:1: error: unknown keyword 'probe' "
+			   "(hint: a line is step, bucket, set or a # comment)");
+}
+
+static void test_err_step(void **state)
+{
+	assert_parse_error("step native:exe:a\n\nbucket x.y native:exe:b\nstep native:exe:b\n",
+			   "t.conf:4:1: error: second step line 'step' "
+			   "(hint: only one step per file; the first is at line 1)");
+	assert_parse_error("step\n",
+			   "t.conf:1:1: error: step has no probe 'step' (hint: step "
+			   "native:<object>:<symbol> [mode=call|iteration])");
+	assert_parse_error("step # no probe here\n",
+			   "t.conf:1:1: error: step has no probe 'step' (hint: step "
+			   "native:<object>:<symbol> [mode=call|iteration])");
+	/* tabs count as one column */
+	assert_parse_error("\tstep\tnative:exe:f\tmode=loop\n",
+			   "t.conf:1:20: error: unknown step mode 'mode=loop' (hint: mode=call "
+			   "(entry to return) or mode=iteration (entry to the next entry))");
+	assert_parse_error("step native:exe:f mode=Call\n",
+			   "t.conf:1:19: error: unknown step mode 'mode=Call' (hint: mode=call "
+			   "(entry to return) or mode=iteration (entry to the next entry))");
+	assert_parse_error("step native:exe:f iteration\n",
+			   "t.conf:1:19: error: unexpected token on step line 'iteration' "
+			   "(hint: step native:<object>:<symbol> [mode=call|iteration])");
+	assert_parse_error("step native:exe:f mode=call mode=iteration\n",
+			   "t.conf:1:29: error: unexpected token on step line 'mode=iteration' "
+			   "(hint: step native:<object>:<symbol> [mode=call|iteration])");
+}
+
+static void test_err_probes(void **state)
+{
+	assert_parse_error("step py:train.py:step\n",
+			   "t.conf:1:6: error: Python probes are not supported by this version "
+			   "of the config 'py:train.py:step' (hint: only "
+			   "native:<object>:<symbol> probes)");
+	assert_parse_error("bucket a.b native:exe:f uprobe:libc:malloc\n",
+			   "t.conf:1:25: error: unknown probe kind 'uprobe:libc:malloc' (hint: "
+			   "supported: native:<object>:<symbol>, e.g. native:libc.so*:malloc)");
+	assert_parse_error("step main_loop\n",
+			   "t.conf:1:6: error: not a probe 'main_loop' (hint: write "
+			   "native:<object>:<symbol>, e.g. native:exe:main_loop)");
+	/* the prefix is case-sensitive too */
+	assert_parse_error("step Native:exe:f\n",
+			   "t.conf:1:6: error: unknown probe kind 'Native:exe:f' (hint: "
+			   "supported: native:<object>:<symbol>, e.g. native:libc.so*:malloc)");
+	assert_parse_error("step native:exe\n",
+			   "t.conf:1:6: error: probe has no symbol 'native:exe' (hint: write "
+			   "native:<object>:<symbol>, e.g. native:exe:main_loop)");
+	assert_parse_error("step native:exe:\n",
+			   "t.conf:1:6: error: empty symbol in probe 'native:exe:' (hint: name a "
+			   "symbol or a glob after the second ':', e.g. native:exe:engine_*)");
+	/* nothing left once the version suffix is cut */
+	assert_parse_error("step native:libc.so.6:@@GLIBC_2.2.5\n",
+			   "t.conf:1:6: error: empty symbol in probe 'native:libc.so.6:@@GLIBC_2.2.5' "
+			   "(hint: name a symbol or a glob after the second ':', e.g. "
+			   "native:exe:engine_*)");
+	assert_parse_error("step native::malloc\n",
+			   "t.conf:1:6: error: empty object in probe 'native::malloc' (hint: name "
+			   "a library glob (libfoo.so*) or 'exe' for the main executable)");
+}
+
+static void test_err_globs(void **state)
+{
+	assert_parse_error("bucket a.b native:libcuda[.so:cuInit\n",
+			   "t.conf:1:12: error: bad object glob in probe 'native:libcuda[.so:cuInit' "
+			   "(hint: unbalanced '['; fnmatch(3) syntax: * ? [abc] [!a-z], '\\' escapes)");
+	assert_parse_error("step native:exe:engine_[step\n",
+			   "t.conf:1:6: error: bad symbol glob in probe 'native:exe:engine_[step' "
+			   "(hint: unbalanced '['; fnmatch(3) syntax: * ? [abc] [!a-z], '\\' escapes)");
+	/* "[]" and "[!]" do not close: a leading ']' is a member */
+	assert_parse_error("step native:exe:f[]\n",
+			   "t.conf:1:6: error: bad symbol glob in probe 'native:exe:f[]' "
+			   "(hint: unbalanced '['; fnmatch(3) syntax: * ? [abc] [!a-z], '\\' escapes)");
+	assert_parse_error("step native:exe:f[[:alpha:]\n",
+			   "t.conf:1:6: error: bad symbol glob in probe 'native:exe:f[[:alpha:]' "
+			   "(hint: unbalanced '['; fnmatch(3) syntax: * ? [abc] [!a-z], '\\' escapes)");
+	assert_parse_error("step native:exe:f[[:letter:]]\n",
+			   "t.conf:1:6: error: bad symbol glob in probe 'native:exe:f[[:letter:]]' "
+			   "(hint: unknown character class; fnmatch(3) syntax: * ? [abc] [!a-z], "
+			   "'\\' escapes)");
+	assert_parse_error("step native:exe:f\\\n",
+			   "t.conf:1:6: error: bad symbol glob in probe 'native:exe:f\\' "
+			   "(hint: trailing '\\' escapes nothing; fnmatch(3) syntax: * ? [abc] "
+			   "[!a-z], '\\' escapes)");
+}
+
+static void test_err_buckets(void **state)
+{
+	assert_parse_error("bucket engine.a native:exe:f\n#\nbucket engine.a native:exe:g\n",
+			   "t.conf:3:8: error: duplicate bucket 'engine.a' (hint: first defined at "
+			   "line 1; list all its probes on that line)");
+	assert_parse_error("step native:exe:f\nbucket  engine.a\n",
+			   "t.conf:2:9: error: bucket has no probes 'engine.a' (hint: bucket "
+			   "engine.a native:<object>:<symbol> [<probe> ...])");
+	assert_parse_error("bucket\n",
+			   "t.conf:1:1: error: bucket has no name 'bucket' (hint: bucket "
+			   "<domain.name> <probe> [<probe> ...])");
+	assert_parse_error("bucket schedule native:exe:f\n",
+			   "t.conf:1:8: error: bucket name has no domain 'schedule' (hint: name it "
+			   "<domain>.<name>, e.g. engine.schedule; the domain groups buckets in "
+			   "the report)");
+	/* a probe in the name's place is caught as a bad name, not a missing dot */
+	assert_parse_error("bucket native:exe:f\n",
+			   "t.conf:1:8: error: bad character in bucket name 'native:exe:f' (hint: "
+			   "use letters, digits, '_', '-' and '.', as in engine.schedule)");
+	assert_parse_error("bucket .schedule native:exe:f\n",
+			   "t.conf:1:8: error: empty domain in bucket name '.schedule' (hint: put "
+			   "the domain before the first '.', e.g. engine.schedule)");
+	assert_parse_error("bucket engine. native:exe:f\n",
+			   "t.conf:1:8: error: empty name after the domain in bucket name 'engine.' "
+			   "(hint: put a name after the first '.', e.g. engine.schedule)");
+	assert_parse_error("bucket a.b native:exe:f native:exe:g native:exe:f\n",
+			   "t.conf:1:38: error: probe listed twice in bucket 'native:exe:f' "
+			   "(hint: remove the repeat from bucket a.b)");
+}
+
+static void test_err_too_many_buckets(void **state)
+{
+	char *text = many_buckets(PT_MAX_BUCKETS, "bucket d.extra native:exe:f0\n");
+
+	assert_parse_error(text, "t.conf:65:8: error: too many buckets 'd.extra' (hint: at most "
+				 "64 buckets; merge some, a bucket takes several probes)");
+	free(text);
+}
+
+static void test_err_set(void **state)
+{
+	assert_parse_error("step native:exe:f\nset warmup_step 10\n",
+			   "t.conf:2:5: error: unknown key 'warmup_step' (hint: did you mean "
+			   "warmup_steps? known keys: warmup_steps, ringbuf_mb, poll_ms, "
+			   "prologue_skip, ringbuf_wakeup)");
+	assert_parse_error("set POLL_MS 10\n",
+			   "t.conf:1:5: error: unknown key 'POLL_MS' (hint: did you mean "
+			   "poll_ms? known keys: warmup_steps, ringbuf_mb, poll_ms, "
+			   "prologue_skip, ringbuf_wakeup)");
+	assert_parse_error("set verbosity 3\n",
+			   "t.conf:1:5: error: unknown key 'verbosity' (hint: known keys: "
+			   "warmup_steps, ringbuf_mb, poll_ms, prologue_skip, ringbuf_wakeup)");
+	assert_parse_error("set poll_ms 10\nstep native:exe:f\nset poll_ms 10\n",
+			   "t.conf:3:5: error: key set twice 'poll_ms' "
+			   "(hint: first set at line 1; keep one)");
+	assert_parse_error("set\n",
+			   "t.conf:1:1: error: set has no key 'set' (hint: set <key> <value>; "
+			   "keys: warmup_steps, ringbuf_mb, poll_ms, prologue_skip, "
+			   "ringbuf_wakeup)");
+	assert_parse_error("set poll_ms\n",
+			   "t.conf:1:5: error: missing value for key 'poll_ms' "
+			   "(hint: set poll_ms <value>)");
+	assert_parse_error("set poll_ms 10 ms\n",
+			   "t.conf:1:16: error: unexpected token on set line 'ms' "
+			   "(hint: set takes one key and one value)");
+}
+
+static void test_err_set_values(void **state)
+{
+	static const char rb_hint[] = "(hint: a power of two from 1 to 1024 (MiB), e.g. 16)";
+	char want[256];
+
+	snprintf(want, sizeof(want), "t.conf:1:16: error: bad value for ringbuf_mb '3' %s",
+		 rb_hint);
+	assert_parse_error("set ringbuf_mb 3\n", want);
+	snprintf(want, sizeof(want), "t.conf:1:16: error: bad value for ringbuf_mb '0' %s",
+		 rb_hint);
+	assert_parse_error("set ringbuf_mb 0\n", want);
+	snprintf(want, sizeof(want), "t.conf:1:16: error: bad value for ringbuf_mb '2048' %s",
+		 rb_hint);
+	assert_parse_error("set ringbuf_mb 2048\n", want);
+	snprintf(want, sizeof(want), "t.conf:1:16: error: bad value for ringbuf_mb '0x10' %s",
+		 rb_hint);
+	assert_parse_error("set ringbuf_mb 0x10\n", want);
+
+	assert_parse_error("set poll_ms 0\n", "t.conf:1:13: error: bad value for poll_ms '0' "
+						 "(hint: milliseconds, 1..1000)");
+	assert_parse_error("set poll_ms 1001\n", "t.conf:1:13: error: bad value for poll_ms "
+						    "'1001' (hint: milliseconds, 1..1000)");
+	assert_parse_error("set poll_ms 20ms\n", "t.conf:1:13: error: bad value for poll_ms "
+						    "'20ms' (hint: milliseconds, 1..1000)");
+
+	assert_parse_error("set warmup_steps -1\n",
+			   "t.conf:1:18: error: bad value for warmup_steps '-1' "
+			   "(hint: a whole number of steps, 0..4294967295)");
+	assert_parse_error("set warmup_steps 4294967296\n",
+			   "t.conf:1:18: error: bad value for warmup_steps '4294967296' "
+			   "(hint: a whole number of steps, 0..4294967295)");
+	assert_parse_error("set prologue_skip yes\n",
+			   "t.conf:1:19: error: bad value for prologue_skip 'yes' "
+			   "(hint: on or off)");
+	assert_parse_error("set ringbuf_wakeup ON\n",
+			   "t.conf:1:20: error: bad value for ringbuf_wakeup 'ON' "
+			   "(hint: on or off)");
+}
+
+static void test_err_nothing_to_profile(void **state)
+{
+	static const char want[] =
+		"t.conf:1:1: error: nothing to profile: no step or bucket line (hint: add "
+		"'step native:<object>:<symbol>' or 'bucket <domain.name> <probe>...')";
+
+	assert_parse_error("", want);
+	assert_parse_error("# only comments\n\n\t\n", want);
+	assert_parse_error("set poll_ms 5\nset ringbuf_mb 4\n", want);
+}
+
+static void test_err_first_error_wins(void **state)
+{
+	/* line 2 is bad, line 3 too: only line 2 is reported */
+	assert_parse_error("step native:exe:f\nset poll_ms 0\nstep native:exe:g\n",
+			   "t.conf:2:13: error: bad value for poll_ms '0' "
+			   "(hint: milliseconds, 1..1000)");
+}
+
+static void test_err_nul_byte(void **state)
+{
+	static const char text[] = "step native:exe:f\nstep\0x\n";
+	struct pt_config cfg;
+	char err[256];
+	FILE *f = fmemopen((void *)text, sizeof(text) - 1, "r");
+
+	assert_non_null(f);
+	assert_int_equal(pt_config__parse(&cfg, f, "t.conf", err, sizeof(err)), -EINVAL);
+	fclose(f);
+	assert_string_equal(err, "t.conf:2:5: error: NUL byte in line "
+				 "(hint: targets files are plain text)");
+	assert_true(all_zero(&cfg, sizeof(cfg)));
+}
+
+static void test_long_token_is_cut(void **state)
+{
+	char text[300], want[400];
+
+	memset(text, 'x', 200);
+	strcpy(text + 200, " native:exe:f\n");
+	memset(want, 0, sizeof(want));
+	strcpy(want, "t.conf:1:1: error: unknown keyword '");
+	memset(want + strlen(want), 'x', 97);
+	strcat(want, "...' (hint: a line is step, bucket, set or a # comment)");
+	assert_parse_error(text, want);
+}
+
+static void test_err_buffer_limits(void **state)
+{
+	struct pt_config cfg;
+	char err[16];
+
+	memset(err, 'x', sizeof(err));
+	assert_int_equal(parse_str(&cfg, "stpe native:exe:f\n", err, sizeof(err)), -EINVAL);
+	assert_string_equal(err, "t.conf:1:1: err");
+	/* no message wanted: still an error, nothing written */
+	assert_int_equal(parse_str(&cfg, "stpe native:exe:f\n", NULL, 0), -EINVAL);
+	assert_int_equal(parse_str(&cfg, "step native:exe:f\n", NULL, 0), 0);
+	pt_config__free(&cfg);
+}
+
+/* ---- pt_config__load and fixtures ---- */
+
+static void test_load_fixture_valid(void **state)
+{
+	struct pt_config cfg;
+	char err[512] = "";
+	int ret;
+
+	ret = pt_config__load(&cfg, FIXTURES "engine.conf", err, sizeof(err));
+	if (ret)
+		print_error("%s\n", err);
+	assert_int_equal(ret, 0);
+	assert_string_equal(cfg.path, FIXTURES "engine.conf");
+	assert_int_equal(cfg.step_mode, PT_STEP_ITERATION);
+	assert_string_equal(cfg.probes[cfg.step_probe].text, "native:exe:engine_step");
+	assert_int_equal(cfg.nbuckets, 4);
+	assert_string_equal(cfg.buckets[0].name, "engine.schedule");
+	assert_string_equal(cfg.buckets[2].name, "gpu.launch");
+	assert_string_equal(cfg.buckets[2].domain, "gpu");
+	assert_string_equal(cfg.buckets[3].name, "alloc.malloc");
+	assert_int_equal(cfg.warmup_steps, 5);
+	assert_int_equal(cfg.ringbuf_mb, 32);
+	assert_int_equal(cfg.poll_ms, 10);
+	assert_true(cfg.prologue_skip);
+	assert_false(cfg.ringbuf_wakeup);
+	assert_int_equal(cfg.nprobes, 6);
+	/* engine_step is the step and in the engine.step bucket */
+	assert_true(cfg.probes[cfg.step_probe].is_step);
+	assert_int_equal(cfg.probes[cfg.step_probe].bucket_mask, 1ULL << 1);
+	pt_config__free(&cfg);
+}
+
+static void test_load_fixture_errors(void **state)
+{
+	struct pt_config cfg;
+	char err[512];
+
+	assert_int_equal(pt_config__load(&cfg, FIXTURES "bad_second_step.conf", err, sizeof(err)),
+			 -EINVAL);
+	assert_string_equal(err, FIXTURES "bad_second_step.conf:7:1: error: second step line "
+					  "'step' (hint: only one step per file; the first is at "
+					  "line 3)");
+	assert_true(all_zero(&cfg, sizeof(cfg)));
+
+	assert_int_equal(pt_config__load(&cfg, FIXTURES "bad_key.conf", err, sizeof(err)),
+			 -EINVAL);
+	assert_string_equal(err, FIXTURES "bad_key.conf:4:6: error: unknown key 'ringbuf_MB' "
+					  "(hint: did you mean ringbuf_mb? known keys: warmup_steps, "
+					  "ringbuf_mb, poll_ms, prologue_skip, ringbuf_wakeup)");
+	assert_true(all_zero(&cfg, sizeof(cfg)));
+
+	assert_int_equal(pt_config__load(&cfg, FIXTURES "bad_py.conf", err, sizeof(err)),
+			 -EINVAL);
+	assert_string_equal(err, FIXTURES "bad_py.conf:2:25: error: Python probes are not "
+					  "supported by this version of the config "
+					  "'py:model.py:forward' (hint: only native:<object>:<symbol> "
+					  "probes)");
+	pt_config__free(&cfg);
+}
+
+static void test_load_missing_and_unreadable(void **state)
+{
+	struct pt_config cfg;
+	char err[512];
+
+	memset(&cfg, 0xab, sizeof(cfg));
+	assert_int_equal(pt_config__load(&cfg, FIXTURES "no-such.conf", err, sizeof(err)),
+			 -ENOENT);
+	assert_string_equal(err, FIXTURES "no-such.conf: cannot read targets file: "
+				 "No such file or directory");
+	assert_true(all_zero(&cfg, sizeof(cfg)));
+	pt_config__free(&cfg);
+
+	/* a directory opens but cannot be read */
+	assert_int_equal(pt_config__load(&cfg, FIXTURES, err, sizeof(err)), -EISDIR);
+	assert_string_equal(err, FIXTURES ": cannot read targets file: Is a directory");
+	assert_true(all_zero(&cfg, sizeof(cfg)));
+}
+
+static void test_free_is_safe(void **state)
+{
+	struct pt_config cfg;
+
+	pt_config__free(NULL);
+	memset(&cfg, 0, sizeof(cfg));
+	pt_config__free(&cfg);
+	pt_config__free(&cfg);
+	assert_true(all_zero(&cfg, sizeof(cfg)));
+
+	parse_ok(&cfg, "step native:exe:f\nbucket a.b native:exe:g\n");
+	pt_config__free(&cfg);
+	assert_true(all_zero(&cfg, sizeof(cfg)));
+	pt_config__free(&cfg); /* twice */
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_step_only_defaults),
+		cmocka_unit_test(test_bucket_only_no_step),
+		cmocka_unit_test(test_full_file_roles_and_comments),
+		cmocka_unit_test(test_step_modes),
+		cmocka_unit_test(test_probe_forms),
+		cmocka_unit_test(test_every_set_key),
+		cmocka_unit_test(test_bucket_names),
+		cmocka_unit_test(test_max_buckets),
+		cmocka_unit_test(test_crlf_and_long_line_limit),
+		cmocka_unit_test(test_err_keywords),
+		cmocka_unit_test(test_err_step),
+		cmocka_unit_test(test_err_probes),
+		cmocka_unit_test(test_err_globs),
+		cmocka_unit_test(test_err_buckets),
+		cmocka_unit_test(test_err_too_many_buckets),
+		cmocka_unit_test(test_err_set),
+		cmocka_unit_test(test_err_set_values),
+		cmocka_unit_test(test_err_nothing_to_profile),
+		cmocka_unit_test(test_err_first_error_wins),
+		cmocka_unit_test(test_err_nul_byte),
+		cmocka_unit_test(test_long_token_is_cut),
+		cmocka_unit_test(test_err_buffer_limits),
+		cmocka_unit_test(test_load_fixture_valid),
+		cmocka_unit_test(test_load_fixture_errors),
+		cmocka_unit_test(test_load_missing_and_unreadable),
+		cmocka_unit_test(test_free_is_safe),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,724 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * targets.conf parser, format version 1 (docs/targets.md).
+ *
+ * The file is written by hand, so errors read like a compiler's
+ * ("file:line:col: error: ... 'token' (hint: ...)") and parsing stops at the
+ * first one: a profiler that silently ignores a mistyped probe produces a
+ * report that looks plausible and is wrong.
+ */
+#include <ctype.h>
+#include <errno.h>
+#include <fnmatch.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "config.h"
+
+#define LINE_MAX_CHARS 4096
+/* Every token is at least one char plus one separator. */
+#define MAX_TOKENS (LINE_MAX_CHARS / 2 + 1)
+/* Long tokens are cut in messages so the hint still fits in err. */
+#define TOKEN_SHOW_MAX 100
+
+#define NATIVE_FORM "native:<object>:<symbol>"
+
+struct tok {
+	char *s;
+	int col;
+};
+
+enum set_key {
+	KEY_WARMUP_STEPS,
+	KEY_RINGBUF_MB,
+	KEY_POLL_MS,
+	KEY_PROLOGUE_SKIP,
+	KEY_RINGBUF_WAKEUP,
+	NR_KEYS,
+};
+
+static const char *const key_names[NR_KEYS] = {
+	[KEY_WARMUP_STEPS] = "warmup_steps",
+	[KEY_RINGBUF_MB] = "ringbuf_mb",
+	[KEY_POLL_MS] = "poll_ms",
+	[KEY_PROLOGUE_SKIP] = "prologue_skip",
+	[KEY_RINGBUF_WAKEUP] = "ringbuf_wakeup",
+};
+
+#define KNOWN_KEYS "warmup_steps, ringbuf_mb, poll_ms, prologue_skip, ringbuf_wakeup"
+
+static const char *const keywords[] = { "step", "bucket", "set" };
+
+struct parser {
+	struct pt_config *cfg;
+	const char *path;
+	char *err;
+	size_t errlen;
+	int line;
+	int step_line;
+	int key_line[NR_KEYS];
+	struct tok toks[MAX_TOKENS];
+	int ntok;
+};
+
+static void err_append(char *err, size_t errlen, size_t *off, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+
+static void err_append(char *err, size_t errlen, size_t *off, const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	if (*off >= errlen)
+		return;
+	va_start(ap, fmt);
+	n = vsnprintf(err + *off, errlen - *off, fmt, ap);
+	va_end(ap);
+	if (n > 0)
+		*off += n;
+}
+
+/*
+ * One error line: "path:line:col: error: what 'tok' (hint: ...)". tok and
+ * hint may be NULL for the few errors that have none.
+ */
+static int perr(struct parser *p, int col, const char *tok, const char *what,
+		const char *hintfmt, ...) __attribute__((format(printf, 5, 6)));
+
+static int perr(struct parser *p, int col, const char *tok, const char *what,
+		const char *hintfmt, ...)
+{
+	size_t off = 0;
+	va_list ap;
+	char hint[512];
+
+	if (!p->err || !p->errlen)
+		return -EINVAL;
+	err_append(p->err, p->errlen, &off, "%s:%d:%d: error: %s", p->path, p->line, col, what);
+	if (tok) {
+		if (strlen(tok) > TOKEN_SHOW_MAX)
+			err_append(p->err, p->errlen, &off, " '%.*s...'", TOKEN_SHOW_MAX - 3, tok);
+		else
+			err_append(p->err, p->errlen, &off, " '%s'", tok);
+	}
+	if (hintfmt) {
+		va_start(ap, hintfmt);
+		vsnprintf(hint, sizeof(hint), hintfmt, ap);
+		va_end(ap);
+		err_append(p->err, p->errlen, &off, " (hint: %s)", hint);
+	}
+	return -EINVAL;
+}
+
+static int oom(struct parser *p)
+{
+	if (p->err && p->errlen)
+		snprintf(p->err, p->errlen, "%s:%d: error: out of memory", p->path, p->line);
+	return -ENOMEM;
+}
+
+/* Case-insensitive edit distance, so "Step" and "POLL_MS" get a suggestion. */
+static size_t edit_distance(const char *a, const char *b)
+{
+	size_t la = strlen(a), lb = strlen(b);
+	size_t row[64], i, j, diag, up;
+
+	if (lb >= sizeof(row) / sizeof(row[0]) || la >= 64)
+		return SIZE_MAX;
+	for (j = 0; j <= lb; j++)
+		row[j] = j;
+	for (i = 1; i <= la; i++) {
+		diag = row[0];
+		row[0] = i;
+		for (j = 1; j <= lb; j++) {
+			up = row[j];
+			row[j] = diag + (tolower((unsigned char)a[i - 1]) !=
+					 tolower((unsigned char)b[j - 1]));
+			if (up + 1 < row[j])
+				row[j] = up + 1;
+			if (row[j - 1] + 1 < row[j])
+				row[j] = row[j - 1] + 1;
+			diag = up;
+		}
+	}
+	return row[lb];
+}
+
+/* The closest of names to s, when it looks like a typo of it; else NULL. */
+static const char *closest(const char *s, const char *const *names, size_t n)
+{
+	size_t best = SIZE_MAX, d, i;
+	const char *pick = NULL;
+
+	for (i = 0; i < n; i++) {
+		d = edit_distance(s, names[i]);
+		if (d < best) {
+			best = d;
+			pick = names[i];
+		}
+	}
+	return best <= 2 ? pick : NULL;
+}
+
+static bool valid_class(const char *s, size_t len)
+{
+	static const char *const classes[] = {
+		"alnum", "alpha", "blank", "cntrl", "digit", "graph",
+		"lower", "print", "punct", "space", "upper", "xdigit",
+	};
+	size_t i;
+
+	for (i = 0; i < sizeof(classes) / sizeof(classes[0]); i++)
+		if (strlen(classes[i]) == len && !strncmp(classes[i], s, len))
+			return true;
+	return false;
+}
+
+/*
+ * fnmatch(3) treats an unclosed '[' as a literal, so "libcuda[.so" would
+ * silently match nothing; reject it here instead. NULL when g is fine.
+ */
+static const char *glob_problem(const char *g)
+{
+	const char *s = g, *q, *e;
+	char d;
+	int rc;
+
+	while (*s) {
+		if (*s == '\\') {
+			if (!s[1])
+				return "trailing '\\' escapes nothing";
+			s += 2;
+			continue;
+		}
+		if (*s != '[') {
+			s++;
+			continue;
+		}
+		q = s + 1;
+		if (*q == '!' || *q == '^')
+			q++;
+		if (*q == ']') /* a leading ']' is a member, not the end */
+			q++;
+		for (;;) {
+			if (!*q)
+				return "unbalanced '['";
+			if (*q == ']')
+				break;
+			if (*q == '\\') {
+				if (!q[1])
+					return "unbalanced '['";
+				q += 2;
+				continue;
+			}
+			if (*q == '[' && (q[1] == ':' || q[1] == '.' || q[1] == '=')) {
+				d = q[1];
+				for (e = q + 2; *e && !(e[0] == d && e[1] == ']'); e++)
+					;
+				if (!*e)
+					return "unbalanced '['";
+				if (d == ':' && !valid_class(q + 2, e - (q + 2)))
+					return "unknown character class";
+				q = e + 2;
+				continue;
+			}
+			q++;
+		}
+		s = q + 1;
+	}
+	rc = fnmatch(g, "", 0);
+	if (rc != 0 && rc != FNM_NOMATCH)
+		return "not a valid fnmatch(3) pattern";
+	return NULL;
+}
+
+static int find_probe(const struct pt_config *cfg, const char *text)
+{
+	size_t i;
+
+	for (i = 0; i < cfg->nprobes; i++)
+		if (!strcmp(cfg->probes[i].text, text))
+			return (int)i;
+	return -1;
+}
+
+/*
+ * Index of the probe spec for t, added on first use. The same text in several
+ * places is one spec with several roles, so each function is probed once.
+ */
+static int probe_get(struct parser *p, const struct tok *t, int *idx)
+{
+	struct pt_config *cfg = p->cfg;
+	struct pt_probe_spec *spec, *grown;
+	const char *rest, *colon, *why;
+	char *object = NULL, *symbol = NULL, *text = NULL, *at;
+	int i, ret;
+
+	i = find_probe(cfg, t->s);
+	if (i >= 0) {
+		*idx = i;
+		return 0;
+	}
+
+	if (!strncmp(t->s, "py:", 3))
+		return perr(p, t->col, t->s,
+			    "Python probes are not supported by this version of the config",
+			    "only " NATIVE_FORM " probes");
+	if (strncmp(t->s, "native:", 7)) {
+		if (strchr(t->s, ':'))
+			return perr(p, t->col, t->s, "unknown probe kind",
+				    "supported: " NATIVE_FORM ", e.g. native:libc.so*:malloc");
+		return perr(p, t->col, t->s, "not a probe",
+			    "write " NATIVE_FORM ", e.g. native:exe:main_loop");
+	}
+	rest = t->s + 7;
+	colon = strchr(rest, ':');
+	if (!colon)
+		return perr(p, t->col, t->s, "probe has no symbol",
+			    "write " NATIVE_FORM ", e.g. native:exe:main_loop");
+	if (colon == rest)
+		return perr(p, t->col, t->s, "empty object in probe",
+			    "name a library glob (libfoo.so*) or 'exe' for the main executable");
+
+	object = strndup(rest, colon - rest);
+	symbol = strdup(colon + 1);
+	text = strdup(t->s);
+	if (!object || !symbol || !text) {
+		ret = oom(p);
+		goto fail;
+	}
+	/* Version suffixes (foo@@GLIBC_2.17) are not part of the name in the
+	 * symbol table the attacher searches. */
+	at = strchr(symbol, '@');
+	if (at)
+		*at = '\0';
+	if (!*symbol) {
+		ret = perr(p, t->col, t->s, "empty symbol in probe",
+			   "name a symbol or a glob after the second ':', e.g. native:exe:engine_*");
+		goto fail;
+	}
+	why = glob_problem(object);
+	if (why) {
+		ret = perr(p, t->col, t->s, "bad object glob in probe",
+			   "%s; fnmatch(3) syntax: * ? [abc] [!a-z], '\\' escapes", why);
+		goto fail;
+	}
+	why = glob_problem(symbol);
+	if (why) {
+		ret = perr(p, t->col, t->s, "bad symbol glob in probe",
+			   "%s; fnmatch(3) syntax: * ? [abc] [!a-z], '\\' escapes", why);
+		goto fail;
+	}
+
+	grown = realloc(cfg->probes, (cfg->nprobes + 1) * sizeof(*grown));
+	if (!grown) {
+		ret = oom(p);
+		goto fail;
+	}
+	cfg->probes = grown;
+	spec = &cfg->probes[cfg->nprobes];
+	memset(spec, 0, sizeof(*spec));
+	spec->kind = PT_PROBE_NATIVE;
+	spec->text = text;
+	spec->object = object;
+	spec->symbol = symbol;
+	spec->line = p->line;
+	spec->col = t->col;
+	*idx = (int)cfg->nprobes++;
+	return 0;
+
+fail:
+	free(object);
+	free(symbol);
+	free(text);
+	return ret;
+}
+
+static int parse_step(struct parser *p)
+{
+	struct pt_config *cfg = p->cfg;
+	const struct tok *t = p->toks;
+	enum pt_step_mode mode = PT_STEP_CALL;
+	int i, idx, err;
+
+	if (p->step_line)
+		return perr(p, t[0].col, t[0].s, "second step line",
+			    "only one step per file; the first is at line %d", p->step_line);
+	if (p->ntok < 2)
+		return perr(p, t[0].col, t[0].s, "step has no probe",
+			    "step " NATIVE_FORM " [mode=call|iteration]");
+	err = probe_get(p, &t[1], &idx);
+	if (err)
+		return err;
+	for (i = 2; i < p->ntok; i++) {
+		if (i > 2 || strncmp(t[i].s, "mode=", 5))
+			return perr(p, t[i].col, t[i].s, "unexpected token on step line",
+				    "step " NATIVE_FORM " [mode=call|iteration]");
+		if (!strcmp(t[i].s + 5, "call"))
+			mode = PT_STEP_CALL;
+		else if (!strcmp(t[i].s + 5, "iteration"))
+			mode = PT_STEP_ITERATION;
+		else
+			return perr(p, t[i].col, t[i].s, "unknown step mode",
+				    "mode=call (entry to return) or mode=iteration "
+				    "(entry to the next entry)");
+	}
+	cfg->probes[idx].is_step = true;
+	cfg->step_probe = idx;
+	cfg->step_mode = mode;
+	p->step_line = p->line;
+	return 0;
+}
+
+static bool name_char(char c)
+{
+	return isalnum((unsigned char)c) || c == '_' || c == '.' || c == '-';
+}
+
+static int check_bucket_name(struct parser *p, const struct tok *t)
+{
+	const char *s = t->s, *dot = strchr(s, '.');
+
+	for (; *s; s++)
+		if (!name_char(*s))
+			return perr(p, t->col, t->s, "bad character in bucket name",
+				    "use letters, digits, '_', '-' and '.', as in engine.schedule");
+	if (!dot)
+		return perr(p, t->col, t->s, "bucket name has no domain",
+			    "name it <domain>.<name>, e.g. engine.schedule; the domain groups "
+			    "buckets in the report");
+	if (dot == t->s)
+		return perr(p, t->col, t->s, "empty domain in bucket name",
+			    "put the domain before the first '.', e.g. engine.schedule");
+	if (!dot[1])
+		return perr(p, t->col, t->s, "empty name after the domain in bucket name",
+			    "put a name after the first '.', e.g. engine.schedule");
+	return 0;
+}
+
+static int parse_bucket(struct parser *p)
+{
+	struct pt_config *cfg = p->cfg;
+	const struct tok *t = p->toks;
+	struct pt_bucket_cfg *b, *grown;
+	unsigned long long bit;
+	size_t bi, i;
+	int k, idx, err;
+
+	if (p->ntok < 2)
+		return perr(p, t[0].col, t[0].s, "bucket has no name",
+			    "bucket <domain.name> <probe> [<probe> ...]");
+	err = check_bucket_name(p, &t[1]);
+	if (err)
+		return err;
+	for (i = 0; i < cfg->nbuckets; i++)
+		if (!strcmp(cfg->buckets[i].name, t[1].s))
+			return perr(p, t[1].col, t[1].s, "duplicate bucket",
+				    "first defined at line %d; list all its probes on that line",
+				    cfg->buckets[i].line);
+	if (cfg->nbuckets >= PT_MAX_BUCKETS)
+		return perr(p, t[1].col, t[1].s, "too many buckets",
+			    "at most %d buckets; merge some, a bucket takes several probes",
+			    PT_MAX_BUCKETS);
+	if (p->ntok < 3)
+		return perr(p, t[1].col, t[1].s, "bucket has no probes",
+			    "bucket %s " NATIVE_FORM " [<probe> ...]", t[1].s);
+
+	grown = realloc(cfg->buckets, (cfg->nbuckets + 1) * sizeof(*grown));
+	if (!grown)
+		return oom(p);
+	cfg->buckets = grown;
+	bi = cfg->nbuckets;
+	b = &cfg->buckets[bi];
+	memset(b, 0, sizeof(*b));
+	b->line = p->line;
+	b->name = strdup(t[1].s);
+	b->domain = strndup(t[1].s, strchr(t[1].s, '.') - t[1].s);
+	/* counted now so pt_config__free releases the names on any error below */
+	cfg->nbuckets++;
+	if (!b->name || !b->domain)
+		return oom(p);
+
+	bit = 1ULL << bi;
+	for (k = 2; k < p->ntok; k++) {
+		err = probe_get(p, &t[k], &idx);
+		if (err)
+			return err;
+		if (cfg->probes[idx].bucket_mask & bit)
+			return perr(p, t[k].col, t[k].s, "probe listed twice in bucket",
+				    "remove the repeat from bucket %s", t[1].s);
+		cfg->probes[idx].bucket_mask |= bit;
+	}
+	return 0;
+}
+
+/* Decimal only: a config value like "010" or "0x10" should not change base. */
+static bool parse_uint(const char *s, unsigned long long max, unsigned long long *out)
+{
+	unsigned long long v = 0;
+
+	if (!*s)
+		return false;
+	for (; *s; s++) {
+		if (*s < '0' || *s > '9')
+			return false;
+		if (v > (max - (unsigned)(*s - '0')) / 10)
+			return false;
+		v = v * 10 + (unsigned)(*s - '0');
+	}
+	*out = v;
+	return true;
+}
+
+static bool parse_onoff(const char *s, bool *out)
+{
+	if (!strcmp(s, "on"))
+		*out = true;
+	else if (!strcmp(s, "off"))
+		*out = false;
+	else
+		return false;
+	return true;
+}
+
+static int parse_set(struct parser *p)
+{
+	struct pt_config *cfg = p->cfg;
+	const struct tok *t = p->toks;
+	const char *sugg, *v;
+	unsigned long long n;
+	char what[64];
+	int key;
+	bool b;
+
+	if (p->ntok < 2)
+		return perr(p, t[0].col, t[0].s, "set has no key",
+			    "set <key> <value>; keys: " KNOWN_KEYS);
+	for (key = 0; key < NR_KEYS; key++)
+		if (!strcmp(t[1].s, key_names[key]))
+			break;
+	if (key == NR_KEYS) {
+		sugg = closest(t[1].s, key_names, NR_KEYS);
+		if (sugg)
+			return perr(p, t[1].col, t[1].s, "unknown key",
+				    "did you mean %s? known keys: " KNOWN_KEYS, sugg);
+		return perr(p, t[1].col, t[1].s, "unknown key", "known keys: " KNOWN_KEYS);
+	}
+	if (p->ntok < 3)
+		return perr(p, t[1].col, t[1].s, "missing value for key",
+			    "set %s <value>", key_names[key]);
+	if (p->ntok > 3)
+		return perr(p, t[3].col, t[3].s, "unexpected token on set line",
+			    "set takes one key and one value");
+	if (p->key_line[key])
+		return perr(p, t[1].col, t[1].s, "key set twice",
+			    "first set at line %d; keep one", p->key_line[key]);
+
+	v = t[2].s;
+	snprintf(what, sizeof(what), "bad value for %s", key_names[key]);
+	switch (key) {
+	case KEY_WARMUP_STEPS:
+		if (!parse_uint(v, UINT_MAX, &n))
+			return perr(p, t[2].col, v, what, "a whole number of steps, 0..%u",
+				    UINT_MAX);
+		cfg->warmup_steps = n;
+		break;
+	case KEY_RINGBUF_MB:
+		/* BPF ring buffers must be a power-of-two number of pages. */
+		if (!parse_uint(v, 1024, &n) || !n || (n & (n - 1)))
+			return perr(p, t[2].col, v, what,
+				    "a power of two from 1 to 1024 (MiB), e.g. 16");
+		cfg->ringbuf_mb = n;
+		break;
+	case KEY_POLL_MS:
+		if (!parse_uint(v, 1000, &n) || !n)
+			return perr(p, t[2].col, v, what, "milliseconds, 1..1000");
+		cfg->poll_ms = n;
+		break;
+	case KEY_PROLOGUE_SKIP:
+	case KEY_RINGBUF_WAKEUP:
+		if (!parse_onoff(v, &b))
+			return perr(p, t[2].col, v, what, "on or off");
+		if (key == KEY_PROLOGUE_SKIP)
+			cfg->prologue_skip = b;
+		else
+			cfg->ringbuf_wakeup = b;
+		break;
+	}
+	p->key_line[key] = p->line;
+	return 0;
+}
+
+/* Split in place on spaces and tabs; a '#' anywhere starts a comment. */
+static void tokenize(struct parser *p, char *line)
+{
+	char *s = line;
+
+	p->ntok = 0;
+	for (;;) {
+		while (*s == ' ' || *s == '\t')
+			s++;
+		if (!*s || *s == '#')
+			return;
+		p->toks[p->ntok].s = s;
+		p->toks[p->ntok].col = (int)(s - line) + 1;
+		p->ntok++;
+		while (*s && *s != ' ' && *s != '\t' && *s != '#')
+			s++;
+		if (*s == '#') {
+			*s = '\0';
+			return;
+		}
+		if (*s)
+			*s++ = '\0';
+	}
+}
+
+static int parse_line(struct parser *p, char *line, size_t len)
+{
+	const struct tok *t = p->toks;
+	const char *sugg;
+
+	if (len > LINE_MAX_CHARS)
+		return perr(p, LINE_MAX_CHARS + 1, NULL, "line longer than 4096 characters",
+			    "split the bucket into several, or cover symbols with one glob");
+	if (strlen(line) != len)
+		return perr(p, (int)strlen(line) + 1, NULL, "NUL byte in line",
+			    "targets files are plain text");
+	tokenize(p, line);
+	if (!p->ntok)
+		return 0;
+	if (!strcmp(t[0].s, "step"))
+		return parse_step(p);
+	if (!strcmp(t[0].s, "bucket"))
+		return parse_bucket(p);
+	if (!strcmp(t[0].s, "set"))
+		return parse_set(p);
+	sugg = closest(t[0].s, keywords, sizeof(keywords) / sizeof(keywords[0]));
+	if (sugg)
+		return perr(p, t[0].col, t[0].s, "unknown keyword",
+			    "did you mean %s? a line is step, bucket, set or a # comment", sugg);
+	return perr(p, t[0].col, t[0].s, "unknown keyword",
+		    "a line is step, bucket, set or a # comment");
+}
+
+int pt_config__parse(struct pt_config *cfg, FILE *f, const char *path, char *err, size_t errlen)
+{
+	struct parser *p;
+	char *line = NULL;
+	size_t cap = 0;
+	ssize_t n;
+	int ret = 0;
+
+	if (!cfg)
+		return -EINVAL;
+	memset(cfg, 0, sizeof(*cfg));
+	if (err && errlen)
+		err[0] = '\0';
+	if (!path)
+		path = "<targets>";
+	if (!f) {
+		if (err && errlen)
+			snprintf(err, errlen, "%s: cannot read targets file: no file", path);
+		return -EINVAL;
+	}
+	/* The token table is 32 KiB: keep it off the stack. */
+	p = calloc(1, sizeof(*p));
+	if (!p) {
+		if (err && errlen)
+			snprintf(err, errlen, "%s: error: out of memory", path);
+		return -ENOMEM;
+	}
+	p->cfg = cfg;
+	p->path = path;
+	p->err = err;
+	p->errlen = errlen;
+
+	cfg->step_probe = -1;
+	cfg->step_mode = PT_STEP_CALL;
+	cfg->ringbuf_mb = 16;
+	cfg->poll_ms = 20;
+	cfg->prologue_skip = true;
+	cfg->ringbuf_wakeup = false;
+	cfg->path = strdup(path);
+	if (!cfg->path) {
+		ret = oom(p);
+		goto out;
+	}
+
+	errno = 0;
+	while ((n = getline(&line, &cap, f)) >= 0) {
+		p->line++;
+		if (n > 0 && line[n - 1] == '\n')
+			line[--n] = '\0';
+		if (n > 0 && line[n - 1] == '\r') /* files edited on Windows */
+			line[--n] = '\0';
+		ret = parse_line(p, line, (size_t)n);
+		if (ret)
+			goto out;
+	}
+	if (ferror(f)) {
+		ret = errno ? -errno : -EIO;
+		if (err && errlen)
+			snprintf(err, errlen, "%s: cannot read targets file: %s", path,
+				 strerror(-ret));
+		goto out;
+	}
+	if (cfg->step_probe < 0 && !cfg->nbuckets) {
+		/* about the whole file: point at its start */
+		p->line = 1;
+		ret = perr(p, 1, NULL, "nothing to profile: no step or bucket line",
+			   "add 'step " NATIVE_FORM "' or 'bucket <domain.name> <probe>...'");
+	}
+out:
+	free(line);
+	free(p);
+	if (ret)
+		pt_config__free(cfg);
+	return ret;
+}
+
+int pt_config__load(struct pt_config *cfg, const char *path, char *err, size_t errlen)
+{
+	FILE *f;
+	int ret;
+
+	if (!cfg || !path)
+		return -EINVAL;
+	f = fopen(path, "r");
+	if (!f) {
+		ret = -errno;
+		memset(cfg, 0, sizeof(*cfg));
+		if (err && errlen)
+			snprintf(err, errlen, "%s: cannot read targets file: %s", path,
+				 strerror(-ret));
+		return ret;
+	}
+	ret = pt_config__parse(cfg, f, path, err, errlen);
+	fclose(f);
+	return ret;
+}
+
+void pt_config__free(struct pt_config *cfg)
+{
+	size_t i;
+
+	if (!cfg)
+		return;
+	for (i = 0; i < cfg->nprobes; i++) {
+		free(cfg->probes[i].text);
+		free(cfg->probes[i].object);
+		free(cfg->probes[i].symbol);
+	}
+	free(cfg->probes);
+	for (i = 0; i < cfg->nbuckets; i++) {
+		free(cfg->buckets[i].name);
+		free(cfg->buckets[i].domain);
+	}
+	free(cfg->buckets);
+	free(cfg->path);
+	memset(cfg, 0, sizeof(*cfg));
+}
