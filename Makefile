@@ -138,7 +138,7 @@ $(OUTPUT)/bench/%: bench/%.c | $(OUTPUT)/bench
 	$(Q)$(CC) -g -O2 -Wall $< -o $@
 
 unit: $(UNIT_BINS) $(FIXTURES)
-	$(Q)PT_FIXTURES=$(OUTPUT)/fixtures ./tests/run-unit $(OUTPUT)/tests $(T)
+	$(Q)PT_FIXTURES=$(OUTPUT)/fixtures ./tests/run-unit $(OUTPUT)/tests "$(T)"
 
 integration: proftrace $(VICTIMS)
 	$(Q)PT_VICTIMS=$(OUTPUT)/victims $(PYTHON) tests/integration/run.py $(T)
