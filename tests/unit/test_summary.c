@@ -1,0 +1,758 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * summary.json over a real aggregator fed with synthetic records whose
+ * durations are known to the ns, so every figure has an exact expected
+ * value (percentiles of one or two samples are exact too: nearest rank 1
+ * and n are the exact min and max in pt_dist).
+ */
+#include <errno.h>
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+#include <cjson/cJSON.h>
+
+#include "report.h"
+
+#define MS 1000000ULL
+#define PID 100
+
+enum { F_STEP, F_SCHED, F_FWD, F_ATTN, F_HELPER, F_IDLE, NFIDS };
+enum { B_SCHED, B_FWD, B_ATTN, B_IDLE, NBUCKETS };
+
+static const struct pt_report_bucket buckets[NBUCKETS] = {
+	{ "engine.schedule", "engine" },
+	{ "engine.forward", "engine" },
+	{ "gpu.attn", "gpu" },
+	{ "engine.idle", "engine" },
+};
+
+static const char *const sched_aliases[] = { "__sched_run", "sched_run_v2" };
+
+/* Rows as main.c would give them: resolved functions in fid order, then a
+ * probe that matched nothing. */
+static const struct pt_report_func funcs[] = {
+	{ .fid = F_STEP, .probe = "native:exe:engine_step", .object = "/opt/llm/bin/llm",
+	  .symbol = "engine_step", .file_offset = 0x1234, .probe_skip = 4,
+	  .probe_insn = "emulated", .attached = true, .attached_after_s = 0.0123456789 },
+	{ .fid = F_SCHED, .probe = "native:libengine.so*:sched_*",
+	  .object = "/opt/llm/lib/libengine.so.1", .symbol = "sched_run",
+	  .aliases = sched_aliases, .naliases = 2, .file_offset = 0x2000, .probe_insn = "nop5",
+	  .attached = true, .attached_after_s = 1.5 },
+	{ .fid = F_FWD, .probe = "native:exe:forward", .object = "/opt/llm/bin/llm",
+	  .symbol = "forward", .file_offset = 0x3000, .probe_insn = "emulated", .attached = true },
+	{ .fid = F_ATTN, .probe = "native:exe:attn", .object = "/opt/llm/bin/llm",
+	  .symbol = "attn", .file_offset = 0x3100, .probe_insn = "emulated", .attached = true },
+	{ .fid = F_HELPER, .probe = "native:exe:helper", .object = "/opt/llm/bin/llm",
+	  .symbol = "helper", .file_offset = 0x3200, .probe_insn = "emulated", .attached = true },
+	{ .fid = F_IDLE, .probe = "native:exe:idle", .object = "/opt/llm/bin/llm",
+	  .symbol = "idle", .file_offset = 0x3300, .probe_insn = "single-step",
+	  .attached = false, .attached_after_s = 9.9, .reason = "uprobe: -EINVAL" },
+	{ .fid = -1, .probe = "native:libcuda.so*:cuLaunchKernel", .file_offset = 0x99,
+	  .attached = false, .reason = "no mapped object matches libcuda.so*" },
+};
+#define NFUNCS (sizeof(funcs) / sizeof(funcs[0]))
+
+static struct pt_agg *new_agg(void)
+{
+	struct pt_agg_opts opts = {
+		.nbuckets = NBUCKETS,
+		.step_mode = PT_STEP_CALL,
+		.warmup_steps = 1,
+	};
+	struct pt_agg *a = pt_agg__new(&opts);
+
+	assert_non_null(a);
+	assert_int_equal(pt_agg__set_func(a, F_STEP, true, 0), 0);
+	assert_int_equal(pt_agg__set_func(a, F_SCHED, false, 1ULL << B_SCHED), 0);
+	assert_int_equal(pt_agg__set_func(a, F_FWD, false, 1ULL << B_FWD), 0);
+	assert_int_equal(pt_agg__set_func(a, F_ATTN, false, 1ULL << B_ATTN), 0);
+	assert_int_equal(pt_agg__set_func(a, F_HELPER, false, 0), 0);
+	assert_int_equal(pt_agg__set_func(a, F_IDLE, false, 1ULL << B_IDLE), 0);
+	return a;
+}
+
+static void rec(struct pt_agg *a, uint32_t type, uint32_t fid, uint64_t t0, uint64_t t1,
+		uint32_t depth)
+{
+	struct pt_rec r = {
+		.type = type, .fid = fid, .pid = PID, .tid = PID,
+		.t_entry = t0, .t_exit = t1, .depth = depth,
+	};
+
+	pt_agg__record(a, &r);
+}
+
+/* A whole call: ENTRY now, EXIT later (the caller interleaves nesting). */
+#define ENTER(a, fid, t0, d) rec(a, PT_REC_ENTRY, fid, t0, 0, d)
+#define LEAVE(a, fid, t0, t1, d) rec(a, PT_REC_EXIT, fid, t0, t1, d)
+
+/*
+ * warmup step  0.001 ms, with one 100 ns schedule call (not counted)
+ * step 1      10..15 ms: schedule 10..11, forward 11..14 (attn 12..13 inside)
+ * step 2      20..30 ms: schedule 20.5..22.5, forward 23..29
+ * helper      40..40.5 ms, outside any step
+ * step 3      opens at 50 ms and never returns: incomplete
+ *
+ * Counted: steps 5 and 10 ms; schedule 1+2, forward 3+6, attn 1,
+ * step.other 1 (step 1) + 2 (step 2): attn nests in forward, so the
+ * union of buckets in step 1 is 4 ms, not 5.
+ */
+static void feed(struct pt_agg *a)
+{
+	ENTER(a, F_STEP, 1000, 0);
+	ENTER(a, F_SCHED, 1100, 1);
+	LEAVE(a, F_SCHED, 1100, 1200, 1);
+	LEAVE(a, F_STEP, 1000, 2000, 0);
+
+	ENTER(a, F_STEP, 10 * MS, 0);
+	ENTER(a, F_SCHED, 10 * MS, 1);
+	LEAVE(a, F_SCHED, 10 * MS, 11 * MS, 1);
+	ENTER(a, F_FWD, 11 * MS, 1);
+	ENTER(a, F_ATTN, 12 * MS, 2);
+	LEAVE(a, F_ATTN, 12 * MS, 13 * MS, 2);
+	LEAVE(a, F_FWD, 11 * MS, 14 * MS, 1);
+	LEAVE(a, F_STEP, 10 * MS, 15 * MS, 0);
+
+	ENTER(a, F_STEP, 20 * MS, 0);
+	ENTER(a, F_SCHED, 20 * MS + MS / 2, 1);
+	LEAVE(a, F_SCHED, 20 * MS + MS / 2, 22 * MS + MS / 2, 1);
+	ENTER(a, F_FWD, 23 * MS, 1);
+	LEAVE(a, F_FWD, 23 * MS, 29 * MS, 1);
+	LEAVE(a, F_STEP, 20 * MS, 30 * MS, 0);
+
+	ENTER(a, F_HELPER, 40 * MS, 0);
+	LEAVE(a, F_HELPER, 40 * MS, 40 * MS + MS / 2, 0);
+
+	ENTER(a, F_STEP, 50 * MS, 0);
+	pt_agg__finish(a);
+}
+
+static void fill_report(struct pt_report *r, const struct pt_agg *a)
+{
+	memset(r, 0, sizeof(*r));
+	r->meta = (struct pt_report_meta){
+		.tool = "proftrace",
+		.version = "0.1.0",
+		.pid = 4242,
+		.comm = "llm",
+		.exe = "/opt/llm/bin/llm",
+		.start_unix_ns = 1700000000123456789ULL,
+		.duration_s = 10.0000004,
+		.targets_file = "targets/llm.conf",
+		.kernel = "6.1.0-18-amd64",
+		.warmup_steps = 1,
+		.step_probe = "native:exe:engine_step",
+		.step_mode = "call",
+	};
+	r->agg = a;
+	r->buckets = buckets;
+	r->nbuckets = NBUCKETS;
+	r->funcs = funcs;
+	r->nfuncs = NFUNCS;
+	r->health = (struct pt_report_health){
+		.events = 1001,
+		.dropped_events = 7,
+		.depth_overflow = 2,
+		.unwound = 3,
+		.orphan_returns = 4,
+		.lost_calls = 5,
+		.steps_incomplete = 6,
+		.probes_requested = 7,
+		.probes_attached = 5,
+	};
+}
+
+struct fixture {
+	struct pt_agg *agg;
+	struct pt_report r;
+	cJSON *doc;
+};
+
+static int setup_fed(void **state)
+{
+	struct fixture *fx = calloc(1, sizeof(*fx));
+
+	assert_non_null(fx);
+	fx->agg = new_agg();
+	feed(fx->agg);
+	fill_report(&fx->r, fx->agg);
+	fx->doc = pt_summary__build(&fx->r);
+	assert_non_null(fx->doc);
+	*state = fx;
+	return 0;
+}
+
+static int setup_empty(void **state)
+{
+	struct fixture *fx = calloc(1, sizeof(*fx));
+
+	assert_non_null(fx);
+	fx->agg = new_agg();
+	pt_agg__finish(fx->agg);
+	fill_report(&fx->r, fx->agg);
+	fx->doc = pt_summary__build(&fx->r);
+	assert_non_null(fx->doc);
+	*state = fx;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	struct fixture *fx = *state;
+
+	cJSON_Delete(fx->doc);
+	pt_agg__free(fx->agg);
+	free(fx);
+	return 0;
+}
+
+/* ---- accessors that fail with the key's name ---- */
+
+static const cJSON *item(const cJSON *o, const char *k)
+{
+	const cJSON *it = cJSON_GetObjectItemCaseSensitive(o, k);
+
+	if (!it)
+		fail_msg("key \"%s\" missing", k);
+	return it;
+}
+
+static const cJSON *nth(const cJSON *arr, int i)
+{
+	const cJSON *it = cJSON_GetArrayItem(arr, i);
+
+	if (!cJSON_IsArray(arr) || !it)
+		fail_msg("no element %d", i);
+	return it;
+}
+
+/* Exact: values are rounded to 6 decimals by dividing whole ns by 1e6,
+ * which gives the same double as the decimal literal. */
+static void check_num(const cJSON *o, const char *k, double want)
+{
+	const cJSON *it = item(o, k);
+
+	if (!cJSON_IsNumber(it))
+		fail_msg("\"%s\" is not a number", k);
+	if (it->valuedouble != want)
+		fail_msg("\"%s\" = %.9f, want %.9f", k, it->valuedouble, want);
+}
+
+static void check_near(const cJSON *o, const char *k, double want, double rel)
+{
+	const cJSON *it = item(o, k);
+
+	if (!cJSON_IsNumber(it))
+		fail_msg("\"%s\" is not a number", k);
+	if (fabs(it->valuedouble - want) > want * rel)
+		fail_msg("\"%s\" = %.9f, want %.9f within %g", k, it->valuedouble, want, rel);
+}
+
+static void check_null(const cJSON *o, const char *k)
+{
+	if (!cJSON_IsNull(item(o, k)))
+		fail_msg("\"%s\" should be null", k);
+}
+
+static void check_str(const cJSON *o, const char *k, const char *want)
+{
+	const cJSON *it = item(o, k);
+
+	if (!cJSON_IsString(it))
+		fail_msg("\"%s\" is not a string", k);
+	assert_string_equal(it->valuestring, want);
+}
+
+static void check_keys(const cJSON *o, const char *const *keys, size_t n)
+{
+	const cJSON *it = o->child;
+	size_t i;
+
+	for (i = 0; i < n; i++, it = it->next) {
+		if (!it)
+			fail_msg("key %zu (\"%s\") missing", i, keys[i]);
+		if (strcmp(it->string, keys[i]))
+			fail_msg("key %zu is \"%s\", want \"%s\"", i, it->string, keys[i]);
+	}
+	if (it)
+		fail_msg("extra key \"%s\"", it->string);
+}
+#define CHECK_KEYS(o, ...)                                                                    \
+	do {                                                                                  \
+		static const char *const k_[] = { __VA_ARGS__ };                              \
+		check_keys(o, k_, sizeof(k_) / sizeof(k_[0]));                                \
+	} while (0)
+
+/* ---- tests ---- */
+
+static void test_key_order(void **state)
+{
+	struct fixture *fx = *state;
+	const cJSON *d = fx->doc;
+
+	CHECK_KEYS(d, "meta", "stats", "buckets", "functions", "health");
+	CHECK_KEYS(item(d, "meta"), "tool", "version", "pid", "comm", "exe", "start_unix_ns",
+		   "duration_s", "targets_file", "kernel", "warmup_steps", "step_probe",
+		   "step_mode");
+	CHECK_KEYS(item(d, "stats"), "steps", "mean_ms", "std_ms", "min_ms", "p50_ms", "p90_ms",
+		   "p99_ms", "max_ms", "steps_per_s", "time_ms", "warmup_steps_skipped",
+		   "incomplete_steps");
+	CHECK_KEYS(nth(item(d, "buckets"), 0), "name", "domain", "calls", "total_ms",
+		   "avg_ms_per_step", "share", "mean_ms", "p50_ms", "p90_ms", "p99_ms",
+		   "max_ms");
+	CHECK_KEYS(nth(item(d, "functions"), 0), "probe", "object", "symbol", "aliases",
+		   "file_offset", "probe_skip", "probe_insn", "attached", "attached_after_s",
+		   "reason", "calls", "total_ms", "mean_ms", "p50_ms", "p90_ms", "p99_ms",
+		   "max_ms");
+	CHECK_KEYS(item(d, "health"), "events", "dropped_events", "depth_overflow", "unwound",
+		   "orphan_returns", "lost_calls", "steps_incomplete", "probes_requested",
+		   "probes_attached", "unattached");
+	CHECK_KEYS(nth(item(item(d, "health"), "unattached"), 0), "probe", "object", "symbol",
+		   "reason");
+}
+
+static void test_meta(void **state)
+{
+	struct fixture *fx = *state;
+	const cJSON *m = item(fx->doc, "meta");
+	const cJSON *start = item(m, "start_unix_ns");
+
+	check_str(m, "tool", "proftrace");
+	check_str(m, "version", "0.1.0");
+	check_num(m, "pid", 4242);
+	check_str(m, "comm", "llm");
+	check_str(m, "exe", "/opt/llm/bin/llm");
+	/* Exact integer text: a double would lose the last digits. */
+	assert_true(cJSON_IsRaw(start) || cJSON_IsNumber(start));
+	if (cJSON_IsRaw(start))
+		assert_string_equal(start->valuestring, "1700000000123456789");
+	check_num(m, "duration_s", 10.0);
+	check_str(m, "targets_file", "targets/llm.conf");
+	check_str(m, "kernel", "6.1.0-18-amd64");
+	check_num(m, "warmup_steps", 1);
+	check_str(m, "step_probe", "native:exe:engine_step");
+	check_str(m, "step_mode", "call");
+}
+
+static void test_meta_nulls(void **state)
+{
+	struct fixture *fx = *state;
+	struct pt_report r = fx->r;
+	cJSON *doc;
+	const cJSON *m;
+
+	r.meta.step_probe = NULL;
+	r.meta.exe = NULL;
+	doc = pt_summary__build(&r);
+	assert_non_null(doc);
+	m = item(doc, "meta");
+	check_null(m, "step_probe");
+	check_null(m, "exe");
+	check_str(m, "comm", "llm");
+	cJSON_Delete(doc);
+}
+
+static void test_stats(void **state)
+{
+	struct fixture *fx = *state;
+	const cJSON *s = item(fx->doc, "stats");
+
+	check_num(s, "steps", 2);
+	check_num(s, "mean_ms", 7.5);
+	check_num(s, "std_ms", 2.5);
+	check_num(s, "min_ms", 5);
+	check_num(s, "p50_ms", 5);
+	check_num(s, "p90_ms", 10);
+	check_num(s, "p99_ms", 10);
+	check_num(s, "max_ms", 10);
+	/* 2 steps over 10.0000004 s, rounded to 6 decimals. */
+	check_num(s, "steps_per_s", 0.2);
+	check_num(s, "time_ms", 15);
+	check_num(s, "warmup_steps_skipped", 1);
+	check_num(s, "incomplete_steps", 1);
+}
+
+static void test_buckets(void **state)
+{
+	struct fixture *fx = *state;
+	const cJSON *arr = item(fx->doc, "buckets"), *b;
+
+	assert_int_equal(cJSON_GetArraySize(arr), NBUCKETS + 1);
+
+	b = nth(arr, B_SCHED);
+	check_str(b, "name", "engine.schedule");
+	check_str(b, "domain", "engine");
+	check_num(b, "calls", 2);
+	check_num(b, "total_ms", 3);
+	check_num(b, "avg_ms_per_step", 1.5);
+	check_num(b, "share", 0.2);
+	check_num(b, "mean_ms", 1.5);
+	check_num(b, "p50_ms", 1);
+	check_num(b, "p90_ms", 2);
+	check_num(b, "p99_ms", 2);
+	check_num(b, "max_ms", 2);
+
+	b = nth(arr, B_FWD);
+	check_str(b, "name", "engine.forward");
+	check_num(b, "calls", 2);
+	check_num(b, "total_ms", 9);
+	check_num(b, "avg_ms_per_step", 4.5);
+	check_num(b, "share", 0.6);
+	check_num(b, "mean_ms", 4.5);
+	check_num(b, "p50_ms", 3);
+	check_num(b, "max_ms", 6);
+
+	/* 1 ms of 15: 0.0666..., rounded to 6 decimals. */
+	b = nth(arr, B_ATTN);
+	check_str(b, "name", "gpu.attn");
+	check_str(b, "domain", "gpu");
+	check_num(b, "calls", 1);
+	check_num(b, "total_ms", 1);
+	check_num(b, "avg_ms_per_step", 0.5);
+	check_num(b, "share", 0.066667);
+	check_num(b, "p99_ms", 1);
+
+	/* Declared, never called: zero time is measured, per-call figures
+	 * are not. */
+	b = nth(arr, B_IDLE);
+	check_str(b, "name", "engine.idle");
+	check_num(b, "calls", 0);
+	check_num(b, "total_ms", 0);
+	check_num(b, "avg_ms_per_step", 0);
+	check_num(b, "share", 0);
+	check_null(b, "mean_ms");
+	check_null(b, "p50_ms");
+	check_null(b, "p90_ms");
+	check_null(b, "p99_ms");
+	check_null(b, "max_ms");
+}
+
+static void test_step_other(void **state)
+{
+	struct fixture *fx = *state;
+	const cJSON *b = nth(item(fx->doc, "buckets"), NBUCKETS);
+
+	check_str(b, "name", "step.other");
+	check_str(b, "domain", "step");
+	check_num(b, "calls", 2);
+	check_num(b, "total_ms", 3);
+	check_num(b, "avg_ms_per_step", 1.5);
+	check_num(b, "share", 0.2);
+	check_num(b, "mean_ms", 1.5);
+	check_num(b, "p50_ms", 1);
+	check_num(b, "p90_ms", 2);
+	check_num(b, "max_ms", 2);
+}
+
+static void test_functions(void **state)
+{
+	struct fixture *fx = *state;
+	const cJSON *arr = item(fx->doc, "functions"), *f, *al;
+
+	assert_int_equal(cJSON_GetArraySize(arr), NFUNCS);
+
+	/* 3 calls: warmup (1 us), 5 ms, 10 ms; the open step 3 never
+	 * completed. mean = 15.001 / 3 rounded to whole ns. */
+	f = nth(arr, 0);
+	check_str(f, "probe", "native:exe:engine_step");
+	check_str(f, "object", "/opt/llm/bin/llm");
+	check_str(f, "symbol", "engine_step");
+	assert_int_equal(cJSON_GetArraySize(item(f, "aliases")), 0);
+	check_num(f, "file_offset", 0x1234);
+	check_num(f, "probe_skip", 4);
+	check_str(f, "probe_insn", "emulated");
+	assert_true(cJSON_IsTrue(item(f, "attached")));
+	check_num(f, "attached_after_s", 0.012346);
+	check_null(f, "reason");
+	check_num(f, "calls", 3);
+	check_num(f, "total_ms", 15.001);
+	check_num(f, "mean_ms", 5.000333);
+	check_near(f, "p50_ms", 5, 0.005);
+	check_num(f, "p90_ms", 10);
+	check_num(f, "p99_ms", 10);
+	check_num(f, "max_ms", 10);
+
+	/* Warmup calls count for functions: 100 ns + 1 ms + 2 ms. */
+	f = nth(arr, 1);
+	al = item(f, "aliases");
+	assert_int_equal(cJSON_GetArraySize(al), 2);
+	assert_string_equal(nth(al, 0)->valuestring, "__sched_run");
+	assert_string_equal(nth(al, 1)->valuestring, "sched_run_v2");
+	check_num(f, "probe_skip", 0);
+	check_num(f, "attached_after_s", 1.5);
+	check_num(f, "calls", 3);
+	check_num(f, "total_ms", 3.0001);
+	check_num(f, "mean_ms", 1.000033);
+	check_near(f, "p50_ms", 1, 0.005);
+	check_num(f, "max_ms", 2);
+
+	f = nth(arr, 2);
+	check_num(f, "calls", 2);
+	check_num(f, "total_ms", 9);
+	check_num(f, "p50_ms", 3);
+
+	/* Outside every step, still a call. */
+	f = nth(arr, 4);
+	check_str(f, "symbol", "helper");
+	check_num(f, "calls", 1);
+	check_num(f, "total_ms", 0.5);
+	check_num(f, "mean_ms", 0.5);
+
+	/* Not attached: no time, no reason to invent one. */
+	f = nth(arr, 5);
+	assert_true(cJSON_IsFalse(item(f, "attached")));
+	check_null(f, "attached_after_s");
+	check_str(f, "reason", "uprobe: -EINVAL");
+	check_num(f, "file_offset", 0x3300);
+	check_num(f, "calls", 0);
+	check_num(f, "total_ms", 0);
+	check_null(f, "mean_ms");
+	check_null(f, "p50_ms");
+	check_null(f, "p90_ms");
+	check_null(f, "p99_ms");
+	check_null(f, "max_ms");
+
+	/* Unresolved probe: no object, symbol, offset or insn. */
+	f = nth(arr, 6);
+	check_str(f, "probe", "native:libcuda.so*:cuLaunchKernel");
+	check_null(f, "object");
+	check_null(f, "symbol");
+	check_null(f, "file_offset");
+	check_null(f, "probe_insn");
+	check_str(f, "reason", "no mapped object matches libcuda.so*");
+	check_num(f, "calls", 0);
+	check_null(f, "mean_ms");
+}
+
+static void test_health(void **state)
+{
+	struct fixture *fx = *state;
+	const cJSON *h = item(fx->doc, "health"), *u, *e;
+
+	check_num(h, "events", 1001);
+	check_num(h, "dropped_events", 7);
+	check_num(h, "depth_overflow", 2);
+	check_num(h, "unwound", 3);
+	check_num(h, "orphan_returns", 4);
+	check_num(h, "lost_calls", 5);
+	check_num(h, "steps_incomplete", 6);
+	check_num(h, "probes_requested", 7);
+	check_num(h, "probes_attached", 5);
+
+	u = item(h, "unattached");
+	assert_int_equal(cJSON_GetArraySize(u), 2);
+	e = nth(u, 0);
+	check_str(e, "probe", "native:exe:idle");
+	check_str(e, "object", "/opt/llm/bin/llm");
+	check_str(e, "symbol", "idle");
+	check_str(e, "reason", "uprobe: -EINVAL");
+	e = nth(u, 1);
+	check_str(e, "probe", "native:libcuda.so*:cuLaunchKernel");
+	check_null(e, "object");
+	check_null(e, "symbol");
+	check_str(e, "reason", "no mapped object matches libcuda.so*");
+}
+
+static void test_zero_steps(void **state)
+{
+	struct fixture *fx = *state;
+	const cJSON *s = item(fx->doc, "stats"), *b, *f;
+	static const char *const ms[] = { "mean_ms", "std_ms", "min_ms", "p50_ms",
+					  "p90_ms",  "p99_ms", "max_ms", "time_ms" };
+	size_t i;
+
+	check_num(s, "steps", 0);
+	for (i = 0; i < sizeof(ms) / sizeof(ms[0]); i++)
+		check_null(s, ms[i]);
+	/* 0 steps in a known 10 s window is a measured rate. */
+	check_num(s, "steps_per_s", 0);
+	check_num(s, "warmup_steps_skipped", 0);
+	check_num(s, "incomplete_steps", 0);
+
+	assert_int_equal(cJSON_GetArraySize(item(fx->doc, "buckets")), NBUCKETS + 1);
+	for (i = 0; i <= NBUCKETS; i++) {
+		b = nth(item(fx->doc, "buckets"), i);
+		check_num(b, "calls", 0);
+		check_num(b, "total_ms", 0);
+		check_null(b, "avg_ms_per_step");
+		check_null(b, "share");
+		check_null(b, "mean_ms");
+		check_null(b, "max_ms");
+	}
+	check_str(b, "name", "step.other");
+
+	f = nth(item(fx->doc, "functions"), 0);
+	check_num(f, "calls", 0);
+	check_null(f, "p99_ms");
+}
+
+static void test_unknown_window(void **state)
+{
+	struct fixture *fx = *state;
+	struct pt_report r = fx->r;
+	cJSON *doc;
+
+	/* No window, no rate: dividing by 0 would print inf or garbage. */
+	r.meta.duration_s = 0;
+	doc = pt_summary__build(&r);
+	assert_non_null(doc);
+	check_null(item(doc, "stats"), "steps_per_s");
+	cJSON_Delete(doc);
+}
+
+static void test_no_agg(void **state)
+{
+	struct fixture *fx = *state;
+	struct pt_report r = fx->r;
+	cJSON *doc;
+
+	r.agg = NULL;
+	doc = pt_summary__build(&r);
+	assert_non_null(doc);
+	check_num(item(doc, "stats"), "steps", 0);
+	check_null(item(doc, "stats"), "mean_ms");
+	check_num(nth(item(doc, "functions"), 0), "calls", 0);
+	check_null(nth(item(doc, "buckets"), 0), "share");
+	cJSON_Delete(doc);
+	assert_null(pt_summary__build(NULL));
+}
+
+/* The printed file and the document agree, raw integers included. */
+static void assert_same(const cJSON *a, const cJSON *b, const char *path)
+{
+	const cJSON *x, *y;
+	double va, vb;
+
+	if (cJSON_IsRaw(a) || cJSON_IsRaw(b)) {
+		va = cJSON_IsRaw(a) ? strtod(a->valuestring, NULL) : a->valuedouble;
+		vb = cJSON_IsRaw(b) ? strtod(b->valuestring, NULL) : b->valuedouble;
+		if (va != vb)
+			fail_msg("%s: %f != %f", path, va, vb);
+		return;
+	}
+	if ((a->type & 0xff) != (b->type & 0xff))
+		fail_msg("%s: type %d != %d", path, a->type & 0xff, b->type & 0xff);
+	if (cJSON_IsNumber(a) && a->valuedouble != b->valuedouble)
+		fail_msg("%s: %.17g != %.17g", path, a->valuedouble, b->valuedouble);
+	if (cJSON_IsString(a) && strcmp(a->valuestring, b->valuestring))
+		fail_msg("%s: \"%s\" != \"%s\"", path, a->valuestring, b->valuestring);
+	if (!cJSON_IsObject(a) && !cJSON_IsArray(a))
+		return;
+	if (cJSON_GetArraySize(a) != cJSON_GetArraySize(b))
+		fail_msg("%s: %d != %d children", path, cJSON_GetArraySize(a),
+			 cJSON_GetArraySize(b));
+	for (x = a->child, y = b->child; x && y; x = x->next, y = y->next) {
+		char sub[512];
+
+		if (x->string && (!y->string || strcmp(x->string, y->string)))
+			fail_msg("%s: key %s != %s", path, x->string, y->string ? y->string : "");
+		snprintf(sub, sizeof(sub), "%s.%s", path, x->string ? x->string : "[]");
+		assert_same(x, y, sub);
+	}
+}
+
+static void test_json_round_trip(void **state)
+{
+	struct fixture *fx = *state;
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+	cJSON *back;
+	const char *at;
+
+	assert_non_null(f);
+	assert_int_equal(pt_summary__write_json(f, fx->doc), 0);
+	assert_int_equal(fclose(f), 0);
+	assert_true(len > 2);
+	assert_int_equal(buf[len - 1], '\n');
+	assert_int_equal(buf[len - 2], '}');
+	/* An exact JSON integer, not 1.7000000001234568e+18. */
+	at = strstr(buf, "\"start_unix_ns\":");
+	assert_non_null(at);
+	at += strlen("\"start_unix_ns\":");
+	at += strspn(at, " \t");
+	assert_int_equal(strncmp(at, "1700000000123456789,", 20), 0);
+	assert_null(strstr(buf, "e+"));
+
+	back = cJSON_Parse(buf);
+	assert_non_null(back);
+	assert_same(fx->doc, back, "$");
+	check_num(item(back, "stats"), "mean_ms", 7.5);
+	check_num(nth(item(back, "buckets"), B_ATTN), "share", 0.066667);
+	check_num(nth(item(back, "functions"), 0), "mean_ms", 5.000333);
+	check_null(nth(item(back, "functions"), 6), "file_offset");
+	cJSON_Delete(back);
+	free(buf);
+}
+
+static void test_write_errors(void **state)
+{
+	struct fixture *fx = *state;
+	FILE *ro;
+
+	assert_int_equal(pt_summary__write_json(NULL, fx->doc), -EINVAL);
+	assert_int_equal(pt_summary__write_json(stdout, NULL), -EINVAL);
+	ro = fopen("/dev/null", "r");
+	assert_non_null(ro);
+	assert_true(pt_summary__write_json(ro, fx->doc) < 0);
+	fclose(ro);
+}
+
+static void test_emitters(void **state)
+{
+	assert_int_equal(pt_nemitters, 2);
+	assert_string_equal(pt_emitters[0].filename, "summary.json");
+	assert_ptr_equal(pt_emitters[0].write, pt_summary__write_json);
+	assert_string_equal(pt_emitters[1].filename, "report.md");
+	assert_ptr_equal(pt_emitters[1].write, pt_report_md__write);
+}
+
+/* report.md renders from the document: its step row shows the JSON's
+ * numbers. */
+static void test_report_md_agrees(void **state)
+{
+	struct fixture *fx = *state;
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+
+	assert_non_null(f);
+	assert_int_equal(pt_report_md__write(f, fx->doc), 0);
+	assert_int_equal(fclose(f), 0);
+	assert_non_null(strstr(buf, "\n| 2 | 7.500 | 2.500 | 5.000 | 5.000 | 10.000 | 10.000 | "
+				    "10.000 | 0.200 |\n"));
+	assert_non_null(strstr(buf, "\n| gpu.attn | gpu | 1 | 0.500 | 6.7% | 1.000 | 1.000 | "
+				    "1.000 | 1.000 |\n"));
+	assert_non_null(strstr(buf, "start 2023-11-14T22:13:20.123Z"));
+	free(buf);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_key_order, setup_fed, teardown),
+		cmocka_unit_test_setup_teardown(test_meta, setup_fed, teardown),
+		cmocka_unit_test_setup_teardown(test_meta_nulls, setup_fed, teardown),
+		cmocka_unit_test_setup_teardown(test_stats, setup_fed, teardown),
+		cmocka_unit_test_setup_teardown(test_buckets, setup_fed, teardown),
+		cmocka_unit_test_setup_teardown(test_step_other, setup_fed, teardown),
+		cmocka_unit_test_setup_teardown(test_functions, setup_fed, teardown),
+		cmocka_unit_test_setup_teardown(test_health, setup_fed, teardown),
+		cmocka_unit_test_setup_teardown(test_zero_steps, setup_empty, teardown),
+		cmocka_unit_test_setup_teardown(test_unknown_window, setup_fed, teardown),
+		cmocka_unit_test_setup_teardown(test_no_agg, setup_fed, teardown),
+		cmocka_unit_test_setup_teardown(test_json_round_trip, setup_fed, teardown),
+		cmocka_unit_test_setup_teardown(test_write_errors, setup_fed, teardown),
+		cmocka_unit_test(test_emitters),
+		cmocka_unit_test_setup_teardown(test_report_md_agrees, setup_fed, teardown),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

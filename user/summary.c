@@ -1,0 +1,362 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * summary.json: the one document every report format renders from
+ * (docs/summary.md describes each key). Times are ms rounded to whole ns,
+ * shares are fractions; a figure that was not measured is null, never 0.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+
+#include <cjson/cJSON.h>
+
+#include "report.h"
+
+/*
+ * cJSON_Add*() return NULL on allocation failure and leave the key out.
+ * Recording the first failure here lets the builder read as a plain list of
+ * keys and still refuse to hand back a document with holes in it.
+ */
+struct jb {
+	int err;
+};
+
+static cJSON *jb_check(struct jb *b, cJSON *item)
+{
+	if (!item)
+		b->err = -ENOMEM;
+	return item;
+}
+
+static void jb_null(struct jb *b, cJSON *o, const char *k)
+{
+	jb_check(b, cJSON_AddNullToObject(o, k));
+}
+
+static void jb_num(struct jb *b, cJSON *o, const char *k, double v)
+{
+	jb_check(b, cJSON_AddNumberToObject(o, k, v));
+}
+
+static void jb_bool(struct jb *b, cJSON *o, const char *k, bool v)
+{
+	jb_check(b, cJSON_AddBoolToObject(o, k, v));
+}
+
+/* NULL strings become null: an unknown object path is not an empty one. */
+static void jb_str(struct jb *b, cJSON *o, const char *k, const char *s)
+{
+	if (s)
+		jb_check(b, cJSON_AddStringToObject(o, k, s));
+	else
+		jb_null(b, o, k);
+}
+
+/* Rounded to 6 decimals (whole ns for ms, whole µs for s) so the file does
+ * not claim a precision the clock never had. */
+static double round6(double v)
+{
+	return round(v * 1e6) / 1e6;
+}
+
+static void jb_ms(struct jb *b, cJSON *o, const char *k, double ns)
+{
+	jb_num(b, o, k, round(ns) / 1e6);
+}
+
+/*
+ * A double holds integers exactly only up to 2^53, and cJSON would print a
+ * wall-clock time in ns (~1.7e18) in exponent form with its low digits gone.
+ * Written as raw text it stays an exact JSON integer.
+ */
+static void jb_u64_raw(struct jb *b, cJSON *o, const char *k, uint64_t v)
+{
+	char buf[24];
+
+	snprintf(buf, sizeof(buf), "%" PRIu64, v);
+	jb_check(b, cJSON_AddRawToObject(o, k, buf));
+}
+
+/* mean, percentiles and max of a distribution in ms; all null when empty. */
+static void jb_dist(struct jb *b, cJSON *o, const struct pt_dist *d)
+{
+	static const struct {
+		const char *key;
+		double q;
+	} qs[] = { { "p50_ms", 0.50 }, { "p90_ms", 0.90 }, { "p99_ms", 0.99 } };
+	size_t i;
+
+	if (!d || !d->count) {
+		jb_null(b, o, "mean_ms");
+		for (i = 0; i < sizeof(qs) / sizeof(qs[0]); i++)
+			jb_null(b, o, qs[i].key);
+		jb_null(b, o, "max_ms");
+		return;
+	}
+	jb_ms(b, o, "mean_ms", d->sum / (double)d->count);
+	for (i = 0; i < sizeof(qs) / sizeof(qs[0]); i++)
+		jb_ms(b, o, qs[i].key, pt_dist__quantile(d, qs[i].q));
+	jb_ms(b, o, "max_ms", (double)d->max);
+}
+
+static cJSON *add_obj(struct jb *b, cJSON *parent, const char *k)
+{
+	return jb_check(b, cJSON_AddObjectToObject(parent, k));
+}
+
+static cJSON *add_arr(struct jb *b, cJSON *parent, const char *k)
+{
+	return jb_check(b, cJSON_AddArrayToObject(parent, k));
+}
+
+/* A new object appended to arr; NULL (and b->err set) on failure. */
+static cJSON *arr_obj(struct jb *b, cJSON *arr)
+{
+	cJSON *o = cJSON_CreateObject();
+
+	if (!o || !cJSON_AddItemToArray(arr, o)) {
+		cJSON_Delete(o);
+		b->err = -ENOMEM;
+		return NULL;
+	}
+	return o;
+}
+
+static void build_meta(struct jb *b, cJSON *root, const struct pt_report_meta *m)
+{
+	cJSON *o = add_obj(b, root, "meta");
+
+	if (!o)
+		return;
+	jb_str(b, o, "tool", m->tool);
+	jb_str(b, o, "version", m->version);
+	jb_num(b, o, "pid", m->pid);
+	jb_str(b, o, "comm", m->comm);
+	jb_str(b, o, "exe", m->exe);
+	jb_u64_raw(b, o, "start_unix_ns", m->start_unix_ns);
+	jb_num(b, o, "duration_s", round6(m->duration_s));
+	jb_str(b, o, "targets_file", m->targets_file);
+	jb_str(b, o, "kernel", m->kernel);
+	jb_num(b, o, "warmup_steps", m->warmup_steps);
+	jb_str(b, o, "step_probe", m->step_probe);
+	jb_str(b, o, "step_mode", m->step_mode);
+}
+
+static void build_stats(struct jb *b, cJSON *root, const struct pt_report *r,
+			const struct pt_agg_step_stats *st)
+{
+	const struct pt_dist *d = st ? &st->dur : NULL;
+	uint64_t n = d ? d->count : 0;
+	cJSON *o = add_obj(b, root, "stats");
+
+	if (!o)
+		return;
+	jb_num(b, o, "steps", (double)n);
+	if (n) {
+		jb_ms(b, o, "mean_ms", d->sum / (double)n);
+		jb_ms(b, o, "std_ms", pt_dist__std(d));
+		jb_ms(b, o, "min_ms", (double)d->min);
+		jb_ms(b, o, "p50_ms", pt_dist__quantile(d, 0.50));
+		jb_ms(b, o, "p90_ms", pt_dist__quantile(d, 0.90));
+		jb_ms(b, o, "p99_ms", pt_dist__quantile(d, 0.99));
+		jb_ms(b, o, "max_ms", (double)d->max);
+	} else {
+		jb_null(b, o, "mean_ms");
+		jb_null(b, o, "std_ms");
+		jb_null(b, o, "min_ms");
+		jb_null(b, o, "p50_ms");
+		jb_null(b, o, "p90_ms");
+		jb_null(b, o, "p99_ms");
+		jb_null(b, o, "max_ms");
+	}
+	/* Zero steps in a known window is a measured rate; no window is not. */
+	if (r->meta.duration_s > 0)
+		jb_num(b, o, "steps_per_s", round6((double)n / r->meta.duration_s));
+	else
+		jb_null(b, o, "steps_per_s");
+	if (n)
+		jb_ms(b, o, "time_ms", d->sum);
+	else
+		jb_null(b, o, "time_ms");
+	jb_num(b, o, "warmup_steps_skipped", st ? (double)st->warmup : 0);
+	jb_num(b, o, "incomplete_steps", st ? (double)st->incomplete : 0);
+}
+
+static void build_bucket(struct jb *b, cJSON *arr, const char *name, const char *domain,
+			 const struct pt_agg_bucket_stats *bs, uint64_t steps, double step_ns)
+{
+	uint64_t calls = bs ? bs->calls : 0;
+	double total = bs ? (double)bs->total_ns : 0;
+	cJSON *o = arr_obj(b, arr);
+
+	if (!o)
+		return;
+	jb_str(b, o, "name", name);
+	jb_str(b, o, "domain", domain);
+	jb_num(b, o, "calls", (double)calls);
+	jb_ms(b, o, "total_ms", total);
+	if (steps)
+		jb_ms(b, o, "avg_ms_per_step", total / (double)steps);
+	else
+		jb_null(b, o, "avg_ms_per_step");
+	if (step_ns > 0)
+		jb_num(b, o, "share", round6(total / step_ns));
+	else
+		jb_null(b, o, "share");
+	jb_dist(b, o, calls && bs ? &bs->per_call : NULL);
+}
+
+static void build_buckets(struct jb *b, cJSON *root, const struct pt_report *r,
+			  const struct pt_agg_step_stats *st)
+{
+	uint64_t steps = st ? st->dur.count : 0;
+	/* The same rounded sum stats.time_ms shows, so share is checkable
+	 * against the file's own numbers. */
+	double step_ns = steps ? round(st->dur.sum) : 0;
+	cJSON *arr = add_arr(b, root, "buckets");
+	size_t i;
+
+	if (!arr)
+		return;
+	for (i = 0; i < r->nbuckets; i++)
+		build_bucket(b, arr, r->buckets[i].name, r->buckets[i].domain,
+			     r->agg ? pt_agg__bucket(r->agg, i) : NULL, steps, step_ns);
+	build_bucket(b, arr, "step.other", "step",
+		     r->agg ? pt_agg__bucket(r->agg, r->nbuckets) : NULL, steps, step_ns);
+}
+
+static const struct pt_agg_func_stats *func_stats(const struct pt_report *r,
+						  const struct pt_report_func *fn)
+{
+	if (!r->agg || fn->fid < 0)
+		return NULL;
+	return pt_agg__func(r->agg, (uint32_t)fn->fid);
+}
+
+static void build_func(struct jb *b, cJSON *arr, const struct pt_report *r,
+		       const struct pt_report_func *fn)
+{
+	const struct pt_agg_func_stats *fs = func_stats(r, fn);
+	const struct pt_dist *d = fs ? &fs->dur : NULL;
+	cJSON *o = arr_obj(b, arr), *al;
+	size_t i;
+
+	if (!o)
+		return;
+	jb_str(b, o, "probe", fn->probe);
+	jb_str(b, o, "object", fn->object);
+	jb_str(b, o, "symbol", fn->symbol);
+	al = add_arr(b, o, "aliases");
+	for (i = 0; al && i < fn->naliases; i++) {
+		cJSON *s = cJSON_CreateString(fn->aliases[i] ? fn->aliases[i] : "");
+
+		if (!s || !cJSON_AddItemToArray(al, s)) {
+			cJSON_Delete(s);
+			b->err = -ENOMEM;
+		}
+	}
+	if (fn->fid >= 0 && fn->symbol)
+		jb_num(b, o, "file_offset", (double)fn->file_offset);
+	else
+		jb_null(b, o, "file_offset");
+	jb_num(b, o, "probe_skip", fn->probe_skip);
+	jb_str(b, o, "probe_insn", fn->probe_insn);
+	jb_bool(b, o, "attached", fn->attached);
+	if (fn->attached) {
+		jb_num(b, o, "attached_after_s", round6(fn->attached_after_s));
+		jb_null(b, o, "reason");
+	} else {
+		jb_null(b, o, "attached_after_s");
+		jb_str(b, o, "reason", fn->reason);
+	}
+	jb_num(b, o, "calls", d ? (double)d->count : 0);
+	jb_ms(b, o, "total_ms", d ? d->sum : 0);
+	jb_dist(b, o, d);
+}
+
+static void build_health(struct jb *b, cJSON *root, const struct pt_report *r)
+{
+	const struct pt_report_health *h = &r->health;
+	cJSON *o = add_obj(b, root, "health"), *arr;
+	size_t i;
+
+	if (!o)
+		return;
+	jb_num(b, o, "events", (double)h->events);
+	jb_num(b, o, "dropped_events", (double)h->dropped_events);
+	jb_num(b, o, "depth_overflow", (double)h->depth_overflow);
+	jb_num(b, o, "unwound", (double)h->unwound);
+	jb_num(b, o, "orphan_returns", (double)h->orphan_returns);
+	jb_num(b, o, "lost_calls", (double)h->lost_calls);
+	jb_num(b, o, "steps_incomplete", (double)h->steps_incomplete);
+	jb_num(b, o, "probes_requested", h->probes_requested);
+	jb_num(b, o, "probes_attached", h->probes_attached);
+	arr = add_arr(b, o, "unattached");
+	for (i = 0; arr && i < r->nfuncs; i++) {
+		const struct pt_report_func *fn = &r->funcs[i];
+		cJSON *u;
+
+		if (fn->attached)
+			continue;
+		u = arr_obj(b, arr);
+		if (!u)
+			continue;
+		jb_str(b, u, "probe", fn->probe);
+		jb_str(b, u, "object", fn->object);
+		jb_str(b, u, "symbol", fn->symbol);
+		jb_str(b, u, "reason", fn->reason);
+	}
+}
+
+struct cJSON *pt_summary__build(const struct pt_report *r)
+{
+	const struct pt_agg_step_stats *st;
+	struct jb b = { 0 };
+	cJSON *root, *funcs;
+	size_t i;
+
+	if (!r)
+		return NULL;
+	root = cJSON_CreateObject();
+	if (!root)
+		return NULL;
+	st = r->agg ? pt_agg__steps(r->agg) : NULL;
+
+	build_meta(&b, root, &r->meta);
+	build_stats(&b, root, r, st);
+	build_buckets(&b, root, r, st);
+	funcs = add_arr(&b, root, "functions");
+	for (i = 0; funcs && i < r->nfuncs; i++)
+		build_func(&b, funcs, r, &r->funcs[i]);
+	build_health(&b, root, r);
+
+	if (b.err) {
+		cJSON_Delete(root);
+		return NULL;
+	}
+	return root;
+}
+
+int pt_summary__write_json(FILE *f, const struct cJSON *summary)
+{
+	char *text;
+	int err = 0;
+
+	if (!f || !summary)
+		return -EINVAL;
+	text = cJSON_Print(summary);
+	if (!text)
+		return -ENOMEM;
+	errno = 0;
+	if (fputs(text, f) == EOF || fputc('\n', f) == EOF || fflush(f) == EOF)
+		err = errno ? -errno : -EIO;
+	cJSON_free(text);
+	return err;
+}
+
+const struct pt_emitter pt_emitters[] = {
+	{ "summary.json", pt_summary__write_json },
+	{ "report.md", pt_report_md__write },
+};
+const size_t pt_nemitters = sizeof(pt_emitters) / sizeof(pt_emitters[0]);
