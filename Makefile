@@ -143,7 +143,11 @@ unit: $(UNIT_BINS) $(FIXTURES)
 integration: proftrace $(VICTIMS)
 	$(Q)PT_VICTIMS=$(OUTPUT)/victims $(PYTHON) tests/integration/run.py $(T)
 
-test: proftrace $(UNIT_BINS) $(FIXTURES) $(VICTIMS)
+# `make test` and `make demo` work on a fresh machine: they install what is
+# missing first (quick when everything is there), then build.
+test:
+	$(Q)./scripts/deps.sh
+	$(Q)$(MAKE) --no-print-directory proftrace $(UNIT_BINS) $(FIXTURES) $(VICTIMS)
 	$(Q)PT_FIXTURES=$(OUTPUT)/fixtures PT_VICTIMS=$(OUTPUT)/victims PT_OUTPUT=$(OUTPUT) \
 		./tests/run-all $(OUTPUT)
 
@@ -153,7 +157,9 @@ asan:
 bench: proftrace $(BENCH_BINS) $(VICTIMS)
 	$(Q)PT_BENCH=$(OUTPUT)/bench PT_VICTIMS=$(OUTPUT)/victims $(PYTHON) bench/run.py
 
-demo: proftrace $(VICTIMS)
+demo:
+	$(Q)./scripts/deps.sh
+	$(Q)$(MAKE) --no-print-directory proftrace $(VICTIMS)
 	$(Q)PT_VICTIMS=$(OUTPUT)/victims ./scripts/demo.sh
 
 clean:

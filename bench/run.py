@@ -1,0 +1,144 @@
+# SPDX-License-Identifier: BSD-2-Clause
+"""`make bench`: what a probed call costs, and what proftrace's choices buy.
+
+Every figure is measured in this invocation, against a baseline run in the
+same invocation, and printed as a ratio. No assertions: speed lives here,
+correctness in `make test`.
+"""
+import json
+import os
+import select
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
+BENCH = os.path.abspath(os.environ.get("PT_BENCH", os.path.join(ROOT, ".output", "bench")))
+PROFTRACE = os.path.join(ROOT, "proftrace")
+REPEAT = int(os.environ.get("PT_BENCH_REPEAT", "3"))
+
+# calls per run: single-stepped probes cost ~40 us, keep their runs short
+CALLS = {"pb_push": 200_000, "pb_endbr_push": 200_000, "pb_sub": 20_000}
+FIRST_INSN = {"pb_push": "push %rbp", "pb_endbr_push": "endbr64; push %rbp",
+              "pb_sub": "sub $8,%rsp"}
+
+
+def readline(f, prefix, timeout=30):
+    deadline = time.monotonic() + timeout
+    seen = []
+    while time.monotonic() < deadline:
+        r, _, _ = select.select([f], [], [], deadline - time.monotonic())
+        if not r:
+            break
+        line = f.readline().decode(errors="replace")
+        if not line:
+            break
+        seen.append(line.rstrip())
+        if line.startswith(prefix):
+            return line.strip()
+    raise RuntimeError("no %r line; saw: %s" % (prefix, seen[-5:]))
+
+
+def one_run(fn, tool, conf_extra=""):
+    """ns per call of fn with tool in None/'proftrace'/'bpftrace' attached."""
+    n = CALLS[fn]
+    exe = os.path.join(BENCH, "probe_bench")
+    b = subprocess.Popen([exe, fn, str(n)], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    pid = int(readline(b.stdout, "ready").split()[1])
+    t = None
+    tmp = tempfile.mkdtemp(prefix="pt-bench-")
+    try:
+        if tool == "proftrace":
+            conf = os.path.join(tmp, "bench.conf")
+            with open(conf, "w") as f:
+                f.write("step native:exe:%s\n%s" % (fn, conf_extra))
+            t = subprocess.Popen([PROFTRACE, "-p", str(pid), "--targets", conf, "-o",
+                                  os.path.join(tmp, "out")], stderr=subprocess.PIPE)
+            readline(t.stderr, "proftrace: attached")
+        elif tool == "bpftrace":
+            # the equivalent of proftrace's work: time each call, keep a histogram
+            script = ("uprobe:%s:%s { @s[tid] = nsecs; } "
+                      "uretprobe:%s:%s /@s[tid]/ { @h = hist(nsecs - @s[tid]); delete(@s[tid]); }"
+                      % (exe, fn, exe, fn))
+            t = subprocess.Popen(["bpftrace", "-p", str(pid), "-e", script],
+                                 stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+            readline(t.stdout, "Attaching")
+            time.sleep(1.0)  # the line comes before the probes are in place
+        b.stdin.write(b"go\n")
+        b.stdin.flush()
+        ns = float(readline(b.stdout, "ns_per_call", timeout=120).split()[1])
+        b.wait(30)
+        calls = None
+        if tool == "proftrace":
+            t.wait(30)
+            with open(os.path.join(tmp, "out", "summary.json")) as f:
+                calls = json.load(f)["functions"][0]["calls"]
+        elif tool == "bpftrace":
+            t.send_signal(signal.SIGINT)
+            t.wait(30)
+        return ns, calls
+    finally:
+        for p in (b, t):
+            if p and p.poll() is None:
+                p.kill()
+                p.wait()
+
+
+def measure(fn, tool, conf_extra=""):
+    runs = [one_run(fn, tool, conf_extra) for _ in range(REPEAT)]
+    calls = runs[-1][1]
+    if calls is not None and calls != CALLS[fn]:
+        print("  warning: proftrace counted %d calls of %s, expected %d" % (calls, fn, CALLS[fn]))
+    return statistics.median(r[0] for r in runs)
+
+
+def table(title, head, rows):
+    print("\n### " + title + "\n")
+    print("| " + " | ".join(head) + " |")
+    print("|" + "|".join("---:" if i else "---" for i in range(len(head))) + "|")
+    for r in rows:
+        print("| " + " | ".join(r) + " |")
+
+
+def main():
+    if os.geteuid() != 0:
+        print("bench: needs root (uprobes)")
+        return 1
+    have_bpftrace = subprocess.run(["which", "bpftrace"], capture_output=True).returncode == 0
+    print("proftrace bench: median of %d runs each, ns per call of the probed function" % REPEAT)
+
+    rows = []
+    base = {}
+    for fn in CALLS:
+        base[fn] = measure(fn, None)
+        pt = measure(fn, "proftrace")
+        bt = measure(fn, "bpftrace") if have_bpftrace else float("nan")
+        rows.append(["`%s` (%s)" % (fn, FIRST_INSN[fn]), "%.0f" % base[fn], "%.0f" % pt,
+                     "%.0f" % bt, "%.0f" % (pt - base[fn]), "%.0f" % (bt - base[fn]),
+                     "%.2f" % (pt / bt)])
+    table("Probed call: no probe vs proftrace vs bpftrace (entry+return, time per call)",
+          ["function (first instruction)", "no probe ns", "proftrace ns", "bpftrace ns",
+           "proftrace overhead ns", "bpftrace overhead ns", "proftrace / bpftrace"], rows)
+
+    on = measure("pb_endbr_push", "proftrace")
+    off = measure("pb_endbr_push", "proftrace", "set prologue_skip off\n")
+    nowake = measure("pb_push", "proftrace")
+    wake = measure("pb_push", "proftrace", "set ringbuf_wakeup on\n")
+    table("Design choices, each against its alternative in this run",
+          ["choice", "chosen ns/call", "alternative ns/call", "alternative / chosen"],
+          [["probe after a leading endbr64 (`prologue_skip on` vs `off`), pb_endbr_push",
+            "%.0f" % on, "%.0f" % off, "%.1fx" % (off / on)],
+           ["drain the ring on a timer (no wakeup) vs wake the reader per record, pb_push",
+            "%.0f" % nowake, "%.0f" % wake, "%.2fx" % (wake / nowake)]])
+
+    agg = subprocess.run([os.path.join(BENCH, "agg_bench")], capture_output=True, text=True)
+    print("\n### Aggregator (synthetic stream, no BPF)\n")
+    print(agg.stdout.strip() or agg.stderr.strip())
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

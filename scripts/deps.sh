@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Install every Debian package the build, the tests, the bench and the demo
+# need. Idempotent and quick when everything is there already.
+set -eu
+pkgs=(make gcc clang llvm libbpf-dev bpftool libelf-dev zlib1g-dev libcjson-dev
+      libcmocka-dev pkg-config binutils python3 bpftrace util-linux)
+missing=()
+for p in "${pkgs[@]}"; do
+	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -eq 0 ]; then
+	echo "deps: all ${#pkgs[@]} packages installed"
+	exit 0
+fi
+echo "deps: installing ${missing[*]}"
+SUDO=; [ "$(id -u)" -eq 0 ] || SUDO=sudo
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"

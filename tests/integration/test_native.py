@@ -1,0 +1,316 @@
+# SPDX-License-Identifier: BSD-2-Clause
+"""Native probes on live victims: exact counts, times against ground truth."""
+import json
+import os
+import signal
+import subprocess
+import tempfile
+import time
+
+from harness import (VICTIMS, Skip, bpf_progs, bucket, close_ms, eq, func, profile, proftrace,
+                     run_proftrace, victim, write_conf)
+
+N = 150  # steps per run: ~1 ms each
+
+ENGINE_CONF = """\
+# the engine victim, one bucket per phase
+step   native:exe:engine_step
+bucket engine.schedule native:exe:engine_schedule
+bucket engine.prepare  native:exe:engine_prepare
+bucket engine.forward  native:exe:engine_forward
+bucket model.layer     native:exe:model_layer
+bucket engine.sample   native:exe:engine_sample
+bucket engine.recurse  native:exe:engine_recurse
+bucket engine.idle     native:exe:engine_idle
+"""
+
+PHASES = ["engine_schedule", "engine_prepare", "engine_forward", "engine_sample"]
+
+
+def check_engine(s, t, steps, threads=1):
+    eq(s["stats"]["steps"], steps, "steps")
+    eq(s["health"]["dropped_events"], 0, "dropped")
+    eq(s["health"]["probes_attached"], 8, "probes attached")
+    want_calls = {"engine_step": steps, "engine_schedule": steps, "engine_prepare": steps,
+                  "engine_forward": steps, "model_layer": 4 * steps, "engine_sample": steps,
+                  "engine_recurse": 3 * steps, "engine_idle": steps}
+    for sym, calls in want_calls.items():
+        f = func(s, sym)
+        eq(f["calls"], calls, sym + " calls")
+        eq(t["functions"][sym]["calls"], calls, sym + " truth calls")
+        close_ms(f["total_ms"], t["functions"][sym]["total_ns"], calls, sym + " total")
+    # step time = the victim's own engine_step time
+    close_ms(s["stats"]["time_ms"], t["functions"]["engine_step"]["total_ns"], steps, "step time")
+    for sym in PHASES:
+        b = bucket(s, sym.replace("_", ".", 1))
+        eq(b["calls"], steps, b["name"] + " calls")
+        close_ms(b["total_ms"], t["functions"][sym]["total_ns"], steps, b["name"] + " total")
+    # model.layer nests inside engine.forward: each still gets its own time
+    b = bucket(s, "model.layer")
+    eq(b["calls"], 4 * steps, "model.layer calls")
+    close_ms(b["total_ms"], t["functions"]["model_layer"]["total_ns"], 4 * steps, "model.layer")
+    # recursion: only the outermost call counts
+    b = bucket(s, "engine.recurse")
+    eq(b["calls"], steps, "engine.recurse calls (outermost only)")
+    close_ms(b["total_ms"], t["functions"]["engine_recurse_outer"]["total_ns"], steps,
+             "engine.recurse total (outermost only)")
+    # engine_idle runs between steps: a function row, but no bucket time
+    b = bucket(s, "engine.idle")
+    eq(b["calls"], 0, "engine.idle calls inside steps")
+    eq(b["total_ms"], 0, "engine.idle time inside steps")
+    # step.other = step - disjoint outer phases (forward covers model.layer)
+    outer = sum(t["functions"][k]["total_ns"] for k in PHASES)
+    outer += t["functions"]["engine_recurse_outer"]["total_ns"]
+    other_truth = t["functions"]["engine_step"]["total_ns"] - outer
+    b = bucket(s, "step.other")
+    eq(b["calls"], steps, "step.other calls")
+    close_ms(b["total_ms"], other_truth, 6 * steps, "step.other total")
+    # percentiles: every step spins the same ~1.01 ms; with more threads
+    # than the 2 vCPUs, preemption widens the distribution and p50 != mean
+    if threads > 1:
+        return
+    mean_truth = t["functions"]["engine_step"]["total_ns"] / steps / 1e6
+    assert abs(s["stats"]["p50_ms"] - mean_truth) < 0.02 * mean_truth + 0.02, \
+        "p50 %.3f vs mean truth %.3f" % (s["stats"]["p50_ms"], mean_truth)
+    assert s["stats"]["min_ms"] <= s["stats"]["p50_ms"] <= s["stats"]["p99_ms"] <= s["stats"]["max_ms"]
+
+
+def test_call_mode_pie():
+    s, t, _ = profile(ENGINE_CONF, ["--steps", N])
+    check_engine(s, t, N)
+    assert os.path.exists(os.path.join(s["_out"], "report.md"))
+
+
+def test_call_mode_nopie():
+    s, t, _ = profile(ENGINE_CONF, ["--steps", N], victim_name="victim_nopie")
+    check_engine(s, t, N)
+
+
+def test_threads():
+    s, t, _ = profile(ENGINE_CONF, ["--steps", N, "--threads", 3])
+    check_engine(s, t, 3 * N, threads=3)
+
+
+def test_warmup():
+    s, t, _ = profile(ENGINE_CONF + "set warmup_steps 20\n", ["--steps", N])
+    eq(s["stats"]["steps"], N - 20, "counted steps")
+    eq(s["stats"]["warmup_steps_skipped"], 20, "warmup skipped")
+    eq(s["meta"]["warmup_steps"], 20, "meta.warmup_steps")
+    eq(bucket(s, "engine.schedule")["calls"], N - 20, "bucket calls after warmup")
+    eq(func(s, "engine_step")["calls"], N, "functions include warmup")
+
+
+def test_iteration_mode():
+    conf = ENGINE_CONF.replace("step   native:exe:engine_step",
+                               "step   native:exe:loop_top mode=iteration")
+    s, t, _ = profile(conf, ["--steps", N])
+    # N entries of loop_top make N-1 closed iterations; the last never closes
+    eq(s["stats"]["steps"], N - 1, "iterations")
+    eq(t["iterations"], N - 1, "truth iterations")
+    eq(s["stats"]["incomplete_steps"], 1, "the open last iteration")
+    # iteration time: loop_top entry to loop_top entry (victim: in its loop)
+    close_ms(s["stats"]["time_ms"], t["iteration_total_ns"], N - 1, "iteration time")
+    # engine_idle now lies inside the iteration, except in the last one
+    eq(bucket(s, "engine.idle")["calls"], N - 1, "engine.idle calls in iterations")
+    eq(bucket(s, "engine.schedule")["calls"], N - 1, "engine.schedule calls in iterations")
+
+
+def test_dlopen_after_attach():
+    conf = ENGINE_CONF + "bucket engine.dl native:libvictim_dl.so:dl_work\n"
+    lib = os.path.join(VICTIMS, "libvictim_dl.so")
+
+    def on_attached(v, pt):
+        assert "waiting for its library" in pt.lines["err"][-1], pt.lines["err"][-1]
+        v.send("go\n")
+        v.wait_line("dlopened")
+        line = pt.wait_line("proftrace: attached 1 more probe", "err")
+        assert "libvictim_dl.so" in line, line
+
+    s, t, _ = profile(conf, ["--steps", N, "--dlopen", lib], on_attached=on_attached)
+    f = func(s, "dl_work")
+    eq(f["attached"], True, "dl_work attached")
+    assert f["attached_after_s"] > 0, f
+    eq(f["calls"], N, "dl_work calls")
+    close_ms(f["total_ms"], t["functions"]["dl_work"]["total_ns"], N, "dl_work total")
+    eq(bucket(s, "engine.dl")["calls"], N, "engine.dl calls")
+    eq(s["health"]["probes_attached"], 9, "probes attached")
+
+
+def test_longjmp_unwound():
+    conf = ENGINE_CONF + "bucket engine.jump native:exe:engine_jump native:exe:engine_jump_inner\n"
+    s, t, _ = profile(conf, ["--steps", N, "--longjmp-every", 5])
+    jumps = N // 5
+    eq(func(s, "engine_jump")["calls"], jumps, "engine_jump calls")
+    eq(t["functions"]["engine_jump"]["calls"], jumps, "truth engine_jump calls")
+    # engine_jump_inner never returns: no call, one unwound frame each
+    eq(func(s, "engine_jump_inner")["calls"], 0, "engine_jump_inner completed calls")
+    eq(s["health"]["unwound"], jumps, "unwound frames")
+    eq(s["health"]["orphan_returns"], 0, "orphan returns")
+    eq(s["stats"]["steps"], N, "steps still exact")
+    eq(bucket(s, "engine.jump")["calls"], jumps, "engine.jump outermost calls")
+    close_ms(bucket(s, "engine.jump")["total_ms"], t["functions"]["engine_jump"]["total_ns"],
+             jumps, "engine.jump total")
+
+
+def long_run(extra=()):
+    tmp = tempfile.mkdtemp(prefix="pt-it-")
+    conf = write_conf(tmp, ENGINE_CONF)
+    out = os.path.join(tmp, "out")
+    v = victim("victim_engine", "--steps", 1000000)
+    pt = proftrace(v.pid, conf, out, *extra)
+    pt.wait_line("proftrace: attached", "err")
+    v.send("go\n")
+    return v, pt, out
+
+
+def stop_with(sig):
+    v, pt, out = long_run()
+    try:
+        time.sleep(1.0)
+        pt.p.send_signal(sig)
+        eq(pt.wait(30), 0, "proftrace exit code")
+        with open(os.path.join(out, "summary.json")) as f:
+            s = json.load(f)
+        assert os.path.getsize(os.path.join(out, "report.md")) > 0
+        assert s["stats"]["steps"] > 100, s["stats"]
+        assert v.p.poll() is None, "the victim must survive the detach"
+        # counts stay consistent in a run cut at an arbitrary point
+        steps = s["stats"]["steps"] + s["stats"]["incomplete_steps"]
+        assert abs(func(s, "engine_schedule")["calls"] - steps) <= 1, s["stats"]
+        assert abs(func(s, "model_layer")["calls"] - 4 * steps) <= 4
+    finally:
+        v.kill()
+        pt.kill()
+
+
+def test_sigint_full_report():
+    stop_with(signal.SIGINT)
+
+
+def test_sigterm_full_report():
+    stop_with(signal.SIGTERM)
+
+
+def test_duration():
+    v, pt, out = long_run(["-d", "1"])
+    try:
+        eq(pt.wait(20), 0, "proftrace exit code")
+        with open(os.path.join(out, "summary.json")) as f:
+            s = json.load(f)
+        assert 0.9 <= s["meta"]["duration_s"] <= 3.0, s["meta"]
+        assert s["stats"]["steps"] > 100
+    finally:
+        v.kill()
+        pt.kill()
+
+
+def test_json_stdout():
+    v, pt, out = long_run(["-d", "0.5", "--json"])
+    try:
+        eq(pt.wait(20), 0, "exit code")
+        doc = json.loads(pt.rest("out"))
+        with open(os.path.join(out, "summary.json")) as f:
+            eq(doc, json.load(f), "--json output equals summary.json")
+    finally:
+        v.kill()
+        pt.kill()
+
+
+def test_kill9_leaves_nothing_attached():
+    before = [n for n in bpf_progs() if n.startswith("pt_")]
+    if before:
+        raise Skip("another proftrace is running (programs %s)" % before)
+    tmp = tempfile.mkdtemp(prefix="pt-it-")
+    truth_path = os.path.join(tmp, "truth.json")
+    conf = write_conf(tmp, ENGINE_CONF)
+    v = victim("victim_engine", "--steps", 400, "--truth", truth_path)
+    pt = proftrace(v.pid, conf, os.path.join(tmp, "out"))
+    try:
+        pt.wait_line("proftrace: attached", "err")
+        assert [n for n in bpf_progs() if n.startswith("pt_")], "programs loaded while attached"
+        v.send("go\n")
+        time.sleep(0.2)
+        pt.p.kill()
+        pt.p.wait()
+        left = []
+        for _ in range(50):  # the kernel releases programs asynchronously
+            left = [n for n in bpf_progs() if n.startswith("pt_")]
+            if not left:
+                break
+            time.sleep(0.1)
+        eq(left, [], "BPF programs left after kill -9")
+        eq(v.wait(60), 0, "victim exit code")
+        with open(truth_path) as f:
+            t = json.load(f)
+        eq(t["functions"]["engine_step"]["calls"], 400, "victim ran all its steps")
+        eq(t["functions"]["engine_recurse"]["calls"], 1200, "victim recursion intact")
+    finally:
+        v.kill()
+        pt.kill()
+
+
+def test_dry_run_offsets():
+    """--dry-run prints file offsets that agree with the ELF (nm + program headers)."""
+    v = victim("victim_engine")
+    tmp = tempfile.mkdtemp(prefix="pt-it-")
+    try:
+        rc, out, err = run_proftrace(["-p", str(v.pid), "--targets", write_conf(tmp, ENGINE_CONF),
+                                      "--dry-run"])
+        eq(rc, 0, "dry-run exit (%s)" % err)
+        exe = os.path.join(VICTIMS, "victim_engine")
+        nm = subprocess.run(["nm", exe], capture_output=True, text=True).stdout
+        addrs = {l.split()[2]: int(l.split()[0], 16) for l in nm.splitlines() if len(l.split()) == 3}
+        # PIE from gcc: text segment has p_vaddr == p_offset, so offset == st_value
+        rows = {l.split()[1]: l.split()[3] for l in out.splitlines()[1:] if l.startswith("native:")}
+        for sym in ["engine_step", "model_layer", "engine_idle"]:
+            eq(int(rows[sym], 16), addrs[sym], sym + " offset")
+        assert v.p.poll() is None
+    finally:
+        v.kill()
+
+
+def test_errors_exit_2():
+    tmp = tempfile.mkdtemp(prefix="pt-it-")
+    os.chmod(tmp, 0o755)  # readable by the unprivileged user below
+    good = write_conf(tmp, ENGINE_CONF)
+    v = victim("victim_engine")
+    try:
+        # dead pid
+        rc, out, err = run_proftrace(["-p", "999999", "--targets", good])
+        eq(rc, 2, "dead pid exit")
+        assert err.startswith("proftrace: no such process: 999999"), err
+        eq(len(err.strip().splitlines()), 1, "one line")
+        # unknown symbol, with closest names
+        bad = os.path.join(tmp, "bad.conf")
+        with open(bad, "w") as f:
+            f.write("step native:exe:engine_stepp\n")
+        rc, out, err = run_proftrace(["-p", str(v.pid), "--targets", bad])
+        eq(rc, 2, "unknown symbol exit")
+        assert "bad.conf:1:6: error: no function matches 'engine_stepp'" in err, err
+        assert "closest: engine_step" in err, err
+        eq(len(err.strip().splitlines()), 1, "one line")
+        # bad config line
+        with open(bad, "w") as f:
+            f.write("step native:exe:engine_step\nbuckt engine.x native:exe:engine_idle\n")
+        rc, out, err = run_proftrace(["-p", str(v.pid), "--targets", bad])
+        eq(rc, 2, "bad config exit")
+        assert "bad.conf:2:1: error:" in err, err
+        # missing targets file, bad usage
+        rc, out, err = run_proftrace(["-p", str(v.pid), "--targets", "/nonexistent.conf"])
+        eq(rc, 2, "missing targets exit")
+        rc, out, err = run_proftrace(["--targets", good])
+        eq(rc, 2, "no pid exit")
+        rc, out, err = run_proftrace(["-p", "12x", "--targets", good])
+        eq(rc, 2, "bad pid exit")
+        # no privileges: an unprivileged user cannot read a root process
+        nobody = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
+        p = subprocess.run(nobody + [os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..",
+                                                                  "proftrace")),
+                                     "-p", str(v.pid), "--targets", good],
+                           capture_output=True, text=True, timeout=30)
+        eq(p.returncode, 2, "unprivileged exit (%s)" % p.stderr)
+        assert "root" in p.stderr, p.stderr
+        eq(len(p.stderr.strip().splitlines()), 1, "one line")
+        assert v.p.poll() is None, "victim untouched"
+    finally:
+        v.kill()
