@@ -178,13 +178,15 @@ static void hook_dynamic_linker(struct run *r, const struct pt_maps *maps)
 	for (size_t i = 0; i < maps->n && !r->dl_hooked; i++) {
 		const struct pt_mapping *mp = &maps->v[i];
 		struct pt_elf *e;
-		char path[PATH_MAX + 64];
+		char *path;
 
 		if (!pt_mapping__is_exec_file(mp) || !is_dynamic_linker(mp->path))
 			continue;
-		snprintf(path, sizeof(path), "%s%s", r->tgt.root, mp->path);
-		if (pt_elf__open(&e, path))
+		path = pt_resolver__host_path(r->tgt.pid, mp);
+		if (!path || pt_elf__open(&e, path)) {
+			free(path);
 			continue;
+		}
 		for (size_t k = 0; k < e->nsyms; k++) {
 			if (strcmp(e->syms[k].name, "_dl_debug_state") != 0)
 				continue;
@@ -193,6 +195,7 @@ static void hook_dynamic_linker(struct run *r, const struct pt_maps *maps)
 			break;
 		}
 		pt_elf__free(e);
+		free(path);
 	}
 	if (!r->dl_hooked)
 		vlog("proftrace: no dynamic linker hook; new libraries are seen within %d ms\n",
@@ -363,7 +366,7 @@ static int write_outputs(struct run *r)
 	rep.meta.version = PT_VERSION;
 	rep.meta.pid = r->tgt.pid;
 	rep.meta.comm = r->tgt.comm;
-	rep.meta.exe = r->tgt.exe;
+	rep.meta.exe = pt_target__view(r->tgt.root, r->tgt.exe);
 	rep.meta.start_unix_ns = r->t0_unix;
 	rep.meta.duration_s = (double)(r->t_end_mono - r->t0_mono) / 1e9;
 	rep.meta.targets_file = r->cfg.path;
@@ -593,8 +596,9 @@ int main(int argc, char **argv)
 		goto cleanup;
 	}
 	ropts.cfg = &r.cfg;
-	ropts.root = r.tgt.root;
+	ropts.pid = r.tgt.pid;
 	ropts.exe = r.tgt.exe;
+	ropts.root = r.tgt.root;
 	r.res = pt_resolver__new(&ropts);
 	if (!r.res)
 		goto cleanup;

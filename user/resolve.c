@@ -4,9 +4,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "elfsyms.h"
 #include "resolve.h"
+#include "target.h"
 
 struct pt_obj {
 	unsigned int dev_major, dev_minor;
@@ -20,8 +22,9 @@ struct pt_obj {
 
 struct pt_resolver {
 	const struct pt_config *cfg;
-	char *root;
+	int pid;
 	char *exe;
+	char *root;
 	struct pt_obj *objs;
 	size_t nobjs;
 	struct pt_func *funcs;
@@ -39,12 +42,13 @@ struct pt_resolver *pt_resolver__new(const struct pt_resolver_opts *opts)
 	if (!r)
 		return NULL;
 	r->cfg = opts->cfg;
-	r->root = strdup(opts->root ? opts->root : "");
+	r->pid = opts->pid;
 	r->exe = strdup(opts->exe ? opts->exe : "");
+	r->root = strdup(opts->root ? opts->root : "");
 	r->spec_nfuncs = calloc(n + 1, sizeof(*r->spec_nfuncs));
 	r->spec_nobjs = calloc(n + 1, sizeof(*r->spec_nobjs));
 	r->spec_first_obj = calloc(n + 1, sizeof(*r->spec_first_obj));
-	if (!r->root || !r->exe || !r->spec_nfuncs || !r->spec_nobjs || !r->spec_first_obj) {
+	if (!r->exe || !r->root || !r->spec_nfuncs || !r->spec_nobjs || !r->spec_first_obj) {
 		pt_resolver__free(r);
 		return NULL;
 	}
@@ -77,8 +81,8 @@ void pt_resolver__free(struct pt_resolver *r)
 	free(r->spec_nfuncs);
 	free(r->spec_nobjs);
 	free(r->spec_first_obj);
-	free(r->root);
 	free(r->exe);
+	free(r->root);
 	free(r);
 }
 
@@ -108,6 +112,30 @@ static struct pt_elf *obj_elf(struct pt_obj *o)
 	return o->elf;
 }
 
+static bool same_inode(const char *path, const struct pt_mapping *mp)
+{
+	struct stat st;
+
+	return stat(path, &st) == 0 && S_ISREG(st.st_mode) && st.st_ino == mp->inode;
+}
+
+char *pt_resolver__host_path(int pid, const struct pt_mapping *mp)
+{
+	char *p = NULL;
+
+	if (!pid || same_inode(mp->path, mp))
+		return strdup(mp->path);
+	if (asprintf(&p, "/proc/%d/root%s", pid, mp->path) < 0)
+		return NULL;
+	if (same_inode(p, mp))
+		return p;
+	free(p);
+	if (asprintf(&p, "/proc/%d/map_files/%llx-%llx", pid, (unsigned long long)mp->start,
+		     (unsigned long long)mp->end) < 0)
+		return NULL;
+	return p;
+}
+
 static int add_obj(struct pt_resolver *r, const struct pt_mapping *mp)
 {
 	struct pt_obj *o, *v;
@@ -128,8 +156,7 @@ static int add_obj(struct pt_resolver *r, const struct pt_mapping *mp)
 	o->dev_minor = mp->dev_minor;
 	o->inode = mp->inode;
 	o->path = strdup(mp->path);
-	if (asprintf(&o->host_path, "%s%s", r->root, mp->path) < 0)
-		o->host_path = NULL;
+	o->host_path = pt_resolver__host_path(r->pid, mp);
 	if (!o->path || !o->host_path) {
 		free(o->path);
 		free(o->host_path);
@@ -209,7 +236,7 @@ static int add_func(struct pt_resolver *r, struct pt_obj *o, size_t symidx, size
 	f->is_step = s->is_step;
 	f->bucket_mask = s->bucket_mask;
 	f->file_off = sym->file_off;
-	f->object = strdup(o->path);
+	f->object = strdup(pt_target__view(r->root, o->path));
 	f->host_path = strdup(o->host_path);
 	f->symbol = strdup(sym->name);
 	if (!f->object || !f->host_path || !f->symbol || set_aliases(f, o->elf, symidx)) {

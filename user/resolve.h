@@ -22,7 +22,7 @@ struct pt_func {
 	int spec;   /* first probe spec that named it */
 	bool is_step;
 	unsigned long long bucket_mask;
-	char *object;    /* path as the target maps it */
+	char *object;    /* path as the target sees it */
 	char *host_path; /* path to open and attach from here */
 	char *symbol;
 	char **aliases;  /* other names at the same address */
@@ -34,8 +34,13 @@ struct pt_func {
 
 struct pt_resolver_opts {
 	const struct pt_config *cfg;
-	const char *root; /* prefix for host paths ("" or "/proc/PID/root") */
-	const char *exe;  /* the target's executable path, as it maps it */
+	/* The target: its files are opened through the first of path,
+	 * /proc/PID/root/path, /proc/PID/map_files/START-END that is the
+	 * mapped inode (chroots show host paths in maps, mount namespaces
+	 * do not). 0: use paths as they are (tests). */
+	int pid;
+	const char *exe; /* the target's executable path, as maps shows it */
+	const char *root; /* its chroot as we see it, stripped from shown paths */
 };
 
 struct pt_resolver;
@@ -52,6 +57,10 @@ void pt_resolver__free(struct pt_resolver *r);
  */
 int pt_resolver__update(struct pt_resolver *r, const struct pt_maps *maps, bool strict, char *err,
 			size_t errlen);
+
+/* Path from here to the file mapping mp of process pid (see
+ * pt_resolver_opts); malloc'ed, NULL on allocation failure. */
+char *pt_resolver__host_path(int pid, const struct pt_mapping *mp);
 
 size_t pt_resolver__nfuncs(const struct pt_resolver *r);
 const struct pt_func *pt_resolver__func(const struct pt_resolver *r, size_t fid);

@@ -28,7 +28,6 @@ static int read_line(const char *path, char *buf, size_t len)
 int pt_target__open(struct pt_target *t, int pid, char *err, size_t errlen)
 {
 	char path[64];
-	struct stat ours, theirs;
 	ssize_t n;
 	char *del;
 
@@ -60,12 +59,11 @@ int pt_target__open(struct pt_target *t, int pid, char *err, size_t errlen)
 	del = strstr(t->exe, " (deleted)");
 	if (del && del[10] == 0)
 		*del = 0;
-	/* Only go through /proc/PID/root when it really differs: paths stay
-	 * readable in the output, and uprobes attach by inode either way. */
-	snprintf(path, sizeof(path), "/proc/%d/root/", pid);
-	if (stat("/", &ours) == 0 && stat(path, &theirs) == 0 &&
-	    (ours.st_dev != theirs.st_dev || ours.st_ino != theirs.st_ino))
-		snprintf(t->root, sizeof(t->root), "/proc/%d/root", pid);
+	snprintf(path, sizeof(path), "/proc/%d/root", pid);
+	n = readlink(path, t->root, sizeof(t->root) - 1);
+	t->root[n > 0 ? n : 0] = 0;
+	if (!strcmp(t->root, "/"))
+		t->root[0] = 0;
 	return 0;
 }
 
@@ -83,4 +81,13 @@ int pt_target__pidfd(const struct pt_target *t)
 bool pt_target__alive(const struct pt_target *t)
 {
 	return kill(t->pid, 0) == 0 || errno == EPERM;
+}
+
+const char *pt_target__view(const char *root, const char *path)
+{
+	size_t n = root ? strlen(root) : 0;
+
+	if (n && !strncmp(path, root, n) && path[n] == '/')
+		return path + n;
+	return path;
 }

@@ -1,8 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * What we need to know about the target process before attaching: that it
- * exists, its name, its executable, and how to reach its files (through
- * /proc/PID/root when it lives in another mount namespace, e.g. a container).
+ * exists, its name and its executable (as its maps show it).
  */
 #ifndef PT_TARGET_H
 #define PT_TARGET_H
@@ -14,8 +13,8 @@
 struct pt_target {
 	int pid;
 	char comm[64];
-	char exe[PATH_MAX];  /* as the target sees it */
-	char root[64];       /* "" when it shares our root, else "/proc/PID/root" */
+	char exe[PATH_MAX];  /* as /proc/PID/maps shows it (our view) */
+	char root[PATH_MAX]; /* its root as we see it ("" for ours): a chroot */
 };
 
 /* 0; -ESRCH (no such process) or -errno, with a one-line message. */
@@ -23,5 +22,7 @@ int pt_target__open(struct pt_target *t, int pid, char *err, size_t errlen);
 /* pidfd that becomes readable when the process exits, or -errno. */
 int pt_target__pidfd(const struct pt_target *t);
 bool pt_target__alive(const struct pt_target *t);
+/* A path from our view as the target sees it (strips a chroot prefix). */
+const char *pt_target__view(const char *root, const char *path);
 
 #endif

@@ -27,10 +27,10 @@ bucket engine.idle     native:exe:engine_idle
 PHASES = ["engine_schedule", "engine_prepare", "engine_forward", "engine_sample"]
 
 
-def check_engine(s, t, steps, threads=1):
+def check_engine(s, t, steps, threads=1, probes=8):
     eq(s["stats"]["steps"], steps, "steps")
     eq(s["health"]["dropped_events"], 0, "dropped")
-    eq(s["health"]["probes_attached"], 8, "probes attached")
+    eq(s["health"]["probes_attached"], probes, "probes attached")
     want_calls = {"engine_step": steps, "engine_schedule": steps, "engine_prepare": steps,
                   "engine_forward": steps, "model_layer": 4 * steps, "engine_sample": steps,
                   "engine_recurse": 3 * steps, "engine_idle": steps}
@@ -314,3 +314,43 @@ def test_errors_exit_2():
         assert v.p.poll() is None, "victim untouched"
     finally:
         v.kill()
+
+
+def test_chroot_target():
+    """A target in another root (as in a container): its paths exist only
+    through /proc/PID/root, and its libc is another file than ours."""
+    import shutil
+    tmp = tempfile.mkdtemp(prefix="pt-it-")
+    root = os.path.join(tmp, "root")
+    exe = os.path.join(VICTIMS, "victim_engine")
+    os.makedirs(os.path.join(root, "opt"))
+    shutil.copy(exe, os.path.join(root, "opt", "engine"))
+    ldd = subprocess.run(["ldd", exe], capture_output=True, text=True, check=True).stdout
+    for line in ldd.splitlines():
+        path = [w for w in line.split() if w.startswith("/")]
+        if path:
+            dst = os.path.join(root, path[0].lstrip("/"))
+            os.makedirs(os.path.dirname(dst), exist_ok=True)
+            shutil.copy(path[0], dst)
+    from harness import Proc
+    v = Proc(["chroot", root, "/opt/engine", "--steps", str(N), "--truth", "/truth.json"])
+    pid = int(v.wait_line("ready ").split()[1])
+    conf = write_conf(tmp, ENGINE_CONF + "bucket libc.clock native:libc.so*:clock_gettime\n")
+    pt = proftrace(pid, conf, os.path.join(tmp, "out"))
+    try:
+        pt.wait_line("proftrace: attached", "err")
+        v.send("go\n")
+        eq(v.wait(120), 0, "victim exit")
+        eq(pt.wait(60), 0, "proftrace exit")
+        with open(os.path.join(tmp, "out", "summary.json")) as f:
+            s = json.load(f)
+        with open(os.path.join(root, "truth.json")) as f:
+            t = json.load(f)
+        eq(func(s, "engine_step")["object"], "/opt/engine", "object as the target sees it")
+        eq(s["meta"]["exe"], "/opt/engine", "meta.exe")
+        check_engine(s, t, N, probes=9)
+        # the copied libc is probed, not ours: calls were seen
+        assert func(s, "clock_gettime")["calls"] > 0
+    finally:
+        v.kill()
+        pt.kill()

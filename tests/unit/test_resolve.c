@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <cmocka.h>
 
 #include "config.h"
@@ -69,7 +70,7 @@ static void parse(struct pt_config *cfg, const char *text)
 
 static struct pt_resolver *resolver(const struct pt_config *cfg)
 {
-	struct pt_resolver_opts o = { .cfg = cfg, .root = "", .exe = pie };
+	struct pt_resolver_opts o = { .cfg = cfg, .exe = pie };
 	struct pt_resolver *r = pt_resolver__new(&o);
 
 	assert_non_null(r);
@@ -239,27 +240,45 @@ static void test_ifunc_unusable_and_versions(void **state)
 	pt_config__free(&cfg);
 }
 
-static void test_root_prefix(void **state)
+/* A path that does not exist here (another mount namespace): the file is
+ * reached through /proc/PID/map_files, shown with the target's path. */
+static void test_unreachable_path_uses_map_files(void **state)
 {
 	struct pt_config cfg;
-	struct pt_maps m = { 0 };
-	struct pt_resolver_opts o = { .root = "/proc/self/root", .exe = pie };
+	struct pt_maps self = { 0 }, m = { 0 };
+	struct pt_resolver_opts o = { .pid = getpid(), .exe = "/nonexistent/elf_x" };
 	struct pt_resolver *r;
-	char want[PATH_MAX + 32], err[512];
-	const char *abs_pie = pie;
+	char exe[PATH_MAX], err[512], want[128];
+	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
 
-	/* Objects are read through the target's root (containers) but shown
-	 * with the path the target sees. */
-	parse(&cfg, "step native:exe:fx_mul\n");
-	make_maps(&m, false);
+	assert_true(n > 0);
+	exe[n] = 0;
+	assert_int_equal(pt_maps__read_pid(&self, getpid()), 0);
+	/* keep only our executable's code mapping, under another name */
+	for (size_t i = 0; i < self.n; i++) {
+		struct pt_mapping *mp = &self.v[i];
+
+		if (!mp->path || strcmp(mp->path, exe) || mp->perms[2] != 'x')
+			continue;
+		m.v = calloc(1, sizeof(*m.v));
+		m.v[0] = *mp;
+		m.v[0].path = strdup("/nonexistent/elf_x");
+		m.n = 1;
+		snprintf(want, sizeof(want), "/proc/%d/map_files/%llx-%llx", getpid(),
+			 (unsigned long long)mp->start, (unsigned long long)mp->end);
+		break;
+	}
+	assert_int_equal(m.n, 1);
+	parse(&cfg, "step native:exe:main\n");
 	o.cfg = &cfg;
 	r = pt_resolver__new(&o);
-	assert_int_equal(pt_resolver__update(r, &m, true, err, sizeof(err)), 1);
-	snprintf(want, sizeof(want), "/proc/self/root%s", abs_pie);
+	if (pt_resolver__update(r, &m, true, err, sizeof(err)) != 1)
+		fail_msg("%s", err);
 	assert_string_equal(pt_resolver__func(r, 0)->host_path, want);
-	assert_string_equal(pt_resolver__func(r, 0)->object, abs_pie);
+	assert_string_equal(pt_resolver__func(r, 0)->object, "/nonexistent/elf_x");
 	pt_resolver__free(r);
 	pt_maps__free(&m);
+	pt_maps__free(&self);
 	pt_config__free(&cfg);
 }
 
@@ -271,7 +290,7 @@ int main(void)
 		cmocka_unit_test(test_unknown_symbol_closest),
 		cmocka_unit_test(test_library_later),
 		cmocka_unit_test(test_ifunc_unusable_and_versions),
-		cmocka_unit_test(test_root_prefix),
+		cmocka_unit_test(test_unreachable_path_uses_map_files),
 	};
 
 	fixture_paths();
