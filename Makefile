@@ -5,9 +5,11 @@ BUILD ?= release
 ifeq ($(BUILD),asan)
 OUTPUT := .output-asan
 SANFLAGS := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
+BIN := $(OUTPUT)/proftrace
 else
 OUTPUT := .output
 SANFLAGS :=
+BIN := proftrace
 endif
 
 CC ?= gcc
@@ -21,7 +23,7 @@ CFLAGS ?= -g -O2
 CFLAGS += -std=gnu11 -D_GNU_SOURCE -Wall -Wextra -Wno-unused-parameter -Wno-missing-field-initializers \
 	  -MMD -MP -DPT_VERSION='"$(VERSION)"' $(SANFLAGS)
 INCLUDES := -I$(OUTPUT) -Ibpf -Iuser
-LDLIBS := -lbpf -lelf -lz -lcjson -lm
+LDLIBS := -lbpf -lelf -lz -lcjson -lm -lcapstone
 LDFLAGS += $(SANFLAGS)
 
 ifeq ($(V),1)
@@ -55,11 +57,11 @@ FIXTURES := $(OUTPUT)/fixtures/elf_pie $(OUTPUT)/fixtures/elf_nopie \
 BENCH_SRCS := $(wildcard bench/*.c)
 BENCH_BINS := $(patsubst bench/%.c,$(OUTPUT)/bench/%,$(BENCH_SRCS))
 
-.PHONY: all deps test unit integration asan bench demo clean fuzz
+.PHONY: all deps test unit integration asan bench demo clean
 .DELETE_ON_ERROR:
 .SECONDARY:
 
-all: proftrace
+all: $(BIN)
 
 deps:
 	@./scripts/deps.sh
@@ -92,7 +94,7 @@ $(LIBPT): $(LIB_OBJS)
 	$(call msg,AR,$@)
 	$(Q)rm -f $@ && ar rcs $@ $^
 
-proftrace: $(OUTPUT)/user/main.o $(LIBPT)
+$(BIN): $(OUTPUT)/user/main.o $(LIBPT)
 	$(call msg,BINARY,$@)
 	$(Q)$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
 
@@ -140,15 +142,15 @@ $(OUTPUT)/bench/%: bench/%.c | $(OUTPUT)/bench
 unit: $(UNIT_BINS) $(FIXTURES)
 	$(Q)PT_FIXTURES=$(OUTPUT)/fixtures ./tests/run-unit $(OUTPUT)/tests "$(T)"
 
-integration: proftrace $(VICTIMS)
-	$(Q)PT_VICTIMS=$(OUTPUT)/victims $(PYTHON) tests/integration/run.py $(T)
+integration: $(BIN) $(VICTIMS)
+	$(Q)PT_PROFTRACE=$(BIN) PT_VICTIMS=$(OUTPUT)/victims $(PYTHON) tests/integration/run.py $(T)
 
 # `make test` and `make demo` work on a fresh machine: they install what is
 # missing first (quick when everything is there), then build.
 test:
 	$(Q)./scripts/deps.sh
-	$(Q)$(MAKE) --no-print-directory proftrace $(UNIT_BINS) $(FIXTURES) $(VICTIMS)
-	$(Q)PT_FIXTURES=$(OUTPUT)/fixtures PT_VICTIMS=$(OUTPUT)/victims PT_OUTPUT=$(OUTPUT) \
+	$(Q)$(MAKE) --no-print-directory $(BIN) $(UNIT_BINS) $(FIXTURES) $(VICTIMS)
+	$(Q)PT_PROFTRACE=$(BIN) PT_FIXTURES=$(OUTPUT)/fixtures PT_VICTIMS=$(OUTPUT)/victims \
 		./tests/run-all $(OUTPUT)
 
 asan:

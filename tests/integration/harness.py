@@ -15,7 +15,7 @@ import tempfile
 import time
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
-PROFTRACE = os.path.join(ROOT, "proftrace")
+PROFTRACE = os.path.abspath(os.environ.get("PT_PROFTRACE", os.path.join(ROOT, "proftrace")))
 VICTIMS = os.path.abspath(os.environ.get("PT_VICTIMS", os.path.join(ROOT, ".output", "victims")))
 
 # Per call, proftrace's interval (BPF entry timestamp to BPF return timestamp)

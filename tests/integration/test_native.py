@@ -7,7 +7,7 @@ import subprocess
 import tempfile
 import time
 
-from harness import (VICTIMS, Skip, bpf_progs, bucket, close_ms, eq, func, profile, proftrace,
+from harness import (PROFTRACE, VICTIMS, Skip, bpf_progs, bucket, close_ms, eq, func, profile, proftrace,
                      run_proftrace, victim, write_conf)
 
 N = 150  # steps per run: ~1 ms each
@@ -304,9 +304,7 @@ def test_errors_exit_2():
         eq(rc, 2, "bad pid exit")
         # no privileges: an unprivileged user cannot read a root process
         nobody = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
-        p = subprocess.run(nobody + [os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..",
-                                                                  "proftrace")),
-                                     "-p", str(v.pid), "--targets", good],
+        p = subprocess.run(nobody + [PROFTRACE, "-p", str(v.pid), "--targets", good],
                            capture_output=True, text=True, timeout=30)
         eq(p.returncode, 2, "unprivileged exit (%s)" % p.stderr)
         assert "root" in p.stderr, p.stderr
