@@ -70,7 +70,8 @@ def check_engine(s, t, steps, threads=1, probes=8):
     if threads > 1:
         return
     mean_truth = t["functions"]["engine_step"]["total_ns"] / steps / 1e6
-    assert abs(s["stats"]["p50_ms"] - mean_truth) < 0.02 * mean_truth + 0.02, \
+    # (5%: a busy 2-vCPU machine delays some steps; time_ms above is the exact check)
+    assert abs(s["stats"]["p50_ms"] - mean_truth) < 0.05 * mean_truth, \
         "p50 %.3f vs mean truth %.3f" % (s["stats"]["p50_ms"], mean_truth)
     assert s["stats"]["min_ms"] <= s["stats"]["p50_ms"] <= s["stats"]["p99_ms"] <= s["stats"]["max_ms"]
 
@@ -333,7 +334,7 @@ def test_chroot_target():
     from harness import Proc
     v = Proc(["chroot", root, "/opt/engine", "--steps", str(N), "--truth", "/truth.json"])
     pid = int(v.wait_line("ready ").split()[1])
-    conf = write_conf(tmp, ENGINE_CONF + "bucket libc.clock native:libc.so*:clock_gettime\n")
+    conf = write_conf(tmp, ENGINE_CONF + "bucket libc.thread native:libc.so*:pthread_create\n")
     pt = proftrace(pid, conf, os.path.join(tmp, "out"))
     try:
         pt.wait_line("proftrace: attached", "err")
@@ -347,8 +348,8 @@ def test_chroot_target():
         eq(func(s, "engine_step")["object"], "/opt/engine", "object as the target sees it")
         eq(s["meta"]["exe"], "/opt/engine", "meta.exe")
         check_engine(s, t, N, probes=9)
-        # the copied libc is probed, not ours: calls were seen
-        assert func(s, "clock_gettime")["calls"] > 0
+        # the copied libc is probed, not ours: the one worker thread's creation
+        eq(func(s, "pthread_create")["calls"], 1, "pthread_create calls in the chroot's libc")
     finally:
         v.kill()
         pt.kill()
