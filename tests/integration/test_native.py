@@ -217,6 +217,21 @@ def test_json_stdout():
         pt.kill()
 
 
+def code_byte(pid, exe, file_off):
+    """The byte at file offset file_off of exe as mapped in process pid."""
+    with open("/proc/%d/maps" % pid) as f:
+        for line in f:
+            w = line.split()
+            if len(w) >= 6 and w[5] == exe and "x" in w[1]:
+                start, end = (int(x, 16) for x in w[0].split("-"))
+                off = int(w[2], 16)
+                if off <= file_off < off + (end - start):
+                    with open("/proc/%d/mem" % pid, "rb") as m:
+                        m.seek(start + file_off - off)
+                        return m.read(1)[0]
+    raise AssertionError("offset 0x%x not mapped" % file_off)
+
+
 def test_kill9_leaves_nothing_attached():
     before = [n for n in bpf_progs() if n.startswith("pt_")]
     if before:
@@ -224,11 +239,18 @@ def test_kill9_leaves_nothing_attached():
     tmp = tempfile.mkdtemp(prefix="pt-it-")
     truth_path = os.path.join(tmp, "truth.json")
     conf = write_conf(tmp, ENGINE_CONF)
-    v = victim("victim_engine", "--steps", 400, "--truth", truth_path)
+    v = victim("victim_engine", "--steps", 3000, "--truth", truth_path)  # ~3 s
     pt = proftrace(v.pid, conf, os.path.join(tmp, "out"))
+    exe = os.path.join(VICTIMS, "victim_engine")
+    nm = subprocess.run(["nm", exe], capture_output=True, text=True).stdout
+    off = [int(l.split()[0], 16) for l in nm.splitlines() if l.endswith(" engine_step")][0]
+    with open(exe, "rb") as f:
+        f.seek(off)
+        orig = f.read(1)[0]
     try:
         pt.wait_line("proftrace: attached", "err")
         assert [n for n in bpf_progs() if n.startswith("pt_")], "programs loaded while attached"
+        eq(code_byte(v.pid, exe, off), 0xCC, "int3 at engine_step while attached")
         v.send("go\n")
         time.sleep(0.2)
         pt.p.kill()
@@ -240,11 +262,13 @@ def test_kill9_leaves_nothing_attached():
                 break
             time.sleep(0.1)
         eq(left, [], "BPF programs left after kill -9")
+        assert v.p.poll() is None, "victim still running for the code check"
+        eq(code_byte(v.pid, exe, off), orig, "engine_step's first byte restored")
         eq(v.wait(60), 0, "victim exit code")
         with open(truth_path) as f:
             t = json.load(f)
-        eq(t["functions"]["engine_step"]["calls"], 400, "victim ran all its steps")
-        eq(t["functions"]["engine_recurse"]["calls"], 1200, "victim recursion intact")
+        eq(t["functions"]["engine_step"]["calls"], 3000, "victim ran all its steps")
+        eq(t["functions"]["engine_recurse"]["calls"], 9000, "victim recursion intact")
     finally:
         v.kill()
         pt.kill()
