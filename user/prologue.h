@@ -54,6 +54,15 @@ enum pt_prologue_skip {
  * answer is the symbol itself.
  */
 struct pt_probe_site pt_prologue__site(const uint8_t *code, size_t len, int skip);
+/*
+ * Does a direct branch in code[] (len bytes of the same file, code[0] at
+ * offset at from the symbol, negative before it) land in (lo, hi]? For the
+ * code around a function whose probe was moved: hand-written asm enters
+ * other functions past their first instruction (glibc's mempcpy jumps to
+ * memmove+3), and a probe there would fire for those calls too. Linear
+ * sweep; undecodable bytes are stepped over one at a time.
+ */
+int pt_prologue__entered(const uint8_t *code, size_t len, int64_t at, int64_t lo, int64_t hi);
 const char *pt_insn_class__str(enum pt_insn_class c);
 
 /* An instruction of this class is emulated (or optimised) at a uprobe. */

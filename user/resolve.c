@@ -203,13 +203,47 @@ static int set_aliases(struct pt_func *f, const struct pt_elf *e, size_t idx)
 	return 0;
 }
 
+/*
+ * Is the code between the symbol and its moved probe entered from the
+ * neighbouring code? Sweeps from the previous symbol (at most 4 KiB back)
+ * to 4 KiB past the function. Far-away jumps (.cold parts) are not seen;
+ * none targets a moved probe in Debian's libc or libpython3.11.
+ */
+static bool entered_nearby(const struct pt_elf *e, size_t idx, unsigned int skip)
+{
+	const struct pt_sym *sym = &e->syms[idx];
+	uint64_t from = sym->file_off > 4096 ? sym->file_off - 4096 : 0;
+	size_t len;
+	uint8_t *buf;
+	ssize_t n;
+	bool hit;
+
+	for (size_t i = idx; i > 0; i--) {
+		if (e->syms[i - 1].file_off < sym->file_off) {
+			if (e->syms[i - 1].file_off > from)
+				from = e->syms[i - 1].file_off;
+			break;
+		}
+	}
+	len = sym->file_off - from + sym->size + 4096;
+	buf = malloc(len);
+	if (!buf)
+		return true;
+	n = pt_elf__read(e, from, buf, len);
+	hit = n <= 0 || pt_prologue__entered(buf, (size_t)n, -(int64_t)(sym->file_off - from), 0,
+					     skip);
+	free(buf);
+	return hit;
+}
+
 static int add_func(struct pt_resolver *r, struct pt_obj *o, size_t symidx, size_t spec)
 {
 	const struct pt_probe_spec *s = &r->cfg->probes[spec];
 	const struct pt_sym *sym = &o->elf->syms[symidx];
 	struct pt_func *f = find_func(r, o, sym->file_off);
-	uint8_t code[16];
+	uint8_t code[4096];
 	ssize_t n;
+	bool whole;
 
 	if (f) {
 		/* Same function named again (another probe, or an alias
@@ -248,8 +282,16 @@ static int add_func(struct pt_resolver *r, struct pt_obj *o, size_t symidx, size
 		free(f->aliases);
 		return -ENOMEM;
 	}
-	n = pt_elf__read(o->elf, sym->file_off, code, sizeof(code));
-	f->site = pt_prologue__site(code, n > 0 ? (size_t)n : 0, r->cfg->prologue_skip);
+	/* The whole function, so the walk sees every branch back into the
+	 * code it skips; bigger or unsized ones: only a leading endbr64. */
+	whole = sym->size && sym->size <= sizeof(code);
+	n = pt_elf__read(o->elf, sym->file_off, code, whole ? sym->size : PT_PROLOGUE_MAX_BYTES);
+	f->site = pt_prologue__site(code, n > 0 ? (size_t)n : 0,
+				    !r->cfg->prologue_skip ? PT_PROLOGUE_SKIP_NONE
+				    : whole		   ? PT_PROLOGUE_SKIP_WALK
+							   : PT_PROLOGUE_SKIP_ENDBR);
+	if (f->site.skip && entered_nearby(o->elf, symidx, f->site.skip))
+		f->site = pt_prologue__site(code, n > 0 ? (size_t)n : 0, PT_PROLOGUE_SKIP_NONE);
 	if (sym->ifunc)
 		f->unusable = "GNU ifunc: the symbol is the resolver, probe the implementation it "
 			      "selects instead";
