@@ -18,12 +18,13 @@ ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 PROFTRACE = os.path.abspath(os.environ.get("PT_PROFTRACE", os.path.join(ROOT, "proftrace")))
 VICTIMS = os.path.abspath(os.environ.get("PT_VICTIMS", os.path.join(ROOT, ".output", "victims")))
 
-# Per call, proftrace's interval (BPF entry timestamp to BPF return timestamp)
-# contains the victim's own interval plus the probe's exit path on entry and
-# the uretprobe trampoline on return: ~1-3 us measured on this VM kind
-# (bench/run.py), with scheduling noise on 2 vCPUs. 20 us per call bounds it
-# with margin; steps are milliseconds long, so this is still a tight check.
-PER_CALL_TOL_NS = 20_000
+# proftrace's interval for a call (BPF entry timestamp to BPF return
+# timestamp) lies inside the call-site interval the victim measures around
+# the call and contains the interval it measures inside the function: the
+# clock reads are ordered on one CLOCK_MONOTONIC. CLOCK_SLACK_NS per call only
+# absorbs the clock's cross-CPU consistency (TSC sync, ~100 ns); it is not an
+# overhead allowance, so these checks hold on a loaded machine too.
+CLOCK_SLACK_NS = 1000
 
 
 class Skip(Exception):
@@ -162,13 +163,26 @@ def eq(got, want, what):
     assert got == want, "%s: got %r, want %r" % (what, got, want)
 
 
-def close_ms(got_ms, truth_ns, calls, what, per_call_ns=PER_CALL_TOL_NS):
-    """proftrace's total vs the victim's own total: within per-call overhead."""
-    tol = calls * per_call_ns / 1e6
-    want = truth_ns / 1e6
+def bracket(got_ms, lower_ns, upper_ns, calls, what):
+    """lower <= got <= upper, up to the clock slack per call."""
     assert got_ms is not None, "%s: no value" % what
-    assert abs(got_ms - want) <= tol, "%s: got %.3f ms, truth %.3f ms, tolerance %.3f ms" % (
-        what, got_ms, want, tol)
+    slack = calls * CLOCK_SLACK_NS
+    got = got_ms * 1e6
+    assert lower_ns - slack <= got <= upper_ns + slack, \
+        "%s: got %.3f ms, outside the ground truth [%.3f, %.3f] ms" % (
+            what, got_ms, lower_ns / 1e6, upper_ns / 1e6)
+
+
+def within(got_ms, truth, calls, what):
+    """A total against a victim truth entry {total_ns (inside), outer_ns (around)}."""
+    bracket(got_ms, truth["total_ns"], truth["outer_ns"], calls, what)
+
+
+def rank(values, q):
+    """Nearest-rank quantile, as proftrace defines it."""
+    v = sorted(values)
+    k = max(1, -(-int(round(q * len(v) * 1e9)) // int(1e9)))
+    return v[min(k, len(v)) - 1]
 
 
 def bpf_progs():

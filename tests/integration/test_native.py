@@ -7,8 +7,8 @@ import subprocess
 import tempfile
 import time
 
-from harness import (PROFTRACE, VICTIMS, Skip, bpf_progs, bucket, close_ms, eq, func, profile, proftrace,
-                     run_proftrace, victim, write_conf)
+from harness import (PROFTRACE, VICTIMS, Skip, bpf_progs, bracket, bucket, eq, func, profile,
+                     proftrace, rank, run_proftrace, victim, within, write_conf)
 
 N = 150  # steps per run: ~1 ms each
 
@@ -31,49 +31,52 @@ def check_engine(s, t, steps, threads=1, probes=8):
     eq(s["stats"]["steps"], steps, "steps")
     eq(s["health"]["dropped_events"], 0, "dropped")
     eq(s["health"]["probes_attached"], probes, "probes attached")
+    tf = t["functions"]
     want_calls = {"engine_step": steps, "engine_schedule": steps, "engine_prepare": steps,
                   "engine_forward": steps, "model_layer": 4 * steps, "engine_sample": steps,
                   "engine_recurse": 3 * steps, "engine_idle": steps}
     for sym, calls in want_calls.items():
         f = func(s, sym)
         eq(f["calls"], calls, sym + " calls")
-        eq(t["functions"][sym]["calls"], calls, sym + " truth calls")
-        close_ms(f["total_ms"], t["functions"][sym]["total_ns"], calls, sym + " total")
-    # step time = the victim's own engine_step time
-    close_ms(s["stats"]["time_ms"], t["functions"]["engine_step"]["total_ns"], steps, "step time")
+        eq(tf[sym]["calls"], calls, sym + " truth calls")
+        within(f["total_ms"], tf[sym], calls, sym + " total")
+    within(s["stats"]["time_ms"], tf["engine_step"], steps, "step time")
     for sym in PHASES:
         b = bucket(s, sym.replace("_", ".", 1))
         eq(b["calls"], steps, b["name"] + " calls")
-        close_ms(b["total_ms"], t["functions"][sym]["total_ns"], steps, b["name"] + " total")
+        within(b["total_ms"], tf[sym], steps, b["name"] + " total")
     # model.layer nests inside engine.forward: each still gets its own time
     b = bucket(s, "model.layer")
     eq(b["calls"], 4 * steps, "model.layer calls")
-    close_ms(b["total_ms"], t["functions"]["model_layer"]["total_ns"], 4 * steps, "model.layer")
+    within(b["total_ms"], tf["model_layer"], 4 * steps, "model.layer")
     # recursion: only the outermost call counts
     b = bucket(s, "engine.recurse")
     eq(b["calls"], steps, "engine.recurse calls (outermost only)")
-    close_ms(b["total_ms"], t["functions"]["engine_recurse_outer"]["total_ns"], steps,
-             "engine.recurse total (outermost only)")
+    within(b["total_ms"], tf["engine_recurse_outer"], steps, "engine.recurse (outermost only)")
     # engine_idle runs between steps: a function row, but no bucket time
     b = bucket(s, "engine.idle")
     eq(b["calls"], 0, "engine.idle calls inside steps")
     eq(b["total_ms"], 0, "engine.idle time inside steps")
     # step.other = step - disjoint outer phases (forward covers model.layer)
-    outer = sum(t["functions"][k]["total_ns"] for k in PHASES)
-    outer += t["functions"]["engine_recurse_outer"]["total_ns"]
-    other_truth = t["functions"]["engine_step"]["total_ns"] - outer
+    outer = [tf[k] for k in PHASES] + [tf["engine_recurse_outer"]]
     b = bucket(s, "step.other")
     eq(b["calls"], steps, "step.other calls")
-    close_ms(b["total_ms"], other_truth, 6 * steps, "step.other total")
-    # percentiles: every step spins the same ~1.01 ms; with more threads
-    # than the 2 vCPUs, preemption widens the distribution and p50 != mean
+    bracket(b["total_ms"], tf["engine_step"]["total_ns"] - sum(x["outer_ns"] for x in outer),
+            tf["engine_step"]["outer_ns"] - sum(x["total_ns"] for x in outer), 6 * steps,
+            "step.other total")
+    st = s["stats"]
+    assert st["min_ms"] <= st["p50_ms"] <= st["p90_ms"] <= st["p99_ms"] <= st["max_ms"], st
     if threads > 1:
         return
-    mean_truth = t["functions"]["engine_step"]["total_ns"] / steps / 1e6
-    # (5%: a busy 2-vCPU machine delays some steps; time_ms above is the exact check)
-    assert abs(s["stats"]["p50_ms"] - mean_truth) < 0.05 * mean_truth, \
-        "p50 %.3f vs mean truth %.3f" % (s["stats"]["p50_ms"], mean_truth)
-    assert s["stats"]["min_ms"] <= s["stats"]["p50_ms"] <= s["stats"]["p99_ms"] <= s["stats"]["max_ms"]
+    # Percentiles: every step's proftrace time lies in [inside, around], so each
+    # order statistic does too; the histogram adds at most 0.5% (docs/summary.md).
+    inner, outer_s = t["thread0_step_inner_ns"], t["thread0_step_outer_ns"]
+    for key, q in (("min_ms", 0.0), ("p50_ms", 0.5), ("p90_ms", 0.9), ("p99_ms", 0.99),
+                   ("max_ms", 1.0)):
+        lo, hi = rank(inner, q), rank(outer_s, q)
+        if key not in ("min_ms", "max_ms"):
+            lo, hi = lo * 0.995, hi * 1.005
+        bracket(st[key], lo, hi, 1, "stats." + key)
 
 
 def test_call_mode_pie():
@@ -109,8 +112,9 @@ def test_iteration_mode():
     eq(s["stats"]["steps"], N - 1, "iterations")
     eq(t["iterations"], N - 1, "truth iterations")
     eq(s["stats"]["incomplete_steps"], 1, "the open last iteration")
-    # iteration time: loop_top entry to loop_top entry (victim: in its loop)
-    close_ms(s["stats"]["time_ms"], t["iteration_total_ns"], N - 1, "iteration time")
+    # iteration time: loop_top entry to loop_top entry
+    bracket(s["stats"]["time_ms"], t["iteration_lower_ns"], t["iteration_upper_ns"], 2,
+            "iteration time")
     # engine_idle now lies inside the iteration, except in the last one
     eq(bucket(s, "engine.idle")["calls"], N - 1, "engine.idle calls in iterations")
     eq(bucket(s, "engine.schedule")["calls"], N - 1, "engine.schedule calls in iterations")
@@ -132,7 +136,7 @@ def test_dlopen_after_attach():
     eq(f["attached"], True, "dl_work attached")
     assert f["attached_after_s"] > 0, f
     eq(f["calls"], N, "dl_work calls")
-    close_ms(f["total_ms"], t["functions"]["dl_work"]["total_ns"], N, "dl_work total")
+    within(f["total_ms"], t["functions"]["dl_work"], N, "dl_work total")
     eq(bucket(s, "engine.dl")["calls"], N, "engine.dl calls")
     eq(s["health"]["probes_attached"], 9, "probes attached")
 
@@ -149,8 +153,8 @@ def test_longjmp_unwound():
     eq(s["health"]["orphan_returns"], 0, "orphan returns")
     eq(s["stats"]["steps"], N, "steps still exact")
     eq(bucket(s, "engine.jump")["calls"], jumps, "engine.jump outermost calls")
-    close_ms(bucket(s, "engine.jump")["total_ms"], t["functions"]["engine_jump"]["total_ns"],
-             jumps, "engine.jump total")
+    within(bucket(s, "engine.jump")["total_ms"], t["functions"]["engine_jump"], jumps,
+           "engine.jump total")
 
 
 def long_run(extra=()):

@@ -24,6 +24,7 @@ static struct vt_truth t_step, t_loop, t_sched, t_prep, t_fwd, t_layer, t_sample
 	t_recurse_all, t_jump, t_idle;
 static uint64_t iter_ns, iter_count; /* loop_top to loop_top, per thread summed */
 static void (*dl_work)(void);
+static struct vt_truth *dl_truth;
 static int longjmp_every; /* 0: never */
 
 #define US 1000ull
@@ -57,7 +58,7 @@ VT_FN void engine_forward(void)
 	uint64_t t0 = vt_now();
 
 	for (int i = 0; i < 4; i++)
-		model_layer();
+		VT_CALL(&t_layer, model_layer());
 	vt_spin(50 * US);
 	vt_add(&t_fwd, t0);
 }
@@ -77,7 +78,7 @@ VT_FN void engine_recurse(int depth)
 
 	vt_spin(20 * US);
 	if (depth > 1)
-		engine_recurse(depth - 1);
+		VT_CALL(&t_recurse_all, engine_recurse(depth - 1));
 	VT_BARRIER();
 	if (depth == 3) /* the outermost call, as engine_step makes it */
 		vt_add(&t_recurse_outer, t0);
@@ -85,6 +86,7 @@ VT_FN void engine_recurse(int depth)
 }
 
 static __thread jmp_buf jb;
+static __thread uint64_t step_t0, step_t1;
 
 /* Leaves through longjmp: its return probe never fires. */
 VT_FN void engine_jump_inner(void)
@@ -98,32 +100,40 @@ VT_FN void engine_jump(void)
 	uint64_t t0 = vt_now();
 
 	if (setjmp(jb) == 0)
-		engine_jump_inner();
+		engine_jump_inner(); /* never returns: no call to measure */
 	vt_add(&t_jump, t0);
 }
 
 VT_FN void engine_step(int i)
 {
-	uint64_t t0 = vt_now();
+	uint64_t t0 = vt_now(), r0;
 
-	engine_schedule();
-	engine_prepare();
-	engine_forward();
-	engine_sample();
+	VT_CALL(&t_sched, engine_schedule());
+	VT_CALL(&t_prep, engine_prepare());
+	VT_CALL(&t_fwd, engine_forward());
+	VT_CALL(&t_sample, engine_sample());
+	r0 = vt_now();
 	engine_recurse(3);
+	vt_outer(&t_recurse_outer, r0);
+	vt_outer(&t_recurse_all, r0);
 	if (dl_work)
-		dl_work();
+		VT_CALL(dl_truth, dl_work());
 	if (longjmp_every && i % longjmp_every == 0)
-		engine_jump();
+		VT_CALL(&t_jump, engine_jump());
 	vt_spin(30 * US); /* step.other */
+	step_t0 = t0;
+	step_t1 = vt_now();
 	vt_add(&t_step, t0);
 }
 
 /* Top of the loop: the probe for step mode=iteration. */
+static __thread uint64_t loop_t0;
+
 VT_FN void loop_top(void)
 {
 	uint64_t t0 = vt_now();
 
+	loop_t0 = t0;
 	vt_spin(10 * US);
 	vt_add(&t_loop, t0);
 }
@@ -138,10 +148,15 @@ VT_FN void engine_idle(void)
 }
 
 static int nsteps = 100;
+/* iteration brackets (see test_iteration_mode): summed over threads */
+static uint64_t iter_lower_ns, iter_upper_ns;
+/* per-step durations of thread 0, inside and around engine_step */
+static uint64_t *step_inner, *step_outer;
 
 static void *worker(void *arg)
 {
-	uint64_t prev = 0;
+	uint64_t prev = 0, before_first = 0, inner_first = 0, before_last = 0, inner_last = 0;
+	int id = (int)(long)arg;
 
 	for (int i = 0; i < nsteps; i++) {
 		uint64_t t = vt_now();
@@ -151,17 +166,42 @@ static void *worker(void *arg)
 			__atomic_fetch_add(&iter_count, 1, __ATOMIC_RELAXED);
 		}
 		prev = t;
-		loop_top();
-		engine_step(i);
-		engine_idle();
+		VT_CALL(&t_loop, loop_top());
+		if (i == 0) {
+			before_first = t;
+			inner_first = loop_t0;
+		}
+		before_last = t;
+		inner_last = loop_t0;
+		t = vt_now();
+		VT_CALL(&t_step, engine_step(i));
+		if (id == 0) {
+			step_outer[i] = vt_now() - t;
+			step_inner[i] = step_t1 - step_t0;
+		}
+		VT_CALL(&t_idle, engine_idle());
 	}
+	/* proftrace's iterations span loop_top entry to loop_top entry; each
+	 * entry lies between the time before the call and the first statement
+	 * inside it. */
+	__atomic_fetch_add(&iter_lower_ns, before_last - inner_first, __ATOMIC_RELAXED);
+	__atomic_fetch_add(&iter_upper_ns, inner_last - before_first, __ATOMIC_RELAXED);
 	return NULL;
+}
+
+static void dump_u64s(FILE *f, const char *name, const uint64_t *v, int n)
+{
+	fprintf(f, "  \"%s\": [", name);
+	for (int i = 0; i < n; i++)
+		fprintf(f, "%s%llu", i ? ", " : "", (unsigned long long)v[i]);
+	fprintf(f, "],\n");
 }
 
 static void dump(FILE *f, const char *name, const struct vt_truth *t, int last)
 {
-	fprintf(f, "    \"%s\": {\"calls\": %llu, \"total_ns\": %llu}%s\n", name,
-		(unsigned long long)t->calls, (unsigned long long)t->total_ns, last ? "" : ",");
+	fprintf(f, "    \"%s\": {\"calls\": %llu, \"total_ns\": %llu, \"outer_ns\": %llu}%s\n",
+		name, (unsigned long long)t->calls, (unsigned long long)t->total_ns,
+		(unsigned long long)t->outer_ns, last ? "" : ",");
 }
 
 static void wait_line(void)
@@ -175,7 +215,6 @@ static void wait_line(void)
 int main(int argc, char **argv)
 {
 	const char *truth = NULL, *lib = NULL;
-	struct vt_truth *dl_truth = NULL;
 	int nthreads = 1;
 	pthread_t th[64];
 	FILE *f;
@@ -216,8 +255,12 @@ int main(int argc, char **argv)
 		printf("dlopened\n");
 		wait_line();
 	}
+	step_inner = calloc((size_t)nsteps, sizeof(*step_inner));
+	step_outer = calloc((size_t)nsteps, sizeof(*step_outer));
+	if (!step_inner || !step_outer)
+		return 1;
 	for (int i = 0; i < nthreads; i++)
-		pthread_create(&th[i], NULL, worker, NULL);
+		pthread_create(&th[i], NULL, worker, (void *)(long)i);
 	for (int i = 0; i < nthreads; i++)
 		pthread_join(th[i], NULL);
 
@@ -229,6 +272,10 @@ int main(int argc, char **argv)
 			nthreads, nthreads * nsteps);
 		fprintf(f, "  \"iterations\": %llu,\n  \"iteration_total_ns\": %llu,\n",
 			(unsigned long long)iter_count, (unsigned long long)iter_ns);
+		fprintf(f, "  \"iteration_lower_ns\": %llu,\n  \"iteration_upper_ns\": %llu,\n",
+			(unsigned long long)iter_lower_ns, (unsigned long long)iter_upper_ns);
+		dump_u64s(f, "thread0_step_inner_ns", step_inner, nsteps);
+		dump_u64s(f, "thread0_step_outer_ns", step_outer, nsteps);
 		fprintf(f, "  \"functions\": {\n");
 		dump(f, "engine_step", &t_step, 0);
 		dump(f, "loop_top", &t_loop, 0);
