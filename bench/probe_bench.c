@@ -21,6 +21,11 @@ __asm__(".text\n.globl pb_push\n.type pb_push,@function\npb_push:\n"
 __asm__(".globl pb_endbr_push\n.type pb_endbr_push,@function\npb_endbr_push:\n"
 	"\tendbr64\n\tpush %rbp\n\tmov %rsp,%rbp\n\tpop %rbp\n\tret\n"
 	".size pb_endbr_push,.-pb_endbr_push\n");
+/* mov first, then push (63% of Debian's libc starts with a single-stepped
+ * instruction): proftrace walks over the mov and probes the push */
+__asm__(".globl pb_mov_push\n.type pb_mov_push,@function\npb_mov_push:\n"
+	"\tmov %rdi,%rax\n\tpush %rbp\n\tmov %rsp,%rbp\n\tpop %rbp\n\tret\n"
+	".size pb_mov_push,.-pb_mov_push\n");
 /* sub first (a leaf with a stack frame and no saved registers): no probe
  * site keeps the return address on top, single-stepped */
 __asm__(".globl pb_sub\n.type pb_sub,@function\npb_sub:\n"
@@ -29,6 +34,7 @@ __asm__(".globl pb_sub\n.type pb_sub,@function\npb_sub:\n"
 void pb_push(void);
 void pb_endbr_push(void);
 void pb_sub(void);
+void pb_mov_push(void);
 
 static const struct {
 	const char *name;
@@ -36,6 +42,7 @@ static const struct {
 } fns[] = {
 	{ "pb_push", pb_push },
 	{ "pb_endbr_push", pb_endbr_push },
+	{ "pb_mov_push", pb_mov_push },
 	{ "pb_sub", pb_sub },
 };
 

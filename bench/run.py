@@ -21,9 +21,10 @@ PROFTRACE = os.path.join(ROOT, "proftrace")
 REPEAT = int(os.environ.get("PT_BENCH_REPEAT", "3"))
 
 # calls per run: single-stepped probes cost ~40 us, keep their runs short
-CALLS = {"pb_push": 200_000, "pb_endbr_push": 200_000, "pb_sub": 20_000}
+CALLS = {"pb_push": 200_000, "pb_endbr_push": 200_000, "pb_mov_push": 200_000,
+         "pb_sub": 50_000}
 FIRST_INSN = {"pb_push": "push %rbp", "pb_endbr_push": "endbr64; push %rbp",
-              "pb_sub": "sub $8,%rsp"}
+              "pb_mov_push": "mov %rdi,%rax; push %rbp", "pb_sub": "sub $8,%rsp"}
 
 
 def readline(f, prefix, timeout=30):
@@ -125,12 +126,16 @@ def main():
 
     on = measure("pb_endbr_push", "proftrace")
     off = measure("pb_endbr_push", "proftrace", "set prologue_skip off\n")
+    won = measure("pb_mov_push", "proftrace")
+    woff = measure("pb_mov_push", "proftrace", "set prologue_skip off\n")
     nowake = measure("pb_push", "proftrace")
     wake = measure("pb_push", "proftrace", "set ringbuf_wakeup on\n")
     table("Design choices, each against its alternative in this run",
           ["choice", "chosen ns/call", "alternative ns/call", "alternative / chosen"],
           [["probe after a leading endbr64 (`prologue_skip on` vs `off`), pb_endbr_push",
             "%.0f" % on, "%.0f" % off, "%.1fx" % (off / on)],
+           ["walk over a leading mov to the push (`prologue_skip on` vs `off`), pb_mov_push",
+            "%.0f" % won, "%.0f" % woff, "%.1fx" % (woff / won)],
            ["drain the ring on a timer (no wakeup) vs wake the reader per record, pb_push",
             "%.0f" % nowake, "%.0f" % wake, "%.2fx" % (wake / nowake)]])
 
