@@ -57,7 +57,7 @@ FIXTURES := $(OUTPUT)/fixtures/elf_pie $(OUTPUT)/fixtures/elf_nopie \
 BENCH_SRCS := $(wildcard bench/*.c)
 BENCH_BINS := $(patsubst bench/%.c,$(OUTPUT)/bench/%,$(BENCH_SRCS))
 
-.PHONY: all deps test unit integration asan bench demo clean
+.PHONY: all deps test unit integration asan bench demo clean fuzz
 .DELETE_ON_ERROR:
 .SECONDARY:
 
@@ -138,6 +138,50 @@ $(OUTPUT)/bench/agg_bench: bench/agg_bench.c $(LIBPT) | $(OUTPUT)/bench
 $(OUTPUT)/bench/%: bench/%.c | $(OUTPUT)/bench
 	$(call msg,BENCH-CC,$@)
 	$(Q)$(CC) -g -O2 -Wall $< -o $@
+
+# ---- fuzzing (libFuzzer): one harness per reader of target-controlled input ----
+# Each harness links only its module, so a finding points at one file.
+# Runs over a copy of the seeds, so tests/fuzz/corpus/ only changes by hand;
+# failing inputs land in $(OUTPUT)/fuzz/<name>-{crash,leak,timeout,oom}-*.
+FUZZ_SECONDS ?= 20
+FUZZ_NAMES := maps elf config
+FUZZ_BINS := $(patsubst %,$(OUTPUT)/fuzz/fuzz_%,$(FUZZ_NAMES))
+FUZZ_CFLAGS := -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
+	       -std=gnu11 -D_GNU_SOURCE -Iuser -Ibpf
+# libFuzzer caps inputs near the largest seed (13 KB for ELF); let them
+# grow enough for big symbol tables.
+FUZZ_ARGS_elf := -max_len=65536
+
+$(OUTPUT)/fuzz:
+	$(Q)mkdir -p $@
+$(OUTPUT)/fuzz/fuzz_maps: tests/fuzz/fuzz_maps.c user/maps.c user/maps.h | $(OUTPUT)/fuzz
+	$(call msg,FUZZ-CC,$@)
+	$(Q)$(CLANG) $(FUZZ_CFLAGS) tests/fuzz/fuzz_maps.c user/maps.c -o $@
+$(OUTPUT)/fuzz/fuzz_elf: tests/fuzz/fuzz_elf.c user/elfsyms.c user/elfsyms.h | $(OUTPUT)/fuzz
+	$(call msg,FUZZ-CC,$@)
+	$(Q)$(CLANG) $(FUZZ_CFLAGS) tests/fuzz/fuzz_elf.c user/elfsyms.c -lelf -o $@
+$(OUTPUT)/fuzz/fuzz_config: tests/fuzz/fuzz_config.c user/config.c user/config.h | $(OUTPUT)/fuzz
+	$(call msg,FUZZ-CC,$@)
+	$(Q)$(CLANG) $(FUZZ_CFLAGS) tests/fuzz/fuzz_config.c user/config.c -o $@
+
+# One line per harness; non-zero exit when any harness crashed, hung,
+# leaked or tripped a sanitizer.
+fuzz: $(FUZZ_BINS)
+	$(Q)fail=0; $(foreach n,$(FUZZ_NAMES),args_$(n)='$(FUZZ_ARGS_$(n))';) \
+	for n in $(FUZZ_NAMES); do \
+		d=$(OUTPUT)/fuzz/corpus-$$n; log=$(OUTPUT)/fuzz/$$n.log; \
+		eval "args=\$$args_$$n"; \
+		mkdir -p $$d && cp tests/fuzz/corpus/$$n/* $$d/ || exit 1; \
+		if $(OUTPUT)/fuzz/fuzz_$$n -max_total_time=$(FUZZ_SECONDS) -timeout=10 \
+			-print_final_stats=1 -artifact_prefix=$(OUTPUT)/fuzz/$$n- \
+			$$args $$d > $$log 2>&1; then res=ok; \
+		else res="FAILED (see $$log)"; fail=1; fi; \
+		runs=$$(sed -n 's/^stat::number_of_executed_units: *//p' $$log); \
+		rate=$$(sed -n 's/^stat::average_exec_per_sec: *//p' $$log); \
+		cov=$$(grep -o 'cov: [0-9]*' $$log | tail -n 1); \
+		printf '  %-8s fuzz_%-7s %s runs, %s/s, %s, corpus %s: %s\n' FUZZ $$n \
+			"$${runs:-?}" "$${rate:-?}" "$${cov:-cov: ?}" $$d "$$res"; \
+	done; exit $$fail
 
 unit: $(UNIT_BINS) $(FIXTURES)
 	$(Q)PT_FIXTURES=$(OUTPUT)/fixtures ./tests/run-unit $(OUTPUT)/tests "$(T)"

@@ -32,6 +32,9 @@
 struct pt_elf_priv {
 	struct pt_elf pub;
 	int fd;
+	/* Copies of the .symtab and .dynsym string tables that
+	 * pub.syms[].name point into (see add_syms()). */
+	char *strtab[2];
 };
 
 static struct pt_elf_priv *priv(const struct pt_elf *e)
@@ -104,19 +107,39 @@ static bool vaddr_to_off(const struct seg *segs, size_t n, uint64_t v, uint64_t 
 	return false;
 }
 
+/*
+ * Names point into one copy of the table's string table (*strtab, owned by
+ * the caller), not into a strdup() each: any number of symbols may name the
+ * same long string, and a copy per symbol would let a file of N bytes cost
+ * O(N^2) memory.
+ */
 static int add_syms(struct pt_elf *e, Elf *elf, Elf_Scn *scn, const GElf_Shdr *sh,
-		    const struct seg *segs, size_t nsegs, size_t *cap)
+		    const struct seg *segs, size_t nsegs, size_t *cap, char **strtab)
 {
-	Elf_Data *data = elf_getdata(scn, NULL);
+	Elf_Data *data = elf_getdata(scn, NULL), *sdata;
+	Elf_Scn *sscn = elf_getscn(elf, sh->sh_link);
+	GElf_Shdr ssh;
 	size_t i, n;
 	GElf_Sym s;
 
-	if (!data || !sh->sh_entsize)
+	/* As elf_strptr() would: a compressed table holds no names. */
+	if (!data || !sh->sh_entsize || !sscn || !gelf_getshdr(sscn, &ssh) ||
+	    ssh.sh_type != SHT_STRTAB || (ssh.sh_flags & SHF_COMPRESSED))
 		return 0;
+	sdata = elf_getdata(sscn, NULL);
+	if (!sdata || !sdata->d_buf || !sdata->d_size)
+		return 0;
+	/* The extra NUL ends a last string the file left unterminated. */
+	*strtab = malloc(sdata->d_size + 1);
+	if (!*strtab)
+		return -ENOMEM;
+	memcpy(*strtab, sdata->d_buf, sdata->d_size);
+	(*strtab)[sdata->d_size] = '\0';
+
 	n = sh->sh_size / sh->sh_entsize;
 	for (i = 0; i < n; i++) {
 		struct pt_sym *sym;
-		const char *name;
+		char *name;
 		uint64_t off;
 		int type;
 
@@ -127,8 +150,10 @@ static int add_syms(struct pt_elf *e, Elf *elf, Elf_Scn *scn, const GElf_Shdr *s
 			continue;
 		if (s.st_shndx == SHN_UNDEF || !s.st_value)
 			continue;
-		name = elf_strptr(elf, sh->sh_link, s.st_name);
-		if (!name || !*name || *name == '@')
+		if (s.st_name >= sdata->d_size)
+			continue;
+		name = *strtab + s.st_name;
+		if (!*name || *name == '@')
 			continue;
 		if (!vaddr_to_off(segs, nsegs, s.st_value, &off))
 			continue; /* not in the file: nothing to probe */
@@ -143,10 +168,10 @@ static int add_syms(struct pt_elf *e, Elf *elf, Elf_Scn *scn, const GElf_Shdr *s
 			*cap = ncap;
 		}
 		sym = &e->syms[e->nsyms];
-		sym->name = strdup(name);
-		if (!sym->name)
-			return -ENOMEM;
-		pt_sym__strip_version(sym->name);
+		/* In place: a name that starts inside "foo@@V" is cut at the
+		 * same '@' whichever symbol is stripped first. */
+		pt_sym__strip_version(name);
+		sym->name = name;
 		sym->addr = s.st_value;
 		sym->size = s.st_size;
 		sym->file_off = off;
@@ -182,7 +207,6 @@ static void dedupe(struct pt_elf *e)
 			keep->ifunc |= cur->ifunc;
 			if (cur->size > keep->size)
 				keep->size = cur->size;
-			free(cur->name);
 			continue;
 		}
 		e->syms[out++] = *cur;
@@ -193,12 +217,14 @@ static void dedupe(struct pt_elf *e)
 static int read_elf(struct pt_elf *e, int fd)
 {
 	struct seg *segs = NULL;
+	struct pt_elf_priv *p = priv(e);
+	bool seen[2] = { false, false };
 	Elf_Scn *scn = NULL;
 	size_t nsegs, cap = 0;
 	GElf_Ehdr eh;
 	GElf_Shdr sh;
 	Elf *elf;
-	int err;
+	int err, t;
 
 	if (elf_version(EV_CURRENT) == EV_NONE)
 		return -EINVAL;
@@ -223,7 +249,16 @@ static int read_elf(struct pt_elf *e, int fd)
 			e->has_symtab = true;
 		else if (sh.sh_type != SHT_DYNSYM)
 			continue;
-		err = add_syms(e, elf, scn, &sh, segs, nsegs, &cap);
+		/*
+		 * The gABI allows one table of each kind; a file with N more
+		 * section headers all pointing at one table would otherwise
+		 * yield N times its symbols, O(N^2) for a file of N bytes.
+		 */
+		t = sh.sh_type == SHT_DYNSYM;
+		if (seen[t])
+			continue;
+		seen[t] = true;
+		err = add_syms(e, elf, scn, &sh, segs, nsegs, &cap, &p->strtab[t]);
 		if (err)
 			goto out;
 	}
@@ -276,8 +311,8 @@ void pt_elf__free(struct pt_elf *e)
 	if (!e)
 		return;
 	p = priv(e);
-	for (i = 0; i < e->nsyms; i++)
-		free(e->syms[i].name);
+	for (i = 0; i < 2; i++)
+		free(p->strtab[i]);
 	free(e->syms);
 	free(e->path);
 	if (p->fd >= 0)
