@@ -154,6 +154,42 @@ static void put_share(FILE *f, const cJSON *o, const char *k)
 /* A cell separator, then the cell. */
 #define CELL(f) fputs(" | ", f)
 
+/* A table row is mostly numbers read from one JSON object: one entry per
+ * column, written by put_cells(), instead of a put/CELL pair per column. */
+enum cell_kind { C_COUNT, C_MS, C_SHARE, C_TEXT, C_RATE };
+
+struct cell {
+	enum cell_kind kind;
+	const char *key;
+};
+
+static void put_cells(FILE *f, const cJSON *o, const struct cell *c, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		if (i)
+			CELL(f);
+		switch (c[i].kind) {
+		case C_COUNT:
+			put_count(f, o, c[i].key);
+			break;
+		case C_MS:
+			put_ms(f, o, c[i].key);
+			break;
+		case C_SHARE:
+			put_share(f, o, c[i].key);
+			break;
+		case C_TEXT:
+			put_text(f, jstr(o, c[i].key));
+			break;
+		case C_RATE:
+			put_fixed(f, o, c[i].key, 3);
+			break;
+		}
+	}
+}
+
+#define NCELLS(a) (sizeof(a) / sizeof((a)[0]))
+
 static void put_start(FILE *f, const cJSON *meta)
 {
 	uint64_t ns;
@@ -278,24 +314,14 @@ static void put_steps(FILE *f, const cJSON *doc)
 	      "| steps/s |\n"
 	      "|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
 	      f);
+	static const struct cell cols[] = {
+		{ C_COUNT, "steps" },  { C_MS, "mean_ms" }, { C_MS, "std_ms" },
+		{ C_MS, "min_ms" },    { C_MS, "p50_ms" },  { C_MS, "p90_ms" },
+		{ C_MS, "p99_ms" },    { C_MS, "max_ms" },  { C_RATE, "steps_per_s" },
+	};
+
 	fputs("| ", f);
-	put_count(f, st, "steps");
-	CELL(f);
-	put_ms(f, st, "mean_ms");
-	CELL(f);
-	put_ms(f, st, "std_ms");
-	CELL(f);
-	put_ms(f, st, "min_ms");
-	CELL(f);
-	put_ms(f, st, "p50_ms");
-	CELL(f);
-	put_ms(f, st, "p90_ms");
-	CELL(f);
-	put_ms(f, st, "p99_ms");
-	CELL(f);
-	put_ms(f, st, "max_ms");
-	CELL(f);
-	put_fixed(f, st, "steps_per_s", 3);
+	put_cells(f, st, cols, NCELLS(cols));
 	fputs(" |\n\n", f);
 
 	fputs("Counted step time ", f);
@@ -325,6 +351,12 @@ static void put_buckets(FILE *f, const cJSON *doc)
 		fputs("Buckets are timed inside counted steps only, and none was counted.\n\n", f);
 		return;
 	}
+	static const struct cell cols[] = {
+		{ C_TEXT, "name" },  { C_TEXT, "domain" }, { C_COUNT, "calls" },
+		{ C_MS, "avg_ms_per_step" }, { C_SHARE, "share" }, { C_MS, "mean_ms" },
+		{ C_MS, "p50_ms" },  { C_MS, "p99_ms" },  { C_MS, "max_ms" },
+	};
+
 	fputs("| bucket | domain | calls | avg ms/step | share | mean ms | p50 ms | p99 ms "
 	      "| max ms |\n"
 	      "|---|---|---:|---:|---:|---:|---:|---:|---:|\n",
@@ -332,23 +364,7 @@ static void put_buckets(FILE *f, const cJSON *doc)
 	cJSON_ArrayForEach(b, arr)
 	{
 		fputs("| ", f);
-		put_text(f, jstr(b, "name"));
-		CELL(f);
-		put_text(f, jstr(b, "domain"));
-		CELL(f);
-		put_count(f, b, "calls");
-		CELL(f);
-		put_ms(f, b, "avg_ms_per_step");
-		CELL(f);
-		put_share(f, b, "share");
-		CELL(f);
-		put_ms(f, b, "mean_ms");
-		CELL(f);
-		put_ms(f, b, "p50_ms");
-		CELL(f);
-		put_ms(f, b, "p99_ms");
-		CELL(f);
-		put_ms(f, b, "max_ms");
+		put_cells(f, b, cols, NCELLS(cols));
 		fputs(" |\n", f);
 		if (jnum(b, "share", &share))
 			sum += share;
@@ -437,6 +453,12 @@ static void put_functions(FILE *f, const cJSON *doc)
 		fputs(NA "\n\n", f);
 		return;
 	}
+	static const struct cell cols[] = {
+		{ C_COUNT, "calls" }, { C_MS, "total_ms" }, { C_MS, "mean_ms" },
+		{ C_MS, "p50_ms" },   { C_MS, "p90_ms" },   { C_MS, "p99_ms" },
+		{ C_MS, "max_ms" },
+	};
+
 	fputs("| function | object | calls | total ms | mean ms | p50 ms | p90 ms | p99 ms "
 	      "| max ms | probe | attached |\n"
 	      "|---|---|---:|---:|---:|---:|---:|---:|---:|---|---|\n",
@@ -448,19 +470,7 @@ static void put_functions(FILE *f, const cJSON *doc)
 		CELL(f);
 		put_code(f, basename_of(jstr(fn, "object")));
 		CELL(f);
-		put_count(f, fn, "calls");
-		CELL(f);
-		put_ms(f, fn, "total_ms");
-		CELL(f);
-		put_ms(f, fn, "mean_ms");
-		CELL(f);
-		put_ms(f, fn, "p50_ms");
-		CELL(f);
-		put_ms(f, fn, "p90_ms");
-		CELL(f);
-		put_ms(f, fn, "p99_ms");
-		CELL(f);
-		put_ms(f, fn, "max_ms");
+		put_cells(f, fn, cols, NCELLS(cols));
 		CELL(f);
 		put_probe_site(f, fn);
 		CELL(f);
@@ -476,6 +486,13 @@ static void put_health(FILE *f, const cJSON *doc)
 {
 	const cJSON *h = jget(doc, "health"), *arr = jarr(h, "unattached"), *u;
 
+	static const struct cell cols[] = {
+		{ C_COUNT, "events" },         { C_COUNT, "dropped_events" },
+		{ C_COUNT, "depth_overflow" }, { C_COUNT, "unwound" },
+		{ C_COUNT, "orphan_returns" }, { C_COUNT, "lost_calls" },
+		{ C_COUNT, "steps_incomplete" }, { C_COUNT, "probes_attached" },
+	};
+
 	fputs("## Health\n\n", f);
 	put_dropped_warning(f, h);
 	fputs("| events | dropped | depth overflow | unwound | orphan returns | lost calls "
@@ -483,21 +500,7 @@ static void put_health(FILE *f, const cJSON *doc)
 	      "|---:|---:|---:|---:|---:|---:|---:|---:|\n",
 	      f);
 	fputs("| ", f);
-	put_count(f, h, "events");
-	CELL(f);
-	put_count(f, h, "dropped_events");
-	CELL(f);
-	put_count(f, h, "depth_overflow");
-	CELL(f);
-	put_count(f, h, "unwound");
-	CELL(f);
-	put_count(f, h, "orphan_returns");
-	CELL(f);
-	put_count(f, h, "lost_calls");
-	CELL(f);
-	put_count(f, h, "steps_incomplete");
-	CELL(f);
-	put_count(f, h, "probes_attached");
+	put_cells(f, h, cols, NCELLS(cols));
 	fputs("/", f);
 	put_count(f, h, "probes_requested");
 	fputs(" |\n\n", f);
