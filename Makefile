@@ -193,7 +193,7 @@ integration: $(BIN) $(VICTIMS)
 # missing first (quick when everything is there), then build.
 test:
 	$(Q)./scripts/deps.sh
-	$(Q)$(MAKE) --no-print-directory $(BIN) $(UNIT_BINS) $(FIXTURES) $(VICTIMS)
+	$(Q)$(MAKE) -s --no-print-directory $(BIN) $(UNIT_BINS) $(FIXTURES) $(VICTIMS)
 	$(Q)PT_PROFTRACE=$(BIN) PT_FIXTURES=$(OUTPUT)/fixtures PT_VICTIMS=$(OUTPUT)/victims \
 		./tests/run-all $(OUTPUT)
 
@@ -205,7 +205,7 @@ bench: proftrace $(BENCH_BINS) $(VICTIMS)
 
 demo:
 	$(Q)./scripts/deps.sh
-	$(Q)$(MAKE) --no-print-directory proftrace $(VICTIMS)
+	$(Q)$(MAKE) -s --no-print-directory proftrace $(VICTIMS)
 	$(Q)PT_VICTIMS=$(OUTPUT)/victims ./scripts/demo.sh
 
 clean:
