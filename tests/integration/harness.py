@@ -93,6 +93,7 @@ class Proc:
 
 
 def victim(name="victim_engine", *args):
+    """Start a victim and wait for its "ready PID" line."""
     v = Proc([os.path.join(VICTIMS, name)] + [str(a) for a in args])
     line = v.wait_line("ready ")
     v.pid = int(line.split()[1])
@@ -117,13 +118,14 @@ def run_proftrace(argv, timeout=30):
     return p.returncode, p.stdout.decode(errors="replace"), p.stderr.decode(errors="replace")
 
 
-def profile(conf_text, victim_args=(), victim_name="victim_engine", extra=(), on_attached=None):
+def profile(conf_text, victim_args=(), victim_name="victim_engine", extra=(), on_attached=None,
+            victim_first_args=()):
     """The whole protocol; returns (summary, truth, proftrace stderr)."""
     tmp = tempfile.mkdtemp(prefix="pt-it-")
     truth_path = os.path.join(tmp, "truth.json")
     conf = write_conf(tmp, conf_text)
     out = os.path.join(tmp, "out")
-    v = victim(victim_name, "--truth", truth_path, *victim_args)
+    v = victim(victim_name, *victim_first_args, "--truth", truth_path, *victim_args)
     pt = None
     try:
         pt = proftrace(v.pid, conf, out, *extra)
