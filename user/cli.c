@@ -9,7 +9,7 @@
 #include "cli.h"
 
 static const char usage[] =
-	"Usage: proftrace -p PID --targets FILE [-d SEC] [-o DIR] [--json] [-v] [--dry-run]\n"
+	"Usage: proftrace -p PID --targets FILE [-d SEC] [-o DIR] [--json] [-v] [-q] [--dry-run]\n"
 	"\n"
 	"Attach to a running process and time the functions named in FILE exactly,\n"
 	"grouped into steps and buckets. Writes summary.json and report.md.\n"
@@ -22,6 +22,8 @@ static const char usage[] =
 	"                       proftrace_out/<comm>-<pid>-<YYYYmmdd-HHMMSS>/)\n"
 	"      --json           also print summary.json to stdout\n"
 	"  -v, --verbose        say more (twice: libbpf's messages too)\n"
+	"  -q, --quiet          no live status line (it is only shown when stderr is a\n"
+	"                       terminal)\n"
 	"      --dry-run        resolve every probe and print it, attach nothing\n"
 	"  -h, --help           this text\n"
 	"\n"
@@ -50,6 +52,7 @@ int pt_cli__parse(struct pt_env *env, int argc, char **argv)
 		{ "json", no_argument, NULL, 'j' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "dry-run", no_argument, NULL, 'n' },
+		{ "quiet", no_argument, NULL, 'q' },
 		{ "help", no_argument, NULL, 'h' },
 		{},
 	};
@@ -60,7 +63,7 @@ int pt_cli__parse(struct pt_env *env, int argc, char **argv)
 	memset(env, 0, sizeof(*env));
 	opterr = 0;
 	optind = 1;
-	while ((c = getopt_long(argc, argv, ":p:t:d:o:vh", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":p:t:d:o:vqh", opts, NULL)) != -1) {
 		switch (c) {
 		case 'p':
 			errno = 0;
@@ -90,6 +93,9 @@ int pt_cli__parse(struct pt_env *env, int argc, char **argv)
 			break;
 		case 'n':
 			env->dry_run = true;
+			break;
+		case 'q':
+			env->quiet = true;
 			break;
 		case 'h':
 			fputs(usage, stdout);

@@ -12,6 +12,7 @@ struct pt_env {
 	bool json;
 	int verbose;
 	bool dry_run;
+	bool quiet; /* no live status line */
 };
 
 /* 0 ok, 1 help was printed (exit 0), -EINVAL usage error (message printed,

@@ -66,6 +66,16 @@ struct run {
 };
 
 static int verbose;
+/* The live status line is on screen: clear it before any other message. */
+static bool status_shown;
+
+static void clear_status(void)
+{
+	if (status_shown) {
+		fputs("\r\033[K", stderr);
+		status_shown = false;
+	}
+}
 
 static void vlog(const char *fmt, ...)
 {
@@ -217,11 +227,13 @@ static void rescan(struct run *r)
 	n = pt_resolver__update(r->res, &maps, false, err, sizeof(err));
 	pt_maps__free(&maps);
 	if (n < 0) {
+		clear_status();
 		fprintf(stderr, "proftrace: warning: %s\n", err);
 		return;
 	}
 	if (n == 0)
 		return;
+	clear_status();
 	n = attach_new(r, before);
 	if (n > 0) {
 		const struct pt_func *f = pt_resolver__func(r->res, before);
@@ -438,12 +450,48 @@ static void note_drops(struct run *r)
 
 	pt_attach__counters(r->att, &c);
 	if (c.dropped > r->dropped_seen) {
+		clear_status();
 		if (!r->dropped_seen)
 			fprintf(stderr, "proftrace: warning: the ring buffer is full, records are "
 				"lost (raise `set ringbuf_mb` or lower `set poll_ms`)\n");
 		pt_agg__lost(r->agg, c.dropped - r->dropped_seen);
 		r->dropped_seen = c.dropped;
 	}
+}
+
+/* Live status on a terminal, refreshed each second in place. */
+struct status {
+	bool on;
+	uint64_t last_ns, last_events, last_steps;
+};
+
+static void status_tick(struct run *r, struct status *st, uint64_t now)
+{
+	const struct pt_agg_step_stats *ss = pt_agg__steps(r->agg);
+	double dt = (double)(now - st->last_ns) / 1e9;
+	uint64_t steps = ss->dur.count;
+
+	if (!st->on || dt < 1.0)
+		return;
+	fprintf(stderr, "\r\033[Kproftrace: %.0fs  steps %llu  %.1f steps/s", since_start_s(r),
+		(unsigned long long)steps, (double)(steps - st->last_steps) / dt);
+	if (steps)
+		fprintf(stderr, "  p50 %.3f ms  p99 %.3f ms", pt_dist__quantile(&ss->dur, 0.5) / 1e6,
+			pt_dist__quantile(&ss->dur, 0.99) / 1e6);
+	fprintf(stderr, "  %.0f events/s  drops %llu", (double)(r->events - st->last_events) / dt,
+		(unsigned long long)r->dropped_seen);
+	fflush(stderr);
+	status_shown = true;
+	st->last_ns = now;
+	st->last_events = r->events;
+	st->last_steps = steps;
+}
+
+static void status_end(struct status *st)
+{
+	if (st->on && status_shown)
+		fputs("\n", stderr); /* keep the last figures on screen */
+	status_shown = false;
 }
 
 enum stop_reason { STOP_NONE, STOP_SIGNAL, STOP_DURATION, STOP_EXIT };
@@ -465,6 +513,8 @@ static int event_loop(struct run *r, const sigset_t *mask)
 	struct itimerspec its = { 0 };
 	uint64_t last_rescan = now_ns(CLOCK_MONOTONIC);
 	uint64_t deadline = 0;
+	struct status st = { .on = !r->env.quiet && isatty(STDERR_FILENO),
+			     .last_ns = last_rescan };
 	int ep, sfd, tfd, pfd, e = 0;
 
 	ep = epoll_create1(EPOLL_CLOEXEC);
@@ -530,7 +580,9 @@ static int event_loop(struct run *r, const sigset_t *mask)
 		}
 		if (deadline && now >= deadline && stop == STOP_NONE)
 			stop = STOP_DURATION;
+		status_tick(r, &st, now);
 	}
+	status_end(&st);
 	r->t_end_mono = now_ns(CLOCK_MONOTONIC);
 	/* Records submitted before the stop are in the ring: take them all. */
 	pt_attach__drain(r->att);

@@ -381,3 +381,51 @@ def test_chroot_target():
     finally:
         v.kill()
         pt.kill()
+
+
+def test_live_status_on_a_tty():
+    """On a terminal: one status line refreshed in place; --quiet: none."""
+    import pty
+    import select as sel
+    for quiet in (False, True):
+        v, pt, out = None, None, None
+        tmp = tempfile.mkdtemp(prefix="pt-it-")
+        conf = write_conf(tmp, ENGINE_CONF)
+        v = victim("victim_engine", "--steps", 1000000)
+        master, slave = pty.openpty()
+        argv = [PROFTRACE, "-p", str(v.pid), "--targets", conf, "-o", os.path.join(tmp, "out"),
+                "-d", "2.5"] + (["--quiet"] if quiet else [])
+        p = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                             stderr=slave)
+        os.close(slave)
+        try:
+            v.send("go\n")
+            data = b""
+            while True:
+                r, _, _ = sel.select([master], [], [], 10)
+                if not r:
+                    break
+                try:
+                    chunk = os.read(master, 4096)
+                except OSError:  # EIO: the other side closed
+                    break
+                if not chunk:
+                    break
+                data += chunk
+            eq(p.wait(20), 0, "exit code")
+            text = data.decode(errors="replace")
+            status = [l for l in text.replace("\r\x1b[K", "\n").split("\n") if " steps/s" in l]
+            if quiet:
+                eq(status, [], "no status line with --quiet")
+            else:
+                assert len(status) >= 2, "refreshed each second: %r" % text
+                assert "\r\x1b[K" in text, "refreshed in place"
+                last = status[-1]
+                assert "steps " in last and "p50 " in last and "events/s" in last, last
+                steps = int(last.split("steps ")[1].split()[0])
+                assert steps > 500, last
+        finally:
+            os.close(master)
+            v.kill()
+            if p.poll() is None:
+                p.kill()
