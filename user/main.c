@@ -63,6 +63,7 @@ struct run {
 	uint64_t dropped_seen;
 	bool rescan;
 	bool dl_hooked;
+	bool dl_tried; /* a dynamic linker was seen: hooked or not, done */
 };
 
 static int verbose;
@@ -185,13 +186,14 @@ static bool is_dynamic_linker(const char *path)
 /* Probe _dl_debug_state() so dlopen'ed libraries are seen at once. */
 static void hook_dynamic_linker(struct run *r, const struct pt_maps *maps)
 {
-	for (size_t i = 0; i < maps->n && !r->dl_hooked; i++) {
+	for (size_t i = 0; i < maps->n && !r->dl_tried; i++) {
 		const struct pt_mapping *mp = &maps->v[i];
 		struct pt_elf *e;
 		char *path;
 
 		if (!pt_mapping__is_exec_file(mp) || !is_dynamic_linker(mp->path))
 			continue;
+		r->dl_tried = true; /* one ld.so per process: don't re-read it each rescan */
 		path = pt_resolver__host_path(r->tgt.pid, mp);
 		if (!path || pt_elf__open(&e, path)) {
 			free(path);
@@ -207,7 +209,7 @@ static void hook_dynamic_linker(struct run *r, const struct pt_maps *maps)
 		pt_elf__free(e);
 		free(path);
 	}
-	if (!r->dl_hooked)
+	if (r->dl_tried && !r->dl_hooked)
 		vlog("proftrace: no dynamic linker hook; new libraries are seen within %d ms\n",
 		     RESCAN_MS);
 }
@@ -222,7 +224,7 @@ static void rescan(struct run *r)
 	r->rescan = false;
 	if (pt_maps__read_pid(&maps, r->tgt.pid))
 		return; /* exiting: the pidfd tells us */
-	if (!r->dl_hooked)
+	if (!r->dl_tried)
 		hook_dynamic_linker(r, &maps);
 	n = pt_resolver__update(r->res, &maps, false, err, sizeof(err));
 	pt_maps__free(&maps);

@@ -18,6 +18,7 @@ struct pt_obj {
 	struct pt_elf *elf; /* loaded on first match */
 	int elf_err;        /* -errno when it could not be read */
 	bool elf_tried;
+	int *sym_fid; /* per symbol index: its function's fid, or -1 */
 };
 
 struct pt_resolver {
@@ -65,6 +66,7 @@ void pt_resolver__free(struct pt_resolver *r)
 		free(r->objs[i].path);
 		free(r->objs[i].host_path);
 		pt_elf__free(r->objs[i].elf);
+		free(r->objs[i].sym_fid);
 	}
 	for (size_t i = 0; i < r->nfuncs; i++) {
 		struct pt_func *f = &r->funcs[i];
@@ -166,15 +168,19 @@ static int add_obj(struct pt_resolver *r, const struct pt_mapping *mp)
 	return 1;
 }
 
-static struct pt_func *find_func(struct pt_resolver *r, const struct pt_obj *o, uint64_t off)
+/*
+ * The function a symbol belongs to, if already added. Aliases share a
+ * file offset and sit next to each other in the sorted table, so the first
+ * symbol at that offset stands for all of them: O(1) per match, which
+ * matters for wildcards over libraries with 100k symbols.
+ */
+static int *sym_slot(const struct pt_obj *o, size_t symidx)
 {
-	for (size_t i = 0; i < r->nfuncs; i++) {
-		struct pt_func *f = &r->funcs[i];
+	const struct pt_sym *syms = o->elf->syms;
 
-		if (f->file_off == off && strcmp(f->host_path, o->host_path) == 0)
-			return f;
-	}
-	return NULL;
+	while (symidx > 0 && syms[symidx - 1].file_off == syms[symidx].file_off)
+		symidx--;
+	return &o->sym_fid[symidx];
 }
 
 /* All other names at the same address: users search for any of them. */
@@ -240,7 +246,8 @@ static int add_func(struct pt_resolver *r, struct pt_obj *o, size_t symidx, size
 {
 	const struct pt_probe_spec *s = &r->cfg->probes[spec];
 	const struct pt_sym *sym = &o->elf->syms[symidx];
-	struct pt_func *f = find_func(r, o, sym->file_off);
+	int *slot = sym_slot(o, symidx);
+	struct pt_func *f = *slot >= 0 ? &r->funcs[*slot] : NULL;
 	uint8_t code[4096];
 	ssize_t n;
 	bool whole;
@@ -295,6 +302,7 @@ static int add_func(struct pt_resolver *r, struct pt_obj *o, size_t symidx, size
 	if (sym->ifunc)
 		f->unusable = "GNU ifunc: the symbol is the resolver, probe the implementation it "
 			      "selects instead";
+	*slot = f->fid;
 	r->nfuncs++;
 	r->spec_nfuncs[spec]++;
 	return 1;
@@ -316,6 +324,13 @@ static int match_obj(struct pt_resolver *r, struct pt_obj *o, size_t oi)
 		e = obj_elf(o);
 		if (!e)
 			continue;
+		if (!o->sym_fid) {
+			o->sym_fid = malloc(e->nsyms * sizeof(*o->sym_fid) + 1);
+			if (!o->sym_fid)
+				return -ENOMEM;
+			for (size_t k = 0; k < e->nsyms; k++)
+				o->sym_fid[k] = -1;
+		}
 		for (size_t k = 0; k < e->nsyms; k++) {
 			int err;
 
