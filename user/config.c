@@ -25,6 +25,7 @@
 #define TOKEN_SHOW_MAX 100
 
 #define NATIVE_FORM "native:<object>:<symbol>"
+#define PY_FORM "py:<module>.<Class>.<method> or py:<module>::<function>"
 
 struct tok {
 	char *s;
@@ -235,6 +236,125 @@ static const char *glob_problem(const char *g)
 	return NULL;
 }
 
+/* Append a probe spec; takes ownership of the strings (freed on error). */
+static int spec_add(struct parser *p, const struct tok *t, enum pt_probe_kind kind, char *object,
+		    char *symbol, char *cls, char *text, int *idx)
+{
+	struct pt_config *cfg = p->cfg;
+	struct pt_probe_spec *spec, *grown;
+
+	grown = realloc(cfg->probes, (cfg->nprobes + 1) * sizeof(*grown));
+	if (!grown) {
+		free(object);
+		free(symbol);
+		free(cls);
+		free(text);
+		return oom(p);
+	}
+	cfg->probes = grown;
+	spec = &cfg->probes[cfg->nprobes];
+	memset(spec, 0, sizeof(*spec));
+	spec->kind = kind;
+	spec->text = text;
+	spec->object = object;
+	spec->symbol = symbol;
+	spec->cls = cls;
+	spec->line = p->line;
+	spec->col = t->col;
+	*idx = (int)cfg->nprobes++;
+	return 0;
+}
+
+static bool is_ident_char(char c)
+{
+	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+	       c == '_' || (unsigned char)c >= 0x80;
+}
+
+/*
+ * py:<module>.<Class>.<method> or py:<module>::<function>. The module is
+ * a dotted name (no globs: it selects a file by path suffix); the class
+ * and function parts are globs over the code object's qualified name.
+ */
+static int py_probe(struct parser *p, const struct tok *t, int *idx)
+{
+	const char *body = t->s + 3, *sep = strstr(body, "::"), *mod_end, *why;
+	char *module = NULL, *cls = NULL, *func = NULL, *text = NULL;
+	const char *c1, *c2;
+	int ret;
+
+	if (!sep && strchr(body, ':'))
+		return perr(p, t->col, t->s, "Python probe with a single ':'",
+			    "name the module as imported (dots, no .py) and put '::' before a "
+			    "module-level function: py:pkg.mod::func, or py:pkg.mod.Class.method");
+	if (sep) {
+		mod_end = sep;
+		func = strdup(sep + 2);
+	} else {
+		/* the last two dot-separated parts are Class.method */
+		c2 = strrchr(body, '.');
+		c1 = NULL;
+		if (c2)
+			for (const char *q = c2 - 1; q >= body; q--)
+				if (*q == '.') {
+					c1 = q;
+					break;
+				}
+		if (!c1)
+			return perr(p, t->col, t->s, "Python probe needs a module and a name",
+				    PY_FORM ", e.g. py:vllm.v1.engine.core.EngineCore.step");
+		mod_end = c1;
+		cls = strndup(c1 + 1, (size_t)(c2 - c1 - 1));
+		func = strdup(c2 + 1);
+	}
+	module = strndup(body, (size_t)(mod_end - body));
+	text = strdup(t->s);
+	if (!module || !func || !text || (!sep && !cls)) {
+		ret = oom(p);
+		goto fail;
+	}
+	if (!*module) {
+		ret = perr(p, t->col, t->s, "empty module in Python probe",
+			   "name the module as imported, e.g. py:pkg.sub.mod::func");
+		goto fail;
+	}
+	for (char *q = module; *q; q++) {
+		if (*q == '.' && q[1] != '.' && q[1] && q != module)
+			continue;
+		if (!is_ident_char(*q)) {
+			ret = perr(p, t->col + (int)(q - module) + 3, t->s,
+				   "bad module name in Python probe",
+				   "a dotted module name without globs, e.g. pkg.sub.mod");
+			goto fail;
+		}
+	}
+	if (!*func || (cls && !*cls)) {
+		ret = perr(p, t->col, t->s, "empty class or function in Python probe",
+			   PY_FORM);
+		goto fail;
+	}
+	why = glob_problem(func);
+	if (!why && cls)
+		why = glob_problem(cls);
+	if (why) {
+		ret = perr(p, t->col, t->s, "bad glob in Python probe",
+			   "%s; fnmatch(3) syntax: * ? [abc] [!a-z], '\\' escapes", why);
+		goto fail;
+	}
+	/* the module as a path: a.b.c -> a/b/c (matched as a suffix of
+	 * co_filename, with .py or /__init__.py) */
+	for (char *q = module; *q; q++)
+		if (*q == '.')
+			*q = '/';
+	return spec_add(p, t, PT_PROBE_PY, module, func, cls, text, idx);
+fail:
+	free(module);
+	free(cls);
+	free(func);
+	free(text);
+	return ret;
+}
+
 static int find_probe(const struct pt_config *cfg, const char *text)
 {
 	size_t i;
@@ -252,7 +372,6 @@ static int find_probe(const struct pt_config *cfg, const char *text)
 static int probe_get(struct parser *p, const struct tok *t, int *idx)
 {
 	struct pt_config *cfg = p->cfg;
-	struct pt_probe_spec *spec, *grown;
 	const char *rest, *colon, *why;
 	char *object = NULL, *symbol = NULL, *text = NULL, *at;
 	int i, ret;
@@ -264,15 +383,14 @@ static int probe_get(struct parser *p, const struct tok *t, int *idx)
 	}
 
 	if (!strncmp(t->s, "py:", 3))
-		return perr(p, t->col, t->s,
-			    "Python probes are not supported by this version of the config",
-			    "only " NATIVE_FORM " probes");
+		return py_probe(p, t, idx);
 	if (strncmp(t->s, "native:", 7)) {
 		if (strchr(t->s, ':'))
 			return perr(p, t->col, t->s, "unknown probe kind",
-				    "supported: " NATIVE_FORM ", e.g. native:libc.so*:malloc");
+				    "supported: " NATIVE_FORM " and " PY_FORM
+				    ", e.g. native:libc.so*:malloc");
 		return perr(p, t->col, t->s, "not a probe",
-			    "write " NATIVE_FORM ", e.g. native:exe:main_loop");
+			    "write " NATIVE_FORM " or " PY_FORM ", e.g. native:exe:main_loop");
 	}
 	rest = t->s + 7;
 	colon = strchr(rest, ':');
@@ -313,22 +431,7 @@ static int probe_get(struct parser *p, const struct tok *t, int *idx)
 		goto fail;
 	}
 
-	grown = realloc(cfg->probes, (cfg->nprobes + 1) * sizeof(*grown));
-	if (!grown) {
-		ret = oom(p);
-		goto fail;
-	}
-	cfg->probes = grown;
-	spec = &cfg->probes[cfg->nprobes];
-	memset(spec, 0, sizeof(*spec));
-	spec->kind = PT_PROBE_NATIVE;
-	spec->text = text;
-	spec->object = object;
-	spec->symbol = symbol;
-	spec->line = p->line;
-	spec->col = t->col;
-	*idx = (int)cfg->nprobes++;
-	return 0;
+	return spec_add(p, t, PT_PROBE_NATIVE, object, symbol, NULL, text, idx);
 
 fail:
 	free(object);
@@ -712,6 +815,7 @@ void pt_config__free(struct pt_config *cfg)
 		free(cfg->probes[i].text);
 		free(cfg->probes[i].object);
 		free(cfg->probes[i].symbol);
+		free(cfg->probes[i].cls);
 	}
 	free(cfg->probes);
 	for (i = 0; i < cfg->nbuckets; i++) {

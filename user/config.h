@@ -19,6 +19,7 @@
 
 enum pt_probe_kind {
 	PT_PROBE_NATIVE = 1, /* native:<object>:<symbol> */
+	PT_PROBE_PY = 2,     /* py:<module>.<Class>.<method>, py:<module>::<function> */
 };
 
 /* One distinct probe text. The same text used twice (step and bucket, two
@@ -26,8 +27,9 @@ enum pt_probe_kind {
 struct pt_probe_spec {
 	enum pt_probe_kind kind;
 	char *text;   /* as written, e.g. "native:libc.so*:malloc" */
-	char *object; /* glob, or "exe" */
-	char *symbol; /* glob, version suffix stripped */
+	char *object; /* native: glob, or "exe"; py: module as a path, "a/b/c" */
+	char *symbol; /* native: glob, version suffix stripped; py: function glob */
+	char *cls;    /* py: class glob; NULL for module-level functions (::) */
 	int line, col; /* first place it was written */
 	bool is_step;
 	unsigned long long bucket_mask; /* bit i: in buckets[i] */

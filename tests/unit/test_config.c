@@ -17,6 +17,8 @@
 
 #include "config.h"
 
+#define PYF "py:<module>.<Class>.<method> or py:<module>::<function>"
+
 #define FIXTURES "tests/fixtures/conf/"
 
 static int parse_str(struct pt_config *cfg, const char *text, char *err, size_t errlen)
@@ -213,6 +215,35 @@ static void test_probe_forms(void **state)
 	pt_config__free(&cfg);
 }
 
+static void test_py_probe_forms(void **state)
+{
+	static const char text[] =
+		"step   py:vllm.v1.engine.core.EngineCore.step\n"
+		"bucket a.b py:pyengine::postprocess py:pkg.mod.Sched*.forward_*\n"
+		"bucket a.c py:m::* py:m.*.* native:exe:f\n";
+	struct pt_config cfg;
+
+	parse_ok(&cfg, text);
+	assert_int_equal(cfg.nprobes, 6);
+	assert_int_equal(cfg.probes[0].kind, PT_PROBE_PY);
+	assert_string_equal(cfg.probes[0].object, "vllm/v1/engine/core");
+	assert_string_equal(cfg.probes[0].cls, "EngineCore");
+	assert_string_equal(cfg.probes[0].symbol, "step");
+	assert_true(cfg.probes[0].is_step);
+	assert_string_equal(cfg.probes[1].object, "pyengine");
+	assert_null(cfg.probes[1].cls);
+	assert_string_equal(cfg.probes[1].symbol, "postprocess");
+	assert_string_equal(cfg.probes[2].object, "pkg/mod");
+	assert_string_equal(cfg.probes[2].cls, "Sched*");
+	assert_string_equal(cfg.probes[2].symbol, "forward_*");
+	assert_null(cfg.probes[3].cls);
+	assert_string_equal(cfg.probes[3].symbol, "*");
+	assert_string_equal(cfg.probes[4].cls, "*");
+	assert_int_equal(cfg.probes[5].kind, PT_PROBE_NATIVE);
+	assert_null(cfg.probes[5].cls);
+	pt_config__free(&cfg);
+}
+
 static void test_every_set_key(void **state)
 {
 	static const char text[] = "set warmup_steps 4294967295\n"
@@ -369,19 +400,40 @@ static void test_err_step(void **state)
 static void test_err_probes(void **state)
 {
 	assert_parse_error("step py:train.py:step\n",
-			   "t.conf:1:6: error: Python probes are not supported by this version "
-			   "of the config 'py:train.py:step' (hint: only "
-			   "native:<object>:<symbol> probes)");
+			   "t.conf:1:6: error: Python probe with a single ':' 'py:train.py:step' "
+			   "(hint: name the module as imported (dots, no .py) and put '::' before a "
+			   "module-level function: py:pkg.mod::func, or py:pkg.mod.Class.method)");
+	assert_parse_error("step py:engine.step\n",
+			   "t.conf:1:6: error: Python probe needs a module and a name "
+			   "'py:engine.step' (hint: " PYF ", e.g. "
+			   "py:vllm.v1.engine.core.EngineCore.step)");
+	assert_parse_error("step py:::step\n",
+			   "t.conf:1:6: error: empty module in Python probe 'py:::step' (hint: "
+			   "name the module as imported, e.g. py:pkg.sub.mod::func)");
+	assert_parse_error("step py:a.b::\n",
+			   "t.conf:1:6: error: empty class or function in Python probe "
+			   "'py:a.b::' (hint: " PYF ")");
+	assert_parse_error("step py:a.B..m\n",
+			   "t.conf:1:6: error: empty class or function in Python probe "
+			   "'py:a.B..m' (hint: " PYF ")");
+	assert_parse_error("step py:a*.B.m\n",
+			   "t.conf:1:10: error: bad module name in Python probe 'py:a*.B.m' "
+			   "(hint: a dotted module name without globs, e.g. pkg.sub.mod)");
+	assert_parse_error("step py:a.B[.m\n",
+			   "t.conf:1:6: error: bad glob in Python probe 'py:a.B[.m' (hint: "
+			   "unbalanced '['; fnmatch(3) syntax: * ? [abc] [!a-z], '\\' escapes)");
 	assert_parse_error("bucket a.b native:exe:f uprobe:libc:malloc\n",
 			   "t.conf:1:25: error: unknown probe kind 'uprobe:libc:malloc' (hint: "
-			   "supported: native:<object>:<symbol>, e.g. native:libc.so*:malloc)");
+			   "supported: native:<object>:<symbol> and " PYF
+			   ", e.g. native:libc.so*:malloc)");
 	assert_parse_error("step main_loop\n",
 			   "t.conf:1:6: error: not a probe 'main_loop' (hint: write "
-			   "native:<object>:<symbol>, e.g. native:exe:main_loop)");
+			   "native:<object>:<symbol> or " PYF ", e.g. native:exe:main_loop)");
 	/* the prefix is case-sensitive too */
 	assert_parse_error("step Native:exe:f\n",
 			   "t.conf:1:6: error: unknown probe kind 'Native:exe:f' (hint: "
-			   "supported: native:<object>:<symbol>, e.g. native:libc.so*:malloc)");
+			   "supported: native:<object>:<symbol> and " PYF
+			   ", e.g. native:libc.so*:malloc)");
 	assert_parse_error("step native:exe\n",
 			   "t.conf:1:6: error: probe has no symbol 'native:exe' (hint: write "
 			   "native:<object>:<symbol>, e.g. native:exe:main_loop)");
@@ -643,10 +695,10 @@ static void test_load_fixture_errors(void **state)
 
 	assert_int_equal(pt_config__load(&cfg, FIXTURES "bad_py.conf", err, sizeof(err)),
 			 -EINVAL);
-	assert_string_equal(err, FIXTURES "bad_py.conf:2:25: error: Python probes are not "
-					  "supported by this version of the config "
-					  "'py:model.py:forward' (hint: only native:<object>:<symbol> "
-					  "probes)");
+	assert_string_equal(err, FIXTURES "bad_py.conf:2:25: error: Python probe with a single "
+					  "':' 'py:model.py:forward' (hint: name the module as "
+					  "imported (dots, no .py) and put '::' before a module-level "
+					  "function: py:pkg.mod::func, or py:pkg.mod.Class.method)");
 	pt_config__free(&cfg);
 }
 
@@ -693,6 +745,7 @@ int main(void)
 		cmocka_unit_test(test_full_file_roles_and_comments),
 		cmocka_unit_test(test_step_modes),
 		cmocka_unit_test(test_probe_forms),
+		cmocka_unit_test(test_py_probe_forms),
 		cmocka_unit_test(test_every_set_key),
 		cmocka_unit_test(test_bucket_names),
 		cmocka_unit_test(test_max_buckets),
