@@ -1,0 +1,128 @@
+// SPDX-License-Identifier: BSD-2-Clause
+#include <errno.h>
+#include <string.h>
+
+#include "pycode.h"
+
+/* PyASCIIObject.state bits, the same on 3.8-3.13: interned:2 kind:3
+ * compact:1 ascii:1. */
+#define ST_KIND(s) (((s) >> 2) & 7u)
+#define ST_COMPACT(s) (((s) >> 5) & 1u)
+#define ST_ASCII(s) (((s) >> 6) & 1u)
+
+static int rd(const struct pt_tmem *m, uint64_t addr, void *buf, size_t len)
+{
+	if (!addr || addr + len < addr)
+		return -EFAULT;
+	return m->read(m->ctx, addr, buf, len);
+}
+
+static size_t put_utf8(char *o, uint32_t c)
+{
+	if (c < 0x80) {
+		o[0] = (char)c;
+		return 1;
+	}
+	if (c < 0x800) {
+		o[0] = (char)(0xc0 | (c >> 6));
+		o[1] = (char)(0x80 | (c & 0x3f));
+		return 2;
+	}
+	if (c < 0x10000) {
+		o[0] = (char)(0xe0 | (c >> 12));
+		o[1] = (char)(0x80 | ((c >> 6) & 0x3f));
+		o[2] = (char)(0x80 | (c & 0x3f));
+		return 3;
+	}
+	o[0] = (char)(0xf0 | (c >> 18));
+	o[1] = (char)(0x80 | ((c >> 12) & 0x3f));
+	o[2] = (char)(0x80 | ((c >> 6) & 0x3f));
+	o[3] = (char)(0x80 | (c & 0x3f));
+	return 4;
+}
+
+int pt_pystr__read(const struct pt_tmem *m, const struct pt_py_layout *L,
+		   const struct pt_pytypes *t, uint64_t addr, char *out, size_t outlen)
+{
+	uint8_t raw[PT_PYSTR_MAX * 4]; /* 16 KiB: the widest string we accept */
+	uint64_t type, length;
+	uint32_t state, kind;
+	size_t o = 0;
+	int e;
+
+	if (!outlen)
+		return -ENAMETOOLONG;
+	out[0] = 0;
+	if ((e = rd(m, addr + L->ob_type, &type, sizeof(type))) ||
+	    (e = rd(m, addr + L->str_length, &length, sizeof(length))) ||
+	    (e = rd(m, addr + L->str_state, &state, sizeof(state))))
+		return e;
+	if (type != t->unicode_type || !ST_COMPACT(state))
+		return -EINVAL;
+	if (length > PT_PYSTR_MAX)
+		return -ENAMETOOLONG;
+	if (ST_ASCII(state)) {
+		if (length + 1 > outlen)
+			return -ENAMETOOLONG;
+		if (length && (e = rd(m, addr + L->ascii_size, out, length)))
+			return e;
+		out[length] = 0;
+		/* ASCII by its own flag: a NUL or high byte means garbage */
+		for (size_t i = 0; i < length; i++)
+			if (!out[i] || (uint8_t)out[i] >= 0x80)
+				return -EINVAL;
+		return 0;
+	}
+	kind = ST_KIND(state);
+	if (kind != 1 && kind != 2 && kind != 4)
+		return -EINVAL;
+	if (length && (e = rd(m, addr + L->compact_size, raw, length * kind)))
+		return e;
+	for (size_t i = 0; i < length; i++) {
+		uint32_t c;
+
+		if (kind == 1)
+			c = raw[i];
+		else if (kind == 2)
+			c = (uint32_t)raw[2 * i] | (uint32_t)raw[2 * i + 1] << 8;
+		else
+			memcpy(&c, raw + 4 * i, 4);
+		if (!c || c > 0x10ffff)
+			return -EINVAL;
+		if (o + 5 > outlen)
+			return -ENAMETOOLONG;
+		o += put_utf8(out + o, c);
+	}
+	out[o] = 0;
+	return 0;
+}
+
+int pt_pycode__read(const struct pt_tmem *m, const struct pt_py_layout *L,
+		    const struct pt_pytypes *t, uint64_t addr, struct pt_pycode *out)
+{
+	uint64_t type, qual = 0;
+	int e;
+
+	memset(out, 0, offsetof(struct pt_pycode, filename));
+	out->filename[0] = out->name[0] = out->qualname[0] = 0;
+	if ((e = rd(m, addr + L->ob_type, &type, sizeof(type))))
+		return e;
+	if (type != t->code_type)
+		return -EINVAL;
+	if ((e = rd(m, addr + L->code_filename, &out->filename_obj, 8)) ||
+	    (e = rd(m, addr + L->code_name, &out->name_obj, 8)) ||
+	    (e = rd(m, addr + L->code_firstlineno, &out->firstlineno, 4)) ||
+	    (e = rd(m, addr + L->code_flags, &out->flags, 4)) ||
+	    (L->code_qualname && (e = rd(m, addr + L->code_qualname, &qual, 8))))
+		return e;
+	if ((e = pt_pystr__read(m, L, t, out->filename_obj, out->filename, sizeof(out->filename))) ||
+	    (e = pt_pystr__read(m, L, t, out->name_obj, out->name, sizeof(out->name))))
+		return e;
+	if (L->code_qualname) {
+		e = pt_pystr__read(m, L, t, qual, out->qualname, sizeof(out->qualname));
+		if (e)
+			return e;
+		out->has_qualname = true;
+	}
+	return 0;
+}

@@ -1,0 +1,124 @@
+// SPDX-License-Identifier: BSD-2-Clause
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "pylayout.h"
+
+/* Byte offsets on x86-64; see ../shared/notes/cpython-offsets-x86_64.txt.
+ * eval_frame: gdb `&((PyInterpreterState *)0)->eval_frame` (3.12.1: 1744,
+ * 3.13.0: 8472); only needed where the perf trampoline matters (3.12+). */
+static const struct pt_py_layout layouts[] = {
+	{ .minor = 8, .frame_arg = 1, .frame_code = 32, .code_filename = 104, .code_name = 112,
+	  .code_firstlineno = 40, .code_flags = 36, .ob_type = 8, .str_length = 16, .str_state = 32,
+	  .ascii_size = 48, .compact_size = 72, .runtime_interp_head = 32,
+	  .evalframe_all_calls = true },
+	{ .minor = 9, .frame_arg = 2, .frame_code = 32, .code_filename = 104, .code_name = 112,
+	  .code_firstlineno = 40, .code_flags = 36, .ob_type = 8, .str_length = 16, .str_state = 32,
+	  .ascii_size = 48, .compact_size = 72, .runtime_interp_head = 32,
+	  .evalframe_all_calls = true },
+	{ .minor = 10, .frame_arg = 2, .frame_code = 32, .code_filename = 104, .code_name = 112,
+	  .code_firstlineno = 40, .code_flags = 36, .ob_type = 8, .str_length = 16, .str_state = 32,
+	  .ascii_size = 48, .compact_size = 72, .runtime_interp_head = 32,
+	  .interp_eval_frame = 1368, .evalframe_all_calls = true },
+	{ .minor = 11, .frame_arg = 2, .frame_code = 32, .code_filename = 112, .code_name = 120,
+	  .code_qualname = 128, .code_firstlineno = 72, .code_flags = 48, .gen_frames = true,
+	  .code_adaptive = 184, .frame_ip = 56, .gen_new_lim = 0, .ob_type = 8, .str_length = 16,
+	  .str_state = 32, .ascii_size = 48, .compact_size = 72, .runtime_interp_head = 40,
+	  .interp_eval_frame = 1424 },
+	{ .minor = 12, .frame_arg = 2, .frame_code = 0, .code_filename = 112, .code_name = 120,
+	  .code_qualname = 128, .code_firstlineno = 68, .code_flags = 48, .gen_frames = true, .code_adaptive = 192,
+	  .frame_ip = 56, .gen_new_lim = 0, .ob_type = 8, .str_length = 16,
+	  .str_state = 32, .ascii_size = 40, .compact_size = 56, .runtime_interp_head = 40,
+	  .interp_eval_frame = 1744 },
+	{ .minor = 13, .frame_arg = 2, .frame_code = 0, .code_filename = 112, .code_name = 120,
+	  .code_qualname = 128, .code_firstlineno = 68, .code_flags = 48, .gen_frames = true, .code_adaptive = 200,
+	  .frame_ip = 56, .gen_new_lim = 1, .ob_type = 8, .str_length = 16,
+	  .str_state = 32, .ascii_size = 40, .compact_size = 56, .runtime_interp_head = 632,
+	  .interp_eval_frame = 8472 },
+};
+
+const struct pt_py_layout *pt_py_layout__get(unsigned int minor)
+{
+	for (size_t i = 0; i < sizeof(layouts) / sizeof(layouts[0]); i++)
+		if (layouts[i].minor == minor)
+			return &layouts[i];
+	return NULL;
+}
+
+/* _Py_DebugOffsets of 3.13 as 8-byte words (gdb `ptype/o`, 3.13.0). */
+enum {
+	DO_VERSION = 1,
+	DO_FREE_THREADED = 2,
+	DO_RUNTIME_SIZE = 3,
+	DO_RUNTIME_INTERP_HEAD = 5,
+	DO_FRAME_SIZE = 28,
+	DO_FRAME_EXECUTABLE = 30,
+	DO_FRAME_INSTR_PTR = 31,
+	DO_CODE_SIZE = 34,
+	DO_CODE_FILENAME = 35,
+	DO_CODE_NAME = 36,
+	DO_CODE_QUALNAME = 37,
+	DO_CODE_FIRSTLINENO = 39,
+	DO_CODE_ADAPTIVE = 43,
+	DO_PYOBJECT_OB_TYPE = 45,
+	DO_UNICODE_STATE = 68,
+	DO_UNICODE_LENGTH = 69,
+	DO_UNICODE_ASCII_SIZE = 70,
+	DO_NWORDS = 73,
+};
+
+int pt_py_layout__from_debug_offsets(struct pt_py_layout *L, const void *buf, size_t len,
+				     uint32_t *hexversion, char *err, size_t errlen)
+{
+	uint64_t w[DO_NWORDS];
+	const struct pt_py_layout *row;
+
+	if (len < sizeof(w)) {
+		snprintf(err, errlen, "_Py_DebugOffsets: %zu bytes, want %zu", len, sizeof(w));
+		return -EINVAL;
+	}
+	memcpy(w, buf, sizeof(w));
+	if (memcmp(buf, "xdebugpy", 8) != 0) {
+		snprintf(err, errlen, "_PyRuntime does not start with the \"xdebugpy\" cookie");
+		return -EINVAL;
+	}
+	*hexversion = (uint32_t)w[DO_VERSION];
+	if ((w[DO_VERSION] >> 16) != 0x030d) {
+		snprintf(err, errlen, "_Py_DebugOffsets of version 0x%llx: only 3.13's layout is known",
+			 (unsigned long long)w[DO_VERSION]);
+		return -EINVAL;
+	}
+	if (w[DO_FREE_THREADED]) {
+		snprintf(err, errlen, "free-threaded (no-GIL) builds are not supported");
+		return -EINVAL;
+	}
+	/* Each offset must leave room for what is read there. */
+	if (w[DO_RUNTIME_INTERP_HEAD] + 8 > w[DO_RUNTIME_SIZE] ||
+	    w[DO_FRAME_EXECUTABLE] + 8 > w[DO_FRAME_SIZE] ||
+	    w[DO_FRAME_INSTR_PTR] + 8 > w[DO_FRAME_SIZE] || w[DO_CODE_ADAPTIVE] > w[DO_CODE_SIZE] ||
+	    w[DO_CODE_FILENAME] + 8 > w[DO_CODE_SIZE] || w[DO_CODE_NAME] != w[DO_CODE_FILENAME] + 8 ||
+	    w[DO_CODE_QUALNAME] + 8 > w[DO_CODE_SIZE] || w[DO_CODE_FIRSTLINENO] + 4 > w[DO_CODE_SIZE] ||
+	    w[DO_PYOBJECT_OB_TYPE] != 8 || w[DO_UNICODE_STATE] > 64 || w[DO_UNICODE_LENGTH] > 64 ||
+	    w[DO_UNICODE_ASCII_SIZE] > 64 || w[DO_RUNTIME_SIZE] > (1u << 24) ||
+	    w[DO_CODE_SIZE] > 4096 || w[DO_FRAME_SIZE] > 4096) {
+		snprintf(err, errlen, "_Py_DebugOffsets holds implausible offsets");
+		return -EINVAL;
+	}
+	row = pt_py_layout__get(13);
+	*L = *row;
+	L->frame_code = (unsigned int)w[DO_FRAME_EXECUTABLE];
+	L->code_filename = (unsigned int)w[DO_CODE_FILENAME];
+	L->code_name = (unsigned int)w[DO_CODE_NAME];
+	L->code_qualname = (unsigned int)w[DO_CODE_QUALNAME];
+	L->code_firstlineno = (unsigned int)w[DO_CODE_FIRSTLINENO];
+	L->frame_ip = (unsigned int)w[DO_FRAME_INSTR_PTR];
+	L->code_adaptive = (unsigned int)w[DO_CODE_ADAPTIVE];
+	L->str_state = (unsigned int)w[DO_UNICODE_STATE];
+	L->str_length = (unsigned int)w[DO_UNICODE_LENGTH];
+	L->ascii_size = (unsigned int)w[DO_UNICODE_ASCII_SIZE];
+	/* PyCompactUnicodeObject adds utf8_length and utf8 to PyASCIIObject. */
+	L->compact_size = L->ascii_size + 16;
+	L->runtime_interp_head = (unsigned int)w[DO_RUNTIME_INTERP_HEAD];
+	return 0;
+}

@@ -1,0 +1,64 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * Where CPython keeps what proftrace reads, per minor version (x86-64).
+ * Data, not #ifdefs: one row per version, checked with gdb against the
+ * pyenv and Debian builds (../shared/notes/cpython.md). 3.13 carries its
+ * own offsets in _Py_DebugOffsets at the start of _PyRuntime; those are
+ * read and checked against the row.
+ */
+#ifndef PT_PYLAYOUT_H
+#define PT_PYLAYOUT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define PT_PY_MINOR_MIN 8
+#define PT_PY_MINOR_MAX 13
+#define PT_PY_SUPPORTED "3.8, 3.9, 3.10, 3.11, 3.12 and 3.13"
+
+struct pt_py_layout {
+	unsigned int minor;     /* 3.<minor> */
+	unsigned int frame_arg; /* _PyEval_EvalFrameDefault's frame argument, 1-based */
+	unsigned int frame_code; /* frame -> code object (f_code, f_executable) */
+	unsigned int code_filename;
+	unsigned int code_name;     /* == code_filename + 8 on every version */
+	unsigned int code_qualname; /* 0: code objects have none (< 3.11) */
+	unsigned int code_firstlineno;
+	unsigned int code_flags; /* co_flags */
+	/* 3.11+ run a short frame when a generator or coroutine is created
+	 * (up to RETURN_GENERATOR); it is not an activation. It is the frame
+	 * whose instruction pointer is still before (3.11, 3.12: one unit
+	 * before) or at (3.13) the first instruction. 0: no such frame. */
+	bool gen_frames;
+	unsigned int code_adaptive; /* co_code_adaptive: the first instruction */
+	unsigned int frame_ip;     /* prev_instr / instr_ptr */
+	unsigned int gen_new_lim;  /* created iff ip - first < gen_new_lim (signed) */
+	unsigned int ob_type;
+	unsigned int str_length; /* PyASCIIObject.length */
+	unsigned int str_state;  /* PyASCIIObject.state bitfield */
+	unsigned int ascii_size;   /* sizeof(PyASCIIObject): ASCII data follows */
+	unsigned int compact_size; /* sizeof(PyCompactUnicodeObject): other data */
+	unsigned int runtime_interp_head; /* _PyRuntime.interpreters.head */
+	unsigned int interp_eval_frame;   /* PyInterpreterState.eval_frame (PEP 523) */
+	/* Every Python call enters _PyEval_EvalFrameDefault (< 3.11). Later
+	 * versions inline Python-to-Python calls unless an eval_frame hook
+	 * such as the perf trampoline is installed. */
+	bool evalframe_all_calls;
+};
+
+/* The row for 3.<minor>, NULL when unsupported. */
+const struct pt_py_layout *pt_py_layout__get(unsigned int minor);
+
+/*
+ * 3.13: fill L from the _Py_DebugOffsets bytes at the start of _PyRuntime
+ * (buf, len bytes read from the target: untrusted). Checks the cookie, the
+ * version (returned in *hexversion), that the build is not free-threaded
+ * and that every offset is inside its struct's size. 0, or -EINVAL with a
+ * one-line reason.
+ */
+#define PT_PY_DEBUG_OFFSETS_LEN 584
+int pt_py_layout__from_debug_offsets(struct pt_py_layout *L, const void *buf, size_t len,
+				     uint32_t *hexversion, char *err, size_t errlen);
+
+#endif
