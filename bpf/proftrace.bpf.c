@@ -21,14 +21,35 @@ const volatile __u32 targ_tgid = 0;
  * default drains the ring on a timer, saving ~1 us per record. */
 const volatile bool wakeup_each = false;
 
+/*
+ * Python: where the interpreter keeps things, set from its layout table
+ * (user/pylayout.c) before load. py_frame_arg 0: no Python probes.
+ */
+const volatile __u32 py_frame_arg = 0; /* 1 or 2: argument of _PyEval_EvalFrameDefault */
+const volatile __u32 py_code_off = 0;  /* frame -> code object */
+const volatile __u32 py_fname_off = 0; /* code -> co_filename; co_name follows it */
+const volatile __u32 py_line_off = 0;  /* code -> co_firstlineno */
+/* Generator creation frames (3.11+), see struct pt_py_layout. */
+const volatile __u32 py_flags_off = 0; /* 0: none on this version */
+const volatile __u32 py_first_off = 0;
+const volatile __u32 py_ip_off = 0;
+const volatile __s32 py_new_lim = 0;
+
+/* CO_GENERATOR | CO_COROUTINE | CO_ITERABLE_COROUTINE | CO_ASYNC_GENERATOR */
+#define PY_CO_GENLIKE (0x20 | 0x80 | 0x100 | 0x200)
+
 struct pt_counters counters = {};
 
 struct pt_frame {
 	__u64 t_entry;
-	__u64 sp; /* %rsp at entry: the return address is at sp */
+	__u64 sp;   /* %rsp at entry: the return address is at sp */
+	__u64 code; /* Python code object of a pending call, else 0 */
 	__u32 fid;
 	__u32 flags;
 };
+
+/* Frame flag kept in BPF only: entered through the Python probe. */
+#define PT_FRAME_PY 0x100
 
 struct pt_stack {
 	__u32 depth;
@@ -44,6 +65,15 @@ struct {
 	__type(value, struct pt_stack);
 } stacks SEC(".maps");
 
+/* Code object -> fid (struct pt_py_code in proftrace.h). LRU: an entry
+ * evicted by a flood of code objects is only announced again. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 65536); /* resized by user space */
+	__type(key, __u64);
+	__type(value, struct pt_py_code);
+} py_codes SEC(".maps");
+
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
 	__uint(max_entries, 16 << 20); /* resized by user space (ringbuf_mb) */
@@ -55,7 +85,7 @@ static __always_inline __u64 rb_flags(void)
 }
 
 static __always_inline int emit(__u32 type, __u32 fid, __u64 id, __u64 t_entry, __u64 t_exit,
-				__u32 depth, __u32 flags)
+				__u32 depth, __u32 flags, __u64 code)
 {
 	struct pt_rec *r = bpf_ringbuf_reserve(&events, sizeof(*r), 0);
 
@@ -71,44 +101,53 @@ static __always_inline int emit(__u32 type, __u32 fid, __u64 id, __u64 t_entry, 
 	r->t_exit = t_exit;
 	r->depth = depth;
 	r->flags = flags;
-	bpf_ringbuf_submit(r, rb_flags());
+	r->code = code;
+	bpf_ringbuf_submit(r, type == PT_REC_PYCODE ? BPF_RB_FORCE_WAKEUP : rb_flags());
 	return 0;
 }
 
-SEC("uprobe")
-int BPF_KPROBE(pt_entry)
+/* Open a tracked call on the current thread's stack. */
+static __always_inline void push(struct pt_regs *ctx, __u64 id, __u32 fid, __u64 code,
+				 __u32 fflags)
 {
-	__u64 id = bpf_get_current_pid_tgid();
 	struct pt_stack *st;
 	struct pt_frame *fr;
 	__u64 now;
-	__u32 d, fid;
+	__u32 d;
 
-	if ((id >> 32) != targ_tgid)
-		return 0;
 	now = bpf_ktime_get_ns();
 	st = bpf_task_storage_get(&stacks, bpf_get_current_task_btf(), 0,
 				  BPF_LOCAL_STORAGE_GET_F_CREATE);
 	if (!st) {
 		__sync_fetch_and_add(&counters.no_storage, 1);
-		return 0;
+		return;
 	}
 	d = st->depth;
 	if (d >= PT_MAX_DEPTH) {
 		/* Not tracked: its return will find no frame at its %rsp and
 		 * is dropped there (counted as an orphan, not twice here). */
 		__sync_fetch_and_add(&counters.depth_overflow, 1);
-		return 0;
+		return;
 	}
-	fid = bpf_get_attach_cookie(ctx) & PT_COOKIE_FID_MASK;
 	fr = &st->f[d];
 	fr->t_entry = now;
 	fr->sp = PT_REGS_SP(ctx);
+	fr->code = code;
 	fr->fid = fid;
-	fr->flags = 0;
+	fr->flags = fflags;
 	st->depth = d + 1;
-	if (emit(PT_REC_ENTRY, fid, id, now, 0, d, 0))
-		fr->flags = PT_RECF_ENTRY_LOST;
+	if (emit(PT_REC_ENTRY, fid, id, now, 0, d, 0, code))
+		fr->flags |= PT_RECF_ENTRY_LOST;
+}
+
+SEC("uprobe")
+int BPF_KPROBE(pt_entry)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+
+	if ((id >> 32) != targ_tgid)
+		return 0;
+	push(ctx, id, bpf_get_attach_cookie(ctx) & PT_COOKIE_FID_MASK, 0, 0);
 	return 0;
 }
 
@@ -146,10 +185,103 @@ int BPF_KRETPROBE(pt_exit)
 	if (i == PT_MAX_DEPTH || fr->sp != sp || fr->fid != fid)
 		goto orphan; /* an untracked (too deep) call returning */
 	st->depth = d - 1;
-	emit(PT_REC_EXIT, fid, id, fr->t_entry, now, d - 1, fr->flags);
+	emit(PT_REC_EXIT, fid, id, fr->t_entry, now, d - 1, fr->flags & PT_RECF_ENTRY_LOST, 0);
 	return 0;
 orphan:
 	__sync_fetch_and_add(&counters.orphan_returns, 1);
+	return 0;
+}
+
+/*
+ * Python frames: a probe on _PyEval_EvalFrameDefault sees each frame the
+ * interpreter evaluates through it (every call on 3.8-3.10 and with the
+ * 3.12+ perf trampoline; calls from C only otherwise: user space labels the
+ * timing). Only code objects the config names are tracked; the rest cost
+ * three small reads and one map lookup.
+ */
+SEC("uprobe")
+int BPF_KPROBE(pt_py_entry)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	struct pt_py_code fp = {}, *v;
+	__u64 frame, code = 0;
+	__u32 fid;
+
+	if ((id >> 32) != targ_tgid)
+		return 0;
+	/* Two plain loads: a select between ctx offsets does not verify. */
+	frame = PT_REGS_PARM2(ctx);
+	if (py_frame_arg == 1)
+		frame = PT_REGS_PARM1(ctx);
+	if (bpf_probe_read_user(&code, sizeof(code), (void *)(frame + py_code_off)) || !code ||
+	    bpf_probe_read_user(&fp.filename, 2 * sizeof(__u64), (void *)(code + py_fname_off)) ||
+	    bpf_probe_read_user(&fp.firstlineno, sizeof(__u32), (void *)(code + py_line_off))) {
+		__sync_fetch_and_add(&counters.py_unreadable, 1);
+		return 0;
+	}
+	v = bpf_map_lookup_elem(&py_codes, &code);
+	if (v && v->filename == fp.filename && v->name == fp.name &&
+	    v->firstlineno == fp.firstlineno) {
+		fid = v->fid;
+		if (fid == PT_FID_PY_NONE)
+			return 0;
+	} else {
+		/* New, or a reused address: ask user space, and time the
+		 * call meanwhile in case it is one of ours. */
+		fid = PT_FID_PY_PENDING;
+		fp.fid = fid;
+		if (bpf_map_update_elem(&py_codes, &code, &fp, BPF_ANY))
+			__sync_fetch_and_add(&counters.py_map_full, 1);
+		emit(PT_REC_PYCODE, 0, id, bpf_ktime_get_ns(), 0, 0, 0, code);
+	}
+	if (py_flags_off) {
+		/* Creating a generator or coroutine is not an activation. */
+		__u64 ip = 0;
+		__u32 flags = 0;
+
+		if (!bpf_probe_read_user(&flags, sizeof(flags), (void *)(code + py_flags_off)) &&
+		    (flags & PY_CO_GENLIKE) &&
+		    !bpf_probe_read_user(&ip, sizeof(ip), (void *)(frame + py_ip_off)) &&
+		    (__s64)(ip - (code + py_first_off)) < py_new_lim)
+			return 0;
+	}
+	push(ctx, id, fid, fid == PT_FID_PY_PENDING ? code : 0, PT_FRAME_PY);
+	return 0;
+}
+
+/* Every frame's return comes here; only tracked ones are closed. */
+SEC("uretprobe")
+int BPF_KRETPROBE(pt_py_exit)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	struct pt_stack *st;
+	struct pt_frame *fr;
+	__u64 now, sp;
+	__u32 d;
+	int i;
+
+	if ((id >> 32) != targ_tgid)
+		return 0;
+	st = bpf_task_storage_get(&stacks, bpf_get_current_task_btf(), 0, 0);
+	if (!st)
+		return 0;
+	now = bpf_ktime_get_ns();
+	sp = PT_REGS_SP(ctx) - 8;
+	for (i = 0; i < PT_MAX_DEPTH; i++) {
+		d = st->depth;
+		if (d == 0 || d > PT_MAX_DEPTH)
+			return 0;
+		fr = &st->f[(d - 1) & (PT_MAX_DEPTH - 1)];
+		if (fr->sp >= sp)
+			break;
+		st->depth = d - 1;
+		__sync_fetch_and_add(&counters.unwound, 1);
+	}
+	if (i == PT_MAX_DEPTH || fr->sp != sp || !(fr->flags & PT_FRAME_PY))
+		return 0; /* a frame we do not track */
+	st->depth = d - 1;
+	emit(PT_REC_EXIT, fr->fid, id, fr->t_entry, now, d - 1, fr->flags & PT_RECF_ENTRY_LOST,
+	     fr->code);
 	return 0;
 }
 

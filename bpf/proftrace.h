@@ -22,6 +22,28 @@ enum pt_rec_type {
 	PT_REC_ENTRY = 1, /* a probed function was entered */
 	PT_REC_EXIT = 2,  /* it returned: t_entry..t_exit is the whole call */
 	PT_REC_DLOPEN = 3, /* the dynamic linker changed the link map */
+	PT_REC_PYCODE = 4, /* a Python code object not seen before started: code */
+};
+
+/*
+ * Python functions are found by code object, in BPF, through the py_codes
+ * map (code object address -> struct pt_py_code). A code object not in the
+ * map (or whose fingerprint changed: the address was freed and reused) is
+ * entered as PT_FID_PY_PENDING and announced with a PT_REC_PYCODE record;
+ * user space reads it out of the target, matches it against the config and
+ * stores its fid, or PT_FID_PY_NONE, so later calls of unconfigured code
+ * cost one map lookup and no record. Records of pending calls carry the
+ * code address; user space resolves them (the PYCODE record comes first in
+ * the ring).
+ */
+#define PT_FID_PY_NONE 0xffffffffu
+#define PT_FID_PY_PENDING 0xfffffffeu
+
+struct pt_py_code {
+	__u64 filename; /* co_filename and co_name object addresses and */
+	__u64 name;     /* co_firstlineno: a reused address will not match */
+	__u32 firstlineno;
+	__u32 fid; /* PT_FID_PY_NONE: not configured */
 };
 
 /*
@@ -38,6 +60,7 @@ struct pt_rec {
 	__u64 t_exit;  /* 0 for ENTRY */
 	__u32 depth;
 	__u32 flags; /* PT_RECF_* */
+	__u64 code;  /* Python code object: PYCODE and pending calls; else 0 */
 };
 
 /* EXIT whose ENTRY record could not be written (ring full at entry). */
@@ -50,11 +73,13 @@ struct pt_counters {
 	__u64 unwound;        /* frames abandoned by longjmp/unwinding */
 	__u64 orphan_returns; /* returns with no matching tracked entry */
 	__u64 no_storage;     /* task storage could not be created */
+	__u64 py_unreadable;  /* Python frames whose code could not be read */
+	__u64 py_map_full;    /* code objects the py_codes map could not hold */
 };
 
 #if defined(__STDC_VERSION__) && __STDC_VERSION__ >= 201112L
-_Static_assert(sizeof(struct pt_rec) == 40, "pt_rec is part of the ABI");
-_Static_assert(sizeof(struct pt_counters) == 40, "pt_counters is part of the ABI");
+_Static_assert(sizeof(struct pt_rec) == 48, "pt_rec is part of the ABI");
+_Static_assert(sizeof(struct pt_counters) == 56, "pt_counters is part of the ABI");
 #endif
 
 #endif /* PT_ABI_H */

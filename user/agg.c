@@ -390,6 +390,11 @@ static void agg_entry(struct pt_agg *a, struct thread *th, const struct pt_rec *
 	 * an entry. */
 	if (d >= PT_MAX_DEPTH)
 		return;
+	/* Depths below d with no call of ours: BPF tracked calls there that
+	 * turned out not to be configured (Python code announced and found
+	 * unconfigured while its first call ran). Empty, not lost. */
+	for (; th->sp < d; th->sp++)
+		th->stack[th->sp].fid = NO_FID;
 
 	f = &th->stack[d];
 	f->fid = r->fid;

@@ -3,11 +3,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <bpf/libbpf.h>
 
 #include "attach.h"
 #include "proftrace.skel.h"
+#include "python.h"
 #include "resolve.h"
 
 struct pt_attach {
@@ -46,6 +48,18 @@ int pt_attach__open(struct pt_attach **out, const struct pt_attach_opts *opts, c
 	}
 	a->skel->rodata->targ_tgid = (__u32)opts->pid;
 	a->skel->rodata->wakeup_each = opts->wakeup_each;
+	if (opts->py) {
+		const struct pt_py_layout *L = &opts->py->L;
+
+		a->skel->rodata->py_frame_arg = L->frame_arg;
+		a->skel->rodata->py_code_off = L->frame_code;
+		a->skel->rodata->py_fname_off = L->code_filename;
+		a->skel->rodata->py_line_off = L->code_firstlineno;
+		a->skel->rodata->py_flags_off = L->gen_frames ? L->code_flags : 0;
+		a->skel->rodata->py_first_off = L->code_adaptive;
+		a->skel->rodata->py_ip_off = L->frame_ip;
+		a->skel->rodata->py_new_lim = (int)L->gen_new_lim;
+	}
 	e = bpf_map__set_max_entries(a->skel->maps.events, opts->ringbuf_mb << 20);
 	if (e) {
 		snprintf(err, errlen, "cannot size the ring buffer: %s", strerror(-e));
@@ -53,7 +67,7 @@ int pt_attach__open(struct pt_attach **out, const struct pt_attach_opts *opts, c
 	}
 	e = proftrace_bpf__load(a->skel);
 	if (e) {
-		if (e == -EPERM || e == -EACCES)
+		if ((e == -EPERM || e == -EACCES) && geteuid() != 0)
 			snprintf(err, errlen,
 				 "not allowed to load BPF programs (%s): run as root, e.g. `sudo "
 				 "proftrace ...` (or grant CAP_BPF, CAP_PERFMON and "
@@ -156,6 +170,33 @@ int pt_attach__dl_hook(struct pt_attach *a, const char *path, uint64_t file_off)
 	if (!l)
 		return -errno;
 	return keep_link(a, l);
+}
+
+int pt_attach__python(struct pt_attach *a, char *err, size_t errlen)
+{
+	const struct pt_python *py = a->opts.py;
+	uint64_t off = py->evalframe_off + py->site.skip;
+	struct bpf_link *l;
+	int e;
+
+	l = uprobe(a, a->skel->progs.pt_py_exit, py->host_path, off, 0, true);
+	if (!l || (e = keep_link(a, l)))
+		goto fail;
+	l = uprobe(a, a->skel->progs.pt_py_entry, py->host_path, off, 0, false);
+	if (!l || (e = keep_link(a, l)))
+		goto fail;
+	return 0;
+fail:
+	e = -errno;
+	snprintf(err, errlen, "cannot attach to _PyEval_EvalFrameDefault in %s at 0x%llx: %s",
+		 py->path, (unsigned long long)off, strerror(-e));
+	return e ? e : -EINVAL;
+}
+
+int pt_attach__py_code(struct pt_attach *a, uint64_t code, const struct pt_py_code *val)
+{
+	return bpf_map__update_elem(a->skel->maps.py_codes, &code, sizeof(code), val, sizeof(*val),
+				    BPF_ANY);
 }
 
 size_t pt_attach__nattached(const struct pt_attach *a)

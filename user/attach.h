@@ -15,11 +15,16 @@
 #include "../bpf/proftrace.h"
 
 struct pt_func;
+struct pt_python;
+struct pt_py_code;
 
 struct pt_attach_opts {
 	int pid;
 	unsigned int ringbuf_mb;
 	bool wakeup_each;
+	/* The target's interpreter when the config has py: probes, else
+	 * NULL: its layout goes into the BPF programs at load. */
+	const struct pt_python *py;
 	/* Called for each record; return non-zero to stop draining. */
 	int (*on_rec)(void *ctx, const struct pt_rec *r);
 	void *ctx;
@@ -36,6 +41,10 @@ void pt_attach__free(struct pt_attach *a);
 int pt_attach__func(struct pt_attach *a, const struct pt_func *f, char *err, size_t errlen);
 /* Probe the dynamic linker's r_brk hook (see pt_dlopen in the BPF code). */
 int pt_attach__dl_hook(struct pt_attach *a, const char *path, uint64_t file_off);
+/* Entry and return probe on _PyEval_EvalFrameDefault (py: probes). */
+int pt_attach__python(struct pt_attach *a, char *err, size_t errlen);
+/* Tell BPF what a code object is (PT_REC_PYCODE answered). 0 or -errno. */
+int pt_attach__py_code(struct pt_attach *a, uint64_t code, const struct pt_py_code *val);
 /* Number of functions attached. */
 size_t pt_attach__nattached(const struct pt_attach *a);
 

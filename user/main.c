@@ -32,6 +32,8 @@
 #include "config.h"
 #include "elfsyms.h"
 #include "maps.h"
+#include "pyprobe.h"
+#include "python.h"
 #include "report.h"
 #include "resolve.h"
 #include "target.h"
@@ -64,6 +66,14 @@ struct run {
 	bool rescan;
 	bool dl_hooked;
 	bool dl_tried; /* a dynamic linker was seen: hooked or not, done */
+
+	/* py: probes */
+	bool want_py;
+	struct pt_python py;
+	struct pt_pyprobe *pp;
+	char proc_root[64], proc_cwd[64];
+	int tramp_checks, tramp_on; /* perf trampoline: checks made, seen active */
+	uint64_t py_pending_dropped; /* pending calls of code that was not ours */
 };
 
 static int verbose;
@@ -111,14 +121,55 @@ static double since_start_s(const struct run *r)
 	return (double)(now_ns(CLOCK_MONOTONIC) - r->t0_mono) / 1e9;
 }
 
+static int grow_fstate(struct run *r);
+static void update_trampoline(struct run *r);
+
+/* A code object BPF has not seen: tell BPF whether it is ours. */
+static void on_pycode(struct run *r, const struct pt_rec *rec)
+{
+	struct pt_py_code val;
+	bool added;
+	int64_t fid = pt_pyprobe__resolve(r->pp, rec->code, &val, &added);
+
+	if (fid < 0)
+		return; /* out of memory: BPF keeps it pending, calls are dropped */
+	pt_attach__py_code(r->att, rec->code, &val);
+	if (added && !grow_fstate(r)) {
+		const struct pt_func *f = pt_resolver__func(r->res, (size_t)fid);
+
+		pt_agg__set_func(r->agg, (uint32_t)fid, f->is_step, f->bucket_mask);
+		r->fs[fid].attached = true;
+		r->fs[fid].at_s = since_start_s(r);
+		vlog("proftrace: python %s (%s:%u) is fid %lld\n", f->symbol, f->object, f->py_line,
+		     (long long)fid);
+	}
+}
+
 static int on_rec(void *ctx, const struct pt_rec *rec)
 {
 	struct run *r = ctx;
+	struct pt_rec copy;
 
 	r->events++;
-	if (rec->type == PT_REC_DLOPEN) {
+	switch (rec->type) {
+	case PT_REC_DLOPEN:
 		r->rescan = true;
 		return 0;
+	case PT_REC_PYCODE:
+		if (r->pp)
+			on_pycode(r, rec);
+		return 0;
+	}
+	if (rec->fid == PT_FID_PY_PENDING) {
+		/* A call that began before we answered for its code: the
+		 * PYCODE record came first, so the answer is known now. */
+		copy = *rec;
+		copy.fid = r->pp ? pt_pyprobe__fid(r->pp, rec->code) : PT_FID_PY_NONE;
+		if (copy.fid == PT_FID_PY_NONE) {
+			r->py_pending_dropped++;
+			return 0;
+		}
+		rec = &copy;
 	}
 	pt_agg__record(r->agg, rec);
 	return 0;
@@ -153,6 +204,8 @@ static int attach_new(struct run *r, size_t from)
 	for (size_t i = from; i < r->nfs; i++) {
 		const struct pt_func *f = pt_resolver__func(r->res, i);
 
+		if (f->py)
+			continue; /* found at run time, served by the frame probe */
 		if (pt_agg__set_func(r->agg, (uint32_t)f->fid, f->is_step, f->bucket_mask))
 			return -ENOMEM;
 		if (f->unusable) {
@@ -222,6 +275,8 @@ static void rescan(struct run *r)
 	int n;
 
 	r->rescan = false;
+	if (r->want_py)
+		update_trampoline(r);
 	if (pt_maps__read_pid(&maps, r->tgt.pid))
 		return; /* exiting: the pidfd tells us */
 	if (!r->dl_tried)
@@ -245,6 +300,70 @@ static void rescan(struct run *r)
 	}
 }
 
+static int read_target(void *ctx, uint64_t addr, void *buf, size_t len)
+{
+	return pt_python__read(*(const int *)ctx, addr, buf, len);
+}
+
+/* Is every Python call seen? Checked at start and on each rescan: the
+ * 3.12+ perf trampoline can be switched on and off at run time. */
+static void update_trampoline(struct run *r)
+{
+	int t;
+
+	if (r->py.L.evalframe_all_calls || !r->py.L.interp_eval_frame)
+		return;
+	t = pt_python__trampoline(&r->py, r->tgt.pid);
+	if (t < 0)
+		return;
+	r->tramp_checks++;
+	r->tramp_on += t;
+}
+
+static bool py_exact(const struct run *r)
+{
+	return r->py.L.evalframe_all_calls ||
+	       (r->tramp_checks && r->tramp_on == r->tramp_checks);
+}
+
+static int start_python(struct run *r, char *err, size_t errlen)
+{
+	struct pt_pyprobe_opts o = { 0 };
+	int e;
+
+	e = pt_attach__python(r->att, err, errlen);
+	if (e)
+		return e;
+	snprintf(r->proc_root, sizeof(r->proc_root), "/proc/%d/root", r->tgt.pid);
+	snprintf(r->proc_cwd, sizeof(r->proc_cwd), "/proc/%d/cwd", r->tgt.pid);
+	o.cfg = &r->cfg;
+	o.res = r->res;
+	o.layout = &r->py.L;
+	o.types.code_type = r->py.code_type;
+	o.types.unicode_type = r->py.unicode_type;
+	o.mem.read = read_target;
+	o.mem.ctx = &r->tgt.pid;
+	o.root = r->proc_root;
+	o.cwd = r->proc_cwd;
+	r->pp = pt_pyprobe__new(&o);
+	if (!r->pp) {
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	if (!py_exact(r))
+		fprintf(stderr,
+			"proftrace: warning: Python %s: only calls made from C code are seen "
+			"(%s); py: rows are marked timing \"c-entry-only\"%s\n",
+			r->py.version,
+			r->py.L.minor == 11 ? "3.11 runs Python-to-Python calls inside one "
+					      "_PyEval_EvalFrameDefault"
+					    : "the perf trampoline is off",
+			r->py.L.minor >= 12 ? "; restart the server with PYTHONPERFSUPPORT=1 "
+					      "for exact times"
+					    : "");
+	return 0;
+}
+
 static void print_dry_run(const struct run *r)
 {
 	printf("%-40s %-10s %-40s %-12s %s\n", "PROBE", "FUNCTION", "OBJECT", "OFFSET",
@@ -265,6 +384,11 @@ static void print_dry_run(const struct run *r)
 			       f->unusable ? f->unusable : "");
 			for (size_t a = 0; a < f->naliases; a++)
 				printf("%-40s   alias %s\n", "", f->aliases[a]);
+		}
+		if (sp->kind == PT_PROBE_PY) {
+			printf("%-40s python %s (%s): matched by code object as it runs\n",
+			       sp->text, r->py.version, r->py.path);
+			continue;
 		}
 		if (!any && !pt_resolver__spec_nfuncs(r->res, s))
 			printf("%-40s pending: no mapped object matches '%s' yet; it will be "
@@ -312,6 +436,7 @@ static void default_output(const struct run *r, char *buf, size_t len)
 static int write_outputs(struct run *r)
 {
 	struct pt_report rep = { 0 };
+	struct pt_report_python pyrep = { 0 };
 	struct pt_report_func *rows;
 	struct pt_report_bucket *bks;
 	struct pt_counters c = { 0 };
@@ -357,14 +482,21 @@ static int write_outputs(struct run *r)
 			row->attached = r->fs[i].attached;
 			row->attached_after_s = r->fs[i].at_s;
 			row->reason = r->fs[i].reason;
+			row->py = f->py;
+			row->line = f->py_line;
+			row->timing = f->py && !py_exact(r) ? "c-entry-only" : "exact";
 			nrows++;
 		}
 		if (pt_resolver__spec_nfuncs(r->res, s) == 0) {
 			rows[nrows].fid = -1;
 			rows[nrows].probe = sp->text;
-			rows[nrows].reason = pt_resolver__spec_nobjects(r->res, s)
-						     ? "symbol not found in the mapped objects"
-						     : "no mapped object matched while attached";
+			rows[nrows].reason =
+				sp->kind == PT_PROBE_PY
+					? "no code object of this name ran while attached (module "
+					  "not imported, or the function never called)"
+				: pt_resolver__spec_nobjects(r->res, s)
+					? "symbol not found in the mapped objects"
+					: "no mapped object matched while attached";
 			nrows++;
 		}
 	}
@@ -388,6 +520,43 @@ static int write_outputs(struct run *r)
 	rep.meta.warmup_steps = r->cfg.warmup_steps;
 	rep.meta.step_probe = r->cfg.step_probe >= 0 ? r->cfg.probes[r->cfg.step_probe].text : NULL;
 	rep.meta.step_mode = r->cfg.step_mode == PT_STEP_ITERATION ? "iteration" : "call";
+	if (r->want_py) {
+		const struct pt_pyprobe_stats *ps = r->pp ? pt_pyprobe__stats(r->pp) : NULL;
+		bool exact = py_exact(r);
+
+		pyrep.version = r->py.version;
+		pyrep.path = pt_target__view(r->tgt.root, r->py.path);
+		pyrep.mechanism = "evalframe";
+		pyrep.perf_trampoline = r->tramp_checks && r->tramp_on == r->tramp_checks;
+		pyrep.timing = exact ? "exact" : "c-entry-only";
+		if (r->py.L.evalframe_all_calls)
+			pyrep.why = "every Python call enters _PyEval_EvalFrameDefault on this "
+				    "version: each configured call is timed from entry to return";
+		else if (exact)
+			pyrep.why = "the perf trampoline was active at every check: every Python "
+				    "call enters _PyEval_EvalFrameDefault";
+		else if (r->py.L.minor == 11)
+			pyrep.why = "Python 3.11 runs Python-to-Python calls inside the caller's "
+				    "_PyEval_EvalFrameDefault: only calls made from C code are seen";
+		else
+			pyrep.why = "the perf trampoline was not active (at every check): Python "
+				    "3.12+ runs Python-to-Python calls inside the caller's "
+				    "_PyEval_EvalFrameDefault, only calls made from C code are seen";
+		if (!exact && r->py.L.minor >= 12)
+			pyrep.advice = "restart the server with PYTHONPERFSUPPORT=1 (or python -X "
+				       "perf) for exact py: timing";
+		else if (!exact)
+			pyrep.advice = "counts and times of py: rows are partial; Python 3.10 or "
+				       "3.12+ with PYTHONPERFSUPPORT=1 gives exact timing";
+		if (ps) {
+			pyrep.code_objects = ps->codes;
+			pyrep.matched = ps->matched;
+			pyrep.unreadable = ps->unreadable;
+			pyrep.no_source = ps->no_source;
+			pyrep.no_source_file = ps->no_source ? ps->no_source_file : NULL;
+		}
+		rep.meta.python = &pyrep;
+	}
 	rep.agg = r->agg;
 	rep.buckets = bks;
 	rep.nbuckets = r->cfg.nbuckets;
@@ -398,6 +567,8 @@ static int write_outputs(struct run *r)
 	rep.health.depth_overflow = c.depth_overflow;
 	rep.health.unwound = c.unwound;
 	rep.health.orphan_returns = c.orphan_returns;
+	rep.health.py_unreadable = c.py_unreadable;
+	rep.health.py_map_full = c.py_map_full;
 	rep.health.lost_calls = ah->lost_calls;
 	rep.health.steps_incomplete = ss->incomplete;
 	rep.health.probes_requested = (unsigned int)(r->nfs + nunres);
@@ -662,6 +833,17 @@ int main(int argc, char **argv)
 		ret = n == -ENOMEM ? 1 : EXIT_USAGE;
 		goto cleanup;
 	}
+	for (size_t i = 0; i < r.cfg.nprobes; i++)
+		r.want_py |= r.cfg.probes[i].kind == PT_PROBE_PY;
+	if (r.want_py) {
+		e = pt_python__find(&r.py, &maps, r.tgt.pid, err, sizeof(err));
+		if (e) {
+			fprintf(stderr, "proftrace: %s\n", err);
+			ret = e == -ENOMEM ? 1 : EXIT_USAGE;
+			goto cleanup;
+		}
+		update_trampoline(&r);
+	}
 	if (r.env.dry_run) {
 		print_dry_run(&r);
 		ret = 0;
@@ -690,6 +872,7 @@ int main(int argc, char **argv)
 	aopts.wakeup_each = r.cfg.ringbuf_wakeup;
 	aopts.on_rec = on_rec;
 	aopts.ctx = &r;
+	aopts.py = r.want_py ? &r.py : NULL;
 	e = pt_attach__open(&r.att, &aopts, err, sizeof(err));
 	if (e) {
 		fprintf(stderr, "proftrace: %s\n", err);
@@ -698,6 +881,13 @@ int main(int argc, char **argv)
 	}
 	r.t0_mono = now_ns(CLOCK_MONOTONIC);
 	r.t0_unix = now_ns(CLOCK_REALTIME);
+	if (r.want_py) {
+		e = start_python(&r, err, sizeof(err));
+		if (e) {
+			fprintf(stderr, "proftrace: %s\n", err);
+			goto cleanup;
+		}
+	}
 	hook_dynamic_linker(&r, &maps);
 	n = attach_new(&r, 0);
 	if (n < 0)
@@ -706,9 +896,12 @@ int main(int argc, char **argv)
 		size_t pending = 0;
 
 		for (size_t s = 0; s < r.cfg.nprobes; s++)
-			pending += pt_resolver__spec_nfuncs(r.res, s) == 0;
+			pending += r.cfg.probes[s].kind == PT_PROBE_NATIVE &&
+				   pt_resolver__spec_nfuncs(r.res, s) == 0;
 		fprintf(stderr, "proftrace: attached %d probe%s to pid %d (%s)", n,
 			n == 1 ? "" : "s", r.tgt.pid, r.tgt.comm);
+		if (r.want_py)
+			fprintf(stderr, "; Python %s frames probed", r.py.version);
 		if (pending)
 			fprintf(stderr, "; %zu probe%s waiting for %s to be loaded", pending,
 				pending == 1 ? "" : "s", pending == 1 ? "its library" : "their libraries");
@@ -725,6 +918,8 @@ int main(int argc, char **argv)
 
 cleanup:
 	pt_attach__free(r.att);
+	pt_pyprobe__free(r.pp);
+	pt_python__free(&r.py);
 	pt_agg__free(r.agg);
 	pt_resolver__free(r.res);
 	pt_maps__free(&maps);

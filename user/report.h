@@ -17,6 +17,22 @@
 
 struct cJSON;
 
+/* The interpreter behind py: probes, and how they were timed. */
+struct pt_report_python {
+	const char *version;   /* "3.11.7" */
+	const char *path;      /* as the target sees it */
+	const char *mechanism; /* "evalframe" */
+	bool perf_trampoline;  /* seen active at every check */
+	const char *timing;    /* "exact" | "c-entry-only": every py: row's */
+	const char *why;       /* one sentence: why that timing */
+	const char *advice;    /* what the user can do, or NULL */
+	uint64_t code_objects; /* resolved while attached */
+	uint64_t matched;
+	uint64_t unreadable;
+	uint64_t no_source;    /* < 3.11: qualname fell back to co_name */
+	const char *no_source_file;
+};
+
 struct pt_report_meta {
 	const char *tool;    /* "proftrace" */
 	const char *version; /* PT_VERSION */
@@ -30,6 +46,7 @@ struct pt_report_meta {
 	unsigned int warmup_steps;
 	const char *step_probe; /* probe text of the step line, or NULL */
 	const char *step_mode;  /* "call" | "iteration" */
+	const struct pt_report_python *python; /* NULL: no py: probes */
 };
 
 /* One row of `functions`: a resolved function (fid) or a probe that
@@ -47,6 +64,9 @@ struct pt_report_func {
 	bool attached;
 	double attached_after_s; /* since proftrace started; valid if attached */
 	const char *reason;      /* why not attached; NULL when attached */
+	bool py;                 /* a py: function: object is its file, symbol its qualname */
+	unsigned int line;       /* py: co_firstlineno */
+	const char *timing;      /* "exact" | "c-entry-only" */
 };
 
 struct pt_report_bucket {
@@ -62,6 +82,8 @@ struct pt_report_health {
 	uint64_t orphan_returns;
 	uint64_t lost_calls;
 	uint64_t steps_incomplete;
+	uint64_t py_unreadable; /* Python frames whose code BPF could not read */
+	uint64_t py_map_full;   /* code objects BPF's map could not hold */
 	unsigned int probes_requested; /* functions resolved + probes unresolved */
 	unsigned int probes_attached;
 };

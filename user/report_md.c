@@ -219,6 +219,46 @@ static void put_dropped_warning(FILE *f, const cJSON *health)
 			n);
 }
 
+/* How py: probes were timed: said before any figure, since partial
+ * Python counts must not be read as exact. */
+static void put_python(FILE *f, const cJSON *py)
+{
+	const char *timing = jstr(py, "timing"), *adv = jstr(py, "advice");
+	const char *nosrc = jstr(py, "qualname_source_missing");
+	double n;
+
+	if (!py || !cJSON_IsObject(py))
+		return;
+	fputs("Python ", f);
+	put_text(f, jstr(py, "version"));
+	fputs(" (", f);
+	put_code(f, jstr(py, "path"));
+	fputs(") · mechanism ", f);
+	put_text(f, jstr(py, "mechanism"));
+	fputs(" · perf trampoline ", f);
+	fputs(cJSON_IsTrue(jget(py, "perf_trampoline")) ? "on" : "off", f);
+	fputs(" · timing **", f);
+	put_text(f, timing);
+	fputs("**: ", f);
+	put_text(f, jstr(py, "why"));
+	fputs(".", f);
+	if (adv) {
+		fputs(" ", f);
+		put_text(f, timing && strcmp(timing, "exact") ? "To fix: " : "");
+		put_text(f, adv);
+		fputs(".", f);
+	}
+	fputs("\n\n", f);
+	if (nosrc && jnum(py, "qualname_from_co_name", &n) && n > 0) {
+		fprintf(f, "> **Warning:** the source of %.0f code object%s could not be read (first: ",
+			n, plural(n));
+		put_code(f, nosrc);
+		fputs("), so their class is unknown and only `py:<module>::<function>` probes can "
+		      "match them.\n\n",
+		      f);
+	}
+}
+
 static void put_header(FILE *f, const cJSON *doc)
 {
 	const cJSON *meta = jget(doc, "meta");
@@ -263,6 +303,7 @@ static void put_header(FILE *f, const cJSON *doc)
 	/* Said at the top as well as in Health: nothing below can be trusted
 	 * at face value when records were dropped. */
 	put_dropped_warning(f, jget(doc, "health"));
+	put_python(f, jget(meta, "python"));
 }
 
 /* Zero steps is a result to explain, not a table of dashes. */
@@ -465,20 +506,34 @@ static void put_functions(FILE *f, const cJSON *doc)
 	      f);
 	cJSON_ArrayForEach(fn, arr)
 	{
+		const char *timing = jstr(fn, "timing");
+		double line;
+
 		fputs("| ", f);
 		put_function_name(f, fn);
+		if (timing && strcmp(timing, "exact")) {
+			fputs(" *(", f);
+			put_text(f, timing);
+			fputs(")*", f);
+		}
 		CELL(f);
 		put_code(f, basename_of(jstr(fn, "object")));
+		if (jnum(fn, "line", &line))
+			fprintf(f, ":%.0f", line);
 		CELL(f);
 		put_cells(f, fn, cols, NCELLS(cols));
 		CELL(f);
-		put_probe_site(f, fn);
+		if (jstr(fn, "kind") && !strcmp(jstr(fn, "kind"), "python"))
+			fputs("python frame", f); /* the interpreter's, shared by all */
+		else
+			put_probe_site(f, fn);
 		CELL(f);
 		put_attached(f, fn);
 		fputs(" |\n", f);
 	}
 	fputs("\nFunctions count every completed call while attached, warmup and time outside "
-	      "steps included.\n\n",
+	      "steps included. A Python generator or coroutine counts one call per activation "
+	      "(each resume until it yields, awaits or returns).\n\n",
 	      f);
 }
 

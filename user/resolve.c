@@ -316,7 +316,7 @@ static int match_obj(struct pt_resolver *r, struct pt_obj *o, size_t oi)
 		const struct pt_probe_spec *s = &r->cfg->probes[si];
 		struct pt_elf *e;
 
-		if (!object_matches(r, s, o))
+		if (s->kind != PT_PROBE_NATIVE || !object_matches(r, s, o))
 			continue;
 		r->spec_nobjs[si]++;
 		if (r->spec_first_obj[si] < 0)
@@ -410,6 +410,62 @@ int pt_resolver__update(struct pt_resolver *r, const struct pt_maps *maps, bool 
 oom:
 	snprintf(err, errlen, "out of memory while resolving probes");
 	return -ENOMEM;
+}
+
+static struct pt_func *new_func(struct pt_resolver *r)
+{
+	struct pt_func *f;
+
+	if (r->nfuncs == r->cap) {
+		size_t cap = r->cap ? r->cap * 2 : 16;
+		struct pt_func *v = realloc(r->funcs, cap * sizeof(*v));
+
+		if (!v)
+			return NULL;
+		r->funcs = v;
+		r->cap = cap;
+	}
+	f = &r->funcs[r->nfuncs];
+	memset(f, 0, sizeof(*f));
+	f->fid = (int)r->nfuncs;
+	return f;
+}
+
+int pt_resolver__add_py(struct pt_resolver *r, const size_t *specs, size_t nspecs,
+			const char *filename, const char *qualname, unsigned int line)
+{
+	struct pt_func *f;
+
+	if (!nspecs)
+		return -EINVAL;
+	for (size_t i = 0; i < r->nfuncs; i++) {
+		f = &r->funcs[i];
+		if (f->py && f->py_line == line && !strcmp(f->symbol, qualname) &&
+		    !strcmp(f->object, filename))
+			return f->fid;
+	}
+	f = new_func(r);
+	if (!f)
+		return -ENOMEM;
+	f->spec = (int)specs[0];
+	f->py = true;
+	f->py_line = line;
+	for (size_t i = 0; i < nspecs; i++) {
+		const struct pt_probe_spec *s = &r->cfg->probes[specs[i]];
+
+		f->is_step |= s->is_step;
+		f->bucket_mask |= s->bucket_mask;
+		r->spec_nfuncs[specs[i]]++;
+	}
+	f->object = strdup(filename);
+	f->symbol = strdup(qualname);
+	if (!f->object || !f->symbol) {
+		free(f->object);
+		free(f->symbol);
+		return -ENOMEM;
+	}
+	r->nfuncs++;
+	return f->fid;
 }
 
 size_t pt_resolver__nfuncs(const struct pt_resolver *r)

@@ -30,6 +30,11 @@ struct pt_func {
 	uint64_t file_off; /* of the symbol */
 	struct pt_probe_site site;
 	const char *unusable; /* non-NULL: cannot be probed, and why */
+	/* py: probes: object is co_filename, symbol the qualified name, and
+	 * there is no file offset or probe site of its own (the interpreter's
+	 * frame probe serves all Python functions). */
+	bool py;
+	unsigned int py_line; /* co_firstlineno */
 };
 
 struct pt_resolver_opts {
@@ -61,6 +66,16 @@ int pt_resolver__update(struct pt_resolver *r, const struct pt_maps *maps, bool 
 /* Path from here to the file mapping mp of process pid (see
  * pt_resolver_opts); malloc'ed, NULL on allocation failure. */
 char *pt_resolver__host_path(int pid, const struct pt_mapping *mp);
+
+/*
+ * A Python function found at run time: a code object in filename with
+ * this qualified name and first line, named by the py: specs specs[]
+ * (indices into the config, in config order). The same
+ * function (a code object created again, e.g. a nested def) gets the same
+ * fid. Returns the fid, or -errno.
+ */
+int pt_resolver__add_py(struct pt_resolver *r, const size_t *specs, size_t nspecs,
+			const char *filename, const char *qualname, unsigned int line);
 
 size_t pt_resolver__nfuncs(const struct pt_resolver *r);
 const struct pt_func *pt_resolver__func(const struct pt_resolver *r, size_t fid);

@@ -141,6 +141,25 @@ static void build_meta(struct jb *b, cJSON *root, const struct pt_report_meta *m
 	jb_num(b, o, "warmup_steps", m->warmup_steps);
 	jb_str(b, o, "step_probe", m->step_probe);
 	jb_str(b, o, "step_mode", m->step_mode);
+	if (!m->python) {
+		jb_null(b, o, "python");
+		return;
+	}
+	o = add_obj(b, o, "python");
+	if (!o)
+		return;
+	jb_str(b, o, "version", m->python->version);
+	jb_str(b, o, "path", m->python->path);
+	jb_str(b, o, "mechanism", m->python->mechanism);
+	jb_bool(b, o, "perf_trampoline", m->python->perf_trampoline);
+	jb_str(b, o, "timing", m->python->timing);
+	jb_str(b, o, "why", m->python->why);
+	jb_str(b, o, "advice", m->python->advice);
+	jb_num(b, o, "code_objects", (double)m->python->code_objects);
+	jb_num(b, o, "matched", (double)m->python->matched);
+	jb_num(b, o, "unreadable", (double)m->python->unreadable);
+	jb_num(b, o, "qualname_from_co_name", (double)m->python->no_source);
+	jb_str(b, o, "qualname_source_missing", m->python->no_source_file);
 }
 
 static void build_stats(struct jb *b, cJSON *root, const struct pt_report *r,
@@ -245,8 +264,14 @@ static void build_func(struct jb *b, cJSON *arr, const struct pt_report *r,
 	if (!o)
 		return;
 	jb_str(b, o, "probe", fn->probe);
+	jb_str(b, o, "kind", fn->py ? "python" : "native");
 	jb_str(b, o, "object", fn->object);
 	jb_str(b, o, "symbol", fn->symbol);
+	if (fn->py && fn->fid >= 0)
+		jb_num(b, o, "line", fn->line);
+	else
+		jb_null(b, o, "line");
+	jb_str(b, o, "timing", fn->fid >= 0 ? (fn->timing ? fn->timing : "exact") : NULL);
 	al = add_arr(b, o, "aliases");
 	for (i = 0; al && i < fn->naliases; i++) {
 		cJSON *s = cJSON_CreateString(fn->aliases[i] ? fn->aliases[i] : "");
@@ -256,12 +281,14 @@ static void build_func(struct jb *b, cJSON *arr, const struct pt_report *r,
 			b->err = -ENOMEM;
 		}
 	}
-	if (fn->fid >= 0 && fn->symbol)
+	if (fn->fid >= 0 && fn->symbol && !fn->py) {
 		jb_num(b, o, "file_offset", (double)fn->file_offset);
-	else
+		jb_num(b, o, "probe_skip", fn->probe_skip);
+	} else {
 		jb_null(b, o, "file_offset");
-	jb_num(b, o, "probe_skip", fn->probe_skip);
-	jb_str(b, o, "probe_insn", fn->probe_insn);
+		jb_null(b, o, "probe_skip");
+	}
+	jb_str(b, o, "probe_insn", fn->py ? NULL : fn->probe_insn);
 	jb_bool(b, o, "attached", fn->attached);
 	if (fn->attached) {
 		jb_num(b, o, "attached_after_s", round6(fn->attached_after_s));
@@ -288,6 +315,8 @@ static void build_health(struct jb *b, cJSON *root, const struct pt_report *r)
 	jb_num(b, o, "depth_overflow", (double)h->depth_overflow);
 	jb_num(b, o, "unwound", (double)h->unwound);
 	jb_num(b, o, "orphan_returns", (double)h->orphan_returns);
+	jb_num(b, o, "py_unreadable_frames", (double)h->py_unreadable);
+	jb_num(b, o, "py_code_map_full", (double)h->py_map_full);
 	jb_num(b, o, "lost_calls", (double)h->lost_calls);
 	jb_num(b, o, "steps_incomplete", (double)h->steps_incomplete);
 	jb_num(b, o, "probes_requested", h->probes_requested);

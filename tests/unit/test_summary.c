@@ -300,19 +300,21 @@ static void test_key_order(void **state)
 	CHECK_KEYS(d, "meta", "stats", "buckets", "functions", "health");
 	CHECK_KEYS(item(d, "meta"), "tool", "version", "pid", "comm", "exe", "start_unix_ns",
 		   "duration_s", "targets_file", "kernel", "warmup_steps", "step_probe",
-		   "step_mode");
+		   "step_mode", "python");
 	CHECK_KEYS(item(d, "stats"), "steps", "mean_ms", "std_ms", "min_ms", "p50_ms", "p90_ms",
 		   "p99_ms", "max_ms", "steps_per_s", "time_ms", "warmup_steps_skipped",
 		   "incomplete_steps");
 	CHECK_KEYS(nth(item(d, "buckets"), 0), "name", "domain", "calls", "total_ms",
 		   "avg_ms_per_step", "share", "mean_ms", "p50_ms", "p90_ms", "p99_ms",
 		   "max_ms");
-	CHECK_KEYS(nth(item(d, "functions"), 0), "probe", "object", "symbol", "aliases",
+	CHECK_KEYS(nth(item(d, "functions"), 0), "probe", "kind", "object", "symbol", "line",
+		   "timing", "aliases",
 		   "file_offset", "probe_skip", "probe_insn", "attached", "attached_after_s",
 		   "reason", "calls", "total_ms", "mean_ms", "p50_ms", "p90_ms", "p99_ms",
 		   "max_ms");
 	CHECK_KEYS(item(d, "health"), "events", "dropped_events", "depth_overflow", "unwound",
-		   "orphan_returns", "lost_calls", "steps_incomplete", "probes_requested",
+		   "orphan_returns", "py_unreadable_frames", "py_code_map_full", "lost_calls",
+		   "steps_incomplete", "probes_requested",
 		   "probes_attached", "unattached");
 	CHECK_KEYS(nth(item(item(d, "health"), "unattached"), 0), "probe", "object", "symbol",
 		   "reason");
@@ -624,6 +626,56 @@ static void test_no_agg(void **state)
 	assert_null(pt_summary__build(NULL));
 }
 
+/* py: rows and meta.python: file, qualname, line, timing label. */
+static void test_python(void **state)
+{
+	struct fixture *fx = *state;
+	struct pt_report r = fx->r;
+	struct pt_report_python py = {
+		.version = "3.12.1", .path = "/usr/lib/libpython3.12.so.1.0",
+		.mechanism = "evalframe", .perf_trampoline = false, .timing = "c-entry-only",
+		.why = "the perf trampoline was not active", .advice = "restart with PYTHONPERFSUPPORT=1",
+		.code_objects = 120, .matched = 3,
+	};
+	struct pt_report_func rows[2] = {
+		{ .fid = F_STEP, .probe = "py:srv.engine.Engine.step", .object = "/srv/engine.py",
+		  .symbol = "Engine.step", .py = true, .line = 42, .timing = "c-entry-only",
+		  .attached = true },
+		{ .fid = -1, .probe = "py:srv.engine::gone", .reason = "no code object" },
+	};
+	const cJSON *m, *f;
+	cJSON *doc;
+
+	r.meta.python = &py;
+	r.funcs = rows;
+	r.nfuncs = 2;
+	doc = pt_summary__build(&r);
+	assert_non_null(doc);
+	m = item(item(doc, "meta"), "python");
+	check_str(m, "version", "3.12.1");
+	check_str(m, "mechanism", "evalframe");
+	assert_true(cJSON_IsFalse(item(m, "perf_trampoline")));
+	check_str(m, "timing", "c-entry-only");
+	check_str(m, "advice", "restart with PYTHONPERFSUPPORT=1");
+	check_num(m, "code_objects", 120);
+	check_num(m, "matched", 3);
+	check_null(m, "qualname_source_missing");
+	f = nth(item(doc, "functions"), 0);
+	check_str(f, "kind", "python");
+	check_str(f, "object", "/srv/engine.py");
+	check_str(f, "symbol", "Engine.step");
+	check_num(f, "line", 42);
+	check_str(f, "timing", "c-entry-only");
+	check_null(f, "file_offset");
+	check_null(f, "probe_skip");
+	check_null(f, "probe_insn");
+	check_num(f, "calls", 3); /* the step fid's calls in the fixture */
+	f = nth(item(doc, "functions"), 1);
+	check_null(f, "line");
+	check_null(f, "timing");
+	cJSON_Delete(doc);
+}
+
 /* The printed file and the document agree, raw integers included. */
 static void assert_same(const cJSON *a, const cJSON *b, const char *path)
 {
@@ -748,6 +800,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_zero_steps, setup_empty, teardown),
 		cmocka_unit_test_setup_teardown(test_unknown_window, setup_fed, teardown),
 		cmocka_unit_test_setup_teardown(test_no_agg, setup_fed, teardown),
+		cmocka_unit_test_setup_teardown(test_python, setup_fed, teardown),
 		cmocka_unit_test_setup_teardown(test_json_round_trip, setup_fed, teardown),
 		cmocka_unit_test_setup_teardown(test_write_errors, setup_fed, teardown),
 		cmocka_unit_test(test_emitters),

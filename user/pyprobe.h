@@ -1,0 +1,60 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * py: probes at run time. BPF announces each code object it has not seen
+ * (PT_REC_PYCODE); this reads it out of the target, works out its
+ * qualified name (co_qualname on 3.11+, the module source before: see
+ * pysrc.h), matches it against the config and answers with the fid to
+ * store in BPF's py_codes map, or PT_FID_PY_NONE.
+ */
+#ifndef PT_PYPROBE_H
+#define PT_PYPROBE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "../bpf/proftrace.h"
+#include "config.h"
+#include "pycode.h"
+#include "python.h"
+#include "resolve.h"
+
+struct pt_pyprobe_opts {
+	const struct pt_config *cfg;
+	struct pt_resolver *res; /* Python functions are added here */
+	const struct pt_py_layout *layout;
+	struct pt_pytypes types;
+	struct pt_tmem mem; /* the target's memory */
+	/* Where the target's files are, from here: co_filename is opened
+	 * as root + co_filename when absolute, cwd + "/" + co_filename when
+	 * relative (/proc/PID/root and /proc/PID/cwd for a live target). */
+	const char *root;
+	const char *cwd;
+};
+
+struct pt_pyprobe_stats {
+	uint64_t codes;      /* code objects resolved */
+	uint64_t matched;    /* of which configured */
+	uint64_t unreadable; /* could not be read (freed already, not a code object) */
+	uint64_t no_source;  /* < 3.11: source unreadable, qualname = co_name */
+	char no_source_file[PT_PYSTR_MAX + 1]; /* the first such file */
+};
+
+struct pt_pyprobe;
+
+struct pt_pyprobe *pt_pyprobe__new(const struct pt_pyprobe_opts *opts);
+void pt_pyprobe__free(struct pt_pyprobe *pp);
+
+/*
+ * Resolve the code object at code. *val is what BPF's map must hold for
+ * it (fingerprint and fid). Returns the fid, PT_FID_PY_NONE (not
+ * configured or unreadable: then val->fid is PT_FID_PY_NONE too) or, on
+ * allocation failure, -ENOMEM. *added: a function new to the resolver.
+ */
+int64_t pt_pyprobe__resolve(struct pt_pyprobe *pp, uint64_t code, struct pt_py_code *val,
+			    bool *added);
+/* The fid last resolved for code (records of calls that started while it
+ * was pending); PT_FID_PY_NONE when unknown or not configured. */
+uint32_t pt_pyprobe__fid(const struct pt_pyprobe *pp, uint64_t code);
+const struct pt_pyprobe_stats *pt_pyprobe__stats(const struct pt_pyprobe *pp);
+
+#endif
