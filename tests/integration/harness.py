@@ -44,22 +44,37 @@ class Proc:
             env=env,
         )
         self.lines = {"out": [], "err": []}
+        self.buf = {}
 
     def _stream(self, which):
         return self.p.stdout if which == "out" else self.p.stderr
 
+    def _readline(self, which, deadline):
+        """One line, or None at EOF/deadline. Reads the fd directly: a
+        buffered file would hide a second line from select()."""
+        buf = self.buf.setdefault(which, b"")
+        fd = self._stream(which).fileno()
+        while b"\n" not in buf:
+            r, _, _ = select.select([fd], [], [], max(0.0, deadline - time.monotonic()))
+            if not r:
+                self.buf[which] = buf
+                return None
+            chunk = os.read(fd, 65536)
+            if not chunk:
+                self.buf[which] = b""
+                return buf.decode(errors="replace") if buf else None
+            buf += chunk
+        line, _, rest = buf.partition(b"\n")
+        self.buf[which] = rest
+        return line.decode(errors="replace")
+
     def wait_line(self, prefix, which="out", timeout=20.0):
         """Read lines until one starts with prefix; return it."""
-        f = self._stream(which)
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            r, _, _ = select.select([f], [], [], max(0.0, deadline - time.monotonic()))
-            if not r:
+            line = self._readline(which, deadline)
+            if line is None:
                 break
-            line = f.readline()
-            if not line:
-                break
-            line = line.decode(errors="replace").rstrip("\n")
             self.lines[which].append(line)
             if line.startswith(prefix):
                 return line
@@ -74,7 +89,7 @@ class Proc:
 
     def rest(self, which):
         f = self._stream(which)
-        data = f.read().decode(errors="replace")
+        data = (self.buf.pop(which, b"") + f.read()).decode(errors="replace")
         self.lines[which].extend(data.splitlines())
         return "\n".join(self.lines[which])
 
@@ -92,9 +107,11 @@ class Proc:
             self.p.wait()
 
 
-def victim(name="victim_engine", *args):
-    """Start a victim and wait for its "ready PID" line."""
-    v = Proc([os.path.join(VICTIMS, name)] + [str(a) for a in args])
+def victim(name="victim_engine", *args, env=None):
+    """Start a victim and wait for its "ready PID" line. name is a built
+    victim's name, or a whole command (list) such as [python, script]."""
+    cmd = list(name) if isinstance(name, (list, tuple)) else [os.path.join(VICTIMS, name)]
+    v = Proc(cmd + [str(a) for a in args], env=env)
     line = v.wait_line("ready ")
     v.pid = int(line.split()[1])
     return v
@@ -119,13 +136,14 @@ def run_proftrace(argv, timeout=30):
 
 
 def profile(conf_text, victim_args=(), victim_name="victim_engine", extra=(), on_attached=None,
-            victim_first_args=()):
+            victim_first_args=(), victim_env=None):
     """The whole protocol; returns (summary, truth, proftrace stderr)."""
     tmp = tempfile.mkdtemp(prefix="pt-it-")
     truth_path = os.path.join(tmp, "truth.json")
     conf = write_conf(tmp, conf_text)
     out = os.path.join(tmp, "out")
-    v = victim(victim_name, *victim_first_args, "--truth", truth_path, *victim_args)
+    v = victim(victim_name, *victim_first_args, "--truth", truth_path, *victim_args,
+               env=victim_env)
     pt = None
     try:
         pt = proftrace(v.pid, conf, out, *extra)

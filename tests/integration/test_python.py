@@ -1,0 +1,231 @@
+# SPDX-License-Identifier: BSD-2-Clause
+"""py: probes on live Python victims, on every CPython on the machine.
+
+tests/victims/pyengine.py runs the same engine under each interpreter and
+records its own ground truth. Where proftrace says the timing is exact
+(3.8-3.10; 3.12/3.13 with the perf trampoline), call counts must equal the
+truth and every total must lie in the victim's [inside, around] bracket
+(harness.within: the BPF interval of a call is nested between the two clock
+reads of the victim, on the same CLOCK_MONOTONIC). Elsewhere (3.11, 3.12/3.13
+without the trampoline) every py: row must say timing "c-entry-only", counts
+may only be lower than the truth, and functions that are only ever called
+from C code (map()) are still counted exactly.
+"""
+import glob
+import os
+import subprocess
+
+from harness import ROOT, Skip, bucket, eq, func, profile, within
+
+PYENV = os.environ.get("PYENV_ROOT") or os.path.expanduser("~/.pyenv")
+VICTIM = os.path.join(ROOT, "tests", "victims", "pyengine.py")
+N = 120  # steps: ~0.95 ms each
+
+CONF = """\
+# pyengine: the engine loop in Python, one native libc call
+step   py:pyengine.Engine.step
+bucket engine.schedule py:pyengine.Scheduler.schedule
+bucket engine.forward  py:pyengine.ModelRunner.forward
+bucket model.layer     py:pyengine.ModelRunner.layer
+bucket model.norm      py:pyengine.ModelRunner.layer_norm
+bucket engine.sample   py:pyengine.Sampler.sample py:pyengine.Sampler.check
+bucket engine.post     py:pyengine::postprocess py:pyengine::detokenize
+bucket os.getppid      native:libc.so*:getppid
+bucket engine.lazy     py:pyengine_lazy::lazy_work
+bucket engine.idle     py:pyengine::engine_idle
+"""
+
+# symbol in summary.json -> truth key
+EXACT = ["Engine.step", "Scheduler.schedule", "ModelRunner.forward", "ModelRunner.layer",
+         "ModelRunner.layer_norm", "Sampler.sample", "Sampler.check", "postprocess", "detokenize", "engine_idle",
+         "lazy_work"]
+
+
+def pyenv_python(minor):
+    hits = sorted(glob.glob(os.path.join(PYENV, "versions", "3.%d.*" % minor, "bin", "python3")))
+    if not hits:
+        raise Skip("no pyenv CPython 3.%d under %s" % (minor, PYENV))
+    return hits[-1]
+
+
+def run(python, env_extra=None, steps=N, args=()):
+    env = dict(os.environ)
+    env.pop("PYTHONPERFSUPPORT", None)
+    env.update(env_extra or {})
+    return profile(CONF, victim_args=["--steps", steps, "--lazy"] + list(args),
+                   victim_name=[python, VICTIM], victim_env=env)
+
+
+def check_exact(s, t, steps):
+    py = s["meta"]["python"]
+    eq(py["timing"], "exact", "meta.python.timing")
+    eq(py["mechanism"], "evalframe", "meta.python.mechanism")
+    eq(s["stats"]["steps"], steps, "steps")
+    eq(s["health"]["dropped_events"], 0, "dropped")
+    eq(s["health"]["lost_calls"], 0, "lost calls")
+    tf = t["functions"]
+    for sym in EXACT:
+        f = func(s, sym)
+        eq(f["kind"], "python", sym + " kind")
+        eq(f["timing"], "exact", sym + " timing")
+        eq(f["calls"], tf[sym]["calls"], sym + " calls")
+        within(f["total_ms"], tf[sym], f["calls"], sym + " total")
+    # the decorated function is its own code object, not the wrapper
+    assert not [f for f in s["functions"] if f["symbol"] == "timed.<locals>.wrapper"]
+    eq(func(s, "postprocess")["line"] is not None, True, "postprocess line")
+    # generator: one call per activation (creation on 3.11+ is not one)
+    eq(func(s, "detokenize")["calls"], 4 * steps, "detokenize activations")
+    # exceptions close the call: every check() counted, half of them raised
+    eq(func(s, "Sampler.check")["calls"], steps, "check calls")
+    # native and Python buckets in one step
+    g = func(s, "getppid")
+    eq(g["kind"], "native", "getppid kind")
+    eq(g["calls"], steps, "getppid calls")
+    for name, syms in (("engine.schedule", ["Scheduler.schedule"]),
+                       ("engine.forward", ["ModelRunner.forward"]),
+                       ("model.layer", ["ModelRunner.layer"])):
+        b = bucket(s, name)
+        eq(b["calls"], sum(tf[x]["calls"] for x in syms), name + " calls")
+        within(b["total_ms"], tf[syms[0]], b["calls"], name + " total")
+    b = bucket(s, "os.getppid")
+    eq(b["calls"], steps, "os.getppid bucket calls")
+    within(b["total_ms"], tf["getppid"], steps, "os.getppid bucket total")
+    # engine_idle runs between steps: a function row, no bucket time
+    eq(bucket(s, "engine.idle")["calls"], 0, "engine.idle inside steps")
+    within(s["stats"]["time_ms"], tf["Engine.step"], steps, "step time")
+
+
+def check_partial(s, t, steps, why):
+    py = s["meta"]["python"]
+    eq(py["timing"], "c-entry-only", "meta.python.timing")
+    assert why in py["why"], py["why"]
+    assert py["advice"], "no advice for the user"
+    tf = t["functions"]
+    for f in s["functions"]:
+        if f.get("kind") != "python" or f["calls"] is None or f["symbol"] is None:
+            continue
+        eq(f["timing"], "c-entry-only", f["symbol"] + " timing")
+        assert f["calls"] <= tf[f["symbol"]]["calls"], f
+    # called only through map(), i.e. from C: seen exactly even here
+    f = func(s, "ModelRunner.layer_norm")
+    eq(f["calls"], tf["ModelRunner.layer_norm"]["calls"], "layer_norm calls (from C)")
+    within(f["total_ms"], tf["ModelRunner.layer_norm"], f["calls"], "layer_norm total")
+    eq(func(s, "getppid")["timing"], "exact", "native rows stay exact")
+    eq(func(s, "getppid")["calls"], steps, "getppid calls")
+
+
+def _exact(minor, env=None):
+    s, t, _ = run(pyenv_python(minor), env)
+    check_exact(s, t, N)
+    return s
+
+
+def test_py38_exact():
+    _exact(8)
+
+
+def test_py39_exact():
+    _exact(9)
+
+
+def test_py310_exact():
+    s = _exact(10)
+    assert s["meta"]["python"]["version"].startswith("3.10."), s["meta"]["python"]
+
+
+def test_py312_perf_trampoline_exact():
+    s = _exact(12, {"PYTHONPERFSUPPORT": "1"})
+    eq(s["meta"]["python"]["perf_trampoline"], True, "perf_trampoline")
+
+
+def test_py313_perf_trampoline_exact():
+    s = _exact(13, {"PYTHONPERFSUPPORT": "1"})
+    eq(s["meta"]["python"]["perf_trampoline"], True, "perf_trampoline")
+
+
+def test_py311_c_entry_only():
+    s, t, err = run(pyenv_python(11))
+    check_partial(s, t, N, "3.11")
+    assert "c-entry-only" in err, err
+
+
+def test_py312_without_trampoline_c_entry_only():
+    s, t, err = run(pyenv_python(12))
+    check_partial(s, t, N, "perf trampoline")
+    eq(s["meta"]["python"]["perf_trampoline"], False, "perf_trampoline")
+    assert "PYTHONPERFSUPPORT=1" in s["meta"]["python"]["advice"]
+
+
+def test_py313_without_trampoline_c_entry_only():
+    s, t, _ = run(pyenv_python(13))
+    check_partial(s, t, N, "perf trampoline")
+
+
+def test_debian_py311_static_interpreter():
+    py = "/usr/bin/python3.11"
+    if not os.path.exists(py):
+        raise Skip("no %s" % py)
+    s, t, _ = run(py)
+    eq(s["meta"]["python"]["path"], py, "interpreter found in the executable itself")
+    check_partial(s, t, N, "3.11")
+
+
+WILD_CONF = """\
+step   py:pyengine.Engine.step
+bucket engine.runner py:pyengine.ModelRunner.*
+bucket engine.lazy   py:pyengine_lazy::* py:pyengine_lazy.*.*
+"""
+
+
+def test_wildcards_lazy_import_threads():
+    """Class wildcards, a module imported after attach, three threads."""
+    python = pyenv_python(10)
+    steps, threads = 60, 3
+    env = dict(os.environ)
+    s, t, _ = profile(WILD_CONF, victim_args=["--steps", steps, "--threads", threads, "--lazy"],
+                      victim_name=[python, VICTIM], victim_env=env)
+    tf = t["functions"]
+    total = steps * threads
+    eq(s["stats"]["steps"], total, "steps over all threads")
+    for sym in ("ModelRunner.forward", "ModelRunner.layer", "ModelRunner.layer_norm",
+                "lazy_work", "LazyHelper.help"):
+        f = func(s, sym)
+        eq(f["calls"], tf[sym]["calls"], sym + " calls")
+        within(f["total_ms"], tf[sym], f["calls"], sym + " total")
+    # lazy_work is module-level, LazyHelper.help a method: each matched once
+    eq(tf["lazy_work"]["calls"], (steps - steps // 2) * threads, "truth lazy calls")
+    b = bucket(s, "engine.lazy")
+    eq(b["calls"], tf["lazy_work"]["calls"], "lazy bucket: outermost calls only")
+    # the module-level wildcard does not pick up methods or nested code
+    names = {f["symbol"] for f in s["functions"] if f["probe"] == "py:pyengine_lazy::*"}
+    assert names == {"lazy_work"}, names
+
+
+def test_unsupported_and_missing_interpreter():
+    """Clear one-line errors, exit code 2."""
+    old = sorted(glob.glob(os.path.join(PYENV, "versions", "3.7.*", "bin", "python3")))
+    conf = os.path.join(ROOT, ".output", "py-only.conf")
+    with open(conf, "w") as f:
+        f.write("step py:pyengine.Engine.step\n")
+    if old:
+        p = subprocess.Popen([old[-1], "-c", "import time; time.sleep(10)"])
+        try:
+            r = subprocess.run([os.path.join(ROOT, "proftrace"), "-p", str(p.pid), "--targets",
+                                conf, "--dry-run"], capture_output=True, timeout=30)
+        finally:
+            p.kill()
+            p.wait()
+        eq(r.returncode, 2, "exit code for Python 3.7")
+        err = r.stderr.decode()
+        assert "not supported" in err and "3.8" in err and "3.13" in err, err
+        eq(len(err.strip().splitlines()), 1, "one line")
+    p = subprocess.Popen(["sleep", "10"])
+    try:
+        r = subprocess.run([os.path.join(ROOT, "proftrace"), "-p", str(p.pid), "--targets", conf,
+                            "--dry-run"], capture_output=True, timeout=30)
+    finally:
+        p.kill()
+        p.wait()
+    eq(r.returncode, 2, "exit code without Python")
+    err = r.stderr.decode()
+    assert "no CPython interpreter" in err, err
