@@ -3,7 +3,8 @@
 # need. Idempotent and quick when everything is there already.
 set -eu
 pkgs=(make gcc clang llvm libbpf-dev bpftool libelf-dev zlib1g-dev libcjson-dev
-      libcmocka-dev libcapstone-dev pkg-config binutils python3 bpftrace util-linux)
+      libcmocka-dev libcapstone-dev pkg-config binutils python3 bpftrace util-linux
+      python3-line-profiler)
 missing=()
 for p in "${pkgs[@]}"; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
