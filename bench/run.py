@@ -107,7 +107,7 @@ def pyenv(minor):
     return hits[-1] if hits else None
 
 
-def py_run(python, which, tool, env_extra=None):
+def py_run(python, which, tool, env_extra=None, conf_extra=""):
     """ns per call of hot()/cold() in a Python loop, with tool attached.
     Returns (ns, calls proftrace counted for hot or None)."""
     env = dict(os.environ)
@@ -124,7 +124,7 @@ def py_run(python, which, tool, env_extra=None):
         if tool == "proftrace":
             conf = os.path.join(tmp, "bench.conf")
             with open(conf, "w") as f:
-                f.write("bucket py.hot py:py_bench::hot\n")
+                f.write("bucket py.hot py:py_bench::hot\n" + conf_extra)
             t = subprocess.Popen([PROFTRACE, "-q", "-p", str(pid), "--targets", conf, "-o",
                                   os.path.join(tmp, "out")], stderr=subprocess.PIPE)
             readline(t.stderr, "proftrace: attached")
@@ -146,8 +146,8 @@ def py_run(python, which, tool, env_extra=None):
                 p.wait()
 
 
-def py_measure(python, which, tool, env_extra=None):
-    runs = [py_run(python, which, tool, env_extra) for _ in range(REPEAT)]
+def py_measure(python, which, tool, env_extra=None, conf_extra=""):
+    runs = [py_run(python, which, tool, env_extra, conf_extra) for _ in range(REPEAT)]
     return statistics.median(r[0] for r in runs), runs[-1][1]
 
 
@@ -176,6 +176,18 @@ def python_tables():
            "overhead per probed call", "calls counted", "overhead per unprobed call",
            "slowdown"], rows)
 
+    p310 = pyenv(10)
+    if p310:
+        base, _ = py_measure(p310, "cold", None)
+        ses, _ = py_measure(p310, "cold", "proftrace")
+        pair, _ = py_measure(p310, "cold", "proftrace", None, "set py_session off\n")
+        table("Python design choice: frame probe as one uprobe session (kernel 6.13+) vs a "
+              "uprobe/uretprobe pair, 3.10, overhead per unprobed Python call",
+              ["choice", "session ns/call", "pair ns/call", "pair / session"],
+              [["skip the return probe of frames that are not configured",
+                "%.0f" % (ses - base), "%.0f" % (pair - base),
+                "%.2fx" % ((pair - base) / max(1.0, ses - base))]])
+
     deb = "/usr/bin/python3.11"
     have_lp = subprocess.run([deb, "-c", "import line_profiler"],
                              capture_output=True).returncode == 0 if os.path.exists(deb) else False
@@ -185,7 +197,6 @@ def python_tables():
     base, _ = py_measure(deb, "hot", None)
     pt, _ = py_measure(deb, "hot", "proftrace")
     lp, _ = py_measure(deb, "hot", "line_profiler")
-    p310 = pyenv(10)
     rows = [["Debian 3.11, same process image", "%.0f" % base, "%.0f" % pt, "%.0f" % lp,
              "%.2fx" % (pt / base), "%.2fx" % (lp / base)]]
     table("Python: slowdown of the same loop, proftrace vs line_profiler (in process) on hot()",

@@ -106,8 +106,8 @@ static __always_inline int emit(__u32 type, __u32 fid, __u64 id, __u64 t_entry, 
 	return 0;
 }
 
-/* Open a tracked call on the current thread's stack. */
-static __always_inline void push(struct pt_regs *ctx, __u64 id, __u32 fid, __u64 code,
+/* Open a tracked call on the current thread's stack; false: not tracked. */
+static __always_inline bool push(struct pt_regs *ctx, __u64 id, __u32 fid, __u64 code,
 				 __u32 fflags)
 {
 	struct pt_stack *st;
@@ -120,14 +120,14 @@ static __always_inline void push(struct pt_regs *ctx, __u64 id, __u32 fid, __u64
 				  BPF_LOCAL_STORAGE_GET_F_CREATE);
 	if (!st) {
 		__sync_fetch_and_add(&counters.no_storage, 1);
-		return;
+		return false;
 	}
 	d = st->depth;
 	if (d >= PT_MAX_DEPTH) {
 		/* Not tracked: its return will find no frame at its %rsp and
 		 * is dropped there (counted as an orphan, not twice here). */
 		__sync_fetch_and_add(&counters.depth_overflow, 1);
-		return;
+		return false;
 	}
 	fr = &st->f[d];
 	fr->t_entry = now;
@@ -138,6 +138,7 @@ static __always_inline void push(struct pt_regs *ctx, __u64 id, __u32 fid, __u64
 	st->depth = d + 1;
 	if (emit(PT_REC_ENTRY, fid, id, now, 0, d, 0, code))
 		fr->flags |= PT_RECF_ENTRY_LOST;
+	return true;
 }
 
 SEC("uprobe")
@@ -199,8 +200,8 @@ orphan:
  * timing). Only code objects the config names are tracked; the rest cost
  * three small reads and one map lookup.
  */
-SEC("uprobe")
-int BPF_KPROBE(pt_py_entry)
+/* A frame starts: true when it is tracked (its return is wanted). */
+static __always_inline bool py_enter(struct pt_regs *ctx)
 {
 	__u64 id = bpf_get_current_pid_tgid();
 	struct pt_py_code fp = {}, *v;
@@ -208,7 +209,7 @@ int BPF_KPROBE(pt_py_entry)
 	__u32 fid;
 
 	if ((id >> 32) != targ_tgid)
-		return 0;
+		return false;
 	/* Two plain loads: a select between ctx offsets does not verify. */
 	frame = PT_REGS_PARM2(ctx);
 	if (py_frame_arg == 1)
@@ -217,14 +218,14 @@ int BPF_KPROBE(pt_py_entry)
 	    bpf_probe_read_user(&fp.filename, 2 * sizeof(__u64), (void *)(code + py_fname_off)) ||
 	    bpf_probe_read_user(&fp.firstlineno, sizeof(__u32), (void *)(code + py_line_off))) {
 		__sync_fetch_and_add(&counters.py_unreadable, 1);
-		return 0;
+		return false;
 	}
 	v = bpf_map_lookup_elem(&py_codes, &code);
 	if (v && v->filename == fp.filename && v->name == fp.name &&
 	    v->firstlineno == fp.firstlineno) {
 		fid = v->fid;
 		if (fid == PT_FID_PY_NONE)
-			return 0;
+			return false;
 	} else {
 		/* New, or a reused address: ask user space, and time the
 		 * call meanwhile in case it is one of ours. */
@@ -243,15 +244,20 @@ int BPF_KPROBE(pt_py_entry)
 		    (flags & PY_CO_GENLIKE) &&
 		    !bpf_probe_read_user(&ip, sizeof(ip), (void *)(frame + py_ip_off)) &&
 		    (__s64)(ip - (code + py_first_off)) < py_new_lim)
-			return 0;
+			return false;
 	}
-	push(ctx, id, fid, fid == PT_FID_PY_PENDING ? code : 0, PT_FRAME_PY);
+	return push(ctx, id, fid, fid == PT_FID_PY_PENDING ? code : 0, PT_FRAME_PY);
+}
+
+SEC("uprobe")
+int BPF_KPROBE(pt_py_entry)
+{
+	py_enter(ctx);
 	return 0;
 }
 
 /* Every frame's return comes here; only tracked ones are closed. */
-SEC("uretprobe")
-int BPF_KRETPROBE(pt_py_exit)
+static __always_inline void py_leave(struct pt_regs *ctx)
 {
 	__u64 id = bpf_get_current_pid_tgid();
 	struct pt_stack *st;
@@ -261,16 +267,16 @@ int BPF_KRETPROBE(pt_py_exit)
 	int i;
 
 	if ((id >> 32) != targ_tgid)
-		return 0;
+		return;
 	st = bpf_task_storage_get(&stacks, bpf_get_current_task_btf(), 0, 0);
 	if (!st)
-		return 0;
+		return;
 	now = bpf_ktime_get_ns();
 	sp = PT_REGS_SP(ctx) - 8;
 	for (i = 0; i < PT_MAX_DEPTH; i++) {
 		d = st->depth;
 		if (d == 0 || d > PT_MAX_DEPTH)
-			return 0;
+			return;
 		fr = &st->f[(d - 1) & (PT_MAX_DEPTH - 1)];
 		if (fr->sp >= sp)
 			break;
@@ -278,12 +284,37 @@ int BPF_KRETPROBE(pt_py_exit)
 		__sync_fetch_and_add(&counters.unwound, 1);
 	}
 	if (i == PT_MAX_DEPTH || fr->sp != sp || !(fr->flags & PT_FRAME_PY))
-		return 0; /* a frame we do not track */
+		return; /* a frame we do not track */
 	st->depth = d - 1;
 	emit(PT_REC_EXIT, fr->fid, id, fr->t_entry, now, d - 1, fr->flags & PT_RECF_ENTRY_LOST,
 	     fr->code);
+}
+
+SEC("uretprobe")
+int BPF_KRETPROBE(pt_py_exit)
+{
+	py_leave(ctx);
 	return 0;
 }
+
+/*
+ * The same as a uprobe/uretprobe pair, as one uprobe session (kernel
+ * 6.13+; loaded as BPF_TRACE_UPROBE_SESSION when the kernel has it):
+ * returning 1 at entry tells the kernel not to hijack this call's return,
+ * so a frame that is not ours costs one probe hit instead of two.
+ */
+extern bool bpf_session_is_return(void) __ksym __weak;
+
+SEC("uprobe")
+int BPF_KPROBE(pt_py_session)
+{
+	if (bpf_session_is_return()) {
+		py_leave(ctx);
+		return 0;
+	}
+	return py_enter(ctx) ? 0 : 1;
+}
+
 
 /*
  * The dynamic linker calls _dl_debug_state() (r_brk, the debugger hook)

@@ -3,7 +3,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <unistd.h>
+
+#include <bpf/btf.h>
 
 #include <bpf/libbpf.h>
 
@@ -19,7 +22,27 @@ struct pt_attach {
 	size_t nlinks, cap;
 	size_t nattached;
 	struct pt_attach_opts opts;
+	bool py_session;   /* the frame evaluator is probed as a uprobe session */
+	int session_fd;    /* its link, -1 when none */
 };
+
+/* Kernel ABI values newer than the system's libbpf 1.1 headers. */
+#define PT_BPF_TRACE_UPROBE_SESSION 57
+#define PT_BPF_LINK_CREATE 28
+
+/* Uprobe sessions: kernel 6.13+, seen as the bpf_session_is_return kfunc
+ * in the kernel's BTF. */
+static bool kernel_has_uprobe_session(void)
+{
+	struct btf *btf = btf__load_vmlinux_btf();
+	bool yes;
+
+	if (!btf)
+		return false;
+	yes = btf__find_by_name_kind(btf, "bpf_session_is_return", BTF_KIND_FUNC) > 0;
+	btf__free(btf);
+	return yes;
+}
 
 static int on_sample(void *ctx, void *data, size_t size)
 {
@@ -40,6 +63,7 @@ int pt_attach__open(struct pt_attach **out, const struct pt_attach_opts *opts, c
 	if (!a)
 		return -ENOMEM;
 	a->opts = *opts;
+	a->session_fd = -1;
 	a->skel = proftrace_bpf__open();
 	if (!a->skel) {
 		e = -errno;
@@ -59,7 +83,17 @@ int pt_attach__open(struct pt_attach **out, const struct pt_attach_opts *opts, c
 		a->skel->rodata->py_first_off = L->code_adaptive;
 		a->skel->rodata->py_ip_off = L->frame_ip;
 		a->skel->rodata->py_new_lim = (int)L->gen_new_lim;
+		a->py_session = opts->py_session && kernel_has_uprobe_session();
 	}
+	/* Load only the Python programs in use (the session one needs a
+	 * kernel that knows its attach type and kfunc). */
+	bpf_program__set_autoload(a->skel->progs.pt_py_entry, opts->py && !a->py_session);
+	bpf_program__set_autoload(a->skel->progs.pt_py_exit, opts->py && !a->py_session);
+	bpf_program__set_autoload(a->skel->progs.pt_py_session, a->py_session);
+	if (a->py_session)
+		bpf_program__set_expected_attach_type(
+			a->skel->progs.pt_py_session,
+			(enum bpf_attach_type)PT_BPF_TRACE_UPROBE_SESSION);
 	e = bpf_map__set_max_entries(a->skel->maps.events, opts->ringbuf_mb << 20);
 	if (e) {
 		snprintf(err, errlen, "cannot size the ring buffer: %s", strerror(-e));
@@ -98,6 +132,8 @@ void pt_attach__free(struct pt_attach *a)
 	if (!a)
 		return;
 	ring_buffer__free(a->rb);
+	if (a->session_fd >= 0)
+		close(a->session_fd);
 	for (size_t i = 0; i < a->nlinks; i++)
 		bpf_link__destroy(a->links[i]);
 	free(a->links);
@@ -172,12 +208,67 @@ int pt_attach__dl_hook(struct pt_attach *a, const char *path, uint64_t file_off)
 	return keep_link(a, l);
 }
 
+/*
+ * BPF_LINK_CREATE for a uprobe_multi link with one offset, by hand: the
+ * system's libbpf (1.1) predates uprobe_multi. Layout of union bpf_attr's
+ * link_create as in the kernel UAPI (include/uapi/linux/bpf.h).
+ */
+struct pt_link_create_uprobe_multi {
+	__u32 prog_fd;
+	__u32 target_fd;
+	__u32 attach_type;
+	__u32 flags;
+	__u64 path;
+	__u64 offsets;
+	__u64 ref_ctr_offsets;
+	__u64 cookies;
+	__u32 cnt;
+	__u32 um_flags;
+	__u32 pid;
+	__u32 pad[17]; /* zero up to 128 bytes: the kernel checks unused bytes */
+};
+
+static int session_attach(struct pt_attach *a, const char *path, uint64_t off)
+{
+	struct pt_link_create_uprobe_multi attr;
+	unsigned long offs[1] = { (unsigned long)off };
+	long fd;
+
+	memset(&attr, 0, sizeof(attr));
+	attr.prog_fd = (__u32)bpf_program__fd(a->skel->progs.pt_py_session);
+	attr.attach_type = PT_BPF_TRACE_UPROBE_SESSION;
+	attr.path = (__u64)(uintptr_t)path;
+	attr.offsets = (__u64)(uintptr_t)offs;
+	attr.cnt = 1;
+	attr.pid = (__u32)a->opts.pid;
+	fd = syscall(__NR_bpf, PT_BPF_LINK_CREATE, &attr, sizeof(attr));
+	if (fd < 0)
+		return -errno;
+	a->session_fd = (int)fd;
+	return 0;
+}
+
+const char *pt_attach__py_probe(const struct pt_attach *a)
+{
+	return a->py_session ? "session" : "pair";
+}
+
 int pt_attach__python(struct pt_attach *a, char *err, size_t errlen)
 {
 	const struct pt_python *py = a->opts.py;
 	uint64_t off = py->evalframe_off + py->site.skip;
 	struct bpf_link *l;
 	int e;
+
+	if (a->py_session) {
+		e = session_attach(a, py->host_path, off);
+		if (e)
+			snprintf(err, errlen,
+				 "cannot attach a uprobe session to _PyEval_EvalFrameDefault in %s "
+				 "at 0x%llx: %s (hint: `set py_session off`)",
+				 py->path, (unsigned long long)off, strerror(-e));
+		return e;
+	}
 
 	l = uprobe(a, a->skel->progs.pt_py_exit, py->host_path, off, 0, true);
 	if (!l || (e = keep_link(a, l)))

@@ -25,6 +25,7 @@ struct pt_attach_opts {
 	/* The target's interpreter when the config has py: probes, else
 	 * NULL: its layout goes into the BPF programs at load. */
 	const struct pt_python *py;
+	bool py_session; /* use a uprobe session when the kernel has them */
 	/* Called for each record; return non-zero to stop draining. */
 	int (*on_rec)(void *ctx, const struct pt_rec *r);
 	void *ctx;
@@ -41,10 +42,13 @@ void pt_attach__free(struct pt_attach *a);
 int pt_attach__func(struct pt_attach *a, const struct pt_func *f, char *err, size_t errlen);
 /* Probe the dynamic linker's r_brk hook (see pt_dlopen in the BPF code). */
 int pt_attach__dl_hook(struct pt_attach *a, const char *path, uint64_t file_off);
-/* Entry and return probe on _PyEval_EvalFrameDefault (py: probes). */
+/* Entry and return probe on _PyEval_EvalFrameDefault (py: probes): one
+ * uprobe session, or a uprobe/uretprobe pair (pt_attach__py_mechanism). */
 int pt_attach__python(struct pt_attach *a, char *err, size_t errlen);
 /* Tell BPF what a code object is (PT_REC_PYCODE answered). 0 or -errno. */
 int pt_attach__py_code(struct pt_attach *a, uint64_t code, const struct pt_py_code *val);
+/* "session" or "pair": how the frame evaluator is probed. */
+const char *pt_attach__py_probe(const struct pt_attach *a);
 /* Number of functions attached. */
 size_t pt_attach__nattached(const struct pt_attach *a);
 

@@ -38,6 +38,7 @@ enum set_key {
 	KEY_POLL_MS,
 	KEY_PROLOGUE_SKIP,
 	KEY_RINGBUF_WAKEUP,
+	KEY_PY_SESSION,
 	NR_KEYS,
 };
 
@@ -47,9 +48,11 @@ static const char *const key_names[NR_KEYS] = {
 	[KEY_POLL_MS] = "poll_ms",
 	[KEY_PROLOGUE_SKIP] = "prologue_skip",
 	[KEY_RINGBUF_WAKEUP] = "ringbuf_wakeup",
+	[KEY_PY_SESSION] = "py_session",
 };
 
-#define KNOWN_KEYS "warmup_steps, ringbuf_mb, poll_ms, prologue_skip, ringbuf_wakeup"
+#define KNOWN_KEYS \
+	"warmup_steps, ringbuf_mb, poll_ms, prologue_skip, ringbuf_wakeup, py_session"
 
 static const char *const keywords[] = { "step", "bucket", "set" };
 
@@ -643,12 +646,15 @@ static int parse_set(struct parser *p)
 		break;
 	case KEY_PROLOGUE_SKIP:
 	case KEY_RINGBUF_WAKEUP:
+	case KEY_PY_SESSION:
 		if (!parse_onoff(v, &b))
 			return perr(p, t[2].col, v, what, "on or off");
 		if (key == KEY_PROLOGUE_SKIP)
 			cfg->prologue_skip = b;
-		else
+		else if (key == KEY_RINGBUF_WAKEUP)
 			cfg->ringbuf_wakeup = b;
+		else
+			cfg->py_session = b;
 		break;
 	}
 	p->key_line[key] = p->line;
@@ -746,6 +752,7 @@ int pt_config__parse(struct pt_config *cfg, FILE *f, const char *path, char *err
 	cfg->poll_ms = 20;
 	cfg->prologue_skip = true;
 	cfg->ringbuf_wakeup = false;
+	cfg->py_session = true;
 	cfg->path = strdup(path);
 	if (!cfg->path) {
 		ret = oom(p);

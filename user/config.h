@@ -63,6 +63,11 @@ struct pt_config {
 	unsigned int poll_ms;      /* poll_ms, default 20, 1..1000: ring drain period */
 	bool prologue_skip;        /* prologue_skip on|off, default on */
 	bool ringbuf_wakeup;       /* ringbuf_wakeup on|off, default off */
+	/* py_session on|off, default on: probe the Python frame evaluator as
+	 * one uprobe session where the kernel has them (6.13+), so frames
+	 * that are not configured skip the return probe; off: always a
+	 * uprobe/uretprobe pair (for benchmarks). */
+	bool py_session;
 };
 
 /* 0, or -EINVAL with a one-line message in err (no trailing newline). */

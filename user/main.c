@@ -527,6 +527,7 @@ static int write_outputs(struct run *r)
 		pyrep.version = r->py.version;
 		pyrep.path = pt_target__view(r->tgt.root, r->py.path);
 		pyrep.mechanism = "evalframe";
+		pyrep.probe = r->att ? pt_attach__py_probe(r->att) : NULL;
 		pyrep.perf_trampoline = r->tramp_checks && r->tramp_on == r->tramp_checks;
 		pyrep.timing = exact ? "exact" : "c-entry-only";
 		if (r->py.L.evalframe_all_calls)
@@ -873,6 +874,7 @@ int main(int argc, char **argv)
 	aopts.on_rec = on_rec;
 	aopts.ctx = &r;
 	aopts.py = r.want_py ? &r.py : NULL;
+	aopts.py_session = r.cfg.py_session;
 	e = pt_attach__open(&r.att, &aopts, err, sizeof(err));
 	if (e) {
 		fprintf(stderr, "proftrace: %s\n", err);

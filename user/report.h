@@ -22,6 +22,7 @@ struct pt_report_python {
 	const char *version;   /* "3.11.7" */
 	const char *path;      /* as the target sees it */
 	const char *mechanism; /* "evalframe" */
+	const char *probe;     /* "session" (one uprobe session) | "pair" (uprobe + uretprobe) */
 	bool perf_trampoline;  /* seen active at every check */
 	const char *timing;    /* "exact" | "c-entry-only": every py: row's */
 	const char *why;       /* one sentence: why that timing */

@@ -151,6 +151,7 @@ static void build_meta(struct jb *b, cJSON *root, const struct pt_report_meta *m
 	jb_str(b, o, "version", m->python->version);
 	jb_str(b, o, "path", m->python->path);
 	jb_str(b, o, "mechanism", m->python->mechanism);
+	jb_str(b, o, "probe", m->python->probe);
 	jb_bool(b, o, "perf_trampoline", m->python->perf_trampoline);
 	jb_str(b, o, "timing", m->python->timing);
 	jb_str(b, o, "why", m->python->why);

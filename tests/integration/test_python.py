@@ -48,11 +48,11 @@ def pyenv_python(minor):
     return hits[-1]
 
 
-def run(python, env_extra=None, steps=N, args=()):
+def run(python, env_extra=None, steps=N, args=(), conf_extra=""):
     env = dict(os.environ)
     env.pop("PYTHONPERFSUPPORT", None)
     env.update(env_extra or {})
-    return profile(CONF, victim_args=["--steps", steps, "--lazy"] + list(args),
+    return profile(CONF + conf_extra, victim_args=["--steps", steps, "--lazy"] + list(args),
                    victim_name=[python, VICTIM], victim_env=env)
 
 
@@ -114,10 +114,16 @@ def check_partial(s, t, steps, why):
     eq(func(s, "getppid")["calls"], steps, "getppid calls")
 
 
-def _exact(minor, env=None):
-    s, t, _ = run(pyenv_python(minor), env)
+def _exact(minor, env=None, conf_extra=""):
+    s, t, _ = run(pyenv_python(minor), env, conf_extra=conf_extra)
     check_exact(s, t, N)
     return s
+
+
+def test_py310_uprobe_pair_exact():
+    """The frame probe as a uprobe/uretprobe pair (kernels before 6.13)."""
+    s = _exact(10, conf_extra="set py_session off\n")
+    eq(s["meta"]["python"]["probe"], "pair", "meta.python.probe")
 
 
 def test_py38_exact():
@@ -130,6 +136,8 @@ def test_py39_exact():
 
 def test_py310_exact():
     s = _exact(10)
+    # this machine's kernel (6.18) has uprobe sessions
+    eq(s["meta"]["python"]["probe"], "session", "meta.python.probe")
     assert s["meta"]["python"]["version"].startswith("3.10."), s["meta"]["python"]
 
 

@@ -251,6 +251,7 @@ static void test_every_set_key(void **state)
 				   "set poll_ms 1000\n"
 				   "set prologue_skip off\n"
 				   "set ringbuf_wakeup on\n"
+				   "set py_session off\n"
 				   "step native:exe:f\n";
 	struct pt_config cfg;
 
@@ -260,6 +261,7 @@ static void test_every_set_key(void **state)
 	assert_int_equal(cfg.poll_ms, 1000);
 	assert_false(cfg.prologue_skip);
 	assert_true(cfg.ringbuf_wakeup);
+	assert_false(cfg.py_session);
 	pt_config__free(&cfg);
 
 	parse_ok(&cfg, "set ringbuf_mb 1\nset poll_ms 1\nset prologue_skip on\n"
@@ -268,6 +270,7 @@ static void test_every_set_key(void **state)
 	assert_int_equal(cfg.poll_ms, 1);
 	assert_true(cfg.prologue_skip);
 	assert_false(cfg.ringbuf_wakeup);
+	assert_true(cfg.py_session); /* default */
 	assert_int_equal(cfg.warmup_steps, 0);
 	pt_config__free(&cfg);
 
@@ -519,21 +522,21 @@ static void test_err_set(void **state)
 	assert_parse_error("step native:exe:f\nset warmup_step 10\n",
 			   "t.conf:2:5: error: unknown key 'warmup_step' (hint: did you mean "
 			   "warmup_steps? known keys: warmup_steps, ringbuf_mb, poll_ms, "
-			   "prologue_skip, ringbuf_wakeup)");
+			   "prologue_skip, ringbuf_wakeup, py_session)");
 	assert_parse_error("set POLL_MS 10\n",
 			   "t.conf:1:5: error: unknown key 'POLL_MS' (hint: did you mean "
 			   "poll_ms? known keys: warmup_steps, ringbuf_mb, poll_ms, "
-			   "prologue_skip, ringbuf_wakeup)");
+			   "prologue_skip, ringbuf_wakeup, py_session)");
 	assert_parse_error("set verbosity 3\n",
 			   "t.conf:1:5: error: unknown key 'verbosity' (hint: known keys: "
-			   "warmup_steps, ringbuf_mb, poll_ms, prologue_skip, ringbuf_wakeup)");
+			   "warmup_steps, ringbuf_mb, poll_ms, prologue_skip, ringbuf_wakeup, py_session)");
 	assert_parse_error("set poll_ms 10\nstep native:exe:f\nset poll_ms 10\n",
 			   "t.conf:3:5: error: key set twice 'poll_ms' "
 			   "(hint: first set at line 1; keep one)");
 	assert_parse_error("set\n",
 			   "t.conf:1:1: error: set has no key 'set' (hint: set <key> <value>; "
 			   "keys: warmup_steps, ringbuf_mb, poll_ms, prologue_skip, "
-			   "ringbuf_wakeup)");
+			   "ringbuf_wakeup, py_session)");
 	assert_parse_error("set poll_ms\n",
 			   "t.conf:1:5: error: missing value for key 'poll_ms' "
 			   "(hint: set poll_ms <value>)");
@@ -690,7 +693,7 @@ static void test_load_fixture_errors(void **state)
 			 -EINVAL);
 	assert_string_equal(err, FIXTURES "bad_key.conf:4:6: error: unknown key 'ringbuf_MB' "
 					  "(hint: did you mean ringbuf_mb? known keys: warmup_steps, "
-					  "ringbuf_mb, poll_ms, prologue_skip, ringbuf_wakeup)");
+					  "ringbuf_mb, poll_ms, prologue_skip, ringbuf_wakeup, py_session)");
 	assert_true(all_zero(&cfg, sizeof(cfg)));
 
 	assert_int_equal(pt_config__load(&cfg, FIXTURES "bad_py.conf", err, sizeof(err)),
