@@ -26,6 +26,10 @@ Options:
                     that moment (importlib.import_module), not before, so its
                     code objects are created after proftrace attached
   --spin-scale F    multiply every spin duration by F (default 1.0)
+  --churn           after each step, compile, run and drop a fresh function
+                    from source "churn.py": churn_target on even steps,
+                    churn_other on odd ones (5 us each), so code object
+                    addresses are freed and reused
 
 Workload per step (Engine.step; spins in microseconds at scale 1):
   Scheduler.schedule        200
@@ -108,7 +112,18 @@ FUNCTIONS = [
     "getppid",
     "lazy_work",
     "LazyHelper.help",
+    "churn_target",
+    "churn_other",
 ]
+
+# --churn: code objects compiled, run once and freed every step, so their
+# addresses get reused by the next one; only churn_target is configured.
+# Both names stay interned (referenced here), as a live program's would.
+_CHURN_NAMES = ("churn_target", "churn_other")
+_CHURN_SRC = ("def %s():\n"
+              "    t0 = now()\n"
+              "    spin_us(5)\n"
+              "    inside(%r, t0)\n")
 
 
 def spin(ns):
@@ -349,7 +364,18 @@ def engine_idle():
     inside("engine_idle", t0)
 
 
-def run_engine(n, lazy=False, per_step=None):
+def churn(i):
+    """Compile, run and drop a fresh function (file "churn.py")."""
+    name = _CHURN_NAMES[i % 2]
+    ns = {"now": now, "spin_us": spin_us, "inside": inside}
+    exec(compile(_CHURN_SRC % (name, name), "churn.py", "exec"), ns)
+    fn = ns[name]
+    t = now()
+    fn()
+    outer(name, t)
+
+
+def run_engine(n, lazy=False, per_step=None, churn_each=False):
     """The engine loop: n steps, engine_idle between them. per_step: a pair
     of lists to append each step's inside and outer time to."""
     engine = Engine(n, lazy)
@@ -364,6 +390,8 @@ def run_engine(n, lazy=False, per_step=None):
         t = now()
         engine_idle()
         outer("engine_idle", t)
+        if churn_each:
+            churn(i)
 
 
 # --- main ---------------------------------------------------------------------
@@ -371,7 +399,7 @@ def run_engine(n, lazy=False, per_step=None):
 
 def usage():
     sys.stderr.write("usage: %s [--truth FILE] [--steps N] [--threads K] [--lazy] "
-                     "[--spin-scale F]\n" % sys.argv[0])
+                     "[--spin-scale F] [--churn]\n" % sys.argv[0])
     return 2
 
 
@@ -379,6 +407,7 @@ def main(argv):
     global _ns_per_us
     truth_path = None
     steps, nthreads, lazy, scale = 100, 1, False, 1.0
+    churn_each = False
     i = 0
     try:
         while i < len(argv):
@@ -397,6 +426,8 @@ def main(argv):
                 i += 1
             elif a == "--lazy":
                 lazy = True
+            elif a == "--churn":
+                churn_each = True
             else:
                 return usage()
             i += 1
@@ -420,10 +451,11 @@ def main(argv):
 
     inner0, outer0 = [], []
     if nthreads == 1:
-        run_engine(steps, lazy, (inner0, outer0))
+        run_engine(steps, lazy, (inner0, outer0), churn_each)
     else:
         threads = [threading.Thread(target=run_engine, name="engine-%d" % k,
-                                    args=(steps, lazy, (inner0, outer0) if k == 0 else None))
+                                    args=(steps, lazy, (inner0, outer0) if k == 0 else None,
+                                          churn_each))
                    for k in range(nthreads)]
         for th in threads:
             th.start()
