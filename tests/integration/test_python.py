@@ -15,7 +15,9 @@ import glob
 import os
 import subprocess
 
-from harness import ROOT, Skip, bucket, eq, func, profile, within
+import tempfile
+
+from harness import PROFTRACE, ROOT, Skip, bucket, eq, func, profile, within
 
 PYENV = os.environ.get("PYENV_ROOT") or os.path.expanduser("~/.pyenv")
 VICTIM = os.path.join(ROOT, "tests", "victims", "pyengine.py")
@@ -212,14 +214,14 @@ def test_wildcards_lazy_import_threads():
 def test_unsupported_and_missing_interpreter():
     """Clear one-line errors, exit code 2."""
     old = sorted(glob.glob(os.path.join(PYENV, "versions", "3.7.*", "bin", "python3")))
-    conf = os.path.join(ROOT, ".output", "py-only.conf")
+    conf = os.path.join(tempfile.mkdtemp(prefix="pt-it-"), "py-only.conf")
     with open(conf, "w") as f:
         f.write("step py:pyengine.Engine.step\n")
     if old:
         p = subprocess.Popen([old[-1], "-c", "import time; time.sleep(10)"])
         try:
-            r = subprocess.run([os.path.join(ROOT, "proftrace"), "-p", str(p.pid), "--targets",
-                                conf, "--dry-run"], capture_output=True, timeout=30)
+            r = subprocess.run([PROFTRACE, "-p", str(p.pid), "--targets", conf, "--dry-run"],
+                               capture_output=True, timeout=30)
         finally:
             p.kill()
             p.wait()
@@ -229,8 +231,8 @@ def test_unsupported_and_missing_interpreter():
         eq(len(err.strip().splitlines()), 1, "one line")
     p = subprocess.Popen(["sleep", "10"])
     try:
-        r = subprocess.run([os.path.join(ROOT, "proftrace"), "-p", str(p.pid), "--targets", conf,
-                            "--dry-run"], capture_output=True, timeout=30)
+        r = subprocess.run([PROFTRACE, "-p", str(p.pid), "--targets", conf, "--dry-run"],
+                           capture_output=True, timeout=30)
     finally:
         p.kill()
         p.wait()
