@@ -144,7 +144,7 @@ $(OUTPUT)/bench/%: bench/%.c | $(OUTPUT)/bench
 # Runs over a copy of the seeds, so tests/fuzz/corpus/ only changes by hand;
 # failing inputs land in $(OUTPUT)/fuzz/<name>-{crash,leak,timeout,oom}-*.
 FUZZ_SECONDS ?= 20
-FUZZ_NAMES := maps elf config
+FUZZ_NAMES := maps elf config pycode
 FUZZ_BINS := $(patsubst %,$(OUTPUT)/fuzz/fuzz_%,$(FUZZ_NAMES))
 FUZZ_CFLAGS := -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
 	       -std=gnu11 -D_GNU_SOURCE -Iuser -Ibpf
@@ -163,6 +163,9 @@ $(OUTPUT)/fuzz/fuzz_elf: tests/fuzz/fuzz_elf.c user/elfsyms.c user/elfsyms.h | $
 $(OUTPUT)/fuzz/fuzz_config: tests/fuzz/fuzz_config.c user/config.c user/config.h | $(OUTPUT)/fuzz
 	$(call msg,FUZZ-CC,$@)
 	$(Q)$(CLANG) $(FUZZ_CFLAGS) tests/fuzz/fuzz_config.c user/config.c -o $@
+$(OUTPUT)/fuzz/fuzz_pycode: tests/fuzz/fuzz_pycode.c user/pycode.c user/pylayout.c user/pycode.h user/pylayout.h | $(OUTPUT)/fuzz
+	$(call msg,FUZZ-CC,$@)
+	$(Q)$(CLANG) $(FUZZ_CFLAGS) tests/fuzz/fuzz_pycode.c user/pycode.c user/pylayout.c -o $@
 
 # One line per harness; non-zero exit when any harness crashed, hung,
 # leaked or tripped a sanitizer.

@@ -488,6 +488,7 @@ static void put_attached(FILE *f, const cJSON *fn)
 static void put_functions(FILE *f, const cJSON *doc)
 {
 	const cJSON *arr = jarr(doc, "functions"), *fn;
+	bool any_py = false;
 
 	fputs("## Functions\n\n", f);
 	if (!arr) {
@@ -523,18 +524,23 @@ static void put_functions(FILE *f, const cJSON *doc)
 		CELL(f);
 		put_cells(f, fn, cols, NCELLS(cols));
 		CELL(f);
-		if (jstr(fn, "kind") && !strcmp(jstr(fn, "kind"), "python"))
+		if (jstr(fn, "kind") && !strcmp(jstr(fn, "kind"), "python")) {
 			fputs("python frame", f); /* the interpreter's, shared by all */
-		else
+			any_py = true;
+		} else
 			put_probe_site(f, fn);
 		CELL(f);
 		put_attached(f, fn);
 		fputs(" |\n", f);
 	}
 	fputs("\nFunctions count every completed call while attached, warmup and time outside "
-	      "steps included. A Python generator or coroutine counts one call per activation "
-	      "(each resume until it yields, awaits or returns).\n\n",
+	      "steps included.",
 	      f);
+	if (any_py)
+		fputs(" A Python generator or coroutine counts one call per activation (each "
+		      "resume until it yields, awaits or returns).",
+		      f);
+	fputs("\n\n", f);
 }
 
 static void put_health(FILE *f, const cJSON *doc)
