@@ -170,6 +170,46 @@ static void test_full_functions(void **state)
 	 * and '*' must not start emphasis. */
 	assert_line(md, "| `native:libcuda.so*:cuLaunch\\|Kernel` | – | 0 | 0.000 | – | – | – | – "
 			"| – | – | no: no mapped object matches libcuda.so\\* |");
+	assert_no_substr(md, "activation"); /* no Python rows */
+	free(md);
+	cJSON_Delete(doc);
+}
+
+/* Python rows: file:line, the shared frame probe, a non-exact timing is
+ * said in the row and the header says why and what to do. */
+static void test_python_rows(void **state)
+{
+	cJSON *doc = load_fixture("full.json");
+	cJSON *meta = cJSON_GetObjectItemCaseSensitive(doc, "meta");
+	cJSON *fn = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(doc, "functions"), 0);
+	cJSON *py = cJSON_CreateObject();
+	char *md;
+
+	cJSON_AddStringToObject(py, "version", "3.12.1");
+	cJSON_AddStringToObject(py, "path", "/usr/lib/libpython3.12.so.1.0");
+	cJSON_AddStringToObject(py, "mechanism", "evalframe");
+	cJSON_AddFalseToObject(py, "perf_trampoline");
+	cJSON_AddStringToObject(py, "timing", "c-entry-only");
+	cJSON_AddStringToObject(py, "why", "the perf trampoline was not active");
+	cJSON_AddStringToObject(py, "advice", "restart with PYTHONPERFSUPPORT=1");
+	cJSON_AddNumberToObject(py, "qualname_from_co_name", 2);
+	cJSON_AddStringToObject(py, "qualname_source_missing", "gen.py");
+	cJSON_AddItemToObject(meta, "python", py);
+	cJSON_AddStringToObject(fn, "kind", "python");
+	cJSON_ReplaceItemInObject(fn, "object", cJSON_CreateString("/srv/engine.py"));
+	cJSON_ReplaceItemInObject(fn, "symbol", cJSON_CreateString("Engine.step"));
+	cJSON_AddNumberToObject(fn, "line", 42);
+	cJSON_AddStringToObject(fn, "timing", "c-entry-only");
+	md = render(doc);
+	assert_line(md, "Python 3.12.1 (`/usr/lib/libpython3.12.so.1.0`) · mechanism evalframe · "
+			"perf trampoline off · timing **c-entry-only**: the perf trampoline was "
+			"not active. To fix: restart with PYTHONPERFSUPPORT=1.");
+	assert_line(md, "> **Warning:** the source of 2 code objects could not be read (first: "
+			"`gen.py`), so their class is unknown and only "
+			"`py:<module>::<function>` probes can match them.");
+	assert_line(md, "| `Engine.step` *(c-entry-only)* | `engine.py`:42 | 3 | 15.001 | 5.000 | "
+			"5.000 | 10.000 | 10.000 | 10.000 | python frame | yes +0.01s |");
+	assert_non_null(strstr(md, "one call per activation"));
 	free(md);
 	cJSON_Delete(doc);
 }
@@ -324,6 +364,7 @@ int main(void)
 		cmocka_unit_test(test_full_buckets),
 		cmocka_unit_test(test_share_note_only_above_100),
 		cmocka_unit_test(test_full_functions),
+		cmocka_unit_test(test_python_rows),
 		cmocka_unit_test(test_full_health),
 		cmocka_unit_test(test_no_dropped_no_warning),
 		cmocka_unit_test(test_zero_steps),
