@@ -10,11 +10,19 @@
 #define ST_COMPACT(s) (((s) >> 5) & 1u)
 #define ST_ASCII(s) (((s) >> 6) & 1u)
 
-static int rd(const struct pt_tmem *m, uint64_t addr, void *buf, size_t len)
+/* len bytes at base + off; the addresses come from the target: no wrap */
+static int rd(const struct pt_tmem *m, uint64_t base, uint64_t off, void *buf, size_t len)
 {
-	if (!addr || addr + len < addr)
+	uint64_t addr = base + off;
+
+	if (!base || addr < base || addr + len < addr)
 		return -EFAULT;
 	return m->read(m->ctx, addr, buf, len);
+}
+
+static size_t utf8_len(uint32_t c)
+{
+	return c < 0x80 ? 1 : c < 0x800 ? 2 : c < 0x10000 ? 3 : 4;
 }
 
 static size_t put_utf8(char *o, uint32_t c)
@@ -53,9 +61,9 @@ int pt_pystr__read(const struct pt_tmem *m, const struct pt_py_layout *L,
 	if (!outlen)
 		return -ENAMETOOLONG;
 	out[0] = 0;
-	if ((e = rd(m, addr + L->ob_type, &type, sizeof(type))) ||
-	    (e = rd(m, addr + L->str_length, &length, sizeof(length))) ||
-	    (e = rd(m, addr + L->str_state, &state, sizeof(state))))
+	if ((e = rd(m, addr, L->ob_type, &type, sizeof(type))) ||
+	    (e = rd(m, addr, L->str_length, &length, sizeof(length))) ||
+	    (e = rd(m, addr, L->str_state, &state, sizeof(state))))
 		return e;
 	if (type != t->unicode_type || !ST_COMPACT(state))
 		return -EINVAL;
@@ -64,7 +72,7 @@ int pt_pystr__read(const struct pt_tmem *m, const struct pt_py_layout *L,
 	if (ST_ASCII(state)) {
 		if (length + 1 > outlen)
 			return -ENAMETOOLONG;
-		if (length && (e = rd(m, addr + L->ascii_size, out, length)))
+		if (length && (e = rd(m, addr, L->ascii_size, out, length)))
 			return e;
 		out[length] = 0;
 		/* ASCII by its own flag: a NUL or high byte means garbage */
@@ -76,7 +84,7 @@ int pt_pystr__read(const struct pt_tmem *m, const struct pt_py_layout *L,
 	kind = ST_KIND(state);
 	if (kind != 1 && kind != 2 && kind != 4)
 		return -EINVAL;
-	if (length && (e = rd(m, addr + L->compact_size, raw, length * kind)))
+	if (length && (e = rd(m, addr, L->compact_size, raw, length * kind)))
 		return e;
 	for (size_t i = 0; i < length; i++) {
 		uint32_t c;
@@ -89,7 +97,7 @@ int pt_pystr__read(const struct pt_tmem *m, const struct pt_py_layout *L,
 			memcpy(&c, raw + 4 * i, 4);
 		if (!c || c > 0x10ffff)
 			return -EINVAL;
-		if (o + 5 > outlen)
+		if (o + utf8_len(c) + 1 > outlen)
 			return -ENAMETOOLONG;
 		o += put_utf8(out + o, c);
 	}
@@ -105,15 +113,15 @@ int pt_pycode__read(const struct pt_tmem *m, const struct pt_py_layout *L,
 
 	memset(out, 0, offsetof(struct pt_pycode, filename));
 	out->filename[0] = out->name[0] = out->qualname[0] = 0;
-	if ((e = rd(m, addr + L->ob_type, &type, sizeof(type))))
+	if ((e = rd(m, addr, L->ob_type, &type, sizeof(type))))
 		return e;
 	if (type != t->code_type)
 		return -EINVAL;
-	if ((e = rd(m, addr + L->code_filename, &out->filename_obj, 8)) ||
-	    (e = rd(m, addr + L->code_name, &out->name_obj, 8)) ||
-	    (e = rd(m, addr + L->code_firstlineno, &out->firstlineno, 4)) ||
-	    (e = rd(m, addr + L->code_flags, &out->flags, 4)) ||
-	    (L->code_qualname && (e = rd(m, addr + L->code_qualname, &qual, 8))))
+	if ((e = rd(m, addr, L->code_filename, &out->filename_obj, 8)) ||
+	    (e = rd(m, addr, L->code_name, &out->name_obj, 8)) ||
+	    (e = rd(m, addr, L->code_firstlineno, &out->firstlineno, 4)) ||
+	    (e = rd(m, addr, L->code_flags, &out->flags, 4)) ||
+	    (L->code_qualname && (e = rd(m, addr, L->code_qualname, &qual, 8))))
 		return e;
 	if ((e = pt_pystr__read(m, L, t, out->filename_obj, out->filename, sizeof(out->filename))) ||
 	    (e = pt_pystr__read(m, L, t, out->name_obj, out->name, sizeof(out->name))))

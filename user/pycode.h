@@ -25,11 +25,11 @@ struct pt_pytypes {
 	uint64_t unicode_type; /* &PyUnicode_Type */
 };
 
-#define PT_PYSTR_MAX 4096
+#define PT_PYSTR_MAX 4096 /* longest string read, in code points */
 
 /* co_flags of a function's code (not a module or class body) */
 #define PT_CO_OPTIMIZED 0x1
-#define PT_CO_NEWLOCALS 0x2 /* longest string read, in code points */
+#define PT_CO_NEWLOCALS 0x2
 
 struct pt_pycode {
 	uint64_t filename_obj; /* the fingerprint BPF checks: co_filename and */

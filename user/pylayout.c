@@ -68,6 +68,12 @@ enum {
 	DO_NWORDS = 73,
 };
 
+/* [off, off + width) inside a struct of size bytes */
+static bool fits(uint64_t off, uint64_t width, uint64_t size)
+{
+	return width <= size && off <= size - width;
+}
+
 int pt_py_layout__from_debug_offsets(struct pt_py_layout *L, const void *buf, size_t len,
 				     uint32_t *hexversion, char *err, size_t errlen)
 {
@@ -93,15 +99,18 @@ int pt_py_layout__from_debug_offsets(struct pt_py_layout *L, const void *buf, si
 		snprintf(err, errlen, "free-threaded (no-GIL) builds are not supported");
 		return -EINVAL;
 	}
-	/* Each offset must leave room for what is read there. */
-	if (w[DO_RUNTIME_INTERP_HEAD] + 8 > w[DO_RUNTIME_SIZE] ||
-	    w[DO_FRAME_EXECUTABLE] + 8 > w[DO_FRAME_SIZE] ||
-	    w[DO_FRAME_INSTR_PTR] + 8 > w[DO_FRAME_SIZE] || w[DO_CODE_ADAPTIVE] > w[DO_CODE_SIZE] ||
-	    w[DO_CODE_FILENAME] + 8 > w[DO_CODE_SIZE] || w[DO_CODE_NAME] != w[DO_CODE_FILENAME] + 8 ||
-	    w[DO_CODE_QUALNAME] + 8 > w[DO_CODE_SIZE] || w[DO_CODE_FIRSTLINENO] + 4 > w[DO_CODE_SIZE] ||
-	    w[DO_PYOBJECT_OB_TYPE] != 8 || w[DO_UNICODE_STATE] > 64 || w[DO_UNICODE_LENGTH] > 64 ||
-	    w[DO_UNICODE_ASCII_SIZE] > 64 || w[DO_RUNTIME_SIZE] > (1u << 24) ||
-	    w[DO_CODE_SIZE] > 4096 || w[DO_FRAME_SIZE] > 4096) {
+	/* Each offset must leave room for what is read there (compared
+	 * without overflow: the words come from the target). */
+	if (w[DO_RUNTIME_SIZE] > (1u << 24) || w[DO_CODE_SIZE] > 4096 || w[DO_FRAME_SIZE] > 4096 ||
+	    !fits(w[DO_RUNTIME_INTERP_HEAD], 8, w[DO_RUNTIME_SIZE]) ||
+	    !fits(w[DO_FRAME_EXECUTABLE], 8, w[DO_FRAME_SIZE]) ||
+	    !fits(w[DO_FRAME_INSTR_PTR], 8, w[DO_FRAME_SIZE]) ||
+	    !fits(w[DO_CODE_FILENAME], 16, w[DO_CODE_SIZE]) ||
+	    w[DO_CODE_NAME] != w[DO_CODE_FILENAME] + 8 ||
+	    !fits(w[DO_CODE_QUALNAME], 8, w[DO_CODE_SIZE]) ||
+	    !fits(w[DO_CODE_FIRSTLINENO], 4, w[DO_CODE_SIZE]) ||
+	    !fits(w[DO_CODE_ADAPTIVE], 0, w[DO_CODE_SIZE]) || w[DO_PYOBJECT_OB_TYPE] != 8 ||
+	    w[DO_UNICODE_STATE] > 64 || w[DO_UNICODE_LENGTH] > 64 || w[DO_UNICODE_ASCII_SIZE] > 64) {
 		snprintf(err, errlen, "_Py_DebugOffsets holds implausible offsets");
 		return -EINVAL;
 	}
