@@ -6,8 +6,9 @@
  *   py:a.b.c.Class.method   co_filename ends in a/b/c.py or a/b/c/__init__.py
  *                           (at a '/' or the start), and the qualname is
  *                           <Class>.<method>: everything before its last
- *                           dot matches the class glob (so "Outer.Inner"
- *                           for a nested class), the last part the method
+ *                           dot matches the class glob ("Outer.Inner" for
+ *                           a nested class: py:a.b.c.*Inner.m), the last
+ *                           part the method
  *   py:a.b.c::func          same file, a module-level function: the
  *                           qualname has no dot
  *
