@@ -69,7 +69,7 @@ struct {
  * evicted by a flood of code objects is only announced again. */
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, 65536); /* resized by user space */
+	__uint(max_entries, 65536); /* inserts that fail: counters.py_map_full */
 	__type(key, __u64);
 	__type(value, struct pt_py_code);
 } py_codes SEC(".maps");

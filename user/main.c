@@ -73,7 +73,6 @@ struct run {
 	struct pt_pyprobe *pp;
 	char proc_root[64], proc_cwd[64];
 	int tramp_checks, tramp_on; /* perf trampoline: checks made, seen active */
-	uint64_t py_pending_dropped; /* pending calls of code that was not ours */
 };
 
 static int verbose;
@@ -165,10 +164,8 @@ static int on_rec(void *ctx, const struct pt_rec *rec)
 		 * PYCODE record came first, so the answer is known now. */
 		copy = *rec;
 		copy.fid = r->pp ? pt_pyprobe__fid(r->pp, rec->code) : PT_FID_PY_NONE;
-		if (copy.fid == PT_FID_PY_NONE) {
-			r->py_pending_dropped++;
-			return 0;
-		}
+		if (copy.fid == PT_FID_PY_NONE)
+			return 0; /* not ours after all: nothing to count */
 		rec = &copy;
 	}
 	pt_agg__record(r->agg, rec);
