@@ -242,6 +242,27 @@ static bool entered_nearby(const struct pt_elf *e, size_t idx, unsigned int skip
 	return hit;
 }
 
+/* A zeroed slot at the end of the table, fid set; not counted until
+ * the caller bumps nfuncs. NULL when out of memory. */
+static struct pt_func *new_func(struct pt_resolver *r)
+{
+	struct pt_func *f;
+
+	if (r->nfuncs == r->cap) {
+		size_t cap = r->cap ? r->cap * 2 : 16;
+		struct pt_func *v = realloc(r->funcs, cap * sizeof(*v));
+
+		if (!v)
+			return NULL;
+		r->funcs = v;
+		r->cap = cap;
+	}
+	f = &r->funcs[r->nfuncs];
+	memset(f, 0, sizeof(*f));
+	f->fid = (int)r->nfuncs;
+	return f;
+}
+
 static int add_func(struct pt_resolver *r, struct pt_obj *o, size_t symidx, size_t spec)
 {
 	const struct pt_probe_spec *s = &r->cfg->probes[spec];
@@ -261,18 +282,9 @@ static int add_func(struct pt_resolver *r, struct pt_obj *o, size_t symidx, size
 		f->bucket_mask |= s->bucket_mask;
 		return 0;
 	}
-	if (r->nfuncs == r->cap) {
-		size_t cap = r->cap ? r->cap * 2 : 16;
-		struct pt_func *v = realloc(r->funcs, cap * sizeof(*v));
-
-		if (!v)
-			return -ENOMEM;
-		r->funcs = v;
-		r->cap = cap;
-	}
-	f = &r->funcs[r->nfuncs];
-	memset(f, 0, sizeof(*f));
-	f->fid = (int)r->nfuncs;
+	f = new_func(r);
+	if (!f)
+		return -ENOMEM;
 	f->spec = (int)spec;
 	f->is_step = s->is_step;
 	f->bucket_mask = s->bucket_mask;
@@ -412,24 +424,6 @@ oom:
 	return -ENOMEM;
 }
 
-static struct pt_func *new_func(struct pt_resolver *r)
-{
-	struct pt_func *f;
-
-	if (r->nfuncs == r->cap) {
-		size_t cap = r->cap ? r->cap * 2 : 16;
-		struct pt_func *v = realloc(r->funcs, cap * sizeof(*v));
-
-		if (!v)
-			return NULL;
-		r->funcs = v;
-		r->cap = cap;
-	}
-	f = &r->funcs[r->nfuncs];
-	memset(f, 0, sizeof(*f));
-	f->fid = (int)r->nfuncs;
-	return f;
-}
 
 int pt_resolver__add_py(struct pt_resolver *r, const size_t *specs, size_t nspecs,
 			const char *filename, const char *qualname, unsigned int line)
