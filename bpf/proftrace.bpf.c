@@ -152,44 +152,60 @@ int BPF_KPROBE(pt_entry)
 	return 0;
 }
 
+/*
+ * The call entered with %rsp == sp is returning (after `ret`, %rsp is 8
+ * above the entry %rsp). Frames entered deeper (lower %rsp) whose returns
+ * never came were skipped by longjmp or unwinding: the kernel discarded
+ * their return probes, so pop them. Returns the top frame when it is that
+ * call, NULL when the call is not tracked.
+ */
+static __always_inline struct pt_frame *pop_to(struct pt_stack *st, __u64 sp)
+{
+	struct pt_frame *fr;
+	__u32 d;
+
+	for (int i = 0; i < PT_MAX_DEPTH; i++) {
+		d = st->depth;
+		if (d == 0 || d > PT_MAX_DEPTH)
+			return NULL;
+		fr = &st->f[(d - 1) & (PT_MAX_DEPTH - 1)];
+		if (fr->sp >= sp)
+			return fr->sp == sp ? fr : NULL;
+		st->depth = d - 1;
+		__sync_fetch_and_add(&counters.unwound, 1);
+	}
+	return NULL;
+}
+
+/* Close the top frame fr (from pop_to) with its EXIT record. */
+static __always_inline void close_top(struct pt_stack *st, struct pt_frame *fr, __u64 id,
+				      __u64 now)
+{
+	__u32 d = st->depth - 1;
+
+	st->depth = d;
+	emit(PT_REC_EXIT, fr->fid, id, fr->t_entry, now, d, fr->flags & PT_RECF_ENTRY_LOST, fr->code);
+}
+
 SEC("uretprobe")
 int BPF_KRETPROBE(pt_exit)
 {
 	__u64 id = bpf_get_current_pid_tgid();
 	struct pt_stack *st;
 	struct pt_frame *fr;
-	__u64 now, sp;
-	__u32 d, fid;
-	int i;
+	__u64 now;
 
 	if ((id >> 32) != targ_tgid)
 		return 0;
 	now = bpf_ktime_get_ns();
 	st = bpf_task_storage_get(&stacks, bpf_get_current_task_btf(), 0, 0);
-	if (!st)
-		goto orphan;
-	fid = bpf_get_attach_cookie(ctx) & PT_COOKIE_FID_MASK;
-	/* After `ret`, %rsp is 8 above the entry %rsp. Frames entered deeper
-	 * (lower %rsp) whose returns never came were skipped by longjmp or
-	 * unwinding: the kernel discarded their return probes, so pop them. */
-	sp = PT_REGS_SP(ctx) - 8;
-	for (i = 0; i < PT_MAX_DEPTH; i++) {
-		d = st->depth;
-		if (d == 0 || d > PT_MAX_DEPTH)
-			goto orphan;
-		fr = &st->f[(d - 1) & (PT_MAX_DEPTH - 1)];
-		if (fr->sp >= sp)
-			break;
-		st->depth = d - 1;
-		__sync_fetch_and_add(&counters.unwound, 1);
+	fr = st ? pop_to(st, PT_REGS_SP(ctx) - 8) : NULL;
+	/* NULL or another function: an untracked (too deep) call returning */
+	if (!fr || fr->fid != (bpf_get_attach_cookie(ctx) & PT_COOKIE_FID_MASK)) {
+		__sync_fetch_and_add(&counters.orphan_returns, 1);
+		return 0;
 	}
-	if (i == PT_MAX_DEPTH || fr->sp != sp || fr->fid != fid)
-		goto orphan; /* an untracked (too deep) call returning */
-	st->depth = d - 1;
-	emit(PT_REC_EXIT, fid, id, fr->t_entry, now, d - 1, fr->flags & PT_RECF_ENTRY_LOST, 0);
-	return 0;
-orphan:
-	__sync_fetch_and_add(&counters.orphan_returns, 1);
+	close_top(st, fr, id, now);
 	return 0;
 }
 
@@ -262,9 +278,7 @@ static __always_inline void py_leave(struct pt_regs *ctx)
 	__u64 id = bpf_get_current_pid_tgid();
 	struct pt_stack *st;
 	struct pt_frame *fr;
-	__u64 now, sp;
-	__u32 d;
-	int i;
+	__u64 now;
 
 	if ((id >> 32) != targ_tgid)
 		return;
@@ -272,22 +286,9 @@ static __always_inline void py_leave(struct pt_regs *ctx)
 	if (!st)
 		return;
 	now = bpf_ktime_get_ns();
-	sp = PT_REGS_SP(ctx) - 8;
-	for (i = 0; i < PT_MAX_DEPTH; i++) {
-		d = st->depth;
-		if (d == 0 || d > PT_MAX_DEPTH)
-			return;
-		fr = &st->f[(d - 1) & (PT_MAX_DEPTH - 1)];
-		if (fr->sp >= sp)
-			break;
-		st->depth = d - 1;
-		__sync_fetch_and_add(&counters.unwound, 1);
-	}
-	if (i == PT_MAX_DEPTH || fr->sp != sp || !(fr->flags & PT_FRAME_PY))
-		return; /* a frame we do not track */
-	st->depth = d - 1;
-	emit(PT_REC_EXIT, fr->fid, id, fr->t_entry, now, d - 1, fr->flags & PT_RECF_ENTRY_LOST,
-	     fr->code);
+	fr = pop_to(st, PT_REGS_SP(ctx) - 8);
+	if (fr && (fr->flags & PT_FRAME_PY))
+		close_top(st, fr, id, now); /* else a frame we do not track */
 }
 
 SEC("uretprobe")
