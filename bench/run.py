@@ -43,6 +43,25 @@ def readline(f, prefix, timeout=30):
     raise RuntimeError("no %r line; saw: %s" % (prefix, seen[-5:]))
 
 
+def start_proftrace(pid, conf_text, tmp):
+    """proftrace on pid with this targets file, once it says it attached."""
+    conf = os.path.join(tmp, "bench.conf")
+    with open(conf, "w") as f:
+        f.write(conf_text)
+    t = subprocess.Popen([PROFTRACE, "-q", "-p", str(pid), "--targets", conf, "-o",
+                          os.path.join(tmp, "out")], stderr=subprocess.PIPE)
+    readline(t.stderr, "proftrace: attached")
+    return t
+
+
+def proftrace_calls(t, tmp, symbol):
+    """After the target exited: calls proftrace counted for symbol."""
+    t.wait(30)
+    with open(os.path.join(tmp, "out", "summary.json")) as f:
+        rows = [r for r in json.load(f)["functions"] if r["symbol"] == symbol]
+    return rows[0]["calls"] if rows else 0
+
+
 def one_run(fn, tool, conf_extra=""):
     """ns per call of fn with tool in None/'proftrace'/'bpftrace' attached."""
     n = CALLS[fn]
@@ -53,12 +72,7 @@ def one_run(fn, tool, conf_extra=""):
     tmp = tempfile.mkdtemp(prefix="pt-bench-")
     try:
         if tool == "proftrace":
-            conf = os.path.join(tmp, "bench.conf")
-            with open(conf, "w") as f:
-                f.write("step native:exe:%s\n%s" % (fn, conf_extra))
-            t = subprocess.Popen([PROFTRACE, "-p", str(pid), "--targets", conf, "-o",
-                                  os.path.join(tmp, "out")], stderr=subprocess.PIPE)
-            readline(t.stderr, "proftrace: attached")
+            t = start_proftrace(pid, "step native:exe:%s\n%s" % (fn, conf_extra), tmp)
         elif tool == "bpftrace":
             # the equivalent of proftrace's work: time each call, keep a histogram
             script = ("uprobe:%s:%s { @s[tid] = nsecs; } "
@@ -74,9 +88,7 @@ def one_run(fn, tool, conf_extra=""):
         b.wait(30)
         calls = None
         if tool == "proftrace":
-            t.wait(30)
-            with open(os.path.join(tmp, "out", "summary.json")) as f:
-                calls = json.load(f)["functions"][0]["calls"]
+            calls = proftrace_calls(t, tmp, fn)
         elif tool == "bpftrace":
             t.send_signal(signal.SIGINT)
             t.wait(30)
@@ -122,23 +134,12 @@ def py_run(python, which, tool, env_extra=None, conf_extra=""):
     try:
         pid = int(readline(b.stdout, "ready").split()[1])
         if tool == "proftrace":
-            conf = os.path.join(tmp, "bench.conf")
-            with open(conf, "w") as f:
-                f.write("bucket py.hot py:py_bench::hot\n" + conf_extra)
-            t = subprocess.Popen([PROFTRACE, "-q", "-p", str(pid), "--targets", conf, "-o",
-                                  os.path.join(tmp, "out")], stderr=subprocess.PIPE)
-            readline(t.stderr, "proftrace: attached")
+            t = start_proftrace(pid, "bucket py.hot py:py_bench::hot\n" + conf_extra, tmp)
         b.stdin.write(b"go\n")
         b.stdin.flush()
         ns = float(readline(b.stdout, "ns_per_call", timeout=300).split()[1])
         b.wait(30)
-        calls = None
-        if tool == "proftrace":
-            t.wait(30)
-            with open(os.path.join(tmp, "out", "summary.json")) as f:
-                rows = [r for r in json.load(f)["functions"] if r["symbol"] == "hot"]
-            calls = rows[0]["calls"] if rows else 0
-        return ns, calls
+        return ns, proftrace_calls(t, tmp, "hot") if tool == "proftrace" else None
     finally:
         for p in (b, t):
             if p and p.poll() is None:
