@@ -50,12 +50,17 @@ def pyenv_python(minor):
     return hits[-1]
 
 
-def run(python, env_extra=None, steps=N, args=(), conf_extra=""):
+def victim_env(extra=None):
+    """Our environment without a PYTHONPERFSUPPORT of its own, plus extra."""
     env = dict(os.environ)
     env.pop("PYTHONPERFSUPPORT", None)
-    env.update(env_extra or {})
+    env.update(extra or {})
+    return env
+
+
+def run(python, env_extra=None, steps=N, args=(), conf_extra=""):
     return profile(CONF + conf_extra, victim_args=["--steps", steps, "--lazy"] + list(args),
-                   victim_name=[python, VICTIM], victim_env=env)
+                   victim_name=[python, VICTIM], victim_env=victim_env(env_extra))
 
 
 def check_exact(s, t, steps):
@@ -191,9 +196,8 @@ def test_wildcards_lazy_import_threads():
     """Class wildcards, a module imported after attach, three threads."""
     python = pyenv_python(10)
     steps, threads = 60, 3
-    env = dict(os.environ)
     s, t, _ = profile(WILD_CONF, victim_args=["--steps", steps, "--threads", threads, "--lazy"],
-                      victim_name=[python, VICTIM], victim_env=env)
+                      victim_name=[python, VICTIM], victim_env=victim_env())
     tf = t["functions"]
     total = steps * threads
     eq(s["stats"]["steps"], total, "steps over all threads")
@@ -211,6 +215,18 @@ def test_wildcards_lazy_import_threads():
     assert names == {"lazy_work"}, names
 
 
+def dry_run_against(argv, conf):
+    """proftrace --dry-run on a process running argv: (exit code, stderr)."""
+    p = subprocess.Popen(argv)
+    try:
+        r = subprocess.run([PROFTRACE, "-p", str(p.pid), "--targets", conf, "--dry-run"],
+                           capture_output=True, timeout=30)
+    finally:
+        p.kill()
+        p.wait()
+    return r.returncode, r.stderr.decode()
+
+
 def test_unsupported_and_missing_interpreter():
     """Clear one-line errors, exit code 2."""
     old = sorted(glob.glob(os.path.join(PYENV, "versions", "3.7.*", "bin", "python3")))
@@ -218,26 +234,12 @@ def test_unsupported_and_missing_interpreter():
     with open(conf, "w") as f:
         f.write("step py:pyengine.Engine.step\n")
     if old:
-        p = subprocess.Popen([old[-1], "-c", "import time; time.sleep(10)"])
-        try:
-            r = subprocess.run([PROFTRACE, "-p", str(p.pid), "--targets", conf, "--dry-run"],
-                               capture_output=True, timeout=30)
-        finally:
-            p.kill()
-            p.wait()
-        eq(r.returncode, 2, "exit code for Python 3.7")
-        err = r.stderr.decode()
+        rc, err = dry_run_against([old[-1], "-c", "import time; time.sleep(10)"], conf)
+        eq(rc, 2, "exit code for Python 3.7")
         assert "not supported" in err and "3.8" in err and "3.13" in err, err
         eq(len(err.strip().splitlines()), 1, "one line")
-    p = subprocess.Popen(["sleep", "10"])
-    try:
-        r = subprocess.run([PROFTRACE, "-p", str(p.pid), "--targets", conf, "--dry-run"],
-                           capture_output=True, timeout=30)
-    finally:
-        p.kill()
-        p.wait()
-    eq(r.returncode, 2, "exit code without Python")
-    err = r.stderr.decode()
+    rc, err = dry_run_against(["sleep", "10"], conf)
+    eq(rc, 2, "exit code without Python")
     assert "no CPython interpreter" in err, err
 
 
@@ -248,12 +250,8 @@ bucket engine.churn py:churn::churn_target
 
 
 def _churn(minor, env=None):
-    steps = 200
-    env_all = dict(os.environ)
-    env_all.pop("PYTHONPERFSUPPORT", None)
-    env_all.update(env or {})
-    s, t, _ = profile(CHURN_CONF, victim_args=["--steps", steps, "--churn"],
-                      victim_name=[pyenv_python(minor), VICTIM], victim_env=env_all)
+    s, t, _ = profile(CHURN_CONF, victim_args=["--steps", 200, "--churn"],
+                      victim_name=[pyenv_python(minor), VICTIM], victim_env=victim_env(env))
     tf = t["functions"]
     rows = [f for f in s["functions"] if f["symbol"] == "churn_target"]
     assert rows, "churn_target not found"
