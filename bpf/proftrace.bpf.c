@@ -102,8 +102,28 @@ static __always_inline int emit(__u32 type, __u32 fid, __u64 id, __u64 t_entry, 
 	r->depth = depth;
 	r->flags = flags;
 	r->code = code;
-	bpf_ringbuf_submit(r, type == PT_REC_PYCODE ? BPF_RB_FORCE_WAKEUP : rb_flags());
+	bpf_ringbuf_submit(r, rb_flags());
 	return 0;
+}
+
+/* A code object BPF has no answer for: ask user space, at once. */
+static __always_inline void announce(__u64 id, __u64 code, const struct pt_py_code *fp)
+{
+	struct pt_rec_pycode *r = bpf_ringbuf_reserve(&events, sizeof(*r), 0);
+
+	if (!r) {
+		__sync_fetch_and_add(&counters.dropped, 1);
+		return;
+	}
+	r->type = PT_REC_PYCODE;
+	r->firstlineno = fp->firstlineno;
+	r->pid = id >> 32;
+	r->tid = (__u32)id;
+	r->code = code;
+	r->filename = fp->filename;
+	r->name = fp->name;
+	r->pad = 0;
+	bpf_ringbuf_submit(r, BPF_RB_FORCE_WAKEUP);
 }
 
 /* Open a tracked call on the current thread's stack; false: not tracked. */
@@ -249,7 +269,7 @@ static __always_inline bool py_enter(struct pt_regs *ctx)
 		fp.fid = fid;
 		if (bpf_map_update_elem(&py_codes, &code, &fp, BPF_ANY))
 			__sync_fetch_and_add(&counters.py_map_full, 1);
-		emit(PT_REC_PYCODE, 0, id, bpf_ktime_get_ns(), 0, 0, 0, code);
+		announce(id, code, &fp);
 	}
 	if (py_flags_off) {
 		/* Creating a generator or coroutine is not an activation. */

@@ -39,6 +39,20 @@ enum pt_rec_type {
 #define PT_FID_PY_NONE 0xffffffffu
 #define PT_FID_PY_PENDING 0xfffffffeu
 
+/* PT_REC_PYCODE: the code object and the fingerprint BPF saw, so user
+ * space can tell when the object it reads later is no longer that one
+ * (freed and its address reused in between). Same size as pt_rec. */
+struct pt_rec_pycode {
+	__u32 type; /* PT_REC_PYCODE */
+	__u32 firstlineno;
+	__u32 pid;
+	__u32 tid;
+	__u64 code;
+	__u64 filename;
+	__u64 name;
+	__u64 pad;
+};
+
 struct pt_py_code {
 	__u64 filename; /* co_filename and co_name object addresses and */
 	__u64 name;     /* co_firstlineno: a reused address will not match */
@@ -79,6 +93,7 @@ struct pt_counters {
 
 #if defined(__STDC_VERSION__) && __STDC_VERSION__ >= 201112L
 _Static_assert(sizeof(struct pt_rec) == 48, "pt_rec is part of the ABI");
+_Static_assert(sizeof(struct pt_rec_pycode) == sizeof(struct pt_rec), "one record size");
 _Static_assert(sizeof(struct pt_counters) == 56, "pt_counters is part of the ABI");
 #endif
 

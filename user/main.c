@@ -73,6 +73,7 @@ struct run {
 	struct pt_pyprobe *pp;
 	char proc_root[64], proc_cwd[64];
 	int tramp_checks, tramp_on; /* perf trampoline: checks made, seen active */
+	uint64_t py_unresolved; /* calls of code freed before it could be read */
 };
 
 static int verbose;
@@ -124,14 +125,18 @@ static int grow_fstate(struct run *r);
 static void update_trampoline(struct run *r);
 
 /* A code object BPF has not seen: tell BPF whether it is ours. */
-static void on_pycode(struct run *r, const struct pt_rec *rec)
+static void on_pycode(struct run *r, const struct pt_rec_pycode *rec)
 {
+	struct pt_py_code seen = { .filename = rec->filename, .name = rec->name,
+				   .firstlineno = rec->firstlineno };
 	struct pt_py_code val;
 	bool added;
-	int64_t fid = pt_pyprobe__resolve(r->pp, rec->code, &val, &added);
+	int64_t fid = pt_pyprobe__resolve(r->pp, rec->code, &seen, &val, &added);
 
-	if (fid < 0)
-		return; /* out of memory: BPF keeps it pending, calls are dropped */
+	/* out of memory: BPF keeps it pending, its calls are dropped;
+	 * gone: the object now there announces itself */
+	if (fid < 0 || fid == PT_PYPROBE_GONE)
+		return;
 	pt_attach__py_code(r->att, rec->code, &val);
 	if (added && !grow_fstate(r)) {
 		const struct pt_func *f = pt_resolver__func(r->res, (size_t)fid);
@@ -156,7 +161,7 @@ static int on_rec(void *ctx, const struct pt_rec *rec)
 		return 0;
 	case PT_REC_PYCODE:
 		if (r->pp)
-			on_pycode(r, rec);
+			on_pycode(r, (const struct pt_rec_pycode *)rec);
 		return 0;
 	}
 	if (rec->fid == PT_FID_PY_PENDING) {
@@ -164,8 +169,10 @@ static int on_rec(void *ctx, const struct pt_rec *rec)
 		 * PYCODE record came first, so the answer is known now. */
 		copy = *rec;
 		copy.fid = r->pp ? pt_pyprobe__fid(r->pp, rec->code) : PT_FID_PY_NONE;
-		if (copy.fid == PT_FID_PY_NONE)
-			return 0; /* not ours after all: nothing to count */
+		if (copy.fid == PT_PYPROBE_GONE && rec->type == PT_REC_EXIT)
+			r->py_unresolved++; /* ours or not: unknown, and said so */
+		if (copy.fid == PT_FID_PY_NONE || copy.fid == PT_PYPROBE_GONE)
+			return 0;
 		rec = &copy;
 	}
 	pt_agg__record(r->agg, rec);
@@ -567,6 +574,7 @@ static int write_outputs(struct run *r)
 	rep.health.orphan_returns = c.orphan_returns;
 	rep.health.py_unreadable = c.py_unreadable;
 	rep.health.py_map_full = c.py_map_full;
+	rep.health.py_unresolved = r->py_unresolved;
 	rep.health.lost_calls = ah->lost_calls;
 	rep.health.steps_incomplete = ss->incomplete;
 	rep.health.probes_requested = (unsigned int)(r->nfs + nunres);

@@ -105,10 +105,10 @@ int pt_pystr__read(const struct pt_tmem *m, const struct pt_py_layout *L,
 	return 0;
 }
 
-int pt_pycode__read(const struct pt_tmem *m, const struct pt_py_layout *L,
-		    const struct pt_pytypes *t, uint64_t addr, struct pt_pycode *out)
+int pt_pycode__read_head(const struct pt_tmem *m, const struct pt_py_layout *L,
+			 const struct pt_pytypes *t, uint64_t addr, struct pt_pycode *out)
 {
-	uint64_t type, qual = 0;
+	uint64_t type;
 	int e;
 
 	memset(out, 0, offsetof(struct pt_pycode, filename));
@@ -121,16 +121,32 @@ int pt_pycode__read(const struct pt_tmem *m, const struct pt_py_layout *L,
 	    (e = rd(m, addr, L->code_name, &out->name_obj, 8)) ||
 	    (e = rd(m, addr, L->code_firstlineno, &out->firstlineno, 4)) ||
 	    (e = rd(m, addr, L->code_flags, &out->flags, 4)) ||
-	    (L->code_qualname && (e = rd(m, addr, L->code_qualname, &qual, 8))))
+	    (L->code_qualname && (e = rd(m, addr, L->code_qualname, &out->qualname_obj, 8))))
 		return e;
-	if ((e = pt_pystr__read(m, L, t, out->filename_obj, out->filename, sizeof(out->filename))) ||
-	    (e = pt_pystr__read(m, L, t, out->name_obj, out->name, sizeof(out->name))))
+	return 0;
+}
+
+int pt_pycode__read_names(const struct pt_tmem *m, const struct pt_py_layout *L,
+			  const struct pt_pytypes *t, struct pt_pycode *c)
+{
+	int e;
+
+	if ((e = pt_pystr__read(m, L, t, c->filename_obj, c->filename, sizeof(c->filename))) ||
+	    (e = pt_pystr__read(m, L, t, c->name_obj, c->name, sizeof(c->name))))
 		return e;
 	if (L->code_qualname) {
-		e = pt_pystr__read(m, L, t, qual, out->qualname, sizeof(out->qualname));
+		e = pt_pystr__read(m, L, t, c->qualname_obj, c->qualname, sizeof(c->qualname));
 		if (e)
 			return e;
-		out->has_qualname = true;
+		c->has_qualname = true;
 	}
 	return 0;
+}
+
+int pt_pycode__read(const struct pt_tmem *m, const struct pt_py_layout *L,
+		    const struct pt_pytypes *t, uint64_t addr, struct pt_pycode *out)
+{
+	int e = pt_pycode__read_head(m, L, t, addr, out);
+
+	return e ? e : pt_pycode__read_names(m, L, t, out);
 }

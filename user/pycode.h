@@ -36,6 +36,7 @@ struct pt_pycode {
 	uint64_t name_obj;     /* co_name addresses, co_firstlineno */
 	uint32_t firstlineno;
 	uint32_t flags;    /* co_flags */
+	uint64_t qualname_obj; /* co_qualname's address (3.11+), else 0 */
 	bool has_qualname; /* co_qualname was read (3.11+) */
 	char filename[PT_PYSTR_MAX + 1];
 	char name[256];
@@ -50,6 +51,13 @@ struct pt_pycode {
  */
 int pt_pycode__read(const struct pt_tmem *m, const struct pt_py_layout *L,
 		    const struct pt_pytypes *t, uint64_t addr, struct pt_pycode *out);
+
+/* The same in two halves: the type check and the fixed fields (the
+ * fingerprint, flags, string addresses), then the strings. */
+int pt_pycode__read_head(const struct pt_tmem *m, const struct pt_py_layout *L,
+			 const struct pt_pytypes *t, uint64_t addr, struct pt_pycode *out);
+int pt_pycode__read_names(const struct pt_tmem *m, const struct pt_py_layout *L,
+			  const struct pt_pytypes *t, struct pt_pycode *c);
 
 /* A str object as UTF-8 (NUL-terminated). Same errors. */
 int pt_pystr__read(const struct pt_tmem *m, const struct pt_py_layout *L,

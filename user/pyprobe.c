@@ -192,8 +192,8 @@ static void qualname_from_source(struct pt_pyprobe *pp, struct pt_pycode *c)
 		snprintf(pp->st.no_source_file, sizeof(pp->st.no_source_file), "%s", c->filename);
 }
 
-int64_t pt_pyprobe__resolve(struct pt_pyprobe *pp, uint64_t code, struct pt_py_code *val,
-			    bool *added)
+int64_t pt_pyprobe__resolve(struct pt_pyprobe *pp, uint64_t code, const struct pt_py_code *seen,
+			    struct pt_py_code *val, bool *added)
 {
 	const struct pt_config *cfg = pp->o.cfg;
 	size_t i = slot_of(pp, code), nspecs = 0;
@@ -207,18 +207,20 @@ int64_t pt_pyprobe__resolve(struct pt_pyprobe *pp, uint64_t code, struct pt_py_c
 	c = malloc(sizeof(*c));
 	if (!c)
 		return -ENOMEM;
-	e = pt_pycode__read(&pp->o.mem, pp->o.layout, &pp->o.types, code, c);
+	e = pt_pycode__read_head(&pp->o.mem, pp->o.layout, &pp->o.types, code, c);
 	pp->st.codes++;
 	if (e) {
-		/* Freed before we looked, or not a code object (3.13 shim
-		 * frames): BPF's entry keeps it unconfigured until the
-		 * fingerprint changes. */
-		pp->st.unreadable++;
-		goto out;
+		pp->st.unreadable++; /* freed before we looked */
+		goto gone;
 	}
 	val->filename = c->filename_obj;
 	val->name = c->name_obj;
 	val->firstlineno = c->firstlineno;
+	if (val->filename != seen->filename || val->name != seen->name ||
+	    val->firstlineno != seen->firstlineno) {
+		pp->st.gone++; /* freed, and another object took its place */
+		goto gone;
+	}
 	/* Seen before with the same fingerprint (the BPF entry was evicted
 	 * from its LRU map): same answer, no string work. */
 	if (pp->tab[i].code && pp->tab[i].val.filename == val->filename &&
@@ -226,6 +228,10 @@ int64_t pt_pyprobe__resolve(struct pt_pyprobe *pp, uint64_t code, struct pt_py_c
 		fid = pp->tab[i].val.fid;
 		val->fid = (uint32_t)fid;
 		goto out;
+	}
+	if (pt_pycode__read_names(&pp->o.mem, pp->o.layout, &pp->o.types, c)) {
+		pp->st.unreadable++; /* freed while we read it */
+		goto gone;
 	}
 	/* Module and class bodies run once at import: not functions. */
 	for (size_t s = 0; s < cfg->nprobes && (c->flags & PT_CO_OPTIMIZED); s++)
@@ -262,4 +268,12 @@ int64_t pt_pyprobe__resolve(struct pt_pyprobe *pp, uint64_t code, struct pt_py_c
 out:
 	free(c);
 	return fid;
+gone:
+	/* The object BPF saw is no longer there: what ran is unknown, and
+	 * its pending records must not take an older answer for this
+	 * address. No fingerprint is kept, so nothing else matches it. */
+	free(c);
+	memset(val, 0, sizeof(*val));
+	val->fid = PT_PYPROBE_GONE;
+	return remember(pp, code, val) ? -ENOMEM : (int64_t)PT_PYPROBE_GONE;
 }

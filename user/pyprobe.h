@@ -35,6 +35,7 @@ struct pt_pyprobe_stats {
 	uint64_t codes;      /* code objects resolved */
 	uint64_t matched;    /* of which configured */
 	uint64_t unreadable; /* could not be read (freed already, not a code object) */
+	uint64_t gone;       /* replaced by another code object before we read it */
 	uint64_t no_source;  /* < 3.11: source unreadable, qualname = co_name */
 	char no_source_file[PT_PYSTR_MAX + 1]; /* the first such file */
 };
@@ -44,16 +45,24 @@ struct pt_pyprobe;
 struct pt_pyprobe *pt_pyprobe__new(const struct pt_pyprobe_opts *opts);
 void pt_pyprobe__free(struct pt_pyprobe *pp);
 
+/* pt_pyprobe__fid() for code that was freed, and its address reused,
+ * before it could be read: its pending calls cannot be attributed. */
+#define PT_PYPROBE_GONE 0xfffffffdu
+
 /*
- * Resolve the code object at code. *val is what BPF's map must hold for
- * it (fingerprint and fid). Returns the fid, PT_FID_PY_NONE (not
- * configured or unreadable: then val->fid is PT_FID_PY_NONE too) or, on
- * allocation failure, -ENOMEM. *added: a function new to the resolver.
+ * Resolve the code object at code, which BPF saw with the fingerprint
+ * seen (filename, name, firstlineno). *val is what BPF's map must hold
+ * for it. Returns the fid; PT_FID_PY_NONE (not configured: val->fid is
+ * PT_FID_PY_NONE too); PT_PYPROBE_GONE when the object there can no
+ * longer be read or no longer has that fingerprint (nothing to store in
+ * BPF then: a new object announces itself); -ENOMEM. *added: a function
+ * new to the resolver.
  */
-int64_t pt_pyprobe__resolve(struct pt_pyprobe *pp, uint64_t code, struct pt_py_code *val,
-			    bool *added);
-/* The fid last resolved for code (records of calls that started while it
- * was pending); PT_FID_PY_NONE when unknown or not configured. */
+int64_t pt_pyprobe__resolve(struct pt_pyprobe *pp, uint64_t code, const struct pt_py_code *seen,
+			    struct pt_py_code *val, bool *added);
+/* The answer of the last resolve for code (records of calls that started
+ * while it was pending): a fid, PT_FID_PY_NONE (not ours or unknown) or
+ * PT_PYPROBE_GONE. */
 uint32_t pt_pyprobe__fid(const struct pt_pyprobe *pp, uint64_t code);
 const struct pt_pyprobe_stats *pt_pyprobe__stats(const struct pt_pyprobe *pp);
 

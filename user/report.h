@@ -85,6 +85,7 @@ struct pt_report_health {
 	uint64_t steps_incomplete;
 	uint64_t py_unreadable; /* Python frames whose code BPF could not read */
 	uint64_t py_map_full;   /* code objects BPF's map could not hold */
+	uint64_t py_unresolved; /* Python calls of code freed before it was read */
 	unsigned int probes_requested; /* functions resolved + probes unresolved */
 	unsigned int probes_attached;
 };

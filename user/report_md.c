@@ -566,6 +566,15 @@ static void put_health(FILE *f, const cJSON *doc)
 	put_count(f, h, "probes_requested");
 	fputs(" |\n\n", f);
 
+	{
+		double n;
+
+		if (jnum(h, "py_calls_unresolved", &n) && n > 0)
+			fprintf(f, "%.0f Python call%s ran code that was freed (and its address "
+				"reused) before proftrace could read it: not attributed to any "
+				"function.\n\n",
+				n, plural(n));
+	}
 	if (!arr)
 		return;
 	if (!cJSON_GetArraySize(arr)) {

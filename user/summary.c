@@ -318,6 +318,7 @@ static void build_health(struct jb *b, cJSON *root, const struct pt_report *r)
 	jb_num(b, o, "orphan_returns", (double)h->orphan_returns);
 	jb_num(b, o, "py_unreadable_frames", (double)h->py_unreadable);
 	jb_num(b, o, "py_code_map_full", (double)h->py_map_full);
+	jb_num(b, o, "py_calls_unresolved", (double)h->py_unresolved);
 	jb_num(b, o, "lost_calls", (double)h->lost_calls);
 	jb_num(b, o, "steps_incomplete", (double)h->steps_incomplete);
 	jb_num(b, o, "probes_requested", h->probes_requested);

@@ -258,8 +258,17 @@ def _churn(minor, env=None):
     # one row even though each call ran a new code object
     eq(len(rows), 1, "churn_target rows")
     f = rows[0]
-    eq(f["calls"], tf["churn_target"]["calls"], "churn_target calls (address reuse)")
-    within(f["total_ms"], tf["churn_target"], f["calls"], "churn_target total")
+    want = tf["churn_target"]["calls"]
+    # A code object freed and replaced before proftrace read it (this victim
+    # drops each one at once; under load or ASan it happens) is never
+    # guessed: its calls are counted as unresolved, whichever function ran.
+    lost = s["health"]["py_calls_unresolved"]
+    assert f["calls"] <= want <= f["calls"] + lost, (f["calls"], want, lost)
+    assert lost <= want + tf["churn_other"]["calls"] - f["calls"], lost
+    if lost == 0:
+        within(f["total_ms"], tf["churn_target"], f["calls"], "churn_target total")
+    else:
+        assert f["total_ms"] * 1e6 <= tf["churn_target"]["outer_ns"], f
     assert not [x for x in s["functions"] if x["symbol"] == "churn_other"]
     return s
 

@@ -313,7 +313,8 @@ static void test_key_order(void **state)
 		   "reason", "calls", "total_ms", "mean_ms", "p50_ms", "p90_ms", "p99_ms",
 		   "max_ms");
 	CHECK_KEYS(item(d, "health"), "events", "dropped_events", "depth_overflow", "unwound",
-		   "orphan_returns", "py_unreadable_frames", "py_code_map_full", "lost_calls",
+		   "orphan_returns", "py_unreadable_frames", "py_code_map_full",
+		   "py_calls_unresolved", "lost_calls",
 		   "steps_incomplete", "probes_requested",
 		   "probes_attached", "unattached");
 	CHECK_KEYS(nth(item(item(d, "health"), "unattached"), 0), "probe", "object", "symbol",
