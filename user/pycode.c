@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: BSD-2-Clause
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "pycode.h"
@@ -149,4 +150,39 @@ int pt_pycode__read(const struct pt_tmem *m, const struct pt_py_layout *L,
 	int e = pt_pycode__read_head(m, L, t, addr, out);
 
 	return e ? e : pt_pycode__read_names(m, L, t, out);
+}
+
+int pt_pycode__read_linetable(const struct pt_tmem *m, const struct pt_py_layout *L,
+			      uint64_t code_addr, uint8_t **tab, size_t *len)
+{
+	uint64_t obj;
+	int64_t size;
+	uint8_t *buf;
+	int e;
+
+	*tab = NULL;
+	*len = 0;
+	if ((e = rd(m, code_addr, L->code_linetable, &obj, sizeof(obj))) ||
+	    (e = rd(m, obj, L->bytes_size, &size, sizeof(size))))
+		return e;
+	if (size < 0)
+		return -EINVAL;
+	if ((uint64_t)size > PT_PYLINETAB_MAX)
+		return -E2BIG;
+	/* with the terminator every bytes object has: a cheap check that
+	 * this is one */
+	buf = malloc((size_t)size + 1);
+	if (!buf)
+		return -ENOMEM;
+	if ((e = rd(m, obj, L->bytes_sval, buf, (size_t)size + 1))) {
+		free(buf);
+		return e;
+	}
+	if (buf[size]) {
+		free(buf);
+		return -EINVAL;
+	}
+	*tab = buf;
+	*len = (size_t)size;
+	return 0;
 }

@@ -59,6 +59,19 @@ int pt_pycode__read_head(const struct pt_tmem *m, const struct pt_py_layout *L,
 int pt_pycode__read_names(const struct pt_tmem *m, const struct pt_py_layout *L,
 			  const struct pt_pytypes *t, struct pt_pycode *c);
 
+/*
+ * The code object's line table (co_lnotab < 3.10, co_linetable: decode it
+ * with pyline.h) into *tab, malloc()ed, *len bytes; free() it. The code
+ * object's type is not checked again (read it with pt_pycode__read_head()
+ * first); the bytes object's NUL terminator is, as a sanity check. 0;
+ * -E2BIG beyond PT_PYLINETAB_MAX bytes; -EINVAL for a negative size or a
+ * missing terminator; -EFAULT/-errno when memory cannot be read; -ENOMEM.
+ * On error *tab is NULL and *len 0.
+ */
+#define PT_PYLINETAB_MAX (1u << 20) /* the stdlib's largest: 84 KiB (3.10 html.entities) */
+int pt_pycode__read_linetable(const struct pt_tmem *m, const struct pt_py_layout *L,
+			      uint64_t code_addr, uint8_t **tab, size_t *len);
+
 /* A str object as UTF-8 (NUL-terminated). Same errors. */
 int pt_pystr__read(const struct pt_tmem *m, const struct pt_py_layout *L,
 		   const struct pt_pytypes *t, uint64_t addr, char *out, size_t outlen);

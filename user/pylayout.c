@@ -11,31 +11,55 @@
 static const struct pt_py_layout layouts[] = {
 	{ .minor = 8, .frame_arg = 1, .frame_code = 32, .code_filename = 104, .code_name = 112,
 	  .code_firstlineno = 40, .code_flags = 36, .ob_type = 8, .str_length = 16, .str_state = 32,
+	  .code_linetable = 120, .bytes_size = 16, .bytes_sval = 32,
 	  .ascii_size = 48, .compact_size = 72, .runtime_interp_head = 32,
-	  .evalframe_all_calls = true },
+	  .evalframe_all_calls = true,
+	  .interp_tstate_head = 8, .tstate_next = 8, .tstate_thread_id = 176, .tstate_frame = 24,
+	  .cframe_frame = -1, .frame_back = 24, .frame_lasti = 104, .owner_cstack = 256,
+	  .frame_size = 112 },
 	{ .minor = 9, .frame_arg = 2, .frame_code = 32, .code_filename = 104, .code_name = 112,
 	  .code_firstlineno = 40, .code_flags = 36, .ob_type = 8, .str_length = 16, .str_state = 32,
+	  .code_linetable = 120, .bytes_size = 16, .bytes_sval = 32,
 	  .ascii_size = 48, .compact_size = 72, .runtime_interp_head = 32,
-	  .evalframe_all_calls = true },
+	  .evalframe_all_calls = true,
+	  .interp_tstate_head = 8, .tstate_next = 8, .tstate_thread_id = 176, .tstate_frame = 24,
+	  .cframe_frame = -1, .frame_back = 24, .frame_lasti = 104, .owner_cstack = 256,
+	  .frame_size = 112 },
 	{ .minor = 10, .frame_arg = 2, .frame_code = 32, .code_filename = 104, .code_name = 112,
 	  .code_firstlineno = 40, .code_flags = 36, .ob_type = 8, .str_length = 16, .str_state = 32,
+	  .code_linetable = 120, .bytes_size = 16, .bytes_sval = 32,
 	  .ascii_size = 48, .compact_size = 72, .runtime_interp_head = 32,
-	  .interp_eval_frame = 1368, .evalframe_all_calls = true },
+	  .interp_eval_frame = 1368, .evalframe_all_calls = true,
+	  .interp_tstate_head = 8, .tstate_next = 8, .tstate_thread_id = 176, .tstate_frame = 24,
+	  .cframe_frame = -1, .frame_back = 24, .frame_lasti = 96, .owner_cstack = 256,
+	  .frame_size = 104 },
 	{ .minor = 11, .frame_arg = 2, .frame_code = 32, .code_filename = 112, .code_name = 120,
 	  .code_qualname = 128, .code_firstlineno = 72, .code_flags = 48, .gen_frames = true,
+	  .code_linetable = 136, .bytes_size = 16, .bytes_sval = 32,
 	  .code_adaptive = 184, .frame_ip = 56, .gen_new_lim = 0, .ob_type = 8, .str_length = 16,
 	  .str_state = 32, .ascii_size = 48, .compact_size = 72, .runtime_interp_head = 40,
-	  .interp_eval_frame = 1424 },
+	  .interp_eval_frame = 1424,
+	  .interp_tstate_head = 16, .tstate_next = 8, .tstate_thread_id = 152, .tstate_frame = 56,
+	  .cframe_frame = 8, .frame_back = 48, .frame_owner = 69, .owner_cstack = 256,
+	  .frame_size = 72 },
 	{ .minor = 12, .frame_arg = 2, .frame_code = 0, .code_filename = 112, .code_name = 120,
 	  .code_qualname = 128, .code_firstlineno = 68, .code_flags = 48, .gen_frames = true,
+	  .code_linetable = 136, .bytes_size = 16, .bytes_sval = 32,
 	  .code_adaptive = 192, .frame_ip = 56, .gen_new_lim = 0, .ob_type = 8, .str_length = 16,
 	  .str_state = 32, .ascii_size = 40, .compact_size = 56, .runtime_interp_head = 40,
-	  .interp_eval_frame = 1744 },
+	  .interp_eval_frame = 1744,
+	  .interp_tstate_head = 72, .tstate_next = 8, .tstate_thread_id = 136, .tstate_frame = 56,
+	  .cframe_frame = 0, .frame_back = 8, .frame_owner = 70, .owner_cstack = 3,
+	  .frame_size = 72 },
 	{ .minor = 13, .frame_arg = 2, .frame_code = 0, .code_filename = 112, .code_name = 120,
 	  .code_qualname = 128, .code_firstlineno = 68, .code_flags = 48, .gen_frames = true,
+	  .code_linetable = 136, .bytes_size = 16, .bytes_sval = 32,
 	  .code_adaptive = 200, .frame_ip = 56, .gen_new_lim = 1, .ob_type = 8, .str_length = 16,
 	  .str_state = 32, .ascii_size = 40, .compact_size = 56, .runtime_interp_head = 632,
-	  .interp_eval_frame = 8472 },
+	  .interp_eval_frame = 8472,
+	  .interp_tstate_head = 7344, .tstate_next = 8, .tstate_thread_id = 152, .tstate_frame = 72,
+	  .cframe_frame = -1, .frame_back = 8, .frame_owner = 70, .owner_cstack = 3,
+	  .frame_size = 72 },
 };
 
 const struct pt_py_layout *pt_py_layout__get(unsigned int minor)
@@ -52,16 +76,28 @@ enum {
 	DO_FREE_THREADED = 2,
 	DO_RUNTIME_SIZE = 3,
 	DO_RUNTIME_INTERP_HEAD = 5,
+	DO_INTERP_SIZE = 6,
+	DO_INTERP_THREADS_HEAD = 9,
+	DO_TSTATE_SIZE = 19,
+	DO_TSTATE_NEXT = 21,
+	DO_TSTATE_CURRENT_FRAME = 23,
+	DO_TSTATE_THREAD_ID = 24,
 	DO_FRAME_SIZE = 28,
+	DO_FRAME_PREVIOUS = 29,
 	DO_FRAME_EXECUTABLE = 30,
 	DO_FRAME_INSTR_PTR = 31,
+	DO_FRAME_OWNER = 33,
 	DO_CODE_SIZE = 34,
 	DO_CODE_FILENAME = 35,
 	DO_CODE_NAME = 36,
 	DO_CODE_QUALNAME = 37,
+	DO_CODE_LINETABLE = 38,
 	DO_CODE_FIRSTLINENO = 39,
 	DO_CODE_ADAPTIVE = 43,
 	DO_PYOBJECT_OB_TYPE = 45,
+	DO_BYTES_SIZE = 64,
+	DO_BYTES_OB_SIZE = 65,
+	DO_BYTES_OB_SVAL = 66,
 	DO_UNICODE_STATE = 68,
 	DO_UNICODE_LENGTH = 69,
 	DO_UNICODE_ASCII_SIZE = 70,
@@ -109,8 +145,18 @@ int pt_py_layout__from_debug_offsets(struct pt_py_layout *L, const void *buf, si
 	    w[DO_CODE_NAME] != w[DO_CODE_FILENAME] + 8 ||
 	    !fits(w[DO_CODE_QUALNAME], 8, w[DO_CODE_SIZE]) ||
 	    !fits(w[DO_CODE_FIRSTLINENO], 4, w[DO_CODE_SIZE]) ||
+	    !fits(w[DO_CODE_LINETABLE], 8, w[DO_CODE_SIZE]) || w[DO_BYTES_SIZE] > 4096 ||
+	    !fits(w[DO_BYTES_OB_SIZE], 8, w[DO_BYTES_SIZE]) ||
+	    !fits(w[DO_BYTES_OB_SVAL], 1, w[DO_BYTES_SIZE]) ||
 	    !fits(w[DO_CODE_ADAPTIVE], 0, w[DO_CODE_SIZE]) || w[DO_PYOBJECT_OB_TYPE] != 8 ||
-	    w[DO_UNICODE_STATE] > 64 || w[DO_UNICODE_LENGTH] > 64 || w[DO_UNICODE_ASCII_SIZE] > 64) {
+	    w[DO_UNICODE_STATE] > 64 || w[DO_UNICODE_LENGTH] > 64 || w[DO_UNICODE_ASCII_SIZE] > 64 ||
+	    w[DO_INTERP_SIZE] > (1u << 24) || w[DO_TSTATE_SIZE] > 4096 ||
+	    !fits(w[DO_INTERP_THREADS_HEAD], 8, w[DO_INTERP_SIZE]) ||
+	    !fits(w[DO_TSTATE_NEXT], 8, w[DO_TSTATE_SIZE]) ||
+	    !fits(w[DO_TSTATE_CURRENT_FRAME], 8, w[DO_TSTATE_SIZE]) ||
+	    !fits(w[DO_TSTATE_THREAD_ID], 8, w[DO_TSTATE_SIZE]) ||
+	    !fits(w[DO_FRAME_PREVIOUS], 8, w[DO_FRAME_SIZE]) ||
+	    !fits(w[DO_FRAME_OWNER], 1, w[DO_FRAME_SIZE]) || w[DO_FRAME_OWNER] == 0) {
 		snprintf(err, errlen, "_Py_DebugOffsets holds implausible offsets");
 		return -EINVAL;
 	}
@@ -121,6 +167,9 @@ int pt_py_layout__from_debug_offsets(struct pt_py_layout *L, const void *buf, si
 	L->code_name = (unsigned int)w[DO_CODE_NAME];
 	L->code_qualname = (unsigned int)w[DO_CODE_QUALNAME];
 	L->code_firstlineno = (unsigned int)w[DO_CODE_FIRSTLINENO];
+	L->code_linetable = (unsigned int)w[DO_CODE_LINETABLE];
+	L->bytes_size = (unsigned int)w[DO_BYTES_OB_SIZE];
+	L->bytes_sval = (unsigned int)w[DO_BYTES_OB_SVAL];
 	L->frame_ip = (unsigned int)w[DO_FRAME_INSTR_PTR];
 	L->code_adaptive = (unsigned int)w[DO_CODE_ADAPTIVE];
 	L->str_state = (unsigned int)w[DO_UNICODE_STATE];
@@ -129,5 +178,22 @@ int pt_py_layout__from_debug_offsets(struct pt_py_layout *L, const void *buf, si
 	/* PyCompactUnicodeObject adds utf8_length and utf8 to PyASCIIObject. */
 	L->compact_size = L->ascii_size + 16;
 	L->runtime_interp_head = (unsigned int)w[DO_RUNTIME_INTERP_HEAD];
+	L->interp_tstate_head = (unsigned int)w[DO_INTERP_THREADS_HEAD];
+	L->tstate_next = (unsigned int)w[DO_TSTATE_NEXT];
+	L->tstate_thread_id = (unsigned int)w[DO_TSTATE_THREAD_ID];
+	L->tstate_frame = (unsigned int)w[DO_TSTATE_CURRENT_FRAME];
+	L->frame_back = (unsigned int)w[DO_FRAME_PREVIOUS];
+	L->frame_owner = (unsigned int)w[DO_FRAME_OWNER];
+	/* The sampler reads one frame prefix holding every field it uses. */
+	L->frame_size = 0;
+	if (L->frame_size < L->frame_code + 8)
+		L->frame_size = L->frame_code + 8;
+	if (L->frame_size < L->frame_back + 8)
+		L->frame_size = L->frame_back + 8;
+	if (L->frame_size < L->frame_ip + 8)
+		L->frame_size = L->frame_ip + 8;
+	if (L->frame_size < L->frame_owner + 1)
+		L->frame_size = L->frame_owner + 1;
+	L->frame_size = (L->frame_size + 7) & ~7u;
 	return 0;
 }

@@ -26,6 +26,7 @@ struct pt_py_layout {
 	unsigned int code_qualname; /* 0: code objects have none (< 3.11) */
 	unsigned int code_firstlineno;
 	unsigned int code_flags; /* co_flags */
+	unsigned int code_linetable; /* co_lnotab (< 3.10), co_linetable: a bytes object */
 	/* 3.11+ run a short frame when a generator or coroutine is created
 	 * (up to RETURN_GENERATOR); it is not an activation. It is the frame
 	 * whose instruction pointer is still before (3.11, 3.12: one unit
@@ -35,12 +36,26 @@ struct pt_py_layout {
 	unsigned int frame_ip;     /* prev_instr / instr_ptr */
 	unsigned int gen_new_lim;  /* created iff ip - first < gen_new_lim (signed) */
 	unsigned int ob_type;
+	unsigned int bytes_size; /* PyBytesObject.ob_size */
+	unsigned int bytes_sval; /* PyBytesObject.ob_sval: the data, NUL-terminated */
 	unsigned int str_length; /* PyASCIIObject.length */
 	unsigned int str_state;  /* PyASCIIObject.state bitfield */
 	unsigned int ascii_size;   /* sizeof(PyASCIIObject): ASCII data follows */
 	unsigned int compact_size; /* sizeof(PyCompactUnicodeObject): other data */
 	unsigned int runtime_interp_head; /* _PyRuntime.interpreters.head */
 	unsigned int interp_eval_frame;   /* PyInterpreterState.eval_frame (PEP 523) */
+	/* The state walk of the stack sampler (bpf/pysample.bpf.c): runtime
+	 * -> interpreter -> thread states -> current frame -> back links. */
+	unsigned int interp_tstate_head; /* PyInterpreterState -> first PyThreadState */
+	unsigned int tstate_next;
+	unsigned int tstate_thread_id; /* pthread_self() of the thread */
+	unsigned int tstate_frame;     /* frame (< 3.11), cframe (3.11, 3.12), current_frame */
+	int cframe_frame;              /* >= 0: tstate_frame is a _PyCFrame, frame here */
+	unsigned int frame_back;       /* f_back / previous */
+	unsigned int frame_lasti;      /* int f_lasti (< 3.11), else 0: frame_ip */
+	unsigned int frame_owner;      /* owner byte (3.11+), else 0 */
+	unsigned int owner_cstack;     /* owner of C-stack shim frames (3.12+), else 256 */
+	unsigned int frame_size;       /* bytes from the frame start that hold all of these */
 	/* Every Python call enters _PyEval_EvalFrameDefault (< 3.11). Later
 	 * versions inline Python-to-Python calls unless an eval_frame hook
 	 * such as the perf trampoline is installed. */

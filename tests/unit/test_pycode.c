@@ -2,10 +2,11 @@
 /*
  * pt_pycode: code objects and str objects built with the real per-version
  * layouts in a fake target memory (regions at fixed addresses, reads
- * outside them fail), malformed and truncated objects, and a live check
- * against every CPython 3.8-3.13 found under pyenv plus Debian's
- * /usr/bin/python3.11, read through process_vm_readv (needs ptrace rights
- * over a child: root, or Yama scope <= 1).
+ * outside them fail), malformed and truncated objects, line tables (bytes
+ * objects: sizes, terminators, cuts), and a live check against every
+ * CPython 3.8-3.13 found under pyenv plus Debian's /usr/bin/python3.11,
+ * read through process_vm_readv (needs ptrace rights over a child: root,
+ * or Yama scope <= 1).
  */
 #include <errno.h>
 #include <glob.h>
@@ -26,10 +27,12 @@
 
 #include "pycode.h"
 #include "pylayout.h"
+#include "pyline.h"
 
 #define CODE_TYPE 0x7f1200001000ull
 #define UNICODE_TYPE 0x7f1200002000ull
 #define NONE_TYPE 0x7f1200003000ull
+#define BYTES_TYPE 0x7f1200004000ull
 
 static const struct pt_pytypes types = { .code_type = CODE_TYPE, .unicode_type = UNICODE_TYPE };
 
@@ -236,6 +239,28 @@ static uint64_t mk_str_kind(struct fmem *m, const struct pt_py_layout *L, const 
 static uint64_t mk_str(struct fmem *m, const struct pt_py_layout *L, const char *utf8)
 {
 	return mk_str_kind(m, L, utf8, NULL);
+}
+
+/* A bytes object of len bytes (data may be NULL: left zero), with the
+ * NUL CPython keeps after the data; the size field says size. */
+static uint64_t mk_bytes_raw(struct fmem *m, const struct pt_py_layout *L, const void *data,
+			     size_t len, int64_t size)
+{
+	uint64_t a = fmem_alloc(m, L->bytes_sval + len + 1);
+
+	poke64(m, a, 1);
+	poke64(m, a + L->ob_type, BYTES_TYPE);
+	poke64(m, a + L->bytes_size, (uint64_t)size);
+	poke64(m, a + 24, (uint64_t)-1); /* ob_shash */
+	if (len && data)
+		poke(m, a + L->bytes_sval, data, len);
+	return a;
+}
+
+static uint64_t mk_bytes(struct fmem *m, const struct pt_py_layout *L, const void *data,
+			 size_t len)
+{
+	return mk_bytes_raw(m, L, data, len, (int64_t)len);
 }
 
 #define CODE_LEN 256
@@ -816,6 +841,217 @@ static void test_bad_addresses(void **state)
 	}
 }
 
+/* ---- line tables ---- */
+
+static int read_tab(const struct pt_tmem *t, const struct pt_py_layout *L, uint64_t code,
+		    uint8_t **tab, size_t *len)
+{
+	int e;
+
+	*tab = (uint8_t *)(uintptr_t)0x1; /* must be reset, also on error */
+	*len = 12345;
+	e = pt_pycode__read_linetable(t, L, code, tab, len);
+	if (e) {
+		assert_null(*tab);
+		assert_int_equal(*len, 0);
+	}
+	return e;
+}
+
+static void test_linetable_every_version(void **state)
+{
+	static const uint8_t tab[] = { 0x80, 0x00, 0xd8, 0x04, 0x05, 0xf0, 0x00, 0x7f };
+	unsigned int minor;
+	const struct pt_py_layout *L;
+
+	for_each_version(minor, L)
+	{
+		struct fmem m;
+		struct pt_tmem t;
+		uint64_t fn, nm, code;
+		uint8_t *got;
+		size_t len;
+
+		fmem_init(&m, &t);
+		fn = mk_str(&m, L, "f.py");
+		nm = mk_str(&m, L, "f");
+		code = mk_code(&m, L, fn, nm, nm, 1, 0);
+		poke64(&m, code + L->code_linetable, mk_bytes(&m, L, tab, sizeof(tab)));
+		assert_int_equal(read_tab(&t, L, code, &got, &len), 0);
+		assert_int_equal(len, sizeof(tab));
+		assert_memory_equal(got, tab, sizeof(tab));
+		free(got);
+		/* an empty table (3.8's for a one-line function): a buffer
+		 * to free all the same */
+		poke64(&m, code + L->code_linetable, mk_bytes(&m, L, NULL, 0));
+		assert_int_equal(read_tab(&t, L, code, &got, &len), 0);
+		assert_int_equal(len, 0);
+		assert_non_null(got);
+		free(got);
+		/* the other fields of the code object are not needed */
+		poke64(&m, code + L->ob_type, NONE_TYPE);
+		poke64(&m, code + L->code_filename, 0);
+		assert_int_equal(read_tab(&t, L, code, &got, &len), 0);
+		free(got);
+		fmem_free(&m);
+	}
+}
+
+#define BIG_BASE 0x100000000ull
+
+static void test_linetable_sizes(void **state)
+{
+	static const int64_t bad_size[] = { -1, -2, INT64_MIN, -(int64_t)PT_PYLINETAB_MAX };
+	static const int64_t too_big[] = { PT_PYLINETAB_MAX + 1ll, 1ll << 32, 1ll << 40,
+					   INT64_MAX };
+	const struct pt_py_layout *L = pt_py_layout__get(12);
+	struct fmem m;
+	struct pt_tmem t;
+	uint64_t code, b;
+	uint8_t *got, *big;
+	size_t len, i;
+
+	fmem_init(&m, &t);
+	code = mk_code(&m, L, 0, 0, 0, 1, 0);
+	for (i = 0; i < sizeof(bad_size) / sizeof(bad_size[0]); i++) {
+		poke64(&m, code + L->code_linetable, mk_bytes_raw(&m, L, "ab", 2, bad_size[i]));
+		assert_int_equal(read_tab(&t, L, code, &got, &len), -EINVAL);
+	}
+	for (i = 0; i < sizeof(too_big) / sizeof(too_big[0]); i++) {
+		poke64(&m, code + L->code_linetable, mk_bytes_raw(&m, L, "ab", 2, too_big[i]));
+		assert_int_equal(read_tab(&t, L, code, &got, &len), -E2BIG);
+	}
+	/* no NUL after the data: not a bytes object */
+	b = mk_bytes(&m, L, "abc", 3);
+	poke(&m, b + L->bytes_sval + 3, "x", 1);
+	poke64(&m, code + L->code_linetable, b);
+	assert_int_equal(read_tab(&t, L, code, &got, &len), -EINVAL);
+	/* the size says less than is there: read what it says */
+	poke64(&m, b + L->bytes_size, 2);
+	assert_int_equal(read_tab(&t, L, code, &got, &len), -EINVAL); /* 'c' is no NUL */
+	poke(&m, b + L->bytes_sval + 2, "", 1);
+	assert_int_equal(read_tab(&t, L, code, &got, &len), 0);
+	assert_int_equal(len, 2);
+	assert_memory_equal(got, "ab", 2);
+	free(got);
+
+	/* exactly PT_PYLINETAB_MAX bytes, in a region of its own */
+	big = fmem_add(&m, BIG_BASE, L->bytes_sval + PT_PYLINETAB_MAX + 1);
+	memcpy(big + L->ob_type, &(uint64_t){ BYTES_TYPE }, 8);
+	memcpy(big + L->bytes_size, &(uint64_t){ PT_PYLINETAB_MAX }, 8);
+	for (i = 0; i < PT_PYLINETAB_MAX; i++)
+		big[L->bytes_sval + i] = (uint8_t)(i * 7 + 1);
+	poke64(&m, code + L->code_linetable, BIG_BASE);
+	assert_int_equal(read_tab(&t, L, code, &got, &len), 0);
+	assert_int_equal(len, PT_PYLINETAB_MAX);
+	assert_memory_equal(got, big + L->bytes_sval, PT_PYLINETAB_MAX);
+	free(got);
+	/* one more does not fit the cap (nor the region) */
+	memcpy(big + L->bytes_size, &(uint64_t){ PT_PYLINETAB_MAX + 1 }, 8);
+	assert_int_equal(read_tab(&t, L, code, &got, &len), -E2BIG);
+	fmem_free(&m);
+}
+
+/* A code object and a table, each copied into a region cut after each byte. */
+static void test_linetable_truncated(void **state)
+{
+	static const uint8_t tab[] = { 6, 0, 4, 1, 2, 0x80 };
+	unsigned int minor;
+	const struct pt_py_layout *L;
+
+	for_each_version(minor, L)
+	{
+		size_t need_code = L->code_linetable + 8;
+		size_t need_bytes = L->bytes_sval + sizeof(tab) + 1; /* and the NUL */
+		size_t cut;
+
+		for (cut = 0; cut <= need_code + 4; cut++) {
+			struct fmem m;
+			struct pt_tmem t;
+			uint64_t code;
+			uint8_t *got;
+			size_t len;
+			int ret;
+
+			fmem_init(&m, &t);
+			code = mk_code(&m, L, 0, 0, 0, 1, 0);
+			poke64(&m, code + L->code_linetable, mk_bytes(&m, L, tab, sizeof(tab)));
+			memcpy(fmem_add(&m, CUT_BASE, cut), at(&m, code, cut), cut);
+			ret = read_tab(&t, L, CUT_BASE, &got, &len);
+			if (cut < need_code) {
+				if (ret != -EFAULT)
+					fail_msg("3.%u, code cut at %zu: got %d", minor, cut, ret);
+			} else {
+				assert_int_equal(ret, 0);
+				free(got);
+			}
+			fmem_free(&m);
+		}
+		for (cut = 0; cut <= need_bytes + 4; cut++) {
+			struct fmem m;
+			struct pt_tmem t;
+			uint64_t code, b;
+			uint8_t *got;
+			size_t len;
+			int ret;
+
+			fmem_init(&m, &t);
+			code = mk_code(&m, L, 0, 0, 0, 1, 0);
+			b = mk_bytes(&m, L, tab, sizeof(tab));
+			memcpy(fmem_add(&m, CUT_BASE, cut), at(&m, b, cut), cut);
+			poke64(&m, code + L->code_linetable, CUT_BASE);
+			ret = read_tab(&t, L, code, &got, &len);
+			/* the terminator is read too */
+			if (cut < need_bytes) {
+				if (ret != -EFAULT)
+					fail_msg("3.%u, bytes cut at %zu: got %d", minor, cut, ret);
+			} else {
+				assert_int_equal(ret, 0);
+				assert_int_equal(len, sizeof(tab));
+				assert_memory_equal(got, tab, sizeof(tab));
+				free(got);
+			}
+			fmem_free(&m);
+		}
+	}
+}
+
+static void test_linetable_bad_addresses(void **state)
+{
+	static const uint64_t bad[] = {
+		/* (HEAP_BASE - 16 would be a valid empty bytes object: the
+		 * heap's first bytes are zero) */
+		0, 8, HEAP_BASE - 40, HEAP_BASE + HEAP_LEN - 8, HEAP_BASE + HEAP_LEN,
+		UINT64_MAX, UINT64_MAX - 7, UINT64_MAX - 31, UINT64_MAX - 39, 1ull << 63,
+	};
+	unsigned int minor;
+	const struct pt_py_layout *L;
+
+	for_each_version(minor, L)
+	{
+		struct fmem m;
+		struct pt_tmem t;
+		uint64_t code, b;
+		uint8_t *got;
+		size_t len, i;
+
+		fmem_init(&m, &t);
+		code = mk_code(&m, L, 0, 0, 0, 1, 0);
+		b = mk_bytes(&m, L, "\x80\x00", 2);
+		for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+			assert_int_equal(read_tab(&t, L, bad[i], &got, &len), -EFAULT);
+			poke64(&m, code + L->code_linetable, bad[i]);
+			assert_int_equal(read_tab(&t, L, code, &got, &len), -EFAULT);
+		}
+		poke64(&m, code + L->code_linetable, b);
+		assert_int_equal(read_tab(&t, L, code, &got, &len), 0);
+		free(got);
+		m.force_err = -ESRCH;
+		assert_int_equal(read_tab(&t, L, code, &got, &len), -ESRCH);
+		fmem_free(&m);
+	}
+}
+
 /* ---- real interpreters ---- */
 
 struct live {
@@ -825,6 +1061,8 @@ struct live {
 		name_obj, runtime;
 	unsigned int major, minor;
 	char filename[PT_PYSTR_MAX + 1];
+	unsigned long long mod_code; /* the script's own <module> code */
+	char tab_hex[2][4096];       /* line tables of probe_me and <module> */
 };
 
 /* The victim: prints where things are, then waits for stdin to close.
@@ -839,8 +1077,13 @@ static const char live_script[] =
 	"    rt = ctypes.addressof(ctypes.c_char.in_dll(ctypes.pythonapi, '_PyRuntime'))\n"
 	"except Exception:\n"
 	"    rt = 0\n"
+	"def tab(co):\n"
+	"    t = co.co_linetable if sys.version_info >= (3, 10) else co.co_lnotab\n"
+	"    return t.hex() or '-'\n"
+	"mc = sys._getframe().f_code\n"
 	"print(id(c), id(type(c)), id(str), c.co_firstlineno, c.co_flags,\n"
-	"      id(c.co_filename), id(c.co_name), rt, *sys.version_info[:2], flush=True)\n"
+	"      id(c.co_filename), id(c.co_name), rt, *sys.version_info[:2],\n"
+	"      tab(c), id(mc), tab(mc), flush=True)\n"
 	"sys.stdin.read()\n";
 #define LIVE_LINE 3
 
@@ -860,7 +1103,7 @@ static int live_start(struct live *v, const char *python, const char *script)
 {
 	int pin[2], pout[2];
 	struct pollfd p;
-	char line[1024];
+	char line[12288];
 	ssize_t n;
 	size_t got = 0;
 
@@ -901,9 +1144,10 @@ static int live_start(struct live *v, const char *python, const char *script)
 		got += (size_t)n;
 	}
 	line[got] = 0;
-	if (sscanf(line, "%llu %llu %llu %llu %llu %llu %llu %llu %u %u", &v->code,
-		   &v->code_type, &v->str_type, &v->firstlineno, &v->flags, &v->filename_obj,
-		   &v->name_obj, &v->runtime, &v->major, &v->minor) != 10) {
+	if (sscanf(line, "%llu %llu %llu %llu %llu %llu %llu %llu %u %u %4095s %llu %4095s",
+		   &v->code, &v->code_type, &v->str_type, &v->firstlineno, &v->flags,
+		   &v->filename_obj, &v->name_obj, &v->runtime, &v->major, &v->minor, v->tab_hex[0],
+		   &v->mod_code, v->tab_hex[1]) != 13) {
 		print_error("unexpected output: %s", line);
 		return -1;
 	}
@@ -924,6 +1168,30 @@ static void live_stop(struct live *v)
 		assert_true(WIFEXITED(status));
 		assert_int_equal(WEXITSTATUS(status), 0);
 	}
+}
+
+/* The table pt_pycode__read_linetable() reads equals the one the child
+ * printed ("-": empty). */
+static void live_check_table(const struct pt_tmem *t, const struct pt_py_layout *L,
+			     uint64_t code, const char *hex, const char *what)
+{
+	size_t n = strcmp(hex, "-") ? strlen(hex) / 2 : 0, len, i;
+	uint8_t *tab;
+	int e = pt_pycode__read_linetable(t, L, code, &tab, &len);
+
+	if (e)
+		fail_msg("%s: pt_pycode__read_linetable: %d", what, e);
+	if (len != n)
+		fail_msg("%s: %zu bytes, the interpreter has %zu", what, len, n);
+	for (i = 0; i < n; i++) {
+		unsigned int byte;
+
+		assert_int_equal(sscanf(hex + 2 * i, "%2x", &byte), 1);
+		if (tab[i] != byte)
+			fail_msg("%s: byte %zu is 0x%02x, the interpreter has 0x%02x", what, i,
+				 tab[i], byte);
+	}
+	free(tab);
 }
 
 /* One interpreter, one way of running the script: everything checked. */
@@ -960,6 +1228,9 @@ static void live_check(const char *python, const char *script, unsigned int *min
 		assert_int_equal(dl.code_firstlineno, L->code_firstlineno);
 		assert_int_equal(dl.ascii_size, L->ascii_size);
 		assert_int_equal(dl.compact_size, L->compact_size);
+		assert_int_equal(dl.code_linetable, L->code_linetable);
+		assert_int_equal(dl.bytes_size, L->bytes_size);
+		assert_int_equal(dl.bytes_sval, L->bytes_sval);
 		L = &dl;
 		snprintf(what, sizeof(what), "_Py_DebugOffsets 0x%08x", hex);
 	}
@@ -982,8 +1253,22 @@ static void live_check(const char *python, const char *script, unsigned int *min
 	} else {
 		assert_false(c.has_qualname);
 	}
-	print_message("  %s 3.%u (%s): %s:%u %s ok\n", python, v.minor, what, c.filename,
-		      c.firstlineno, v.minor >= 11 ? "K.probe_me" : "probe_me");
+	/* line tables, and what they say: probe_me is all on its line */
+	live_check_table(&t, L, v.code, v.tab_hex[0], "probe_me");
+	live_check_table(&t, L, v.mod_code, v.tab_hex[1], "<module>");
+	{
+		uint8_t *tab;
+		size_t len;
+
+		assert_int_equal(pt_pycode__read_linetable(&t, L, v.code, &tab, &len), 0);
+		assert_int_equal(pt_pyline__last_line(v.minor, tab, len, c.firstlineno), LIVE_LINE);
+		assert_int_equal(pt_pyline__line(v.minor, tab, len, c.firstlineno, 0), LIVE_LINE);
+		free(tab);
+	}
+	print_message("  %s 3.%u (%s): %s:%u %s ok, line tables of %zu and %zu bytes\n", python,
+		      v.minor, what, c.filename, c.firstlineno,
+		      v.minor >= 11 ? "K.probe_me" : "probe_me", strlen(v.tab_hex[0]) / 2,
+		      strlen(v.tab_hex[1]) / 2);
 	/* the str type is not the code type, and vice versa */
 	ty.code_type = v.str_type;
 	assert_int_equal(pt_pycode__read(&t, L, &ty, v.code, &c), -EINVAL);
@@ -1087,6 +1372,10 @@ int main(void)
 		cmocka_unit_test(test_truncated_code),
 		cmocka_unit_test(test_truncated_str),
 		cmocka_unit_test(test_bad_addresses),
+		cmocka_unit_test(test_linetable_every_version),
+		cmocka_unit_test(test_linetable_sizes),
+		cmocka_unit_test(test_linetable_truncated),
+		cmocka_unit_test(test_linetable_bad_addresses),
 		cmocka_unit_test(test_live_interpreters),
 	};
 

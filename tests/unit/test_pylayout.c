@@ -29,14 +29,14 @@
 /* Per minor 8..13, from the gdb dumps (ptype/o on the pyenv builds). */
 static const struct {
 	unsigned int minor, frame_code, filename, qualname, firstlineno, flags, adaptive,
-		frame_ip, ascii_size, compact_size, interp_head;
+		frame_ip, ascii_size, compact_size, interp_head, linetable;
 } dump[] = {
-	{ 8, 32, 104, 0, 40, 36, 0, 0, 48, 72, 32 },
-	{ 9, 32, 104, 0, 40, 36, 0, 0, 48, 72, 32 },
-	{ 10, 32, 104, 0, 40, 36, 0, 0, 48, 72, 32 },
-	{ 11, 32, 112, 128, 72, 48, 184, 56, 48, 72, 40 },
-	{ 12, 0, 112, 128, 68, 48, 192, 56, 40, 56, 40 },
-	{ 13, 0, 112, 128, 68, 48, 200, 56, 40, 56, 632 },
+	{ 8, 32, 104, 0, 40, 36, 0, 0, 48, 72, 32, 120 },
+	{ 9, 32, 104, 0, 40, 36, 0, 0, 48, 72, 32, 120 },
+	{ 10, 32, 104, 0, 40, 36, 0, 0, 48, 72, 32, 120 },
+	{ 11, 32, 112, 128, 72, 48, 184, 56, 48, 72, 40, 136 },
+	{ 12, 0, 112, 128, 68, 48, 192, 56, 40, 56, 40, 136 },
+	{ 13, 0, 112, 128, 68, 48, 200, 56, 40, 56, 632, 136 },
 };
 
 static void test_rows_exist(void **state)
@@ -73,6 +73,9 @@ static void test_rows_invariants(void **state)
 		assert_int_equal(L->ob_type, 8);
 		assert_int_equal(L->str_length, 16);
 		assert_int_equal(L->str_state, 32);
+		/* PyBytesObject: ob_size, then the hash, then the data */
+		assert_int_equal(L->bytes_size, 16);
+		assert_int_equal(L->bytes_sval, 32);
 		/* PyCompactUnicodeObject: utf8_length, utf8 (+ wstr_length < 3.12) */
 		assert_int_equal(L->compact_size, L->ascii_size + (m < 12 ? 24 : 16));
 		/* qualnames, generator-creation frames and instruction pointers
@@ -89,6 +92,7 @@ static void test_rows_invariants(void **state)
 			assert_true(L->code_qualname + 8 <= L->code_adaptive);
 			assert_true(L->code_firstlineno + 4 <= L->code_adaptive);
 			assert_true(L->code_flags + 4 <= L->code_adaptive);
+			assert_true(L->code_linetable + 8 <= L->code_adaptive);
 		}
 	}
 }
@@ -111,6 +115,7 @@ static void test_rows_match_gdb(void **state)
 		assert_int_equal(L->ascii_size, dump[i].ascii_size);
 		assert_int_equal(L->compact_size, dump[i].compact_size);
 		assert_int_equal(L->runtime_interp_head, dump[i].interp_head);
+		assert_int_equal(L->code_linetable, dump[i].linetable);
 	}
 	/* 3.13 checks f_executable against the instruction pointer one unit
 	 * later than 3.11/3.12 (notes: instr_ptr is the current instruction) */
@@ -178,9 +183,13 @@ _Static_assert(8 + sizeof(do_3130) == PT_PY_DEBUG_OFFSETS_LEN,
 #define AT_CODE_FILENAME 280
 #define AT_CODE_NAME 288
 #define AT_CODE_QUALNAME 296
+#define AT_CODE_LINETABLE 304
 #define AT_CODE_FIRSTLINENO 312
 #define AT_CODE_ADAPTIVE 344
 #define AT_OB_TYPE 360
+#define AT_BYTES_SIZE 512
+#define AT_BYTES_OB_SIZE 520
+#define AT_BYTES_OB_SVAL 528
 #define AT_STR_STATE 544
 #define AT_STR_LENGTH 552
 #define AT_ASCII_SIZE 560
@@ -220,9 +229,13 @@ static void test_synthetic_layout_is_3130(void **state)
 	assert_int_equal(get64(b, AT_CODE_FILENAME), 112);
 	assert_int_equal(get64(b, AT_CODE_NAME), 120);
 	assert_int_equal(get64(b, AT_CODE_QUALNAME), 128);
+	assert_int_equal(get64(b, AT_CODE_LINETABLE), 136);
 	assert_int_equal(get64(b, AT_CODE_FIRSTLINENO), 68);
 	assert_int_equal(get64(b, AT_CODE_ADAPTIVE), 200);
 	assert_int_equal(get64(b, AT_OB_TYPE), 8);
+	assert_int_equal(get64(b, AT_BYTES_SIZE), 40);
+	assert_int_equal(get64(b, AT_BYTES_OB_SIZE), 16);
+	assert_int_equal(get64(b, AT_BYTES_OB_SVAL), 32);
 	assert_int_equal(get64(b, AT_STR_STATE), 32);
 	assert_int_equal(get64(b, AT_STR_LENGTH), 16);
 	assert_int_equal(get64(b, AT_ASCII_SIZE), 40);
@@ -238,6 +251,9 @@ static void assert_same_layout(const struct pt_py_layout *a, const struct pt_py_
 	assert_int_equal(a->code_qualname, b->code_qualname);
 	assert_int_equal(a->code_firstlineno, b->code_firstlineno);
 	assert_int_equal(a->code_flags, b->code_flags);
+	assert_int_equal(a->code_linetable, b->code_linetable);
+	assert_int_equal(a->bytes_size, b->bytes_size);
+	assert_int_equal(a->bytes_sval, b->bytes_sval);
 	assert_int_equal(a->gen_frames, b->gen_frames);
 	assert_int_equal(a->code_adaptive, b->code_adaptive);
 	assert_int_equal(a->frame_ip, b->frame_ip);
@@ -309,6 +325,9 @@ static void test_offsets_are_used(void **state)
 	put64(b, AT_STR_STATE, 24);
 	put64(b, AT_STR_LENGTH, 8);
 	put64(b, AT_ASCII_SIZE, 48);
+	put64(b, AT_CODE_LINETABLE, 144);
+	put64(b, AT_BYTES_OB_SIZE, 8);
+	put64(b, AT_BYTES_OB_SVAL, 24);
 	assert_int_equal(parse(b, sizeof(b), &L, &hex, err, sizeof(err)), 0);
 	assert_int_equal(L.runtime_interp_head, 640);
 	assert_int_equal(L.frame_code, 8);
@@ -322,6 +341,9 @@ static void test_offsets_are_used(void **state)
 	assert_int_equal(L.str_length, 8);
 	assert_int_equal(L.ascii_size, 48);
 	assert_int_equal(L.compact_size, 64);
+	assert_int_equal(L.code_linetable, 144);
+	assert_int_equal(L.bytes_size, 8);
+	assert_int_equal(L.bytes_sval, 24);
 	/* what _Py_DebugOffsets does not carry comes from the 3.13 row */
 	assert_int_equal(L.minor, 13);
 	assert_int_equal(L.code_flags, pt_py_layout__get(13)->code_flags);
@@ -409,6 +431,13 @@ static void test_offsets_implausible(void **state)
 		{ AT_STR_LENGTH, 1000 },
 		{ AT_ASCII_SIZE, 65 },
 		{ AT_ASCII_SIZE, ~0ull },
+		{ AT_CODE_LINETABLE, 201 },
+		{ AT_CODE_LINETABLE, 1ull << 32 },
+		{ AT_BYTES_SIZE, 4097 },
+		{ AT_BYTES_SIZE, 20 }, /* smaller than its offsets */
+		{ AT_BYTES_OB_SIZE, 33 },
+		{ AT_BYTES_OB_SVAL, 40 },
+		{ AT_BYTES_OB_SVAL, 1ull << 32 },
 	};
 	uint8_t b[PT_PY_DEBUG_OFFSETS_LEN];
 	size_t i;
@@ -450,6 +479,9 @@ static void test_offsets_wrapping(void **state)
 		{ AT_FRAME_EXECUTABLE, 0, -8ull, 0 },
 		{ AT_FRAME_INSTR_PTR, 0, -8ull, 0 },
 		{ AT_INTERP_HEAD, 0, -8ull, 0 },
+		{ AT_CODE_LINETABLE, 0, -8ull, 0 },
+		{ AT_BYTES_OB_SIZE, 0, -8ull, 0 },
+		{ AT_BYTES_OB_SVAL, 0, -1ull, 0 },
 	};
 	uint8_t b[PT_PY_DEBUG_OFFSETS_LEN];
 	int holes = 0;
