@@ -54,6 +54,10 @@ VICTIMS := $(patsubst tests/victims/%.c,$(OUTPUT)/victims/%,$(filter-out tests/v
 FIXTURES := $(OUTPUT)/fixtures/elf_pie $(OUTPUT)/fixtures/elf_nopie \
 	    $(OUTPUT)/fixtures/elf_stripped $(OUTPUT)/fixtures/libelf_fixture.so
 
+# Helpers the integration tests run (checkers fed by a live interpreter).
+TOOL_SRCS := $(wildcard tests/tools/*.c)
+TOOLS := $(patsubst tests/tools/%.c,$(OUTPUT)/tests-tools/%,$(TOOL_SRCS))
+
 BENCH_SRCS := $(wildcard bench/*.c)
 BENCH_BINS := $(patsubst bench/%.c,$(OUTPUT)/bench/%,$(BENCH_SRCS))
 
@@ -66,7 +70,8 @@ all: $(BIN)
 deps:
 	@./scripts/deps.sh
 
-$(OUTPUT) $(OUTPUT)/user $(OUTPUT)/tests $(OUTPUT)/victims $(OUTPUT)/fixtures $(OUTPUT)/bench:
+$(OUTPUT) $(OUTPUT)/user $(OUTPUT)/tests $(OUTPUT)/victims $(OUTPUT)/fixtures $(OUTPUT)/bench \
+$(OUTPUT)/tests-tools:
 	$(Q)mkdir -p $@
 
 $(OUTPUT)/vmlinux.h: | $(OUTPUT)
@@ -102,6 +107,11 @@ $(BIN): $(OUTPUT)/user/main.o $(LIBPT)
 $(OUTPUT)/tests/%: tests/unit/%.c $(LIBPT) | $(OUTPUT)/tests
 	$(call msg,TEST-CC,$@)
 	$(Q)$(CC) $(CFLAGS) $(INCLUDES) $(LDFLAGS) $< $(LIBPT) $(LDLIBS) -lcmocka -o $@
+
+# ---- tools for the integration tests (linked like the unit tests) ----
+$(OUTPUT)/tests-tools/%: tests/tools/%.c $(LIBPT) | $(OUTPUT)/tests-tools
+	$(call msg,TOOL-CC,$@)
+	$(Q)$(CC) $(CFLAGS) $(INCLUDES) $(LDFLAGS) $< $(LIBPT) $(LDLIBS) -o $@
 
 # ---- fixtures for the ELF resolver tests ----
 # -rdynamic: the stripped copy of elf_pie must keep its functions in .dynsym.
@@ -144,7 +154,7 @@ $(OUTPUT)/bench/%: bench/%.c | $(OUTPUT)/bench
 # Runs over a copy of the seeds, so tests/fuzz/corpus/ only changes by hand;
 # failing inputs land in $(OUTPUT)/fuzz/<name>-{crash,leak,timeout,oom}-*.
 FUZZ_SECONDS ?= 20
-FUZZ_NAMES := maps elf config pycode
+FUZZ_NAMES := maps elf config pycode pyline folded
 FUZZ_BINS := $(patsubst %,$(OUTPUT)/fuzz/fuzz_%,$(FUZZ_NAMES))
 FUZZ_CFLAGS := -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
 	       -std=gnu11 -D_GNU_SOURCE -Iuser -Ibpf
@@ -166,6 +176,13 @@ $(OUTPUT)/fuzz/fuzz_config: tests/fuzz/fuzz_config.c user/config.c user/config.h
 $(OUTPUT)/fuzz/fuzz_pycode: tests/fuzz/fuzz_pycode.c user/pycode.c user/pylayout.c user/pycode.h user/pylayout.h | $(OUTPUT)/fuzz
 	$(call msg,FUZZ-CC,$@)
 	$(Q)$(CLANG) $(FUZZ_CFLAGS) tests/fuzz/fuzz_pycode.c user/pycode.c user/pylayout.c -o $@
+$(OUTPUT)/fuzz/fuzz_pyline: tests/fuzz/fuzz_pyline.c user/pyline.c user/pyline.h | $(OUTPUT)/fuzz
+	$(call msg,FUZZ-CC,$@)
+	$(Q)$(CLANG) $(FUZZ_CFLAGS) tests/fuzz/fuzz_pyline.c user/pyline.c -o $@
+
+$(OUTPUT)/fuzz/fuzz_folded: tests/fuzz/fuzz_folded.c user/flame.c user/flame.h | $(OUTPUT)/fuzz
+	$(call msg,FUZZ-CC,$@)
+	$(Q)$(CLANG) $(FUZZ_CFLAGS) tests/fuzz/fuzz_folded.c user/flame.c -o $@
 
 # One line per harness; non-zero exit when any harness crashed, hung,
 # leaked or tripped a sanitizer.
@@ -189,16 +206,17 @@ fuzz: $(FUZZ_BINS)
 unit: $(UNIT_BINS) $(FIXTURES)
 	$(Q)PT_FIXTURES=$(OUTPUT)/fixtures ./tests/run-unit $(OUTPUT)/tests "$(T)"
 
-integration: $(BIN) $(VICTIMS)
-	$(Q)PT_PROFTRACE=$(BIN) PT_VICTIMS=$(OUTPUT)/victims $(PYTHON) tests/integration/run.py $(T)
+integration: $(BIN) $(VICTIMS) $(TOOLS)
+	$(Q)PT_PROFTRACE=$(BIN) PT_VICTIMS=$(OUTPUT)/victims PT_TOOLS=$(OUTPUT)/tests-tools \
+		$(PYTHON) tests/integration/run.py $(T)
 
 # `make test` and `make demo` work on a fresh machine: they install what is
 # missing first (quick when everything is there), then build.
 test:
 	$(Q)./scripts/deps.sh
-	$(Q)$(MAKE) -s --no-print-directory $(BIN) $(UNIT_BINS) $(FIXTURES) $(VICTIMS)
+	$(Q)$(MAKE) -s --no-print-directory $(BIN) $(UNIT_BINS) $(FIXTURES) $(VICTIMS) $(TOOLS)
 	$(Q)PT_PROFTRACE=$(BIN) PT_FIXTURES=$(OUTPUT)/fixtures PT_VICTIMS=$(OUTPUT)/victims \
-		./tests/run-all $(OUTPUT)
+		PT_TOOLS=$(OUTPUT)/tests-tools ./tests/run-all $(OUTPUT)
 
 asan:
 	$(Q)$(MAKE) BUILD=asan test
@@ -215,4 +233,4 @@ clean:
 	$(call msg,CLEAN)
 	$(Q)rm -rf .output .output-asan proftrace
 
--include $(USER_OBJS:.o=.d) $(patsubst %,%.d,$(UNIT_BINS))
+-include $(USER_OBJS:.o=.d) $(patsubst %,%.d,$(UNIT_BINS) $(TOOLS))
