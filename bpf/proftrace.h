@@ -23,6 +23,8 @@ enum pt_rec_type {
 	PT_REC_EXIT = 2,  /* it returned: t_entry..t_exit is the whole call */
 	PT_REC_DLOPEN = 3, /* the dynamic linker changed the link map */
 	PT_REC_PYCODE = 4, /* a Python code object not seen before started: code */
+	PT_REC_SAMPLE = 5, /* struct pt_sample: on-CPU Python stack (pysample.bpf.c) */
+	PT_REC_OFFCPU = 6, /* struct pt_sample: a thread's off-CPU interval */
 };
 
 /*
@@ -91,7 +93,65 @@ struct pt_counters {
 	__u64 py_map_full;    /* code objects the py_codes map could not hold */
 };
 
+/*
+ * Python stack samples (bpf/pysample.bpf.c, a ring of their own so a flood
+ * of samples never pushes out call records). A frame is the code object
+ * and the position of its current instruction, raw: user space turns them
+ * into names and lines (user/pyline.h says what pos means per version).
+ * Only the nframes frames in use are sent, innermost first; a frame with
+ * code 0 is a C-stack shim frame (3.12+) and stands for no Python code.
+ */
+#define PT_SAMPLE_MAX_FRAMES 128
+
+struct pt_sample_frame {
+	__u64 code;
+	__s32 pos; /* f_lasti (< 3.11), or instruction pointer - first instruction */
+	__u32 pad;
+};
+
+struct pt_sample {
+	__u32 type; /* PT_REC_SAMPLE or PT_REC_OFFCPU */
+	__u32 nframes;
+	__u32 pid;
+	__u32 tid;
+	__u64 t;      /* CLOCK_MONOTONIC ns: the sample, or the end of the interval */
+	__u64 weight; /* ns: the sampling period, or the interval's length */
+	__u32 flags;  /* PT_SAMPLEF_* */
+	__u32 pad;
+	struct pt_sample_frame f[PT_SAMPLE_MAX_FRAMES];
+};
+
+#define PT_SAMPLE_HDR_SIZE 40 /* offsetof(struct pt_sample, f) */
+
+#define PT_SAMPLEF_NOT_PYTHON 0x1 /* the thread has no Python thread state */
+#define PT_SAMPLEF_TRUNCATED 0x2  /* deeper than PT_SAMPLE_MAX_FRAMES: outer frames cut */
+#define PT_SAMPLEF_UNREADABLE 0x4 /* the walk stopped at a frame it could not read */
+#define PT_SAMPLEF_NO_STACK 0x8   /* off-CPU since before attach: stack unknown */
+
+/* Per-thread state of the sampler (task storage; user space reads it at
+ * the end to close intervals of threads still off the CPU). */
+struct pt_sample_thread {
+	__u64 tstate;     /* cached PyThreadState *, 0: none found */
+	__u64 checked_ns; /* when "none" was decided */
+	__u64 t_out;      /* went off the CPU at, 0: on the CPU or not known */
+	struct pt_sample s; /* the stack it went off the CPU with */
+};
+
+/* The sampler's counters (.bss of pysample.bpf.c). */
+struct pt_sample_counters {
+	__u64 samples;       /* on-CPU samples taken */
+	__u64 offcpu;        /* off-CPU intervals closed */
+	__u64 lost;          /* records not written: ring full */
+	__u64 no_storage;    /* thread storage could not be created: not sampled */
+	__u64 tstate_walks;  /* thread-state list searches (cache misses) */
+};
+
 #if defined(__STDC_VERSION__) && __STDC_VERSION__ >= 201112L
+_Static_assert(sizeof(struct pt_sample_frame) == 16, "pt_sample_frame is part of the ABI");
+_Static_assert(sizeof(struct pt_sample) ==
+		       PT_SAMPLE_HDR_SIZE + PT_SAMPLE_MAX_FRAMES * sizeof(struct pt_sample_frame),
+	       "pt_sample is part of the ABI");
+_Static_assert(sizeof(struct pt_sample_counters) == 40, "pt_sample_counters is part of the ABI");
 _Static_assert(sizeof(struct pt_rec) == 48, "pt_rec is part of the ABI");
 _Static_assert(sizeof(struct pt_rec_pycode) == sizeof(struct pt_rec), "one record size");
 _Static_assert(sizeof(struct pt_counters) == 56, "pt_counters is part of the ABI");

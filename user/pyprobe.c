@@ -178,6 +178,14 @@ static const struct src *source(struct pt_pyprobe *pp, const char *filename)
 	return s;
 }
 
+const char *pt_pyprobe__source(struct pt_pyprobe *pp, const char *filename, size_t *len)
+{
+	const struct src *s = source(pp, filename);
+
+	*len = s && s->buf ? s->len : 0;
+	return s ? s->buf : NULL;
+}
+
 /* Before 3.11: the qualname from the source; co_name when it cannot be. */
 static void qualname_from_source(struct pt_pyprobe *pp, struct pt_pycode *c)
 {
@@ -192,11 +200,54 @@ static void qualname_from_source(struct pt_pyprobe *pp, struct pt_pycode *c)
 		snprintf(pp->st.no_source_file, sizeof(pp->st.no_source_file), "%s", c->filename);
 }
 
+void pt_pyprobe__qualname(struct pt_pyprobe *pp, struct pt_pycode *c)
+{
+	if (!c->has_qualname)
+		qualname_from_source(pp, c);
+	c->has_qualname = true; /* filled: not again */
+}
+
+int64_t pt_pyprobe__match(struct pt_pyprobe *pp, struct pt_pycode *c, bool *added)
+{
+	const struct pt_config *cfg = pp->o.cfg;
+	size_t nspecs = 0;
+	int r;
+
+	*added = false;
+	/* Module and class bodies run once at import: not functions. */
+	for (size_t s = 0; s < cfg->nprobes && (c->flags & PT_CO_OPTIMIZED); s++)
+		if (pt_pymatch__file(&cfg->probes[s], c->filename))
+			pp->specs[nspecs++] = s;
+	if (nspecs) {
+		size_t k = 0;
+
+		if (!c->has_qualname)
+			qualname_from_source(pp, c);
+		for (size_t j = 0; j < nspecs; j++)
+			if (pt_pymatch__name(&cfg->probes[pp->specs[j]], c->qualname))
+				pp->specs[k++] = pp->specs[j];
+		nspecs = k;
+	}
+	if (!nspecs)
+		return PT_FID_PY_NONE;
+	r = pt_resolver__nfuncs(pp->o.res);
+	{
+		size_t before = (size_t)r;
+
+		r = pt_resolver__add_py(pp->o.res, pp->specs, nspecs, c->filename, c->qualname,
+					c->firstlineno);
+		if (r < 0)
+			return r;
+		*added = pt_resolver__nfuncs(pp->o.res) > before;
+	}
+	pp->st.matched++;
+	return r;
+}
+
 int64_t pt_pyprobe__resolve(struct pt_pyprobe *pp, uint64_t code, const struct pt_py_code *seen,
 			    struct pt_py_code *val, bool *added)
 {
-	const struct pt_config *cfg = pp->o.cfg;
-	size_t i = slot_of(pp, code), nspecs = 0;
+	size_t i = slot_of(pp, code);
 	struct pt_pycode *c;
 	int64_t fid = PT_FID_PY_NONE;
 	int e;
@@ -233,32 +284,10 @@ int64_t pt_pyprobe__resolve(struct pt_pyprobe *pp, uint64_t code, const struct p
 		pp->st.unreadable++; /* freed while we read it */
 		goto gone;
 	}
-	/* Module and class bodies run once at import: not functions. */
-	for (size_t s = 0; s < cfg->nprobes && (c->flags & PT_CO_OPTIMIZED); s++)
-		if (pt_pymatch__file(&cfg->probes[s], c->filename))
-			pp->specs[nspecs++] = s;
-	if (nspecs) {
-		size_t k = 0;
-
-		if (!c->has_qualname)
-			qualname_from_source(pp, c);
-		for (size_t j = 0; j < nspecs; j++)
-			if (pt_pymatch__name(&cfg->probes[pp->specs[j]], c->qualname))
-				pp->specs[k++] = pp->specs[j];
-		nspecs = k;
-	}
-	if (nspecs) {
-		size_t before = pt_resolver__nfuncs(pp->o.res);
-		int r = pt_resolver__add_py(pp->o.res, pp->specs, nspecs, c->filename,
-					    c->qualname, c->firstlineno);
-
-		if (r < 0) {
-			free(c);
-			return r;
-		}
-		*added = pt_resolver__nfuncs(pp->o.res) > before;
-		fid = r;
-		pp->st.matched++;
+	fid = pt_pyprobe__match(pp, c, added);
+	if (fid < 0) {
+		free(c);
+		return fid;
 	}
 	val->fid = (uint32_t)fid;
 	if (remember(pp, code, val)) {

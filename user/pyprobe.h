@@ -64,6 +64,20 @@ int64_t pt_pyprobe__resolve(struct pt_pyprobe *pp, uint64_t code, const struct p
  * while it was pending): a fid, PT_FID_PY_NONE (not ours or unknown) or
  * PT_PYPROBE_GONE. */
 uint32_t pt_pyprobe__fid(const struct pt_pyprobe *pp, uint64_t code);
+/*
+ * The configured function code object c (read with its names) belongs to:
+ * its fid (added to the resolver when new: *added), or PT_FID_PY_NONE, or
+ * -ENOMEM. Unlike pt_pyprobe__resolve() this remembers nothing about c's
+ * address: the stack sampler uses it, and must not change the answers
+ * pending probe records wait for.
+ */
+int64_t pt_pyprobe__match(struct pt_pyprobe *pp, struct pt_pycode *c, bool *added);
+/* Fill c->qualname from the module source when the code object has no
+ * co_qualname (< 3.11); co_name when the source does not tell. */
+void pt_pyprobe__qualname(struct pt_pyprobe *pp, struct pt_pycode *c);
+/* A module's source as the target sees it (read once, cached): NULL when
+ * it cannot be read. */
+const char *pt_pyprobe__source(struct pt_pyprobe *pp, const char *filename, size_t *len);
 const struct pt_pyprobe_stats *pt_pyprobe__stats(const struct pt_pyprobe *pp);
 
 #endif

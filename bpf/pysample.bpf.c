@@ -1,0 +1,277 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * Python stack sampling for one process.
+ *
+ * On-CPU: a cpu-clock perf event per thread of the target calls
+ * pt_sample; it walks the sampled thread's Python frames (code object +
+ * instruction position per frame, no strings) and sends them as one
+ * record. Off-CPU: at sched_switch, a target thread going off the CPU has
+ * its stack walked into its task storage; when it comes back the interval
+ * is sent with that stack. A thread's Python stack cannot change while it
+ * is off the CPU, so the stack at switch-out is the stack of the whole
+ * interval.
+ *
+ * Thread to thread state: tstate->thread_id is pthread_self(), which is
+ * the %fs base on x86-64 (glibc and musl), so it matches in containers
+ * where TIDs differ. The tstate found is cached per thread and checked on
+ * each use (a freed tstate can be reused by another thread).
+ */
+#include "vmlinux.h"
+#include <bpf/bpf_core_read.h>
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+
+#include "proftrace.h"
+
+char LICENSE[] SEC("license") = "Dual BSD/GPL";
+
+const volatile __u32 targ_tgid = 0;
+const volatile __u64 period_ns = 1000000; /* weight of one on-CPU sample */
+const volatile bool offcpu = true;
+
+/* Where the interpreter keeps things (user/pylayout.h), set before load. */
+const volatile __u64 py_runtime = 0;         /* &_PyRuntime */
+const volatile __u32 runtime_interp_head = 0; /* -> PyInterpreterState * */
+const volatile __u32 interp_tstate_head = 0;  /* -> PyThreadState * */
+const volatile __u32 tstate_next = 0;
+const volatile __u32 tstate_thread_id = 0;
+const volatile __u32 tstate_frame = 0;   /* frame, cframe or current_frame */
+const volatile __s32 cframe_frame = -1;  /* >= 0: tstate_frame is a cframe, frame at this offset */
+const volatile __u32 frame_read = 0;     /* bytes of a frame that hold the fields below */
+const volatile __u32 frame_back = 0;
+const volatile __u32 frame_code = 0;
+const volatile __u32 frame_lasti = 0;    /* int f_lasti; 0: use frame_ip */
+const volatile __u32 frame_ip = 0;       /* instruction pointer (3.11+) */
+const volatile __u32 code_adaptive = 0;  /* code -> first instruction */
+const volatile __u32 frame_owner = 0;    /* 0: no owner field */
+const volatile __u32 owner_cstack = 256; /* owner value of C-stack shim frames to skip */
+
+#define FRAME_BUF 128 /* >= frame_read, checked by user space */
+#define MAX_THREADS 256 /* thread states searched per interpreter */
+#define RECHECK_NS 200000000ull /* retry a thread without a thread state every 200 ms */
+
+struct pt_sample_counters counters = {};
+/* Set by user space just before the programs are attached. */
+__u64 attach_ns = 0;
+
+struct {
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct pt_sample_thread);
+} threads SEC(".maps");
+
+struct scratch {
+	struct pt_sample s;
+	__u8 frame[FRAME_BUF];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct scratch);
+} scratch SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 8 << 20); /* resized by user space */
+} samples SEC(".maps");
+
+static __always_inline __u64 rd_ptr(__u64 addr)
+{
+	__u64 v = 0;
+
+	if (bpf_probe_read_user(&v, sizeof(v), (const void *)addr))
+		return 0;
+	return v;
+}
+
+static __always_inline __u64 fsbase_of(struct task_struct *t)
+{
+	return BPF_CORE_READ(t, thread.fsbase);
+}
+
+/* The thread state whose thread_id is fs, or 0. */
+static __always_inline __u64 find_tstate(__u64 fs)
+{
+	__u64 interp = rd_ptr(py_runtime + runtime_interp_head);
+	__u64 ts;
+
+	__sync_fetch_and_add(&counters.tstate_walks, 1);
+	if (!interp)
+		return 0;
+	ts = rd_ptr(interp + interp_tstate_head);
+	for (int i = 0; i < MAX_THREADS && ts; i++) {
+		if (rd_ptr(ts + tstate_thread_id) == fs)
+			return ts;
+		ts = rd_ptr(ts + tstate_next);
+	}
+	return 0;
+}
+
+/* The current thread's thread state, through its cache entry. */
+static __always_inline __u64 tstate_of(struct pt_sample_thread *ts, __u64 fs, __u64 now)
+{
+	if (ts->tstate && rd_ptr(ts->tstate + tstate_thread_id) == fs)
+		return ts->tstate;
+	if (!ts->tstate && ts->checked_ns && now - ts->checked_ns < RECHECK_NS)
+		return 0;
+	ts->tstate = find_tstate(fs);
+	ts->checked_ns = now;
+	return ts->tstate;
+}
+
+/* Walk the Python frames of the current thread into s. */
+static __always_inline void walk(struct pt_sample *s, __u8 *buf, __u64 tstate)
+{
+	__u32 rd = frame_read, n;
+	__u64 frame;
+
+	s->nframes = 0;
+	n = 0;
+	if (!tstate) {
+		s->flags |= PT_SAMPLEF_NOT_PYTHON;
+		return;
+	}
+	frame = rd_ptr(tstate + tstate_frame);
+	if (cframe_frame >= 0 && frame)
+		frame = rd_ptr(frame + cframe_frame);
+	if (rd > FRAME_BUF)
+		rd = FRAME_BUF;
+	/* One slot per frame, C-stack shim frames (3.12+) included with
+	 * code 0 for user space to skip: a loop whose slot index is its
+	 * iteration keeps the verifier's work linear. */
+	for (n = 0; n < PT_SAMPLE_MAX_FRAMES && frame; n++) {
+		__u64 code, back;
+		__s64 pos;
+
+		if (bpf_probe_read_user(buf, rd, (const void *)frame)) {
+			s->flags |= PT_SAMPLEF_UNREADABLE;
+			frame = 0;
+			break;
+		}
+		code = *(__u64 *)(buf + (frame_code & (FRAME_BUF - 8)));
+		back = *(__u64 *)(buf + (frame_back & (FRAME_BUF - 8)));
+		if (frame_lasti)
+			pos = *(__s32 *)(buf + (frame_lasti & (FRAME_BUF - 4)));
+		else
+			pos = (__s64)(*(__u64 *)(buf + (frame_ip & (FRAME_BUF - 8))) -
+				      (code + code_adaptive));
+		if (pos > 0x7fffffff || pos < -0x7fffffff)
+			pos = -0x7fffffff - 1; /* no instruction of this code: garbage */
+		if (frame_owner && buf[frame_owner & (FRAME_BUF - 1)] == owner_cstack)
+			code = 0;
+		s->f[n & (PT_SAMPLE_MAX_FRAMES - 1)].code = code;
+		s->f[n & (PT_SAMPLE_MAX_FRAMES - 1)].pos = (__s32)pos;
+		s->f[n & (PT_SAMPLE_MAX_FRAMES - 1)].pad = 0;
+		frame = back;
+	}
+	if (frame)
+		s->flags |= PT_SAMPLEF_TRUNCATED;
+	s->nframes = n;
+}
+
+static __always_inline void send(struct pt_sample *s)
+{
+	__u32 n = s->nframes;
+
+	if (n > PT_SAMPLE_MAX_FRAMES)
+		n = PT_SAMPLE_MAX_FRAMES;
+	if (bpf_ringbuf_output(&samples, s, PT_SAMPLE_HDR_SIZE + n * sizeof(s->f[0]),
+			       BPF_RB_NO_WAKEUP))
+		__sync_fetch_and_add(&counters.lost, 1);
+}
+
+SEC("perf_event")
+int pt_sample(struct bpf_perf_event_data *ctx)
+{
+	__u64 id = bpf_get_current_pid_tgid(), now;
+	struct task_struct *task;
+	struct scratch *sc;
+	struct pt_sample_thread *ts;
+	__u32 zero = 0;
+
+	/* inherited events follow fork()ed children too: not ours */
+	if ((id >> 32) != targ_tgid)
+		return 0;
+	sc = bpf_map_lookup_elem(&scratch, &zero);
+	if (!sc)
+		return 0;
+	task = bpf_get_current_task_btf();
+	ts = bpf_task_storage_get(&threads, task, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (!ts) {
+		__sync_fetch_and_add(&counters.no_storage, 1);
+		return 0;
+	}
+	now = bpf_ktime_get_ns();
+	sc->s.type = PT_REC_SAMPLE;
+	sc->s.pid = id >> 32;
+	sc->s.tid = (__u32)id;
+	sc->s.t = now;
+	sc->s.weight = period_ns;
+	sc->s.flags = 0;
+	sc->s.pad = 0;
+	walk(&sc->s, sc->frame, tstate_of(ts, fsbase_of(task), now));
+	__sync_fetch_and_add(&counters.samples, 1);
+	send(&sc->s);
+	return 0;
+}
+
+/* prev is the current task here: its memory is the one mapped. */
+SEC("tp_btf/sched_switch")
+int BPF_PROG(pt_switch, bool preempt, struct task_struct *prev, struct task_struct *next)
+{
+	struct pt_sample_thread *ts;
+	struct scratch *sc;
+	__u32 zero = 0;
+	__u64 now;
+
+	if (!offcpu)
+		return 0;
+	now = bpf_ktime_get_ns();
+	if (next->tgid == targ_tgid) {
+		ts = bpf_task_storage_get(&threads, next, 0, 0);
+		if (!ts && next->start_time < attach_ns) {
+			/* Asleep since before we attached: the time since
+			 * then is off-CPU, its stack is not known. */
+			ts = bpf_task_storage_get(&threads, next, 0,
+						  BPF_LOCAL_STORAGE_GET_F_CREATE);
+			if (ts) {
+				ts->s.type = PT_REC_OFFCPU;
+				ts->s.pid = next->tgid;
+				ts->s.tid = next->pid;
+				ts->s.nframes = 0;
+				ts->s.flags = PT_SAMPLEF_NO_STACK;
+				ts->t_out = attach_ns;
+			}
+		}
+		if (ts && ts->t_out) {
+			ts->s.t = now;
+			ts->s.weight = now - ts->t_out;
+			ts->t_out = 0;
+			__sync_fetch_and_add(&counters.offcpu, 1);
+			send(&ts->s);
+		}
+	}
+	if (prev->tgid != targ_tgid)
+		return 0;
+	sc = bpf_map_lookup_elem(&scratch, &zero);
+	ts = bpf_task_storage_get(&threads, prev, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (!sc || !ts) {
+		__sync_fetch_and_add(&counters.no_storage, 1);
+		return 0;
+	}
+	ts->s.type = PT_REC_OFFCPU;
+	ts->s.pid = prev->tgid;
+	ts->s.tid = prev->pid;
+	ts->s.flags = 0;
+	ts->s.pad = 0;
+	walk(&ts->s, sc->frame, tstate_of(ts, fsbase_of(prev), now));
+	/* Threads without Python frames (pools of native workers) sleep
+	 * most of the time: their idle time is not host time of the server. */
+	if (ts->s.flags & PT_SAMPLEF_NOT_PYTHON)
+		return 0;
+	ts->t_out = now;
+	return 0;
+}

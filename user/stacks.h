@@ -1,0 +1,101 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * Sampled stacks -> host time: per thread, per py: function (inclusive),
+ * per source line of the functions named on `lines` lines, and the call
+ * tree for the flame graph. Pure C over symbolized samples, so tests feed
+ * it synthetic ones.
+ *
+ * What a sample counts for (docs/summary.md, "Sampling"):
+ * - an on-CPU sample weighs one sampling period; an off-CPU interval its
+ *   exact length; wall = on + off;
+ * - a function is counted once per sample when it is anywhere on the
+ *   stack (recursion does not count it twice);
+ * - a line of a `lines` function gets the sample when the function's
+ *   outermost frame on the stack is at that line, so the time of calls
+ *   made from the line is the line's, and a function's lines add up to
+ *   the function.
+ */
+#ifndef PT_STACKS_H
+#define PT_STACKS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct pt_flame;
+
+/* One frame of a symbolized sample. */
+struct pt_sframe {
+	const char *label; /* flame graph frame, e.g. "Sched.step (engine.py:42)" */
+	uint32_t fid;      /* the py: function it belongs to, or UINT32_MAX */
+	uint32_t line;     /* 0: unknown */
+};
+
+#define PT_SFID_NONE UINT32_MAX
+
+struct pt_stacks_sample {
+	uint32_t tid;
+	bool offcpu;
+	uint64_t weight_ns;
+	uint32_t flags; /* PT_SAMPLEF_* */
+	const struct pt_sframe *f; /* innermost first */
+	size_t n;
+	size_t unknown; /* frames among f whose code could not be read */
+};
+
+struct pt_stacks_time {
+	uint64_t samples; /* on-CPU samples */
+	uint64_t on_ns, off_ns;
+};
+
+struct pt_stacks_thread {
+	uint32_t tid;
+	char *name;  /* its comm, or NULL */
+	bool python; /* a sample found its Python thread state */
+	struct pt_stacks_time t;
+};
+
+struct pt_stacks_line {
+	uint32_t line;
+	struct pt_stacks_time t;
+};
+
+struct pt_stacks_totals {
+	struct pt_stacks_time t;
+	uint64_t intervals;       /* off-CPU intervals */
+	uint64_t python_samples;  /* on-CPU samples with a Python frame */
+	uint64_t no_frames;       /* ... of Python threads with no frame */
+	uint64_t not_python;      /* ... of threads with no thread state */
+	uint64_t truncated;       /* stacks deeper than the walker goes */
+	uint64_t unreadable;      /* walks stopped at an unreadable frame */
+	uint64_t unknown_frames;  /* frames whose code could not be read */
+	uint64_t no_stack;        /* off-CPU intervals begun before attach */
+};
+
+struct pt_stacks;
+
+struct pt_stacks *pt_stacks__new(void);
+void pt_stacks__free(struct pt_stacks *st);
+
+/* Keep per-line figures for function fid. 0, -ENOMEM, or -EINVAL for a
+ * fid of 2^24 or more (fids are dense row numbers). */
+int pt_stacks__want_lines(struct pt_stacks *st, uint32_t fid);
+/* Name thread tid (its comm) for the flame graph and the report. */
+int pt_stacks__name_thread(struct pt_stacks *st, uint32_t tid, const char *name);
+bool pt_stacks__has_thread(const struct pt_stacks *st, uint32_t tid);
+
+/* 0, -ENOMEM, or -EINVAL when a frame names a fid of 2^24 or more. */
+int pt_stacks__add(struct pt_stacks *st, const struct pt_stacks_sample *s);
+
+const struct pt_stacks_totals *pt_stacks__totals(const struct pt_stacks *st);
+size_t pt_stacks__nthreads(const struct pt_stacks *st);
+const struct pt_stacks_thread *pt_stacks__thread(const struct pt_stacks *st, size_t i);
+/* Inclusive time of function fid; NULL when never sampled. */
+const struct pt_stacks_time *pt_stacks__func(const struct pt_stacks *st, uint32_t fid);
+/* Lines of fid with samples, sorted by line; NULL (and *n 0) when none. */
+const struct pt_stacks_line *pt_stacks__lines(const struct pt_stacks *st, uint32_t fid,
+					      size_t *n);
+/* The call tree: weights in microseconds of wall time. */
+const struct pt_flame *pt_stacks__flame(const struct pt_stacks *st);
+
+#endif
