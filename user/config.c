@@ -39,6 +39,8 @@ enum set_key {
 	KEY_PROLOGUE_SKIP,
 	KEY_RINGBUF_WAKEUP,
 	KEY_PY_SESSION,
+	KEY_SAMPLE_HZ,
+	KEY_PYTHON_MODE,
 	NR_KEYS,
 };
 
@@ -49,12 +51,15 @@ static const char *const key_names[NR_KEYS] = {
 	[KEY_PROLOGUE_SKIP] = "prologue_skip",
 	[KEY_RINGBUF_WAKEUP] = "ringbuf_wakeup",
 	[KEY_PY_SESSION] = "py_session",
+	[KEY_SAMPLE_HZ] = "sample_hz",
+	[KEY_PYTHON_MODE] = "python_mode",
 };
 
-#define KNOWN_KEYS \
-	"warmup_steps, ringbuf_mb, poll_ms, prologue_skip, ringbuf_wakeup, py_session"
+#define KNOWN_KEYS                                                                   \
+	"warmup_steps, ringbuf_mb, poll_ms, prologue_skip, ringbuf_wakeup, py_session, " \
+	"sample_hz, python_mode"
 
-static const char *const keywords[] = { "step", "bucket", "set" };
+static const char *const keywords[] = { "step", "bucket", "set", "lines" };
 
 struct parser {
 	struct pt_config *cfg;
@@ -561,6 +566,30 @@ static int parse_bucket(struct parser *p)
 	return 0;
 }
 
+/* lines <py-probe> [<py-probe> ...]: functions for the per-line report. */
+static int parse_lines(struct parser *p)
+{
+	struct pt_config *cfg = p->cfg;
+	const struct tok *t = p->toks;
+	int k, idx, err;
+
+	if (p->ntok < 2)
+		return perr(p, t[0].col, t[0].s, "lines has no probe",
+			    "lines py:<module>.<Class>.<method> or py:<module>::<function>");
+	for (k = 1; k < p->ntok; k++) {
+		if (strncmp(t[k].s, "py:", 3))
+			return perr(p, t[k].col, t[k].s, "lines takes py: probes only",
+				    "per-line times come from sampled Python stacks, e.g. "
+				    "lines py:engine.Scheduler.schedule");
+		err = probe_get(p, &t[k], &idx);
+		if (err)
+			return err;
+		cfg->probes[idx].is_lines = true;
+		cfg->nlines++;
+	}
+	return 0;
+}
+
 /* Decimal only: a config value like "010" or "0x10" should not change base. */
 static bool parse_uint(const char *s, unsigned long long max, unsigned long long *out)
 {
@@ -644,6 +673,31 @@ static int parse_set(struct parser *p)
 			return perr(p, t[2].col, v, what, "milliseconds, 1..1000");
 		cfg->poll_ms = n;
 		break;
+	case KEY_SAMPLE_HZ:
+		/* cpu-clock periods below 100 us cost the target more than
+		 * they tell; 0 turns sampling off. */
+		if (!parse_uint(v, 10000, &n))
+			return perr(p, t[2].col, v, what,
+				    "samples per second per thread, 0 (off) to 10000, e.g. 1000");
+		cfg->sample_hz = n;
+		break;
+	case KEY_PYTHON_MODE:
+		if (!strcmp(v, "auto"))
+			cfg->python_mode = PT_PYMODE_AUTO;
+		else if (!strcmp(v, "evalframe"))
+			cfg->python_mode = PT_PYMODE_EVALFRAME;
+		else if (!strcmp(v, "sampled"))
+			cfg->python_mode = PT_PYMODE_SAMPLED;
+		else if (!strcmp(v, "usdt"))
+			return perr(p, t[2].col, v, "python_mode usdt is not offered",
+				    "where an interpreter's USDT probes time every call, the "
+				    "evalframe probe does too and costs less (docs/targets.md); "
+				    "use auto or evalframe");
+		else
+			return perr(p, t[2].col, v, what,
+				    "auto (exact where the interpreter allows, else sampled), "
+				    "evalframe or sampled");
+		break;
 	case KEY_PROLOGUE_SKIP:
 	case KEY_RINGBUF_WAKEUP:
 	case KEY_PY_SESSION:
@@ -706,12 +760,15 @@ static int parse_line(struct parser *p, char *line, size_t len)
 		return parse_bucket(p);
 	if (!strcmp(t[0].s, "set"))
 		return parse_set(p);
+	if (!strcmp(t[0].s, "lines"))
+		return parse_lines(p);
 	sugg = closest(t[0].s, keywords, sizeof(keywords) / sizeof(keywords[0]));
 	if (sugg)
 		return perr(p, t[0].col, t[0].s, "unknown keyword",
-			    "did you mean %s? a line is step, bucket, set or a # comment", sugg);
+			    "did you mean %s? a line is step, bucket, lines, set or a # comment",
+			    sugg);
 	return perr(p, t[0].col, t[0].s, "unknown keyword",
-		    "a line is step, bucket, set or a # comment");
+		    "a line is step, bucket, lines, set or a # comment");
 }
 
 int pt_config__parse(struct pt_config *cfg, FILE *f, const char *path, char *err, size_t errlen)
@@ -753,6 +810,8 @@ int pt_config__parse(struct pt_config *cfg, FILE *f, const char *path, char *err
 	cfg->prologue_skip = true;
 	cfg->ringbuf_wakeup = false;
 	cfg->py_session = true;
+	cfg->sample_hz = 1000;
+	cfg->python_mode = PT_PYMODE_AUTO;
 	cfg->path = strdup(path);
 	if (!cfg->path) {
 		ret = oom(p);
@@ -777,11 +836,12 @@ int pt_config__parse(struct pt_config *cfg, FILE *f, const char *path, char *err
 				 strerror(-ret));
 		goto out;
 	}
-	if (cfg->step_probe < 0 && !cfg->nbuckets) {
+	if (cfg->step_probe < 0 && !cfg->nbuckets && !cfg->nlines) {
 		/* about the whole file: point at its start */
 		p->line = 1;
-		ret = perr(p, 1, NULL, "nothing to profile: no step or bucket line",
-			   "add 'step " NATIVE_FORM "' or 'bucket <domain.name> <probe>...'");
+		ret = perr(p, 1, NULL, "nothing to profile: no step, bucket or lines line",
+			   "add 'step " NATIVE_FORM "', 'bucket <domain.name> <probe>...' or "
+			   "'lines py:<module>::<function>'");
 	}
 out:
 	free(line);

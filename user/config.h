@@ -5,6 +5,7 @@
  *   # comment
  *   step   <probe> [mode=call|iteration]
  *   bucket <domain.name> <probe> [<probe> ...]
+ *   lines  <py-probe> [<py-probe> ...]
  *   set    <key> <value>
  *
  * The parser takes a FILE* so tests feed fixtures; errors come back as one
@@ -32,6 +33,7 @@ struct pt_probe_spec {
 	char *cls;    /* py: class glob; NULL for module-level functions (::) */
 	int line, col; /* first place it was written */
 	bool is_step;
+	bool is_lines; /* named on a lines line: per-line report */
 	unsigned long long bucket_mask; /* bit i: in buckets[i] */
 };
 
@@ -41,6 +43,13 @@ enum pt_step_mode {
 };
 
 #define PT_MAX_BUCKETS 64
+
+/* How py: functions are timed (set python_mode). */
+enum pt_python_mode {
+	PT_PYMODE_AUTO = 0,  /* the frame probe where it sees every call, else sampled */
+	PT_PYMODE_EVALFRAME, /* the frame probe always (c-entry-only where it is partial) */
+	PT_PYMODE_SAMPLED,   /* sampled figures only, no frame probe */
+};
 
 struct pt_bucket_cfg {
 	char *name;   /* "engine.schedule" */
@@ -68,6 +77,9 @@ struct pt_config {
 	 * that are not configured skip the return probe; off: always a
 	 * uprobe/uretprobe pair (for benchmarks). */
 	bool py_session;
+	unsigned int sample_hz; /* sample_hz, default 1000, 0: no sampling */
+	enum pt_python_mode python_mode; /* python_mode auto|evalframe|sampled */
+	size_t nlines; /* probes named on lines lines */
 };
 
 /* 0, or -EINVAL with a one-line message in err (no trailing newline). */

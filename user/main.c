@@ -32,10 +32,14 @@
 #include "config.h"
 #include "elfsyms.h"
 #include "maps.h"
+#include "flame.h"
 #include "pyprobe.h"
+#include "pysym.h"
 #include "python.h"
 #include "report.h"
 #include "resolve.h"
+#include "sampler.h"
+#include "stacks.h"
 #include "target.h"
 
 #define EXIT_USAGE 2
@@ -49,6 +53,7 @@ struct fstate {
 	bool attached;
 	double at_s;
 	char *reason; /* owned */
+	unsigned int last_line; /* py: last line per its line table, 0: unknown */
 };
 
 struct run {
@@ -69,11 +74,20 @@ struct run {
 
 	/* py: probes */
 	bool want_py;
+	bool have_py;   /* the target runs CPython (r->py is valid) */
+	bool py_probed; /* the frame evaluator is probed */
 	struct pt_python py;
 	struct pt_pyprobe *pp;
 	char proc_root[64], proc_cwd[64];
 	int tramp_checks, tramp_on; /* perf trampoline: checks made, seen active */
 	uint64_t py_unresolved; /* calls of code freed before it could be read */
+
+	/* stack sampling */
+	struct pt_sampler *smp;
+	struct pt_pysym *sym;
+	struct pt_stacks *stk;
+	struct pt_sframe *sf; /* scratch: one sample's frames and their labels */
+	char (*labels)[256];
 };
 
 static int verbose;
@@ -124,6 +138,29 @@ static double since_start_s(const struct run *r)
 static int grow_fstate(struct run *r);
 static void update_trampoline(struct run *r);
 
+/* Python functions found at run time, by the frame probe or in samples:
+ * the aggregator and the report learn about them. */
+static void sync_py_funcs(struct run *r)
+{
+	size_t before = r->nfs;
+
+	if (grow_fstate(r))
+		return;
+	for (size_t i = before; i < r->nfs; i++) {
+		const struct pt_func *f = pt_resolver__func(r->res, i);
+
+		if (!f->py)
+			continue; /* native: attach_new() does these */
+		pt_agg__set_func(r->agg, (uint32_t)f->fid, f->is_step, f->bucket_mask);
+		r->fs[i].attached = true;
+		r->fs[i].at_s = since_start_s(r);
+		if (f->lines_spec >= 0 && r->stk)
+			pt_stacks__want_lines(r->stk, (uint32_t)f->fid);
+		vlog("proftrace: python %s (%s:%u) is fid %d\n", f->symbol, f->object, f->py_line,
+		     f->fid);
+	}
+}
+
 /* A code object BPF has not seen: tell BPF whether it is ours. */
 static void on_pycode(struct run *r, const struct pt_rec_pycode *rec)
 {
@@ -138,15 +175,66 @@ static void on_pycode(struct run *r, const struct pt_rec_pycode *rec)
 	if (fid < 0 || fid == PT_PYPROBE_GONE)
 		return;
 	pt_attach__py_code(r->att, rec->code, &val);
-	if (added && !grow_fstate(r)) {
-		const struct pt_func *f = pt_resolver__func(r->res, (size_t)fid);
+	if (added)
+		sync_py_funcs(r);
+}
 
-		pt_agg__set_func(r->agg, (uint32_t)fid, f->is_step, f->bucket_mask);
-		r->fs[fid].attached = true;
-		r->fs[fid].at_s = since_start_s(r);
-		vlog("proftrace: python %s (%s:%u) is fid %lld\n", f->symbol, f->object, f->py_line,
-		     (long long)fid);
+/* The thread's name, read once, for the flame graph and the report. */
+static void name_thread(struct run *r, uint32_t tid)
+{
+	char path[64], comm[64] = "";
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/task/%u/comm", r->tgt.pid, tid);
+	f = fopen(path, "re");
+	if (f) {
+		if (fgets(comm, sizeof(comm), f))
+			comm[strcspn(comm, "\n")] = 0;
+		fclose(f);
 	}
+	pt_stacks__name_thread(r->stk, tid, comm[0] ? comm : "?");
+}
+
+/* A stack sample: names and lines for its frames, then into the stacks. */
+static int on_sample(void *ctx, const struct pt_sample *s)
+{
+	struct run *r = ctx;
+	struct pt_stacks_sample ss = { .tid = s->tid, .offcpu = s->type == PT_REC_OFFCPU,
+				       .weight_ns = s->weight, .flags = s->flags, .f = r->sf };
+	const struct pt_pysym_code *codes[PT_SAMPLE_MAX_FRAMES];
+	size_t before = pt_resolver__nfuncs(r->res);
+
+	if (s->pid != (uint32_t)r->tgt.pid)
+		return 0;
+	if (!pt_stacks__has_thread(r->stk, s->tid))
+		name_thread(r, s->tid);
+	for (uint32_t i = 0; i < s->nframes && i < PT_SAMPLE_MAX_FRAMES; i++) {
+		const struct pt_pysym_code *c;
+		unsigned int line;
+
+		if (!s->f[i].code)
+			continue; /* C-stack shim frame */
+		c = pt_pysym__code(r->sym, s->f[i].code);
+		if (!c)
+			return 0; /* out of memory: the sample is lost */
+		line = pt_pysym__line(r->sym, c, s->f[i].pos);
+		ss.unknown += !c->ok;
+		pt_pysym__label(c, line, r->labels[ss.n], sizeof(r->labels[0]));
+		r->sf[ss.n].label = r->labels[ss.n];
+		r->sf[ss.n].fid = c->fid;
+		r->sf[ss.n].line = line;
+		codes[ss.n++] = c;
+	}
+	if (pt_resolver__nfuncs(r->res) != before)
+		sync_py_funcs(r);
+	for (size_t i = 0; i < ss.n; i++) {
+		uint32_t fid = r->sf[i].fid;
+
+		if (fid != PT_SFID_NONE && fid < r->nfs && !r->fs[fid].last_line)
+			r->fs[fid].last_line = pt_pysym__last_line(r->sym, codes[i]);
+	}
+	pt_stacks__add(r->stk, &ss);
+	return 0;
 }
 
 static int on_rec(void *ctx, const struct pt_rec *rec)
@@ -330,14 +418,57 @@ static bool py_exact(const struct run *r)
 	       (r->tramp_checks && r->tramp_on == r->tramp_checks);
 }
 
+/* A py: probe that opens steps or bucket intervals needs its entries. */
+static bool py_has_roles(const struct pt_config *cfg)
+{
+	for (size_t i = 0; i < cfg->nprobes; i++)
+		if (cfg->probes[i].kind == PT_PROBE_PY &&
+		    (cfg->probes[i].is_step || cfg->probes[i].bucket_mask))
+			return true;
+	return false;
+}
+
+/*
+ * Probe the frame evaluator? python_mode auto: where it sees every call,
+ * or where a py: probe is a step or in a bucket (they need entries), or
+ * when there are no samples to time functions with.
+ */
+static bool want_py_probe(const struct run *r)
+{
+	if (!r->want_py)
+		return false;
+	switch (r->cfg.python_mode) {
+	case PT_PYMODE_EVALFRAME:
+		return true;
+	case PT_PYMODE_SAMPLED:
+		return false;
+	case PT_PYMODE_AUTO:
+		break;
+	}
+	return py_exact(r) || !r->cfg.sample_hz || py_has_roles(&r->cfg);
+}
+
+/* How py: rows are timed: "exact", "sampled" or "c-entry-only". */
+static const char *py_timing(const struct run *r)
+{
+	if (r->py_probed && py_exact(r))
+		return "exact";
+	if (r->smp && r->cfg.python_mode != PT_PYMODE_EVALFRAME)
+		return "sampled";
+	return "c-entry-only";
+}
+
 static int start_python(struct run *r, char *err, size_t errlen)
 {
 	struct pt_pyprobe_opts o = { 0 };
 	int e;
 
-	e = pt_attach__python(r->att, err, errlen);
-	if (e)
-		return e;
+	if (want_py_probe(r)) {
+		e = pt_attach__python(r->att, err, errlen);
+		if (e)
+			return e;
+		r->py_probed = true;
+	}
 	snprintf(r->proc_root, sizeof(r->proc_root), "/proc/%d/root", r->tgt.pid);
 	snprintf(r->proc_cwd, sizeof(r->proc_cwd), "/proc/%d/cwd", r->tgt.pid);
 	o.cfg = &r->cfg;
@@ -354,18 +485,81 @@ static int start_python(struct run *r, char *err, size_t errlen)
 		snprintf(err, errlen, "out of memory");
 		return -ENOMEM;
 	}
-	if (!py_exact(r))
+	return 0;
+}
+
+/* Say once, at attach, when py: rows will not be exact. */
+static void warn_py_timing(const struct run *r)
+{
+	const char *why = r->py.L.minor == 11 ? "3.11 runs Python-to-Python calls inside one "
+						"_PyEval_EvalFrameDefault"
+					      : "the perf trampoline is off";
+	const char *fix = r->py.L.minor >= 12 ? "; restart the server with PYTHONPERFSUPPORT=1 "
+						"for exact times"
+					      : "";
+
+	if (!r->want_py || (r->py_probed && py_exact(r)))
+		return;
+	if (!strcmp(py_timing(r), "sampled"))
+		fprintf(stderr,
+			"proftrace: warning: Python %s: not every call can be seen (%s); py: rows "
+			"get sampled times (timing \"sampled\")%s\n",
+			r->py.version,
+			r->py_probed || r->cfg.python_mode != PT_PYMODE_SAMPLED ? why
+										 : "python_mode sampled",
+			r->cfg.python_mode == PT_PYMODE_SAMPLED ? "" : fix);
+	else
 		fprintf(stderr,
 			"proftrace: warning: Python %s: only calls made from C code are seen "
 			"(%s); py: rows are marked timing \"c-entry-only\"%s\n",
-			r->py.version,
-			r->py.L.minor == 11 ? "3.11 runs Python-to-Python calls inside one "
-					      "_PyEval_EvalFrameDefault"
-					    : "the perf trampoline is off",
-			r->py.L.minor >= 12 ? "; restart the server with PYTHONPERFSUPPORT=1 "
-					      "for exact times"
-					    : "");
-	return 0;
+			r->py.version, why, fix);
+}
+
+static void *xcalloc(size_t n, size_t size)
+{
+	return calloc(n ? n : 1, size);
+}
+
+/* Stack sampling of every thread, when the target runs CPython. */
+static int open_sampler(struct run *r, char *err, size_t errlen)
+{
+	struct pt_sampler_opts so = { 0 };
+
+	so.pid = r->tgt.pid;
+	so.hz = r->cfg.sample_hz;
+	so.offcpu = true;
+	so.py = &r->py;
+	so.ringbuf_mb = r->cfg.ringbuf_mb;
+	so.on_sample = on_sample;
+	so.ctx = r;
+	return pt_sampler__open(&r->smp, &so, err, errlen);
+}
+
+static int start_sampling(struct run *r, char *err, size_t errlen)
+{
+	struct pt_pysym_opts yo = { 0 };
+
+	yo.layout = &r->py.L;
+	yo.types.code_type = r->py.code_type;
+	yo.types.unicode_type = r->py.unicode_type;
+	yo.mem.read = read_target;
+	yo.mem.ctx = &r->tgt.pid;
+	yo.pp = r->pp;
+	r->sym = pt_pysym__new(&yo);
+	r->stk = pt_stacks__new();
+	r->sf = xcalloc(PT_SAMPLE_MAX_FRAMES, sizeof(*r->sf));
+	r->labels = xcalloc(PT_SAMPLE_MAX_FRAMES, sizeof(*r->labels));
+	if (!r->sym || !r->stk || !r->sf || !r->labels) {
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < r->nfs; i++) {
+		const struct pt_func *f = pt_resolver__func(r->res, i);
+
+		if (f->py && f->lines_spec >= 0)
+			pt_stacks__want_lines(r->stk, (uint32_t)f->fid);
+	}
+	return pt_sampler__attach(r->smp, err, errlen);
 }
 
 static void print_dry_run(const struct run *r)
@@ -437,10 +631,231 @@ static void default_output(const struct run *r, char *buf, size_t len)
 			*p = '_';
 }
 
+static int thread_wall_cmp(const void *a, const void *b)
+{
+	const struct pt_report_thread *x = a, *y = b;
+	uint64_t wx = x->on_ns + x->off_ns, wy = y->on_ns + y->off_ns;
+
+	if (wx != wy)
+		return wx < wy ? 1 : -1;
+	return x->tid < y->tid ? -1 : x->tid > y->tid;
+}
+
+static int build_sampling(struct run *r, struct pt_report_sampling *sp,
+			  struct pt_report_thread **threads)
+{
+	const struct pt_stacks_totals *t = pt_stacks__totals(r->stk);
+	size_t n = pt_stacks__nthreads(r->stk);
+	struct pt_sampler_stats ss;
+	struct pt_report_thread *v;
+
+	pt_sampler__stats(r->smp, &ss);
+	v = xcalloc(n, sizeof(*v));
+	if (!v)
+		return -ENOMEM;
+	for (size_t i = 0; i < n; i++) {
+		const struct pt_stacks_thread *th = pt_stacks__thread(r->stk, i);
+
+		v[i].tid = th->tid;
+		v[i].name = th->name;
+		v[i].python = th->python;
+		v[i].samples = th->t.samples;
+		v[i].on_ns = th->t.on_ns;
+		v[i].off_ns = th->t.off_ns;
+	}
+	qsort(v, n, sizeof(*v), thread_wall_cmp);
+	*threads = v;
+	sp->hz = r->cfg.sample_hz;
+	sp->period_ns = 1000000000ull / r->cfg.sample_hz;
+	sp->mechanism = "perf cpu-clock event per thread (on-CPU) + sched_switch (off-CPU)";
+	sp->threads = v;
+	sp->nthreads = n;
+	sp->samples = t->t.samples;
+	sp->on_ns = t->t.on_ns;
+	sp->off_ns = t->t.off_ns;
+	sp->intervals = t->intervals;
+	sp->python_samples = t->python_samples;
+	sp->no_frames = t->no_frames;
+	sp->not_python = t->not_python;
+	sp->truncated = t->truncated;
+	sp->unreadable = t->unreadable;
+	sp->unknown_frames = t->unknown_frames;
+	sp->lost = ss.bpf.lost + ss.bad_records;
+	sp->threads_sampled = ss.threads;
+	sp->threads_failed = ss.threads_failed;
+	sp->folded = "stacks.folded";
+	sp->svg = "flame.svg";
+	return 0;
+}
+
+/* Line k (1-based) of src as a string of its own; NULL when past the end. */
+static char *source_line(const char *src, size_t len, unsigned int k)
+{
+	const char *p = src, *end = src + len, *nl;
+	size_t n;
+
+	for (unsigned int i = 1; i < k && p < end; i++) {
+		nl = memchr(p, '\n', (size_t)(end - p));
+		p = nl ? nl + 1 : end;
+	}
+	if (p >= end)
+		return NULL;
+	nl = memchr(p, '\n', (size_t)(end - p));
+	n = (size_t)((nl ? nl : end) - p);
+	if (n && p[n - 1] == '\r')
+		n--;
+	return strndup(p, n);
+}
+
+static void free_lines(struct pt_report_lines_fn *l, size_t n)
+{
+	for (size_t i = 0; l && i < n; i++) {
+		for (size_t k = 0; k < l[i].nlines; k++)
+			free((char *)l[i].lines[k].text);
+		free((struct pt_report_line *)l[i].lines);
+		free((char *)l[i].source_error);
+	}
+	free(l);
+}
+
+/* One `lines` function: every source line from its first to its last,
+ * with the samples each got. */
+static int build_lines_fn(struct run *r, const struct pt_func *f, struct pt_report_lines_fn *l)
+{
+	const struct pt_stacks_time *t = pt_stacks__func(r->stk, (uint32_t)f->fid);
+	const struct pt_stacks_line *sl;
+	const char *src;
+	size_t nsl, k = 0, srclen;
+	unsigned int first = f->py_line, last = r->fs[f->fid].last_line;
+	struct pt_report_line *v;
+
+	sl = pt_stacks__lines(r->stk, (uint32_t)f->fid, &nsl);
+	if (last < first)
+		last = first;
+	if (nsl && sl[0].line < first)
+		first = sl[0].line; /* a table that disagrees with co_firstlineno */
+	if (nsl && sl[nsl - 1].line > last)
+		last = sl[nsl - 1].line;
+	l->probe = r->cfg.probes[f->lines_spec].text;
+	l->file = f->object;
+	l->function = f->symbol;
+	l->first_line = first;
+	l->last_line = last;
+	l->exact = r->py_probed && py_exact(r);
+	l->fid = f->fid;
+	l->samples = t ? t->samples : 0;
+	l->on_ns = t ? t->on_ns : 0;
+	l->off_ns = t ? t->off_ns : 0;
+	src = pt_pyprobe__source(r->pp, f->object, &srclen);
+	if (!src) {
+		char buf[PATH_MAX + 96];
+
+		snprintf(buf, sizeof(buf), "cannot read %s through /proc/%d/root", f->object,
+			 r->tgt.pid);
+		l->source_error = strdup(buf);
+		if (!l->source_error)
+			return -ENOMEM;
+	}
+	v = xcalloc(last - first + 1, sizeof(*v));
+	if (!v)
+		return -ENOMEM;
+	l->lines = v;
+	for (unsigned int ln = first; ln <= last; ln++) {
+		struct pt_report_line *e = &v[l->nlines++];
+
+		e->line = ln;
+		e->text = src ? source_line(src, srclen, ln) : NULL;
+		while (k < nsl && sl[k].line < ln)
+			k++;
+		if (k < nsl && sl[k].line == ln) {
+			e->samples = sl[k].t.samples;
+			e->on_ns = sl[k].t.on_ns;
+			e->off_ns = sl[k].t.off_ns;
+		}
+	}
+	return 0;
+}
+
+/* `lines`: the functions of each lines directive, in config order. */
+static int build_lines(struct run *r, struct pt_report_lines_fn **out, size_t *nout)
+{
+	struct pt_report_lines_fn *v = xcalloc(r->nfs + r->cfg.nprobes, sizeof(*v));
+	size_t n = 0;
+	int e = 0;
+
+	if (!v)
+		return -ENOMEM;
+	for (size_t s = 0; s < r->cfg.nprobes && !e; s++) {
+		bool any = false;
+
+		if (!r->cfg.probes[s].is_lines)
+			continue;
+		for (size_t i = 0; i < r->nfs && !e; i++) {
+			const struct pt_func *f = pt_resolver__func(r->res, i);
+
+			if (!f->py || f->lines_spec != (int)s)
+				continue;
+			any = true;
+			e = build_lines_fn(r, f, &v[n++]);
+		}
+		if (!any && !e) {
+			v[n].probe = r->cfg.probes[s].text;
+			v[n].fid = -1;
+			v[n].source_error = strdup("no code object of this name was sampled or "
+						   "called while attached");
+			e = v[n++].source_error ? 0 : -ENOMEM;
+		}
+	}
+	*out = v;
+	*nout = n;
+	return e;
+}
+
+/* stacks.folded and flame.svg, from the sampled call tree. */
+static int write_flame(struct run *r, const char *dir)
+{
+	const struct pt_stacks_totals *t = pt_stacks__totals(r->stk);
+	struct pt_flame_svg_opts o = { 0 };
+	char path[PATH_MAX + 32], title[256], sub[256];
+	const char *names[] = { "stacks.folded", "flame.svg" };
+	int e = 0;
+
+	snprintf(title, sizeof(title), "proftrace: %s (pid %d)", r->tgt.comm, r->tgt.pid);
+	snprintf(sub, sizeof(sub),
+		 "wall time: on-CPU sampled at %u Hz (%.3f s) + off-CPU intervals (%.3f s)",
+		 r->cfg.sample_hz, (double)t->t.on_ns / 1e9, (double)t->t.off_ns / 1e9);
+	o.title = title;
+	o.subtitle = sub;
+	o.unit = "us";
+	for (size_t i = 0; i < 2 && !e; i++) {
+		FILE *f;
+
+		snprintf(path, sizeof(path), "%s/%s", dir, names[i]);
+		f = fopen(path, "we");
+		if (!f) {
+			e = -errno;
+		} else {
+			e = i == 0 ? pt_flame__write_folded(pt_stacks__flame(r->stk), f)
+				   : pt_flame__write_svg(pt_stacks__flame(r->stk), f, &o);
+			if (fclose(f) && !e)
+				e = -errno;
+		}
+		if (e)
+			fprintf(stderr, "proftrace: cannot write %s: %s\n", path, strerror(-e));
+		else
+			fprintf(stderr, "proftrace: wrote %s\n", path);
+	}
+	return e;
+}
+
 static int write_outputs(struct run *r)
 {
 	struct pt_report rep = { 0 };
 	struct pt_report_python pyrep = { 0 };
+	struct pt_report_sampling smp = { 0 };
+	struct pt_report_thread *threads = NULL;
+	struct pt_report_lines_fn *lfns = NULL;
+	size_t nlfns = 0;
 	struct pt_report_func *rows;
 	struct pt_report_bucket *bks;
 	struct pt_counters c = { 0 };
@@ -449,7 +864,7 @@ static int write_outputs(struct run *r)
 	char dir[PATH_MAX], path[PATH_MAX + 32], kernel[128];
 	struct utsname un;
 	size_t nrows = 0, nunres = 0;
-	cJSON *doc;
+	cJSON *doc = NULL;
 	int e = 0;
 
 	if (r->att)
@@ -488,12 +903,23 @@ static int write_outputs(struct run *r)
 			row->reason = r->fs[i].reason;
 			row->py = f->py;
 			row->line = f->py_line;
-			row->timing = f->py && !py_exact(r) ? "c-entry-only" : "exact";
+			row->timing = f->py ? py_timing(r) : "exact";
+			if (f->py && r->stk) {
+				const struct pt_stacks_time *t =
+					pt_stacks__func(r->stk, (uint32_t)f->fid);
+
+				row->sampled = true;
+				row->s_samples = t ? t->samples : 0;
+				row->s_on_ns = t ? t->on_ns : 0;
+				row->s_off_ns = t ? t->off_ns : 0;
+			}
 			nrows++;
 		}
 		if (pt_resolver__spec_nfuncs(r->res, s) == 0) {
 			rows[nrows].fid = -1;
 			rows[nrows].probe = sp->text;
+			rows[nrows].py = sp->kind == PT_PROBE_PY;
+			rows[nrows].sampled = rows[nrows].py && r->stk;
 			rows[nrows].reason =
 				sp->kind == PT_PROBE_PY
 					? "no code object of this name ran while attached (module "
@@ -526,15 +952,19 @@ static int write_outputs(struct run *r)
 	rep.meta.step_mode = r->cfg.step_mode == PT_STEP_ITERATION ? "iteration" : "call";
 	if (r->want_py) {
 		const struct pt_pyprobe_stats *ps = r->pp ? pt_pyprobe__stats(r->pp) : NULL;
-		bool exact = py_exact(r);
+		bool exact = r->py_probed && py_exact(r);
+		bool sampled = !strcmp(py_timing(r), "sampled");
 
 		pyrep.version = r->py.version;
 		pyrep.path = pt_target__view(r->tgt.root, r->py.path);
-		pyrep.mechanism = "evalframe";
-		pyrep.probe = r->att ? pt_attach__py_probe(r->att) : NULL;
+		pyrep.mechanism = sampled ? "sampled" : "evalframe";
+		pyrep.probe = r->att && r->py_probed ? pt_attach__py_probe(r->att) : NULL;
 		pyrep.perf_trampoline = r->tramp_checks && r->tramp_on == r->tramp_checks;
-		pyrep.timing = exact ? "exact" : "c-entry-only";
-		if (r->py.L.evalframe_all_calls)
+		pyrep.timing = py_timing(r);
+		if (r->cfg.python_mode == PT_PYMODE_SAMPLED)
+			pyrep.why = "python_mode sampled: py: functions are timed from stack samples "
+				    "only, the frame evaluator is not probed";
+		else if (r->py.L.evalframe_all_calls)
 			pyrep.why = "every Python call enters _PyEval_EvalFrameDefault on this "
 				    "version: each configured call is timed from entry to return";
 		else if (exact)
@@ -547,9 +977,23 @@ static int write_outputs(struct run *r)
 			pyrep.why = "the perf trampoline was not active (at every check): Python "
 				    "3.12+ runs Python-to-Python calls inside the caller's "
 				    "_PyEval_EvalFrameDefault, only calls made from C code are seen";
-		if (!exact && r->py.L.minor >= 12)
+		if (sampled && !r->py_probed && r->cfg.python_mode == PT_PYMODE_AUTO)
+			pyrep.why = r->py.L.minor == 11
+					    ? "Python 3.11 runs Python-to-Python calls inside the "
+					      "caller's _PyEval_EvalFrameDefault, so calls cannot all "
+					      "be seen: py: functions are timed from stack samples"
+					    : "the perf trampoline was not active: Python 3.12+ runs "
+					      "Python-to-Python calls inside the caller's "
+					      "_PyEval_EvalFrameDefault, so py: functions are timed "
+					      "from stack samples";
+		if (r->cfg.python_mode == PT_PYMODE_SAMPLED)
+			pyrep.advice = NULL;
+		else if (!exact && r->py.L.minor >= 12)
 			pyrep.advice = "restart the server with PYTHONPERFSUPPORT=1 (or python -X "
 				       "perf) for exact py: timing";
+		else if (!exact && sampled)
+			pyrep.advice = "py: rows carry sampled times, not call counts; Python 3.10 "
+				       "or 3.12+ with PYTHONPERFSUPPORT=1 gives exact timing";
 		else if (!exact)
 			pyrep.advice = "counts and times of py: rows are partial; Python 3.10 or "
 				       "3.12+ with PYTHONPERFSUPPORT=1 gives exact timing";
@@ -561,6 +1005,16 @@ static int write_outputs(struct run *r)
 			pyrep.no_source_file = ps->no_source ? ps->no_source_file : NULL;
 		}
 		rep.meta.python = &pyrep;
+	}
+	if (r->smp) {
+		e = build_sampling(r, &smp, &threads);
+		if (!e)
+			e = build_lines(r, &lfns, &nlfns);
+		if (e)
+			goto out;
+		rep.meta.sampling = &smp;
+		rep.lines = lfns;
+		rep.nlines = nlfns;
 	}
 	rep.agg = r->agg;
 	rep.buckets = bks;
@@ -594,9 +1048,16 @@ static int write_outputs(struct run *r)
 		fprintf(stderr, "proftrace: cannot create %s: %s\n", dir, strerror(-e));
 		goto out;
 	}
+	if (r->smp) {
+		e = write_flame(r, dir);
+		if (e)
+			goto out;
+	}
 	for (size_t i = 0; i < pt_nemitters; i++) {
 		FILE *f;
 
+		if (pt_emitters[i].wanted && !pt_emitters[i].wanted(doc))
+			continue;
 		snprintf(path, sizeof(path), "%s/%s", dir, pt_emitters[i].filename);
 		f = fopen(path, "we");
 		if (!f) {
@@ -619,6 +1080,8 @@ out:
 	cJSON_Delete(doc);
 	free(rows);
 	free(bks);
+	free(threads);
+	free_lines(lfns, nlfns);
 	return e;
 }
 
@@ -749,6 +1212,8 @@ static int event_loop(struct run *r, const sigset_t *mask)
 			}
 		}
 		pt_attach__drain(r->att);
+		if (r->smp)
+			pt_sampler__drain(r->smp);
 		note_drops(r);
 		now = now_ns(CLOCK_MONOTONIC);
 		if (pfd < 0 && !pt_target__alive(&r->tgt))
@@ -765,6 +1230,7 @@ static int event_loop(struct run *r, const sigset_t *mask)
 	r->t_end_mono = now_ns(CLOCK_MONOTONIC);
 	/* Records submitted before the stop are in the ring: take them all. */
 	pt_attach__drain(r->att);
+	pt_sampler__stop(r->smp, r->t_end_mono);
 	note_drops(r);
 	if (stop == STOP_EXIT)
 		fprintf(stderr, "proftrace: process %d exited\n", r->tgt.pid);
@@ -778,6 +1244,30 @@ out:
 	if (ep >= 0)
 		close(ep);
 	return e;
+}
+
+/* Settings that cannot work together: one line, before anything starts. */
+static int check_modes(const struct pt_config *cfg, char *err, size_t errlen)
+{
+	if (cfg->nlines && !cfg->sample_hz) {
+		snprintf(err, errlen, "%s: lines needs stack sampling, which `set sample_hz 0` "
+			 "turns off (hint: remove that line)", cfg->path);
+		return -EINVAL;
+	}
+	if (cfg->python_mode != PT_PYMODE_SAMPLED)
+		return 0;
+	if (!cfg->sample_hz) {
+		snprintf(err, errlen, "%s: python_mode sampled needs stack sampling, which `set "
+			 "sample_hz 0` turns off (hint: remove one of the two lines)", cfg->path);
+		return -EINVAL;
+	}
+	if (py_has_roles(cfg)) {
+		snprintf(err, errlen, "%s: python_mode sampled cannot time a py: probe used as a "
+			 "step or in a bucket: they need the frame probe (hint: use python_mode "
+			 "auto or evalframe)", cfg->path);
+		return -EINVAL;
+	}
+	return 0;
 }
 
 static void raise_nofile(void)
@@ -841,14 +1331,24 @@ int main(int argc, char **argv)
 	}
 	for (size_t i = 0; i < r.cfg.nprobes; i++)
 		r.want_py |= r.cfg.probes[i].kind == PT_PROBE_PY;
-	if (r.want_py) {
+	if (check_modes(&r.cfg, err, sizeof(err))) {
+		fprintf(stderr, "proftrace: %s\n", err);
+		ret = EXIT_USAGE;
+		goto cleanup;
+	}
+	if (r.want_py || r.cfg.sample_hz) {
 		e = pt_python__find(&r.py, &maps, r.tgt.pid, err, sizeof(err));
-		if (e) {
+		if (e && (r.want_py || r.cfg.nlines)) {
 			fprintf(stderr, "proftrace: %s\n", err);
 			ret = e == -ENOMEM ? 1 : EXIT_USAGE;
 			goto cleanup;
 		}
-		update_trampoline(&r);
+		/* Sampling walks Python stacks: nothing to do without them. */
+		if (e)
+			vlog("proftrace: no stack sampling: %s\n", err);
+		r.have_py = !e;
+		if (r.have_py)
+			update_trampoline(&r);
 	}
 	if (r.env.dry_run) {
 		print_dry_run(&r);
@@ -878,7 +1378,7 @@ int main(int argc, char **argv)
 	aopts.wakeup_each = r.cfg.ringbuf_wakeup;
 	aopts.on_rec = on_rec;
 	aopts.ctx = &r;
-	aopts.py = r.want_py ? &r.py : NULL;
+	aopts.py = want_py_probe(&r) ? &r.py : NULL;
 	aopts.py_session = r.cfg.py_session;
 	e = pt_attach__open(&r.att, &aopts, err, sizeof(err));
 	if (e) {
@@ -886,15 +1386,36 @@ int main(int argc, char **argv)
 		ret = e == -EPERM || e == -EACCES ? EXIT_USAGE : 1;
 		goto cleanup;
 	}
+	if (r.have_py && r.cfg.sample_hz) {
+		/* Loaded before the clock starts: verifying the stack walker
+		 * takes most of a second. */
+		e = open_sampler(&r, err, sizeof(err));
+		if (e == -ENOMEM)
+			goto cleanup;
+		if (e)
+			fprintf(stderr, "proftrace: warning: no stack sampling: %s\n", err);
+	}
 	r.t0_mono = now_ns(CLOCK_MONOTONIC);
 	r.t0_unix = now_ns(CLOCK_REALTIME);
-	if (r.want_py) {
+	if (r.have_py) {
 		e = start_python(&r, err, sizeof(err));
 		if (e) {
 			fprintf(stderr, "proftrace: %s\n", err);
 			goto cleanup;
 		}
 	}
+	if (r.smp) {
+		e = start_sampling(&r, err, sizeof(err));
+		if (e == -ENOMEM)
+			goto cleanup;
+		if (e) {
+			/* the probes still give true figures: go on without */
+			fprintf(stderr, "proftrace: warning: no stack sampling: %s\n", err);
+			pt_sampler__free(r.smp);
+			r.smp = NULL;
+		}
+	}
+	warn_py_timing(&r);
 	hook_dynamic_linker(&r, &maps);
 	n = attach_new(&r, 0);
 	if (n < 0)
@@ -907,8 +1428,15 @@ int main(int argc, char **argv)
 				   pt_resolver__spec_nfuncs(r.res, s) == 0;
 		fprintf(stderr, "proftrace: attached %d probe%s to pid %d (%s)", n,
 			n == 1 ? "" : "s", r.tgt.pid, r.tgt.comm);
-		if (r.want_py)
+		if (r.py_probed)
 			fprintf(stderr, "; Python %s frames probed", r.py.version);
+		if (r.smp) {
+			struct pt_sampler_stats ss;
+
+			pt_sampler__stats(r.smp, &ss);
+			fprintf(stderr, "; %u thread%s sampled at %u Hz", ss.threads,
+				ss.threads == 1 ? "" : "s", r.cfg.sample_hz);
+		}
 		if (pending)
 			fprintf(stderr, "; %zu probe%s waiting for %s to be loaded", pending,
 				pending == 1 ? "" : "s", pending == 1 ? "its library" : "their libraries");
@@ -924,6 +1452,11 @@ int main(int argc, char **argv)
 	ret = e ? 1 : 0;
 
 cleanup:
+	pt_sampler__free(r.smp);
+	pt_stacks__free(r.stk);
+	pt_pysym__free(r.sym);
+	free(r.sf);
+	free(r.labels);
 	pt_attach__free(r.att);
 	pt_pyprobe__free(r.pp);
 	pt_python__free(&r.py);

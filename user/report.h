@@ -34,6 +34,28 @@ struct pt_report_python {
 	const char *no_source_file;
 };
 
+/* Stack sampling (meta.sampling): NULL when it was off. */
+struct pt_report_thread {
+	uint32_t tid;
+	const char *name; /* comm, or NULL */
+	bool python;
+	uint64_t samples;
+	uint64_t on_ns, off_ns;
+};
+
+struct pt_report_sampling {
+	unsigned int hz;
+	uint64_t period_ns;
+	const char *mechanism;
+	const struct pt_report_thread *threads; /* sorted by wall time, longest first */
+	size_t nthreads;
+	uint64_t samples, on_ns, off_ns, intervals;
+	uint64_t python_samples, no_frames, not_python;
+	uint64_t truncated, unreadable, unknown_frames, lost;
+	unsigned int threads_sampled, threads_failed;
+	const char *folded, *svg; /* file names written, or NULL */
+};
+
 struct pt_report_meta {
 	const char *tool;    /* "proftrace" */
 	const char *version; /* PT_VERSION */
@@ -48,6 +70,7 @@ struct pt_report_meta {
 	const char *step_probe; /* probe text of the step line, or NULL */
 	const char *step_mode;  /* "call" | "iteration" */
 	const struct pt_report_python *python; /* NULL: no py: probes */
+	const struct pt_report_sampling *sampling; /* NULL: no sampling */
 };
 
 /* One row of `functions`: a resolved function (fid) or a probe that
@@ -67,7 +90,28 @@ struct pt_report_func {
 	const char *reason;      /* why not attached; NULL when attached */
 	bool py;                 /* a py: function: object is its file, symbol its qualname */
 	unsigned int line;       /* py: co_firstlineno */
-	const char *timing;      /* "exact" | "c-entry-only" */
+	const char *timing;      /* "exact" | "c-entry-only" | "sampled" */
+	/* py: rows while sampling: inclusive sampled time (meta.sampling) */
+	bool sampled;
+	uint64_t s_samples, s_on_ns, s_off_ns;
+};
+
+/* One element of `lines`: a function of a `lines` directive. */
+struct pt_report_line {
+	unsigned int line;
+	const char *text; /* NULL: source unavailable */
+	uint64_t samples, on_ns, off_ns;
+};
+
+struct pt_report_lines_fn {
+	const char *probe, *file, *function;
+	unsigned int first_line, last_line;
+	bool exact;      /* its calls are counted exactly */
+	int fid;         /* for the exact figures in the aggregator */
+	uint64_t samples, on_ns, off_ns;
+	const char *source_error; /* NULL when the source was read */
+	const struct pt_report_line *lines; /* first_line..last_line */
+	size_t nlines;
 };
 
 struct pt_report_bucket {
@@ -97,6 +141,8 @@ struct pt_report {
 	size_t nbuckets;
 	const struct pt_report_func *funcs;
 	size_t nfuncs;
+	const struct pt_report_lines_fn *lines;
+	size_t nlines;
 	struct pt_report_health health;
 };
 
@@ -106,6 +152,8 @@ struct cJSON *pt_summary__build(const struct pt_report *r);
 struct pt_emitter {
 	const char *filename; /* "summary.json", "report.md" */
 	int (*write)(FILE *f, const struct cJSON *summary); /* 0 or -errno */
+	/* NULL: always written; else only when it returns true */
+	bool (*wanted)(const struct cJSON *summary);
 };
 
 extern const struct pt_emitter pt_emitters[];

@@ -7,6 +7,7 @@
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <math.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -488,7 +489,7 @@ static void put_attached(FILE *f, const cJSON *fn)
 static void put_functions(FILE *f, const cJSON *doc)
 {
 	const cJSON *arr = jarr(doc, "functions"), *fn;
-	bool any_py = false;
+	bool any_py = false, any_sampled = false;
 
 	fputs("## Functions\n\n", f);
 	if (!arr) {
@@ -509,6 +510,8 @@ static void put_functions(FILE *f, const cJSON *doc)
 	{
 		const char *timing = jstr(fn, "timing");
 		double line;
+
+		any_sampled |= timing && !strcmp(timing, "sampled");
 
 		fputs("| ", f);
 		put_function_name(f, fn);
@@ -540,7 +543,425 @@ static void put_functions(FILE *f, const cJSON *doc)
 		fputs(" A Python generator or coroutine counts one call per activation (each "
 		      "resume until it yields, awaits or returns).",
 		      f);
+	if (any_sampled)
+		fputs(" Rows marked *(sampled)* were not timed exactly: their calls and times are "
+		      "not counted (" NA "), and their sampled time is under Host time (sampled).",
+		      f);
 	fputs("\n\n", f);
+}
+
+/* ---- Host time (sampled): only when meta.sampling is an object ---- */
+
+#define TOP_THREADS 10
+#define TOP_LINES 10
+#define SOURCE_CHARS 80
+
+static const cJSON *sampling_of(const cJSON *doc)
+{
+	const cJSON *s = jget(jget(doc, "meta"), "sampling");
+
+	return cJSON_IsObject(s) ? s : NULL;
+}
+
+static void put_lost_warning(FILE *f, const cJSON *sampling)
+{
+	double n;
+
+	if (jnum(sampling, "lost_samples", &n) && n > 0)
+		fprintf(f, "**%.0f sample%s lost (ring buffer full): sampled figures are too low; "
+			   "raise `set ringbuf_mb` or lower `set sample_hz`**\n\n",
+			n, n == 1 ? " was" : "s were");
+}
+
+/* Array elements ranked by a key, largest first; elements without the key
+ * go last, ties keep array order. */
+struct ranked {
+	const cJSON *o;
+	double key;
+	size_t idx;
+};
+
+static int cmp_ranked(const void *a, const void *b)
+{
+	const struct ranked *x = a, *y = b;
+
+	if (x->key != y->key)
+		return x->key > y->key ? -1 : 1;
+	return (x->idx > y->idx) - (x->idx < y->idx);
+}
+
+typedef bool (*rank_key_fn)(const cJSON *o, double *key); /* false: not ranked */
+
+/* *out is NULL when nothing is ranked; -ENOMEM only on allocation failure. */
+static int rank(const cJSON *arr, rank_key_fn key, struct ranked **out, size_t *n)
+{
+	size_t cap = arr ? (size_t)cJSON_GetArraySize(arr) : 0, i = 0;
+	struct ranked *r;
+	const cJSON *o;
+
+	*out = NULL;
+	*n = 0;
+	if (!cap)
+		return 0;
+	r = calloc(cap, sizeof(*r));
+	if (!r)
+		return -ENOMEM;
+	cJSON_ArrayForEach(o, arr)
+	{
+		if (key(o, &r[*n].key)) {
+			r[*n].o = o;
+			r[*n].idx = i;
+			(*n)++;
+		}
+		i++;
+	}
+	qsort(r, *n, sizeof(*r), cmp_ranked);
+	*out = r;
+	return 0;
+}
+
+static bool thread_key(const cJSON *o, double *key)
+{
+	if (!cJSON_IsObject(o))
+		return false;
+	if (!jnum(o, "wall_ms", key))
+		*key = -HUGE_VAL;
+	return true;
+}
+
+static bool sampled_function_key(const cJSON *o, double *key)
+{
+	const cJSON *s = jget(o, "sampled");
+
+	if (!cJSON_IsObject(s))
+		return false;
+	if (!jnum(s, "wall_ms", key))
+		*key = -HUGE_VAL;
+	return true;
+}
+
+/* Lines with time only: a line with off-CPU time and no on-CPU sample
+ * (blocked in a call made from it) is still a top line. */
+static bool line_key(const cJSON *o, double *key)
+{
+	double samples;
+
+	if (!jnum(o, "wall_ms", key))
+		*key = -HUGE_VAL;
+	return *key > 0 || (jnum(o, "samples", &samples) && samples > 0);
+}
+
+static void put_yes_no(FILE *f, const cJSON *it)
+{
+	fputs(cJSON_IsTrue(it) ? "yes" : cJSON_IsFalse(it) ? "no" : NA, f);
+}
+
+static void put_sampling_totals(FILE *f, const cJSON *s)
+{
+	fputs("Sampled at ", f);
+	put_count(f, s, "hz");
+	fputs(" Hz (", f);
+	put_text(f, jstr(s, "mechanism"));
+	fputs("): ", f);
+	put_count(f, s, "samples");
+	fputs(" on-CPU samples · on-CPU ", f);
+	put_ms(f, s, "on_cpu_ms");
+	fputs(" ms · off-CPU ", f);
+	put_ms(f, s, "off_cpu_ms");
+	fputs(" ms in ", f);
+	put_count(f, s, "off_cpu_intervals");
+	fputs(" intervals · wall ", f);
+	put_ms(f, s, "wall_ms");
+	fputs(" ms (on-CPU + off-CPU, summed over threads)\n\n", f);
+
+	fputs("On-CPU samples: ", f);
+	put_count(f, s, "python_samples");
+	fputs(" with Python frames, ", f);
+	put_count(f, s, "no_python_frames");
+	fputs(" of Python threads with no Python frame, ", f);
+	put_count(f, s, "not_python_thread");
+	fputs(" of threads without a Python thread state.\n\n", f);
+}
+
+static int put_threads(FILE *f, const cJSON *s)
+{
+	static const struct cell cols[] = {
+		{ C_COUNT, "samples" }, { C_MS, "on_cpu_ms" },
+		{ C_MS, "off_cpu_ms" }, { C_MS, "wall_ms" },
+	};
+	struct ranked *r;
+	size_t n;
+	int err = rank(jarr(s, "threads"), thread_key, &r, &n);
+
+	if (err)
+		return err;
+	if (!n) {
+		free(r);
+		return 0;
+	}
+	fputs("| thread | tid | Python | samples | on-CPU ms | off-CPU ms | wall ms |\n"
+	      "|---|---:|---|---:|---:|---:|---:|\n",
+	      f);
+	for (size_t i = 0; i < n && i < TOP_THREADS; i++) {
+		fputs("| ", f);
+		put_text(f, jstr(r[i].o, "name"));
+		CELL(f);
+		put_count(f, r[i].o, "tid");
+		CELL(f);
+		put_yes_no(f, jget(r[i].o, "python"));
+		CELL(f);
+		put_cells(f, r[i].o, cols, NCELLS(cols));
+		fputs(" |\n", f);
+	}
+	fputs("\n", f);
+	if (n > TOP_THREADS)
+		fprintf(f, "%zu more thread%s in summary.json.\n\n", n - TOP_THREADS,
+			plural(n - TOP_THREADS));
+	free(r);
+	return 0;
+}
+
+static void put_py_function(FILE *f, const char *name, const char *file, const cJSON *o,
+			    const char *line_key_name)
+{
+	double line;
+
+	put_code(f, name);
+	fputs(" (", f);
+	put_code(f, basename_of(file));
+	if (jnum(o, line_key_name, &line))
+		fprintf(f, ":%.0f", line);
+	fputs(")", f);
+}
+
+static int put_sampled_functions(FILE *f, const cJSON *doc)
+{
+	static const struct cell cols[] = {
+		{ C_MS, "wall_ms" },    { C_SHARE, "share" },     { C_MS, "on_cpu_ms" },
+		{ C_MS, "off_cpu_ms" }, { C_COUNT, "samples" },
+	};
+	struct ranked *r;
+	size_t n;
+	int err = rank(jarr(doc, "functions"), sampled_function_key, &r, &n);
+
+	if (err)
+		return err;
+	if (!n) {
+		free(r);
+		return 0;
+	}
+	fputs("| function | timing | wall ms | share | on-CPU ms | off-CPU ms | samples |\n"
+	      "|---|---|---:|---:|---:|---:|---:|\n",
+	      f);
+	for (size_t i = 0; i < n; i++) {
+		const cJSON *fn = r[i].o;
+
+		fputs("| ", f);
+		if (jstr(fn, "symbol"))
+			put_py_function(f, jstr(fn, "symbol"), jstr(fn, "object"), fn, "line");
+		else
+			put_code(f, jstr(fn, "probe"));
+		CELL(f);
+		put_text(f, jstr(fn, "timing"));
+		CELL(f);
+		put_cells(f, jget(fn, "sampled"), cols, NCELLS(cols));
+		fputs(" |\n", f);
+	}
+	fputs("\nSampled times are inclusive: a function's time is every sample with it "
+	      "anywhere on the stack, once per sample even when it recurses. Share is wall "
+	      "time over the ",
+	      f);
+	put_fixed(f, jget(doc, "meta"), "duration_s", 3);
+	fputs(" s window, summed over threads, so it can exceed 100%.\n\n", f);
+	free(r);
+	return 0;
+}
+
+/* A source line in a code span: indentation dropped and cut to about 80
+ * characters (whole UTF-8 sequences), so the table stays readable. */
+static void put_source(FILE *f, const char *s)
+{
+	char buf[SOURCE_CHARS * 4 + sizeof("…")];
+	size_t n = 0, chars = 0;
+
+	if (!s) {
+		fputs(NA, f);
+		return;
+	}
+	while (*s == ' ' || *s == '\t')
+		s++;
+	for (; *s && n < SOURCE_CHARS * 4; s++) {
+		if (((unsigned char)*s & 0xc0) != 0x80 && chars++ == SOURCE_CHARS)
+			break;
+		buf[n++] = *s;
+	}
+	while (n && strchr(" \t\r\n", buf[n - 1]))
+		n--;
+	buf[n] = '\0';
+	if (*s && strspn(s, " \t\r\n") != strlen(s))
+		strcat(buf, "…");
+	if (buf[0])
+		put_code(f, buf);
+}
+
+static void put_lines_calls(FILE *f, const cJSON *fn)
+{
+	const char *timing = jstr(fn, "timing");
+
+	if (timing && !strcmp(timing, "exact")) {
+		fputs(" · calls ", f);
+		put_count(f, fn, "calls");
+		fputs(" (exact, ", f);
+		put_ms(f, fn, "exact_total_ms");
+		fputs(" ms total)", f);
+	} else if (timing) {
+		fputs(" · calls not counted (", f);
+		put_text(f, timing);
+		fputs(")", f);
+	}
+}
+
+static int put_top_lines(FILE *f, const cJSON *fn)
+{
+	static const struct cell cols[] = {
+		{ C_MS, "wall_ms" },   { C_SHARE, "share" },
+		{ C_MS, "on_cpu_ms" }, { C_MS, "off_cpu_ms" },
+	};
+	struct ranked *r;
+	size_t n;
+	double first, last;
+	int err;
+
+	fputs("### Top lines of ", f);
+	put_code(f, jstr(fn, "function"));
+	fputs(" (", f);
+	put_code(f, basename_of(jstr(fn, "file")));
+	if (jnum(fn, "first_line", &first)) {
+		fprintf(f, ":%.0f", first);
+		if (jnum(fn, "last_line", &last) && last != first)
+			fprintf(f, "–%.0f", last);
+	}
+	fputs(")\n\n", f);
+
+	fputs("wall ", f);
+	put_ms(f, fn, "wall_ms");
+	fputs(" ms (", f);
+	put_share(f, fn, "share");
+	fputs(" of the window) · on-CPU ", f);
+	put_ms(f, fn, "on_cpu_ms");
+	fputs(" ms · off-CPU ", f);
+	put_ms(f, fn, "off_cpu_ms");
+	fputs(" ms · ", f);
+	put_count(f, fn, "samples");
+	fputs(" samples", f);
+	put_lines_calls(f, fn);
+	fputs("\n\n", f);
+	if (jstr(fn, "source_error")) {
+		fputs("Source unavailable: ", f);
+		put_text(f, jstr(fn, "source_error"));
+		fputs(".\n\n", f);
+	}
+
+	err = rank(jarr(fn, "lines"), line_key, &r, &n);
+	if (err)
+		return err;
+	if (!n) {
+		fputs("No sample fell in this function.\n\n", f);
+		free(r);
+		return 0;
+	}
+	fputs("| line | wall ms | % of function | on-CPU ms | off-CPU ms | source |\n"
+	      "|---:|---:|---:|---:|---:|---|\n",
+	      f);
+	for (size_t i = 0; i < n && i < TOP_LINES; i++) {
+		fputs("| ", f);
+		put_count(f, r[i].o, "line");
+		CELL(f);
+		put_cells(f, r[i].o, cols, NCELLS(cols));
+		CELL(f);
+		put_source(f, jstr(r[i].o, "text"));
+		fputs(" |\n", f);
+	}
+	fputs("\n", f);
+	if (n > TOP_LINES)
+		fprintf(f, "%zu more line%s with time in lines.txt.\n\n", n - TOP_LINES,
+			plural(n - TOP_LINES));
+	free(r);
+	return 0;
+}
+
+/* The files written next to summary.json from the same samples. */
+static void put_sampling_outputs(FILE *f, const cJSON *doc, const cJSON *s)
+{
+	const cJSON *out = jget(s, "outputs"), *lines = jarr(doc, "lines");
+	const char *folded = jstr(out, "folded"), *svg = jstr(out, "svg");
+	bool any = false;
+
+	if (lines && cJSON_GetArraySize(lines)) {
+		fputs("Also written next to summary.json: `lines.txt` (time per source line, in "
+		      "line\\_profiler's layout)",
+		      f);
+		any = true;
+	}
+	if (folded) {
+		fputs(any ? ", " : "Also written next to summary.json: ", f);
+		put_code(f, folded);
+		fputs(" (folded stacks, for flamegraph.pl or speedscope)", f);
+		any = true;
+	}
+	if (svg) {
+		fputs(any ? ", " : "Also written next to summary.json: ", f);
+		put_code(f, svg);
+		fputs(" (flame graph)", f);
+		any = true;
+	}
+	if (any)
+		fputs(".\n\n", f);
+}
+
+static int put_sampling(FILE *f, const cJSON *doc)
+{
+	const cJSON *s = sampling_of(doc), *fn;
+	int err;
+
+	if (!s)
+		return 0;
+	fputs("## Host time (sampled)\n\n", f);
+	put_lost_warning(f, s);
+	put_sampling_totals(f, s);
+	err = put_threads(f, s);
+	if (!err)
+		err = put_sampled_functions(f, doc);
+	cJSON_ArrayForEach(fn, jarr(doc, "lines"))
+	{
+		if (!err && cJSON_IsObject(fn))
+			err = put_top_lines(f, fn);
+	}
+	if (!err)
+		put_sampling_outputs(f, doc, s);
+	return err;
+}
+
+static void put_sampling_health(FILE *f, const cJSON *doc)
+{
+	static const struct cell cols[] = {
+		{ C_COUNT, "lost_samples" },   { C_COUNT, "unreadable_stacks" },
+		{ C_COUNT, "truncated_stacks" }, { C_COUNT, "unknown_frames" },
+		{ C_COUNT, "threads_sampled" }, { C_COUNT, "threads_failed" },
+	};
+	const cJSON *s = sampling_of(doc);
+
+	if (!s)
+		return;
+	fputs("Stack sampling:\n\n", f);
+	put_lost_warning(f, s);
+	fputs("| lost samples | unreadable stacks | truncated stacks | unknown frames "
+	      "| threads sampled | threads failed |\n"
+	      "|---:|---:|---:|---:|---:|---:|\n"
+	      "| ",
+	      f);
+	put_cells(f, s, cols, NCELLS(cols));
+	fputs(" |\n\n", f);
 }
 
 static void put_health(FILE *f, const cJSON *doc)
@@ -575,6 +996,7 @@ static void put_health(FILE *f, const cJSON *doc)
 				"function.\n\n",
 				n, plural(n));
 	}
+	put_sampling_health(f, doc);
 	if (!arr)
 		return;
 	if (!cJSON_GetArraySize(arr)) {
@@ -605,12 +1027,17 @@ static void put_health(FILE *f, const cJSON *doc)
 
 int pt_report_md__write(FILE *f, const struct cJSON *summary)
 {
+	int err;
+
 	if (!f || !summary)
 		return -EINVAL;
 	put_header(f, summary);
 	put_steps(f, summary);
 	put_buckets(f, summary);
 	put_functions(f, summary);
+	err = put_sampling(f, summary);
+	if (err)
+		return err;
 	put_health(f, summary);
 	if (fflush(f) == EOF || ferror(f))
 		return -EIO;

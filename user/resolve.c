@@ -260,6 +260,7 @@ static struct pt_func *new_func(struct pt_resolver *r)
 	f = &r->funcs[r->nfuncs];
 	memset(f, 0, sizeof(*f));
 	f->fid = (int)r->nfuncs;
+	f->lines_spec = -1;
 	return f;
 }
 
@@ -449,6 +450,8 @@ int pt_resolver__add_py(struct pt_resolver *r, const size_t *specs, size_t nspec
 
 		f->is_step |= s->is_step;
 		f->bucket_mask |= s->bucket_mask;
+		if (s->is_lines && f->lines_spec < 0)
+			f->lines_spec = (int)specs[i];
 		r->spec_nfuncs[specs[i]]++;
 	}
 	f->object = strdup(filename);

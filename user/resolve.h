@@ -22,6 +22,7 @@ struct pt_func {
 	int spec;   /* first probe spec that named it */
 	bool is_step;
 	unsigned long long bucket_mask;
+	int lines_spec;  /* first `lines` spec that named it, -1: none */
 	char *object;    /* path as the target sees it */
 	char *host_path; /* path to open and attach from here */
 	char *symbol;

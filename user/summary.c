@@ -8,10 +8,12 @@
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
+#include <string.h>
 
 #include <cjson/cJSON.h>
 
 #include "report.h"
+#include "report_lines.h"
 
 /*
  * cJSON_Add*() return NULL on allocation failure and leave the key out.
@@ -123,6 +125,61 @@ static cJSON *arr_obj(struct jb *b, cJSON *arr)
 	return o;
 }
 
+/* on_cpu_ms, off_cpu_ms and wall_ms of one sampled total */
+static void jb_wall(struct jb *b, cJSON *o, uint64_t on_ns, uint64_t off_ns)
+{
+	jb_ms(b, o, "on_cpu_ms", (double)on_ns);
+	jb_ms(b, o, "off_cpu_ms", (double)off_ns);
+	jb_ms(b, o, "wall_ms", (double)(on_ns + off_ns));
+}
+
+static void build_sampling(struct jb *b, cJSON *meta, const struct pt_report_meta *m)
+{
+	const struct pt_report_sampling *sp = m->sampling;
+	cJSON *o, *arr, *out;
+
+	if (!sp) {
+		jb_null(b, meta, "sampling");
+		return;
+	}
+	o = add_obj(b, meta, "sampling");
+	if (!o)
+		return;
+	jb_num(b, o, "hz", sp->hz);
+	jb_num(b, o, "period_ns", (double)sp->period_ns);
+	jb_str(b, o, "mechanism", sp->mechanism);
+	arr = add_arr(b, o, "threads");
+	for (size_t i = 0; arr && i < sp->nthreads; i++) {
+		const struct pt_report_thread *t = &sp->threads[i];
+		cJSON *e = arr_obj(b, arr);
+
+		if (!e)
+			continue;
+		jb_num(b, e, "tid", t->tid);
+		jb_str(b, e, "name", t->name);
+		jb_bool(b, e, "python", t->python);
+		jb_num(b, e, "samples", (double)t->samples);
+		jb_wall(b, e, t->on_ns, t->off_ns);
+	}
+	jb_num(b, o, "samples", (double)sp->samples);
+	jb_wall(b, o, sp->on_ns, sp->off_ns);
+	jb_num(b, o, "off_cpu_intervals", (double)sp->intervals);
+	jb_num(b, o, "python_samples", (double)sp->python_samples);
+	jb_num(b, o, "no_python_frames", (double)sp->no_frames);
+	jb_num(b, o, "not_python_thread", (double)sp->not_python);
+	jb_num(b, o, "truncated_stacks", (double)sp->truncated);
+	jb_num(b, o, "unreadable_stacks", (double)sp->unreadable);
+	jb_num(b, o, "unknown_frames", (double)sp->unknown_frames);
+	jb_num(b, o, "lost_samples", (double)sp->lost);
+	jb_num(b, o, "threads_sampled", sp->threads_sampled);
+	jb_num(b, o, "threads_failed", sp->threads_failed);
+	out = add_obj(b, o, "outputs");
+	if (out) {
+		jb_str(b, out, "folded", sp->folded);
+		jb_str(b, out, "svg", sp->svg);
+	}
+}
+
 static void build_meta(struct jb *b, cJSON *root, const struct pt_report_meta *m)
 {
 	cJSON *o = add_obj(b, root, "meta");
@@ -141,6 +198,7 @@ static void build_meta(struct jb *b, cJSON *root, const struct pt_report_meta *m
 	jb_num(b, o, "warmup_steps", m->warmup_steps);
 	jb_str(b, o, "step_probe", m->step_probe);
 	jb_str(b, o, "step_mode", m->step_mode);
+	build_sampling(b, o, m);
 	if (!m->python) {
 		jb_null(b, o, "python");
 		return;
@@ -254,6 +312,15 @@ static const struct pt_agg_func_stats *func_stats(const struct pt_report *r,
 	return pt_agg__func(r->agg, (uint32_t)fn->fid);
 }
 
+/* wall time as a fraction of the run's duration (several threads: > 1) */
+static void jb_share(struct jb *b, cJSON *o, const struct pt_report *r, uint64_t wall_ns)
+{
+	if (r->meta.duration_s > 0)
+		jb_num(b, o, "share", round6((double)wall_ns / (r->meta.duration_s * 1e9)));
+	else
+		jb_null(b, o, "share");
+}
+
 static void build_func(struct jb *b, cJSON *arr, const struct pt_report *r,
 		       const struct pt_report_func *fn)
 {
@@ -298,9 +365,71 @@ static void build_func(struct jb *b, cJSON *arr, const struct pt_report *r,
 		jb_null(b, o, "attached_after_s");
 		jb_str(b, o, "reason", fn->reason);
 	}
-	jb_num(b, o, "calls", d ? (double)d->count : 0);
-	jb_ms(b, o, "total_ms", d ? d->sum : 0);
-	jb_dist(b, o, d);
+	if (fn->timing && !strcmp(fn->timing, "sampled") && fn->fid >= 0) {
+		/* counts from the partial probe are not shown as if exact */
+		jb_null(b, o, "calls");
+		jb_null(b, o, "total_ms");
+		jb_dist(b, o, NULL);
+	} else {
+		jb_num(b, o, "calls", d ? (double)d->count : 0);
+		jb_ms(b, o, "total_ms", d ? d->sum : 0);
+		jb_dist(b, o, d);
+	}
+	if (!fn->sampled || !r->meta.sampling) {
+		jb_null(b, o, "sampled");
+		return;
+	}
+	o = add_obj(b, o, "sampled");
+	if (!o)
+		return;
+	jb_num(b, o, "samples", (double)fn->s_samples);
+	jb_wall(b, o, fn->s_on_ns, fn->s_off_ns);
+	jb_share(b, o, r, fn->s_on_ns + fn->s_off_ns);
+}
+
+static void build_lines_fn(struct jb *b, cJSON *arr, const struct pt_report *r,
+			   const struct pt_report_lines_fn *l)
+{
+	const struct pt_agg_func_stats *fs =
+		r->agg && l->fid >= 0 ? pt_agg__func(r->agg, (uint32_t)l->fid) : NULL;
+	uint64_t wall = l->on_ns + l->off_ns;
+	cJSON *o = arr_obj(b, arr), *ls;
+
+	if (!o)
+		return;
+	jb_str(b, o, "probe", l->probe);
+	jb_str(b, o, "file", l->file);
+	jb_str(b, o, "function", l->function);
+	jb_num(b, o, "first_line", l->first_line);
+	jb_num(b, o, "last_line", l->last_line);
+	jb_str(b, o, "timing", l->exact ? "exact" : "sampled");
+	if (l->exact) {
+		jb_num(b, o, "calls", fs ? (double)fs->dur.count : 0);
+		jb_ms(b, o, "exact_total_ms", fs ? fs->dur.sum : 0);
+	} else {
+		jb_null(b, o, "calls");
+		jb_null(b, o, "exact_total_ms");
+	}
+	jb_num(b, o, "samples", (double)l->samples);
+	jb_wall(b, o, l->on_ns, l->off_ns);
+	jb_share(b, o, r, wall);
+	jb_str(b, o, "source_error", l->source_error);
+	ls = add_arr(b, o, "lines");
+	for (size_t i = 0; ls && i < l->nlines; i++) {
+		const struct pt_report_line *ln = &l->lines[i];
+		cJSON *e = arr_obj(b, ls);
+
+		if (!e)
+			continue;
+		jb_num(b, e, "line", ln->line);
+		jb_str(b, e, "text", ln->text);
+		jb_num(b, e, "samples", (double)ln->samples);
+		jb_wall(b, e, ln->on_ns, ln->off_ns);
+		if (wall)
+			jb_num(b, e, "share", round6((double)(ln->on_ns + ln->off_ns) / (double)wall));
+		else
+			jb_null(b, e, "share");
+	}
 }
 
 static void build_health(struct jb *b, cJSON *root, const struct pt_report *r)
@@ -344,7 +473,7 @@ struct cJSON *pt_summary__build(const struct pt_report *r)
 {
 	const struct pt_agg_step_stats *st;
 	struct jb b = { 0 };
-	cJSON *root, *funcs;
+	cJSON *root, *funcs, *lines;
 	size_t i;
 
 	if (!r)
@@ -360,6 +489,9 @@ struct cJSON *pt_summary__build(const struct pt_report *r)
 	funcs = add_arr(&b, root, "functions");
 	for (i = 0; funcs && i < r->nfuncs; i++)
 		build_func(&b, funcs, r, &r->funcs[i]);
+	lines = add_arr(&b, root, "lines");
+	for (i = 0; lines && i < r->nlines; i++)
+		build_lines_fn(&b, lines, r, &r->lines[i]);
 	build_health(&b, root, r);
 
 	if (b.err) {
@@ -386,8 +518,15 @@ int pt_summary__write_json(FILE *f, const struct cJSON *summary)
 	return err;
 }
 
+/* lines.txt only when a `lines` directive asked for it */
+static bool has_lines(const cJSON *summary)
+{
+	return cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(summary, "lines")) > 0;
+}
+
 const struct pt_emitter pt_emitters[] = {
-	{ "summary.json", pt_summary__write_json },
-	{ "report.md", pt_report_md__write },
+	{ "summary.json", pt_summary__write_json, NULL },
+	{ "report.md", pt_report_md__write, NULL },
+	{ "lines.txt", pt_report_lines__write, has_lines },
 };
 const size_t pt_nemitters = sizeof(pt_emitters) / sizeof(pt_emitters[0]);

@@ -121,6 +121,31 @@ def check_partial(s, t, steps, why):
     eq(func(s, "getppid")["calls"], steps, "getppid calls")
 
 
+def check_sampled(s, t, why):
+    """python_mode auto where not every call is seen: py: rows carry
+    sampled times and no counts; the victim's own totals bound them."""
+    py = s["meta"]["python"]
+    eq(py["timing"], "sampled", "meta.python.timing")
+    eq(py["mechanism"], "sampled", "meta.python.mechanism")
+    assert why in py["why"], py["why"]
+    assert s["meta"]["sampling"], "sampling is on by default"
+    tf = t["functions"]
+    for f in s["functions"]:
+        if f.get("kind") != "python" or f["symbol"] is None:
+            continue
+        eq(f["timing"], "sampled", f["symbol"] + " timing")
+        eq(f["calls"], None, f["symbol"] + " calls (never a partial count)")
+        assert f["sampled"] is not None, f
+    # Engine.step holds ~all of the run's Python time: its sampled wall
+    # time must match the victim's own total. At 1 kHz the ~115 ms run is
+    # ~115 samples (binomial sd ~10%); 35% also allows the ~1 ms sampling
+    # quantum at each end of the run and the GIL handoffs around it.
+    got = func(s, "Engine.step")["sampled"]["wall_ms"]
+    want = tf["Engine.step"]["total_ns"] / 1e6
+    assert abs(got - want) <= 0.35 * want, "Engine.step sampled %.1f ms, truth %.1f ms" % (got, want)
+    eq(func(s, "getppid")["timing"], "exact", "native rows stay exact")
+
+
 def _exact(minor, env=None, conf_extra=""):
     s, t, _ = run(pyenv_python(minor), env, conf_extra=conf_extra)
     check_exact(s, t, N)
@@ -158,29 +183,44 @@ def test_py313_perf_trampoline_exact():
     eq(s["meta"]["python"]["perf_trampoline"], True, "perf_trampoline")
 
 
+EVALFRAME = "set python_mode evalframe\n"
+
+
 def test_py311_c_entry_only():
-    s, t, err = run(pyenv_python(11))
+    s, t, err = run(pyenv_python(11), conf_extra=EVALFRAME)
     check_partial(s, t, N, "3.11")
     assert "c-entry-only" in err, err
 
 
+def test_py311_auto_sampled():
+    s, t, err = run(pyenv_python(11))
+    check_sampled(s, t, "3.11")
+    assert 'timing "sampled"' in err, err
+
+
 def test_py312_without_trampoline_c_entry_only():
-    s, t, err = run(pyenv_python(12))
+    s, t, err = run(pyenv_python(12), conf_extra=EVALFRAME)
     check_partial(s, t, N, "perf trampoline")
     eq(s["meta"]["python"]["perf_trampoline"], False, "perf_trampoline")
     assert "PYTHONPERFSUPPORT=1" in s["meta"]["python"]["advice"]
 
 
 def test_py313_without_trampoline_c_entry_only():
-    s, t, _ = run(pyenv_python(13))
+    s, t, _ = run(pyenv_python(13), conf_extra=EVALFRAME)
     check_partial(s, t, N, "perf trampoline")
+
+
+def test_py313_without_trampoline_auto_sampled():
+    s, t, _ = run(pyenv_python(13))
+    check_sampled(s, t, "perf trampoline")
+    assert "PYTHONPERFSUPPORT=1" in s["meta"]["python"]["advice"]
 
 
 def test_debian_py311_static_interpreter():
     py = "/usr/bin/python3.11"
     if not os.path.exists(py):
         raise Skip("no %s" % py)
-    s, t, _ = run(py)
+    s, t, _ = run(py, conf_extra=EVALFRAME)
     eq(s["meta"]["python"]["path"], py, "interpreter found in the executable itself")
     check_partial(s, t, N, "3.11")
 

@@ -361,17 +361,17 @@ static void test_err_keywords(void **state)
 {
 	assert_parse_error("# c\nstpe native:exe:f\n",
 			   "t.conf:2:1: error: unknown keyword 'stpe' (hint: did you mean step? "
-			   "a line is step, bucket, set or a # comment)");
+			   "a line is step, bucket, lines, set or a # comment)");
 	/* keywords are case-sensitive */
 	assert_parse_error("  Step native:exe:f\n",
 			   "t.conf:1:3: error: unknown keyword 'Step' (hint: did you mean step? "
-			   "a line is step, bucket, set or a # comment)");
+			   "a line is step, bucket, lines, set or a # comment)");
 	assert_parse_error("step native:exe:f\nbuckets a.b native:exe:g\n",
 			   "t.conf:2:1: error: unknown keyword 'buckets' (hint: did you mean "
-			   "bucket? a line is step, bucket, set or a # comment)");
+			   "bucket? a line is step, bucket, lines, set or a # comment)");
 	assert_parse_error("probe native:exe:f\n",
 			   "t.conf:1:1: error: unknown keyword 'probe' "
-			   "(hint: a line is step, bucket, set or a # comment)");
+			   "(hint: a line is step, bucket, lines, set or a # comment)");
 }
 
 static void test_err_step(void **state)
@@ -522,21 +522,22 @@ static void test_err_set(void **state)
 	assert_parse_error("step native:exe:f\nset warmup_step 10\n",
 			   "t.conf:2:5: error: unknown key 'warmup_step' (hint: did you mean "
 			   "warmup_steps? known keys: warmup_steps, ringbuf_mb, poll_ms, "
-			   "prologue_skip, ringbuf_wakeup, py_session)");
+			   "prologue_skip, ringbuf_wakeup, py_session, sample_hz, python_mode)");
 	assert_parse_error("set POLL_MS 10\n",
 			   "t.conf:1:5: error: unknown key 'POLL_MS' (hint: did you mean "
 			   "poll_ms? known keys: warmup_steps, ringbuf_mb, poll_ms, "
-			   "prologue_skip, ringbuf_wakeup, py_session)");
+			   "prologue_skip, ringbuf_wakeup, py_session, sample_hz, python_mode)");
 	assert_parse_error("set verbosity 3\n",
 			   "t.conf:1:5: error: unknown key 'verbosity' (hint: known keys: "
-			   "warmup_steps, ringbuf_mb, poll_ms, prologue_skip, ringbuf_wakeup, py_session)");
+			   "warmup_steps, ringbuf_mb, poll_ms, prologue_skip, ringbuf_wakeup, py_session, sample_hz, python_mode)");
 	assert_parse_error("set poll_ms 10\nstep native:exe:f\nset poll_ms 10\n",
 			   "t.conf:3:5: error: key set twice 'poll_ms' "
 			   "(hint: first set at line 1; keep one)");
 	assert_parse_error("set\n",
 			   "t.conf:1:1: error: set has no key 'set' (hint: set <key> <value>; "
 			   "keys: warmup_steps, ringbuf_mb, poll_ms, prologue_skip, "
-			   "ringbuf_wakeup, py_session)");
+			   "ringbuf_wakeup, py_session, sample_hz, "
+		"python_mode)");
 	assert_parse_error("set poll_ms\n",
 			   "t.conf:1:5: error: missing value for key 'poll_ms' "
 			   "(hint: set poll_ms <value>)");
@@ -587,8 +588,9 @@ static void test_err_set_values(void **state)
 static void test_err_nothing_to_profile(void **state)
 {
 	static const char want[] =
-		"t.conf:1:1: error: nothing to profile: no step or bucket line (hint: add "
-		"'step native:<object>:<symbol>' or 'bucket <domain.name> <probe>...')";
+		"t.conf:1:1: error: nothing to profile: no step, bucket or lines line (hint: add "
+		"'step native:<object>:<symbol>', 'bucket <domain.name> <probe>...' or "
+		"'lines py:<module>::<function>')";
 
 	assert_parse_error("", want);
 	assert_parse_error("# only comments\n\n\t\n", want);
@@ -627,7 +629,7 @@ static void test_long_token_is_cut(void **state)
 	memset(want, 0, sizeof(want));
 	strcpy(want, "t.conf:1:1: error: unknown keyword '");
 	memset(want + strlen(want), 'x', 97);
-	strcat(want, "...' (hint: a line is step, bucket, set or a # comment)");
+	strcat(want, "...' (hint: a line is step, bucket, lines, set or a # comment)");
 	assert_parse_error(text, want);
 }
 
@@ -643,6 +645,228 @@ static void test_err_buffer_limits(void **state)
 	assert_int_equal(parse_str(&cfg, "stpe native:exe:f\n", NULL, 0), -EINVAL);
 	assert_int_equal(parse_str(&cfg, "step native:exe:f\n", NULL, 0), 0);
 	pt_config__free(&cfg);
+}
+
+/* ---- lines directive, sampling keys ---- */
+
+static void test_lines_directive(void **state)
+{
+	struct pt_config cfg;
+
+	/* a file with only a lines line is something to profile */
+	parse_ok(&cfg, "lines py:engine.Sched.schedule  py:engine::helper\tpy:pkg.mod.C*.run_*\n");
+	assert_int_equal(cfg.step_probe, -1);
+	assert_int_equal(cfg.nbuckets, 0);
+	assert_int_equal(cfg.nprobes, 3);
+	assert_int_equal(cfg.nlines, 3);
+	assert_int_equal(cfg.probes[0].kind, PT_PROBE_PY);
+	assert_string_equal(cfg.probes[0].text, "py:engine.Sched.schedule");
+	assert_string_equal(cfg.probes[0].object, "engine");
+	assert_string_equal(cfg.probes[0].cls, "Sched");
+	assert_string_equal(cfg.probes[0].symbol, "schedule");
+	assert_int_equal(cfg.probes[0].line, 1);
+	assert_int_equal(cfg.probes[0].col, 7);
+	assert_string_equal(cfg.probes[1].text, "py:engine::helper");
+	assert_null(cfg.probes[1].cls);
+	assert_string_equal(cfg.probes[1].symbol, "helper");
+	assert_int_equal(cfg.probes[1].col, 33);
+	assert_string_equal(cfg.probes[2].object, "pkg/mod");
+	assert_string_equal(cfg.probes[2].cls, "C*");
+	assert_string_equal(cfg.probes[2].symbol, "run_*");
+	assert_int_equal(cfg.probes[2].col, 51);
+	for (size_t i = 0; i < cfg.nprobes; i++) {
+		assert_true(cfg.probes[i].is_lines);
+		assert_false(cfg.probes[i].is_step);
+		assert_int_equal(cfg.probes[i].bucket_mask, 0);
+	}
+	/* defaults hold with lines */
+	assert_int_equal(cfg.sample_hz, 1000);
+	assert_int_equal(cfg.python_mode, PT_PYMODE_AUTO);
+	pt_config__free(&cfg);
+	assert_true(all_zero(&cfg, sizeof(cfg)));
+
+	/* no trailing newline, a comment after the probe */
+	parse_ok(&cfg, "lines py:m::f # per line");
+	assert_int_equal(cfg.nprobes, 1);
+	assert_int_equal(cfg.nlines, 1);
+	assert_true(cfg.probes[0].is_lines);
+	pt_config__free(&cfg);
+}
+
+/* A probe that is also the step or in a bucket is one spec with every
+ * role; probes on no lines line are not is_lines. */
+static void test_lines_shared_spec(void **state)
+{
+	static const char text[] = "step py:srv.engine.Engine.step\n"
+				   "bucket eng.sched py:srv.sched::run native:exe:f\n"
+				   "lines py:srv.engine.Engine.step py:srv.sched::run\n"
+				   "lines py:srv.other::g\n";
+	struct pt_config cfg;
+
+	parse_ok(&cfg, text);
+	assert_int_equal(cfg.nprobes, 4);
+	assert_int_equal(cfg.nlines, 3);
+	assert_int_equal(cfg.step_probe, 0);
+	assert_string_equal(cfg.probes[0].text, "py:srv.engine.Engine.step");
+	assert_true(cfg.probes[0].is_step);
+	assert_true(cfg.probes[0].is_lines);
+	assert_int_equal(cfg.probes[0].bucket_mask, 0);
+	/* where it was first written */
+	assert_int_equal(cfg.probes[0].line, 1);
+	assert_int_equal(cfg.probes[0].col, 6);
+	assert_string_equal(cfg.probes[1].text, "py:srv.sched::run");
+	assert_false(cfg.probes[1].is_step);
+	assert_true(cfg.probes[1].is_lines);
+	assert_int_equal(cfg.probes[1].bucket_mask, 1);
+	assert_int_equal(cfg.probes[1].line, 2);
+	assert_string_equal(cfg.probes[2].text, "native:exe:f");
+	assert_false(cfg.probes[2].is_lines);
+	assert_string_equal(cfg.probes[3].text, "py:srv.other::g");
+	assert_true(cfg.probes[3].is_lines);
+	assert_int_equal(cfg.probes[3].line, 4);
+	pt_config__free(&cfg);
+
+	/* no lines line: nothing is_lines */
+	parse_ok(&cfg, "step py:m::f\n");
+	assert_int_equal(cfg.nlines, 0);
+	assert_false(cfg.probes[0].is_lines);
+	pt_config__free(&cfg);
+}
+
+static void test_err_lines(void **state)
+{
+	static const char no_probe[] =
+		"(hint: lines py:<module>.<Class>.<method> or py:<module>::<function>)";
+	static const char py_only[] =
+		"(hint: per-line times come from sampled Python stacks, e.g. "
+		"lines py:engine.Scheduler.schedule)";
+	char want[512];
+
+	snprintf(want, sizeof(want), "t.conf:1:1: error: lines has no probe 'lines' %s",
+		 no_probe);
+	assert_parse_error("lines\n", want);
+	assert_parse_error("lines   # nothing here\n", want);
+	snprintf(want, sizeof(want), "t.conf:2:3: error: lines has no probe 'lines' %s",
+		 no_probe);
+	assert_parse_error("step native:exe:f\n  lines\n", want);
+
+	snprintf(want, sizeof(want),
+		 "t.conf:1:7: error: lines takes py: probes only 'native:exe:f' %s", py_only);
+	assert_parse_error("lines native:exe:f\n", want);
+	/* the first py: probe is fine; the native one after it is not */
+	snprintf(want, sizeof(want),
+		 "t.conf:2:15: error: lines takes py: probes only 'native:libc.so*:read' %s",
+		 py_only);
+	assert_parse_error("step native:exe:f\nlines py:m::f native:libc.so*:read\n", want);
+	/* even when the native probe is already known from the step */
+	snprintf(want, sizeof(want),
+		 "t.conf:2:7: error: lines takes py: probes only 'native:exe:f' %s", py_only);
+	assert_parse_error("step native:exe:f\nlines native:exe:f\n", want);
+	/* not a probe at all: the same message */
+	snprintf(want, sizeof(want),
+		 "t.conf:1:7: error: lines takes py: probes only 'engine.step' %s", py_only);
+	assert_parse_error("lines engine.step\n", want);
+	/* keyword prefix is case-sensitive */
+	snprintf(want, sizeof(want),
+		 "t.conf:1:7: error: lines takes py: probes only 'PY:m::f' %s", py_only);
+	assert_parse_error("lines PY:m::f\n", want);
+	/* a malformed py: probe gets the py: probe message */
+	assert_parse_error("lines py:train.py:step\n",
+			   "t.conf:1:7: error: Python probe with a single ':' 'py:train.py:step' "
+			   "(hint: name the module as imported (dots, no .py) and put '::' before a "
+			   "module-level function: py:pkg.mod::func, or py:pkg.mod.Class.method)");
+	/* "line" is close to "lines" */
+	assert_parse_error("line py:m::f\n",
+			   "t.conf:1:1: error: unknown keyword 'line' (hint: did you mean lines? "
+			   "a line is step, bucket, lines, set or a # comment)");
+}
+
+static void test_sample_hz(void **state)
+{
+	static const char hint[] =
+		"(hint: samples per second per thread, 0 (off) to 10000, e.g. 1000)";
+	static const char *const bad[] = { "10001", "-1", "abc", "1e3", "0x10", "100hz",
+					   "99999999999999999999999" };
+	struct pt_config cfg;
+	char text[128], want[256];
+	size_t i;
+
+	parse_ok(&cfg, "step native:exe:f\n");
+	assert_int_equal(cfg.sample_hz, 1000);
+	assert_int_equal(cfg.python_mode, PT_PYMODE_AUTO);
+	assert_int_equal(cfg.nlines, 0);
+	pt_config__free(&cfg);
+
+	parse_ok(&cfg, "set sample_hz 0\nstep native:exe:f\n");
+	assert_int_equal(cfg.sample_hz, 0);
+	pt_config__free(&cfg);
+	parse_ok(&cfg, "set sample_hz 10000\nlines py:m::f\n");
+	assert_int_equal(cfg.sample_hz, 10000);
+	pt_config__free(&cfg);
+	parse_ok(&cfg, "set sample_hz 1\nstep native:exe:f\n");
+	assert_int_equal(cfg.sample_hz, 1);
+	pt_config__free(&cfg);
+	parse_ok(&cfg, "set sample_hz 0099\nstep native:exe:f\n");
+	assert_int_equal(cfg.sample_hz, 99); /* decimal, not octal */
+	pt_config__free(&cfg);
+
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		snprintf(text, sizeof(text), "step native:exe:f\nset sample_hz %s\n", bad[i]);
+		snprintf(want, sizeof(want), "t.conf:2:15: error: bad value for sample_hz '%s' %s",
+			 bad[i], hint);
+		assert_parse_error(text, want);
+	}
+	assert_parse_error("set sample_hz 100\nset sample_hz 100\nstep native:exe:f\n",
+			   "t.conf:2:5: error: key set twice 'sample_hz' "
+			   "(hint: first set at line 1; keep one)");
+	assert_parse_error("set sample_hz\n", "t.conf:1:5: error: missing value for key "
+						 "'sample_hz' (hint: set sample_hz <value>)");
+	assert_parse_error("set sample_Hz 100\n",
+			   "t.conf:1:5: error: unknown key 'sample_Hz' (hint: did you mean "
+			   "sample_hz? known keys: warmup_steps, ringbuf_mb, poll_ms, "
+			   "prologue_skip, ringbuf_wakeup, py_session, sample_hz, python_mode)");
+}
+
+static void test_python_mode(void **state)
+{
+	static const char hint[] = "(hint: auto (exact where the interpreter allows, else "
+				   "sampled), evalframe or sampled)";
+	static const char *const bad[] = { "Auto", "exact", "sample", "evalframe,sampled", "0" };
+	static const struct {
+		const char *v;
+		enum pt_python_mode mode;
+	} ok[] = {
+		{ "auto", PT_PYMODE_AUTO },
+		{ "evalframe", PT_PYMODE_EVALFRAME },
+		{ "sampled", PT_PYMODE_SAMPLED },
+	};
+	struct pt_config cfg;
+	char text[128], want[512];
+	size_t i;
+
+	for (i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
+		snprintf(text, sizeof(text), "set python_mode %s\nstep py:m::f\n", ok[i].v);
+		parse_ok(&cfg, text);
+		assert_int_equal(cfg.python_mode, ok[i].mode);
+		assert_int_equal(cfg.sample_hz, 1000);
+		pt_config__free(&cfg);
+	}
+	assert_parse_error("set python_mode usdt\nstep py:m::f\n",
+			   "t.conf:1:17: error: python_mode usdt is not offered 'usdt' (hint: where "
+			   "an interpreter's USDT probes time every call, the evalframe probe does "
+			   "too and costs less (docs/targets.md); use auto or evalframe)");
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		snprintf(text, sizeof(text), "step py:m::f\nset  python_mode\t%s\n", bad[i]);
+		snprintf(want, sizeof(want),
+			 "t.conf:2:18: error: bad value for python_mode '%s' %s", bad[i], hint);
+		assert_parse_error(text, want);
+	}
+	assert_parse_error("set python_mode auto\nset python_mode sampled\nstep py:m::f\n",
+			   "t.conf:2:5: error: key set twice 'python_mode' "
+			   "(hint: first set at line 1; keep one)");
+	assert_parse_error("set python_mode sampled evalframe\n",
+			   "t.conf:1:25: error: unexpected token on set line 'evalframe' "
+			   "(hint: set takes one key and one value)");
 }
 
 /* ---- pt_config__load and fixtures ---- */
@@ -693,7 +917,7 @@ static void test_load_fixture_errors(void **state)
 			 -EINVAL);
 	assert_string_equal(err, FIXTURES "bad_key.conf:4:6: error: unknown key 'ringbuf_MB' "
 					  "(hint: did you mean ringbuf_mb? known keys: warmup_steps, "
-					  "ringbuf_mb, poll_ms, prologue_skip, ringbuf_wakeup, py_session)");
+					  "ringbuf_mb, poll_ms, prologue_skip, ringbuf_wakeup, py_session, sample_hz, python_mode)");
 	assert_true(all_zero(&cfg, sizeof(cfg)));
 
 	assert_int_equal(pt_config__load(&cfg, FIXTURES "bad_py.conf", err, sizeof(err)),
@@ -770,6 +994,11 @@ int main(void)
 		cmocka_unit_test(test_load_fixture_errors),
 		cmocka_unit_test(test_load_missing_and_unreadable),
 		cmocka_unit_test(test_free_is_safe),
+		cmocka_unit_test(test_lines_directive),
+		cmocka_unit_test(test_lines_shared_spec),
+		cmocka_unit_test(test_err_lines),
+		cmocka_unit_test(test_sample_hz),
+		cmocka_unit_test(test_python_mode),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

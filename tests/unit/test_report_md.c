@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -78,8 +79,11 @@ static int count_line(const char *text, const char *line)
 
 #define assert_line(text, line)                                                                \
 	do {                                                                                   \
-		if (count_line(text, line) != 1)                                               \
-			fail_msg("expected exactly one line\n  %s\nin report:\n%s", line, text); \
+		if (count_line(text, line) != 1) {                                             \
+			/* cmocka cuts long messages: the report goes to stderr. */           \
+			fprintf(stderr, "report:\n%s", text);                                  \
+			fail_msg("expected exactly one line\n  %s", line);                     \
+		}                                                                              \
 	} while (0)
 
 #define assert_no_substr(text, s)                                                             \
@@ -342,6 +346,378 @@ static void test_wrong_types(void **state)
 	cJSON_Delete(doc);
 }
 
+/* ---- Host time (sampled) ---- */
+
+static void add_thread(cJSON *arr, const char *name, int tid, bool py, int samples, double on,
+		       double off)
+{
+	cJSON *t = cJSON_CreateObject();
+
+	cJSON_AddNumberToObject(t, "tid", tid);
+	cJSON_AddStringToObject(t, "name", name);
+	cJSON_AddBoolToObject(t, "python", py);
+	cJSON_AddNumberToObject(t, "samples", samples);
+	cJSON_AddNumberToObject(t, "on_cpu_ms", on);
+	cJSON_AddNumberToObject(t, "off_cpu_ms", off);
+	cJSON_AddNumberToObject(t, "wall_ms", on + off);
+	cJSON_AddItemToArray(arr, t);
+}
+
+static cJSON *add_figures(cJSON *o, int samples, double on, double off, double share)
+{
+	cJSON_AddNumberToObject(o, "samples", samples);
+	cJSON_AddNumberToObject(o, "wall_ms", on + off);
+	cJSON_AddNumberToObject(o, "on_cpu_ms", on);
+	cJSON_AddNumberToObject(o, "off_cpu_ms", off);
+	cJSON_AddNumberToObject(o, "share", share);
+	return o;
+}
+
+/* A Python row of functions[]: timed exactly, or sampled only (every
+ * exact figure null). */
+static void add_py_function(cJSON *fns, const char *qualname, int line, bool exact,
+			    int samples, double on, double off, double share)
+{
+	static const char *const exact_keys[] = { "mean_ms", "p50_ms", "p90_ms", "p99_ms",
+						   "max_ms" };
+	cJSON *fn = cJSON_CreateObject();
+
+	cJSON_AddStringToObject(fn, "probe", "py:engine.Engine.*");
+	cJSON_AddStringToObject(fn, "kind", "python");
+	cJSON_AddStringToObject(fn, "object", "/srv/engine.py");
+	cJSON_AddStringToObject(fn, "symbol", qualname);
+	cJSON_AddNumberToObject(fn, "line", line);
+	cJSON_AddStringToObject(fn, "timing", exact ? "exact" : "sampled");
+	cJSON_AddItemToObject(fn, "aliases", cJSON_CreateArray());
+	cJSON_AddTrueToObject(fn, "attached");
+	cJSON_AddNumberToObject(fn, "attached_after_s", 0.5);
+	cJSON_AddNullToObject(fn, "reason");
+	if (exact) {
+		cJSON_AddNumberToObject(fn, "calls", 4);
+		cJSON_AddNumberToObject(fn, "total_ms", 8);
+		for (size_t i = 0; i < sizeof(exact_keys) / sizeof(exact_keys[0]); i++)
+			cJSON_AddNumberToObject(fn, exact_keys[i], 2);
+	} else {
+		cJSON_AddNullToObject(fn, "calls");
+		cJSON_AddNullToObject(fn, "total_ms");
+		for (size_t i = 0; i < sizeof(exact_keys) / sizeof(exact_keys[0]); i++)
+			cJSON_AddNullToObject(fn, exact_keys[i]);
+	}
+	add_figures(cJSON_AddObjectToObject(fn, "sampled"), samples, on, off, share);
+	cJSON_AddItemToArray(fns, fn);
+}
+
+static void add_src_line(cJSON *arr, int line, const char *text, int samples, double on,
+			 double off, double share)
+{
+	cJSON *l = cJSON_CreateObject();
+
+	cJSON_AddNumberToObject(l, "line", line);
+	if (text)
+		cJSON_AddStringToObject(l, "text", text);
+	else
+		cJSON_AddNullToObject(l, "text");
+	add_figures(l, samples, on, off, share);
+	cJSON_AddItemToArray(arr, l);
+}
+
+static const char long_line[] =
+	"        return self.kernel(x) | self.mask  # a very long comment that goes on and on "
+	"until the end";
+
+/* Engine.decode, lines 60-64: a line with a pipe and over 80 characters,
+ * a line blocked off-CPU only, a line never sampled. */
+static cJSON *add_lines_fn(cJSON *lines)
+{
+	cJSON *fn = cJSON_CreateObject(), *rows;
+
+	cJSON_AddStringToObject(fn, "probe", "py:engine.Engine.decode");
+	cJSON_AddStringToObject(fn, "file", "/srv/engine.py");
+	cJSON_AddStringToObject(fn, "function", "Engine.decode");
+	cJSON_AddNumberToObject(fn, "first_line", 60);
+	cJSON_AddNumberToObject(fn, "last_line", 64);
+	cJSON_AddStringToObject(fn, "timing", "sampled");
+	cJSON_AddNullToObject(fn, "calls");
+	cJSON_AddNullToObject(fn, "exact_total_ms");
+	add_figures(fn, 30, 300, 200, 0.05);
+	cJSON_AddNullToObject(fn, "source_error");
+	rows = cJSON_AddArrayToObject(fn, "lines");
+	add_src_line(rows, 60, "    def decode(self, x):", 0, 0, 0, 0);
+	add_src_line(rows, 61, "        y = prep(x)", 5, 50, 0, 0.1);
+	add_src_line(rows, 62, long_line, 25, 250, 0, 0.5);
+	add_src_line(rows, 63, "        time.sleep(0.2)", 0, 0, 200, 0.4);
+	add_src_line(rows, 64, "        return y", 0, 0, 0, 0);
+	cJSON_AddItemToArray(lines, fn);
+	return fn;
+}
+
+/* full.json with sampling on: two threads (given in the wrong order),
+ * Engine.step timed exactly, Engine.decode sampled only, and lines of
+ * Engine.decode. */
+static cJSON *load_sampled(unsigned int lost)
+{
+	cJSON *doc = load_fixture("full.json");
+	cJSON *meta = cJSON_GetObjectItemCaseSensitive(doc, "meta");
+	cJSON *fns = cJSON_GetObjectItemCaseSensitive(doc, "functions");
+	cJSON *s = cJSON_AddObjectToObject(meta, "sampling"), *threads, *out;
+
+	cJSON_AddNumberToObject(s, "hz", 99);
+	cJSON_AddNumberToObject(s, "period_ns", 10101010);
+	cJSON_AddStringToObject(s, "mechanism", "perf cpu-clock per thread + sched_switch (off-CPU)");
+	threads = cJSON_AddArrayToObject(s, "threads");
+	add_thread(threads, "cuda_worker", 4250, false, 10, 100, 100);
+	add_thread(threads, "python3", 4242, true, 140, 1400, 400);
+	cJSON_AddNumberToObject(s, "samples", 150);
+	cJSON_AddNumberToObject(s, "on_cpu_ms", 1500);
+	cJSON_AddNumberToObject(s, "off_cpu_ms", 500);
+	cJSON_AddNumberToObject(s, "off_cpu_intervals", 7);
+	cJSON_AddNumberToObject(s, "wall_ms", 2000);
+	cJSON_AddNumberToObject(s, "python_samples", 130);
+	cJSON_AddNumberToObject(s, "no_python_frames", 10);
+	cJSON_AddNumberToObject(s, "not_python_thread", 10);
+	cJSON_AddNumberToObject(s, "truncated_stacks", 1);
+	cJSON_AddNumberToObject(s, "unreadable_stacks", 2);
+	cJSON_AddNumberToObject(s, "unknown_frames", 3);
+	cJSON_AddNumberToObject(s, "lost_samples", lost);
+	cJSON_AddNumberToObject(s, "threads_sampled", 2);
+	cJSON_AddNumberToObject(s, "threads_failed", 0);
+	out = cJSON_AddObjectToObject(s, "outputs");
+	cJSON_AddStringToObject(out, "folded", "stacks.folded");
+	cJSON_AddStringToObject(out, "svg", "flame.svg");
+
+	add_py_function(fns, "Engine.decode", 60, false, 30, 300, 200, 0.05);
+	add_py_function(fns, "Engine.step", 42, true, 100, 1000, 100, 0.11);
+	add_lines_fn(cJSON_AddArrayToObject(doc, "lines"));
+	return doc;
+}
+
+static void test_sampling_absent(void **state)
+{
+	cJSON *doc = load_fixture("full.json");
+	cJSON *meta = cJSON_GetObjectItemCaseSensitive(doc, "meta");
+	char *md = render(doc), *md_null;
+
+	assert_no_substr(md, "Host time");
+	assert_no_substr(md, "Stack sampling");
+	assert_no_substr(md, "(sampled)");
+	/* null reads as absent: the report is byte for byte the same. */
+	cJSON_AddNullToObject(meta, "sampling");
+	cJSON_AddArrayToObject(doc, "lines");
+	md_null = render(doc);
+	assert_string_equal(md, md_null);
+	free(md_null);
+	free(md);
+	cJSON_Delete(doc);
+}
+
+static void test_sampling_section(void **state)
+{
+	cJSON *doc = load_sampled(0);
+	char *md = render(doc);
+	const char *sec;
+
+	sec = strstr(md, "\n## Host time (sampled)\n");
+	assert_non_null(sec);
+	/* After Functions, before Health. */
+	assert_true(sec > strstr(md, "## Functions"));
+	assert_true(sec < strstr(md, "## Health"));
+	assert_line(md, "Sampled at 99 Hz (perf cpu-clock per thread + sched\\_switch (off-CPU)): "
+			"150 on-CPU samples · on-CPU 1500.000 ms · off-CPU 500.000 ms in 7 "
+			"intervals · wall 2000.000 ms (on-CPU + off-CPU, summed over threads)");
+	assert_line(md, "On-CPU samples: 130 with Python frames, 10 of Python threads with no "
+			"Python frame, 10 of threads without a Python thread state.");
+	assert_line(md, "| thread | tid | Python | samples | on-CPU ms | off-CPU ms | wall ms |");
+	assert_line(md, "| python3 | 4242 | yes | 140 | 1400.000 | 400.000 | 1800.000 |");
+	assert_line(md, "| cuda\\_worker | 4250 | no | 10 | 100.000 | 100.000 | 200.000 |");
+	/* Largest wall first, whatever the array order. */
+	assert_true(strstr(md, "| python3 |") < strstr(md, "| cuda\\_worker |"));
+
+	assert_line(md, "| function | timing | wall ms | share | on-CPU ms | off-CPU ms | samples |");
+	assert_line(md, "| `Engine.step` (`engine.py`:42) | exact | 1100.000 | 11.0% | 1000.000 | "
+			"100.000 | 100 |");
+	assert_line(md, "| `Engine.decode` (`engine.py`:60) | sampled | 500.000 | 5.0% | 300.000 | "
+			"200.000 | 30 |");
+	assert_true(strstr(md, "| `Engine.step` (") < strstr(md, "| `Engine.decode` ("));
+	assert_line(md, "Sampled times are inclusive: a function's time is every sample with it "
+			"anywhere on the stack, once per sample even when it recurses. Share is "
+			"wall time over the 10.000 s window, summed over threads, so it can exceed "
+			"100%.");
+
+	assert_line(md, "### Top lines of `Engine.decode` (`engine.py`:60–64)");
+	assert_line(md, "wall 500.000 ms (5.0% of the window) · on-CPU 300.000 ms · off-CPU "
+			"200.000 ms · 30 samples · calls not counted (sampled)");
+	assert_line(md, "| line | wall ms | % of function | on-CPU ms | off-CPU ms | source |");
+	/* Indentation dropped, '|' escaped, cut at 80 characters. */
+	assert_line(md, "| 62 | 250.000 | 50.0% | 250.000 | 0.000 | `return self.kernel(x) \\| "
+			"self.mask  # a very long comment that goes on and on unt…` |");
+	/* Off-CPU only is still time; never-sampled lines are not top lines. */
+	assert_line(md, "| 63 | 200.000 | 40.0% | 0.000 | 200.000 | `time.sleep(0.2)` |");
+	assert_line(md, "| 61 | 50.000 | 10.0% | 50.000 | 0.000 | `y = prep(x)` |");
+	assert_true(strstr(md, "| 62 |") < strstr(md, "| 63 |"));
+	assert_true(strstr(md, "| 63 |") < strstr(md, "| 61 |"));
+	assert_no_substr(md, "| 60 |");
+	assert_no_substr(md, "| 64 |");
+	assert_line(md, "Also written next to summary.json: `lines.txt` (time per source line, in "
+			"line\\_profiler's layout), `stacks.folded` (folded stacks, for "
+			"flamegraph.pl or speedscope), `flame.svg` (flame graph).");
+
+	/* Health: the sampling counts, no warning without lost samples. */
+	assert_line(md, "Stack sampling:");
+	assert_line(md, "| lost samples | unreadable stacks | truncated stacks | unknown frames "
+			"| threads sampled | threads failed |");
+	assert_line(md, "| 0 | 2 | 1 | 3 | 2 | 0 |");
+	assert_true(strstr(md, "| 0 | 2 | 1 | 3 | 2 | 0 |") > strstr(md, "## Health"));
+	assert_no_substr(md, "were lost");
+	free(md);
+	cJSON_Delete(doc);
+}
+
+/* Sampled-only rows: no exact figure pretends to be one. */
+static void test_sampled_timing_rows(void **state)
+{
+	cJSON *doc = load_sampled(0);
+	char *md = render(doc);
+
+	assert_line(md, "| `Engine.decode` *(sampled)* | `engine.py`:60 | – | – | – | – | – | – "
+			"| – | python frame | yes +0.50s |");
+	assert_line(md, "| `Engine.step` | `engine.py`:42 | 4 | 8.000 | 2.000 | 2.000 | 2.000 | "
+			"2.000 | 2.000 | python frame | yes +0.50s |");
+	assert_non_null(strstr(md, " Rows marked *(sampled)* were not timed exactly: their calls "
+				   "and times are not counted (–), and their sampled time is "
+				   "under Host time (sampled).\n"));
+	free(md);
+	cJSON_Delete(doc);
+}
+
+static void test_lost_samples_warning(void **state)
+{
+	static const char warning[] = "**3 samples were lost (ring buffer full): sampled figures "
+				      "are too low; raise `set ringbuf_mb` or lower `set sample_hz`**";
+	cJSON *doc = load_sampled(3);
+	char *md = render(doc);
+
+	/* In the section and again in Health. */
+	assert_int_equal(count_line(md, warning), 2);
+	assert_true(strstr(md, warning) > strstr(md, "## Host time (sampled)"));
+	assert_non_null(strstr(strstr(md, "## Health"), warning));
+	assert_line(md, "| 3 | 2 | 1 | 3 | 2 | 0 |");
+	free(md);
+	cJSON_Delete(doc);
+}
+
+/* Many threads and lines: top 10 by wall, and where the rest is. */
+static void test_top_tens(void **state)
+{
+	cJSON *doc = load_sampled(0);
+	cJSON *s = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(doc, "meta"),
+						    "sampling");
+	cJSON *threads = cJSON_GetObjectItemCaseSensitive(s, "threads");
+	cJSON *fn = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(doc, "lines"), 0);
+	cJSON *rows = cJSON_GetObjectItemCaseSensitive(fn, "lines");
+	char name[32], text[32];
+	char *md;
+
+	for (int i = 0; i < 11; i++) {
+		snprintf(name, sizeof(name), "worker-%d", i);
+		add_thread(threads, name, 5000 + i, false, 1, 1 + i, 0);
+		snprintf(text, sizeof(text), "x%d = %d", i, i);
+		add_src_line(rows, 65 + i, text, 1, 1 + i, 0, 0.001);
+	}
+	md = render(doc);
+	/* 13 threads: the 10 with most wall time; 16 lines, 14 with time. */
+	assert_non_null(strstr(md, "| worker-10 |"));
+	assert_non_null(strstr(md, "| worker-3 |"));
+	assert_no_substr(md, "| worker-2 |");
+	assert_no_substr(md, "| worker-0 |");
+	assert_line(md, "3 more threads in summary.json.");
+	assert_non_null(strstr(md, "| 69 | 5.000 |"));
+	assert_no_substr(md, "| 68 |");
+	assert_line(md, "4 more lines with time in lines.txt.");
+	free(md);
+	cJSON_Delete(doc);
+}
+
+static void test_lines_source_error_and_no_outputs(void **state)
+{
+	cJSON *doc = load_sampled(0);
+	cJSON *s = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(doc, "meta"),
+						    "sampling");
+	cJSON *fn = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(doc, "lines"), 0);
+	cJSON *rows = cJSON_GetObjectItemCaseSensitive(fn, "lines"), *row;
+	char *md;
+
+	cJSON_ReplaceItemInObjectCaseSensitive(fn, "source_error",
+					       cJSON_CreateString("cannot open /srv/engine.py"));
+	cJSON_ArrayForEach(row, rows)
+	{
+		cJSON_ReplaceItemInObjectCaseSensitive(row, "text", cJSON_CreateNull());
+	}
+	cJSON_ReplaceItemInObjectCaseSensitive(fn, "timing", cJSON_CreateString("exact"));
+	cJSON_ReplaceItemInObjectCaseSensitive(fn, "calls", cJSON_CreateNumber(7));
+	cJSON_ReplaceItemInObjectCaseSensitive(fn, "exact_total_ms", cJSON_CreateNumber(480.5));
+	cJSON_ReplaceItemInObjectCaseSensitive(cJSON_GetObjectItemCaseSensitive(s, "outputs"),
+					       "svg", cJSON_CreateNull());
+	md = render(doc);
+	assert_line(md, "wall 500.000 ms (5.0% of the window) · on-CPU 300.000 ms · off-CPU "
+			"200.000 ms · 30 samples · calls 7 (exact, 480.500 ms total)");
+	assert_line(md, "Source unavailable: cannot open /srv/engine.py.");
+	assert_line(md, "| 62 | 250.000 | 50.0% | 250.000 | 0.000 | – |");
+	assert_line(md, "Also written next to summary.json: `lines.txt` (time per source line, in "
+			"line\\_profiler's layout), `stacks.folded` (folded stacks, for "
+			"flamegraph.pl or speedscope).");
+	free(md);
+
+	/* No lines, no folded, no svg: no note; no sampled rows: no table. */
+	cJSON_DeleteItemFromObjectCaseSensitive(doc, "lines");
+	cJSON_DeleteItemFromObjectCaseSensitive(s, "outputs");
+	cJSON_DeleteItemFromArray(cJSON_GetObjectItemCaseSensitive(doc, "functions"), 5);
+	cJSON_DeleteItemFromArray(cJSON_GetObjectItemCaseSensitive(doc, "functions"), 4);
+	md = render(doc);
+	assert_line(md, "## Host time (sampled)");
+	assert_no_substr(md, "Also written");
+	assert_no_substr(md, "| function | timing |");
+	assert_no_substr(md, "Top lines");
+	free(md);
+	cJSON_Delete(doc);
+}
+
+/* A function no sample fell in says so instead of an empty table. */
+static void test_lines_never_sampled(void **state)
+{
+	cJSON *doc = load_sampled(0);
+	cJSON *fn = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(doc, "lines"), 0);
+	char *md;
+
+	cJSON_ReplaceItemInObjectCaseSensitive(fn, "lines", cJSON_CreateArray());
+	md = render(doc);
+	assert_line(md, "No sample fell in this function.");
+	assert_no_substr(md, "| line | wall ms |");
+	free(md);
+	cJSON_Delete(doc);
+}
+
+static void test_sampling_wrong_types(void **state)
+{
+	static const char text[] =
+		"{\"meta\": {\"sampling\": {\"threads\": [1, {\"name\": 2}], \"outputs\": 3}}, "
+		"\"functions\": [{\"symbol\": \"f\", \"sampled\": {}}, {\"sampled\": 1}], "
+		"\"lines\": [2, {\"lines\": [null, {\"samples\": 1}]}]}";
+	cJSON *doc = cJSON_Parse(text);
+	char *md;
+
+	assert_non_null(doc);
+	md = render(doc);
+	assert_line(md, "Sampled at – Hz (–): – on-CPU samples · on-CPU – ms · off-CPU – ms in – "
+			"intervals · wall – ms (on-CPU + off-CPU, summed over threads)");
+	assert_line(md, "| – | – | – | – | – | – | – |");
+	assert_line(md, "| `f` (–) | – | – | – | – | – | – |");
+	assert_line(md, "### Top lines of – (–)");
+	/* A line with samples and nothing else, and the Health row. */
+	assert_int_equal(count_line(md, "| – | – | – | – | – | – |"), 2);
+	free(md);
+	cJSON_Delete(doc);
+}
+
 static void test_bad_args_and_write_error(void **state)
 {
 	cJSON *doc = load_fixture("full.json");
@@ -372,6 +748,14 @@ int main(void)
 		cmocka_unit_test(test_exact_start_time_from_raw),
 		cmocka_unit_test(test_missing_keys),
 		cmocka_unit_test(test_wrong_types),
+		cmocka_unit_test(test_sampling_absent),
+		cmocka_unit_test(test_sampling_section),
+		cmocka_unit_test(test_sampled_timing_rows),
+		cmocka_unit_test(test_lost_samples_warning),
+		cmocka_unit_test(test_top_tens),
+		cmocka_unit_test(test_lines_source_error_and_no_outputs),
+		cmocka_unit_test(test_lines_never_sampled),
+		cmocka_unit_test(test_sampling_wrong_types),
 		cmocka_unit_test(test_bad_args_and_write_error),
 	};
 

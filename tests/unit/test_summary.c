@@ -19,6 +19,7 @@
 #include <cjson/cJSON.h>
 
 #include "report.h"
+#include "report_lines.h"
 
 #define MS 1000000ULL
 #define PID 100
@@ -297,10 +298,10 @@ static void test_key_order(void **state)
 	struct fixture *fx = *state;
 	const cJSON *d = fx->doc;
 
-	CHECK_KEYS(d, "meta", "stats", "buckets", "functions", "health");
+	CHECK_KEYS(d, "meta", "stats", "buckets", "functions", "lines", "health");
 	CHECK_KEYS(item(d, "meta"), "tool", "version", "pid", "comm", "exe", "start_unix_ns",
 		   "duration_s", "targets_file", "kernel", "warmup_steps", "step_probe",
-		   "step_mode", "python");
+		   "step_mode", "sampling", "python");
 	CHECK_KEYS(item(d, "stats"), "steps", "mean_ms", "std_ms", "min_ms", "p50_ms", "p90_ms",
 		   "p99_ms", "max_ms", "steps_per_s", "time_ms", "warmup_steps_skipped",
 		   "incomplete_steps");
@@ -311,7 +312,7 @@ static void test_key_order(void **state)
 		   "timing", "aliases",
 		   "file_offset", "probe_skip", "probe_insn", "attached", "attached_after_s",
 		   "reason", "calls", "total_ms", "mean_ms", "p50_ms", "p90_ms", "p99_ms",
-		   "max_ms");
+		   "max_ms", "sampled");
 	CHECK_KEYS(item(d, "health"), "events", "dropped_events", "depth_overflow", "unwound",
 		   "orphan_returns", "py_unreadable_frames", "py_code_map_full",
 		   "py_calls_unresolved", "lost_calls",
@@ -711,6 +712,427 @@ static void assert_same(const cJSON *a, const cJSON *b, const char *path)
 	}
 }
 
+/* ---- stack sampling and lines ---- */
+
+/* Given in this order (main.c sorts by wall; the builder must not). */
+static const struct pt_report_thread sthreads[] = {
+	{ .tid = 4242, .name = "llm", .python = true, .samples = 1500, .on_ns = 1500 * MS,
+	  .off_ns = 500 * MS },
+	{ .tid = 4250, .name = NULL, .python = false, .samples = 3, .on_ns = 3 * MS,
+	  .off_ns = 7654321 },
+	{ .tid = 4243, .name = "pt_worker", .python = true, .samples = 10, .on_ns = 10 * MS,
+	  .off_ns = 9000 * MS },
+};
+
+static const struct pt_report_sampling sampling = {
+	.hz = 997,
+	.period_ns = 1003009,
+	.mechanism = "perf cpu-clock event per thread (on-CPU) + sched_switch (off-CPU)",
+	.threads = sthreads,
+	.nthreads = 3,
+	.samples = 1513,
+	.on_ns = 1513 * MS,
+	.off_ns = 9507654321ULL,
+	.intervals = 77,
+	.python_samples = 1400,
+	.no_frames = 100,
+	.not_python = 13,
+	.truncated = 2,
+	.unreadable = 4,
+	.unknown_frames = 5,
+	.lost = 6,
+	.threads_sampled = 3,
+	.threads_failed = 1,
+	.folded = "stacks.folded",
+	.svg = NULL,
+};
+
+/*
+ * Rows over the fixture's aggregator: F_STEP timed exactly (3 calls),
+ * F_SCHED "sampled" (its 3 partial calls must not show), a native row, a
+ * py row never sampled. Duration 10.0000004 s: shares round to 6 places.
+ */
+static const struct pt_report_func srows[] = {
+	{ .fid = F_STEP, .probe = "py:srv.engine.Engine.step", .object = "/srv/engine.py",
+	  .symbol = "Engine.step", .py = true, .line = 42, .timing = "exact", .attached = true,
+	  .sampled = true, .s_samples = 1500, .s_on_ns = 1500 * MS, .s_off_ns = 500 * MS },
+	{ .fid = F_SCHED, .probe = "py:srv.sched::run", .object = "/srv/sched.py",
+	  .symbol = "run", .py = true, .line = 10, .timing = "sampled", .attached = true,
+	  .sampled = true, .s_samples = 10, .s_on_ns = 10 * MS, .s_off_ns = 9000 * MS },
+	{ .fid = F_FWD, .probe = "native:exe:forward", .object = "/opt/llm/bin/llm",
+	  .symbol = "forward", .file_offset = 0x3000, .probe_insn = "emulated",
+	  .attached = true },
+	{ .fid = F_ATTN, .probe = "py:srv.attn::attn", .object = "/srv/attn.py",
+	  .symbol = "attn", .py = true, .line = 7, .timing = "c-entry-only", .attached = true,
+	  .sampled = true },
+};
+
+static const struct pt_report_line sched_lines[] = {
+	{ .line = 10, .text = "def run():" },
+	{ .line = 11, .text = "    x = 1", .samples = 10, .on_ns = 10 * MS },
+	{ .line = 12, .text = "    sleep()", .samples = 5, .on_ns = 5 * MS, .off_ns = 10 * MS },
+	{ .line = 13, .text = "    return x", .samples = 15, .on_ns = 15 * MS },
+};
+
+static const struct pt_report_line fwd_lines[] = {
+	{ .line = 20, .samples = 1, .on_ns = 1 * MS },
+	{ .line = 21 },
+	{ .line = 22, .samples = 2, .on_ns = 2 * MS },
+};
+
+static const struct pt_report_line idle_lines[] = {
+	{ .line = 5, .text = "    pass" },
+};
+
+static const struct pt_report_lines_fn lfns[] = {
+	{ .probe = "py:srv.sched::run", .file = "/srv/sched.py", .function = "run",
+	  .first_line = 10, .last_line = 13, .exact = true, .fid = F_SCHED, .samples = 30,
+	  .on_ns = 30 * MS, .off_ns = 10 * MS, .lines = sched_lines, .nlines = 4 },
+	/* sampled: the aggregator's figures for F_FWD must not show */
+	{ .probe = "py:srv.fwd::forward", .file = "/srv/gone.py", .function = "forward",
+	  .first_line = 20, .last_line = 22, .exact = false, .fid = F_FWD, .samples = 3,
+	  .on_ns = 3 * MS, .source_error = "/srv/gone.py: No such file or directory",
+	  .lines = fwd_lines, .nlines = 3 },
+	/* exact but not in the aggregator; never sampled */
+	{ .probe = "py:srv.idle::idle", .file = "/srv/idle.py", .function = "idle",
+	  .first_line = 5, .last_line = 5, .exact = true, .fid = -1, .lines = idle_lines,
+	  .nlines = 1 },
+};
+
+static cJSON *build_sampled(const struct fixture *fx, double duration_s)
+{
+	struct pt_report r = fx->r;
+	cJSON *doc;
+
+	r.meta.duration_s = duration_s;
+	r.meta.sampling = &sampling;
+	r.funcs = srows;
+	r.nfuncs = sizeof(srows) / sizeof(srows[0]);
+	r.lines = lfns;
+	r.nlines = sizeof(lfns) / sizeof(lfns[0]);
+	doc = pt_summary__build(&r);
+	assert_non_null(doc);
+	return doc;
+}
+
+static void check_wall(const cJSON *o, double on_ms, double off_ms, double wall_ms)
+{
+	check_num(o, "on_cpu_ms", on_ms);
+	check_num(o, "off_cpu_ms", off_ms);
+	check_num(o, "wall_ms", wall_ms);
+}
+
+/* Sampling off: meta.sampling and every row's sampled are null, py rows
+ * included; no lines directive, an empty lines array. */
+static void test_sampling_off(void **state)
+{
+	struct fixture *fx = *state;
+	struct pt_report r = fx->r;
+	const cJSON *arr;
+	cJSON *doc;
+	int i;
+
+	check_null(item(fx->doc, "meta"), "sampling");
+	arr = item(fx->doc, "functions");
+	for (i = 0; i < cJSON_GetArraySize(arr); i++)
+		check_null(nth(arr, i), "sampled");
+	arr = item(fx->doc, "lines");
+	assert_true(cJSON_IsArray(arr));
+	assert_int_equal(cJSON_GetArraySize(arr), 0);
+
+	r.funcs = srows;
+	r.nfuncs = sizeof(srows) / sizeof(srows[0]);
+	doc = pt_summary__build(&r);
+	assert_non_null(doc);
+	check_null(item(doc, "meta"), "sampling");
+	arr = item(doc, "functions");
+	for (i = 0; i < cJSON_GetArraySize(arr); i++)
+		check_null(nth(arr, i), "sampled");
+	cJSON_Delete(doc);
+}
+
+static void test_sampling_meta(void **state)
+{
+	struct fixture *fx = *state;
+	cJSON *doc = build_sampled(fx, 10.0000004);
+	const cJSON *s = item(item(doc, "meta"), "sampling"), *th, *t;
+
+	assert_true(cJSON_IsObject(s));
+	CHECK_KEYS(s, "hz", "period_ns", "mechanism", "threads", "samples", "on_cpu_ms",
+		   "off_cpu_ms", "wall_ms", "off_cpu_intervals", "python_samples",
+		   "no_python_frames", "not_python_thread", "truncated_stacks",
+		   "unreadable_stacks", "unknown_frames", "lost_samples", "threads_sampled",
+		   "threads_failed", "outputs");
+	check_num(s, "hz", 997);
+	check_num(s, "period_ns", 1003009);
+	check_str(s, "mechanism",
+		  "perf cpu-clock event per thread (on-CPU) + sched_switch (off-CPU)");
+	check_num(s, "samples", 1513);
+	check_wall(s, 1513, 9507.654321, 11020.654321);
+	check_num(s, "off_cpu_intervals", 77);
+	check_num(s, "python_samples", 1400);
+	check_num(s, "no_python_frames", 100);
+	check_num(s, "not_python_thread", 13);
+	check_num(s, "truncated_stacks", 2);
+	check_num(s, "unreadable_stacks", 4);
+	check_num(s, "unknown_frames", 5);
+	check_num(s, "lost_samples", 6);
+	check_num(s, "threads_sampled", 3);
+	check_num(s, "threads_failed", 1);
+	CHECK_KEYS(item(s, "outputs"), "folded", "svg");
+	check_str(item(s, "outputs"), "folded", "stacks.folded");
+	check_null(item(s, "outputs"), "svg");
+
+	th = item(s, "threads");
+	assert_int_equal(cJSON_GetArraySize(th), 3);
+	t = nth(th, 0);
+	CHECK_KEYS(t, "tid", "name", "python", "samples", "on_cpu_ms", "off_cpu_ms", "wall_ms");
+	check_num(t, "tid", 4242);
+	check_str(t, "name", "llm");
+	assert_true(cJSON_IsTrue(item(t, "python")));
+	check_num(t, "samples", 1500);
+	check_wall(t, 1500, 500, 2000);
+	t = nth(th, 1);
+	check_num(t, "tid", 4250);
+	check_null(t, "name");
+	assert_true(cJSON_IsFalse(item(t, "python")));
+	check_num(t, "samples", 3);
+	check_wall(t, 3, 7.654321, 10.654321);
+	t = nth(th, 2);
+	check_num(t, "tid", 4243);
+	check_str(t, "name", "pt_worker");
+	assert_true(cJSON_IsTrue(item(t, "python")));
+	check_num(t, "samples", 10);
+	check_wall(t, 10, 9000, 9010);
+	cJSON_Delete(doc);
+
+	/* no thread sampled, both outputs written */
+	{
+		struct pt_report_sampling sp = sampling;
+		struct pt_report r = fx->r;
+
+		sp.nthreads = 0;
+		sp.threads = NULL;
+		sp.svg = "flame.svg";
+		r.meta.sampling = &sp;
+		doc = pt_summary__build(&r);
+		assert_non_null(doc);
+		s = item(item(doc, "meta"), "sampling");
+		assert_true(cJSON_IsArray(item(s, "threads")));
+		assert_int_equal(cJSON_GetArraySize(item(s, "threads")), 0);
+		check_str(item(s, "outputs"), "svg", "flame.svg");
+		cJSON_Delete(doc);
+	}
+}
+
+static void test_sampling_functions(void **state)
+{
+	struct fixture *fx = *state;
+	cJSON *doc = build_sampled(fx, 10.0000004);
+	const cJSON *arr = item(doc, "functions"), *f, *s;
+	static const char *const call_keys[] = { "calls",  "total_ms", "mean_ms", "p50_ms",
+						 "p90_ms", "p99_ms",   "max_ms" };
+	size_t i;
+
+	assert_int_equal(cJSON_GetArraySize(arr), 4);
+
+	/* exact py row: its calls and its sampled time */
+	f = nth(arr, 0);
+	check_str(f, "kind", "python");
+	check_str(f, "timing", "exact");
+	check_num(f, "calls", 3);
+	check_num(f, "total_ms", 15.001);
+	s = item(f, "sampled");
+	CHECK_KEYS(s, "samples", "on_cpu_ms", "off_cpu_ms", "wall_ms", "share");
+	check_num(s, "samples", 1500);
+	check_wall(s, 1500, 500, 2000);
+	/* 2 s of 10.0000004 s */
+	check_num(s, "share", 0.2);
+
+	/* sampled row: no call figure, though the aggregator has three */
+	f = nth(arr, 1);
+	check_str(f, "timing", "sampled");
+	for (i = 0; i < sizeof(call_keys) / sizeof(call_keys[0]); i++)
+		check_null(f, call_keys[i]);
+	s = item(f, "sampled");
+	check_num(s, "samples", 10);
+	check_wall(s, 10, 9000, 9010);
+	check_num(s, "share", 0.901);
+
+	/* native: exact figures, nothing sampled */
+	f = nth(arr, 2);
+	check_str(f, "kind", "native");
+	check_num(f, "calls", 2);
+	check_null(f, "sampled");
+
+	/* py, never sampled: zeros, not null; call figures shown */
+	f = nth(arr, 3);
+	check_str(f, "timing", "c-entry-only");
+	check_num(f, "calls", 1);
+	s = item(f, "sampled");
+	check_num(s, "samples", 0);
+	check_wall(s, 0, 0, 0);
+	check_num(s, "share", 0);
+	cJSON_Delete(doc);
+
+	/* no window: no share; several threads: share may pass 1 */
+	doc = build_sampled(fx, 0);
+	check_null(item(nth(item(doc, "functions"), 0), "sampled"), "share");
+	cJSON_Delete(doc);
+	doc = build_sampled(fx, 1.0);
+	check_num(item(nth(item(doc, "functions"), 1), "sampled"), "share", 9.01);
+	cJSON_Delete(doc);
+}
+
+static void test_lines(void **state)
+{
+	struct fixture *fx = *state;
+	cJSON *doc = build_sampled(fx, 10.0000004);
+	const cJSON *arr = item(doc, "lines"), *l, *ls, *e;
+
+	assert_int_equal(cJSON_GetArraySize(arr), 3);
+
+	/* exact: calls and exact time from the aggregator (F_SCHED: 100 ns
+	 * + 1 ms + 2 ms) */
+	l = nth(arr, 0);
+	CHECK_KEYS(l, "probe", "file", "function", "first_line", "last_line", "timing", "calls",
+		   "exact_total_ms", "samples", "on_cpu_ms", "off_cpu_ms", "wall_ms", "share",
+		   "source_error", "lines");
+	check_str(l, "probe", "py:srv.sched::run");
+	check_str(l, "file", "/srv/sched.py");
+	check_str(l, "function", "run");
+	check_num(l, "first_line", 10);
+	check_num(l, "last_line", 13);
+	check_str(l, "timing", "exact");
+	check_num(l, "calls", 3);
+	check_num(l, "exact_total_ms", 3.0001);
+	check_num(l, "samples", 30);
+	check_wall(l, 30, 10, 40);
+	check_num(l, "share", 0.004);
+	check_null(l, "source_error");
+	ls = item(l, "lines");
+	assert_int_equal(cJSON_GetArraySize(ls), 4);
+	e = nth(ls, 0);
+	CHECK_KEYS(e, "line", "text", "samples", "on_cpu_ms", "off_cpu_ms", "wall_ms", "share");
+	check_num(e, "line", 10);
+	check_str(e, "text", "def run():");
+	check_num(e, "samples", 0);
+	check_wall(e, 0, 0, 0);
+	check_num(e, "share", 0);
+	e = nth(ls, 1);
+	check_num(e, "line", 11);
+	check_str(e, "text", "    x = 1");
+	check_num(e, "samples", 10);
+	check_wall(e, 10, 0, 10);
+	check_num(e, "share", 0.25);
+	e = nth(ls, 2);
+	check_num(e, "line", 12);
+	check_str(e, "text", "    sleep()");
+	check_num(e, "samples", 5);
+	check_wall(e, 5, 10, 15);
+	check_num(e, "share", 0.375);
+	e = nth(ls, 3);
+	check_num(e, "line", 13);
+	check_str(e, "text", "    return x");
+	check_wall(e, 15, 0, 15);
+	check_num(e, "share", 0.375);
+
+	/* sampled: no call figure even though the aggregator has F_FWD's;
+	 * no source: text null, the error said once */
+	l = nth(arr, 1);
+	check_str(l, "timing", "sampled");
+	check_null(l, "calls");
+	check_null(l, "exact_total_ms");
+	check_num(l, "samples", 3);
+	check_wall(l, 3, 0, 3);
+	check_num(l, "share", 0.0003);
+	check_str(l, "source_error", "/srv/gone.py: No such file or directory");
+	ls = item(l, "lines");
+	assert_int_equal(cJSON_GetArraySize(ls), 3);
+	e = nth(ls, 0);
+	check_num(e, "line", 20);
+	check_null(e, "text");
+	check_num(e, "share", 0.333333);
+	e = nth(ls, 1);
+	check_num(e, "line", 21);
+	check_null(e, "text");
+	check_num(e, "samples", 0);
+	check_num(e, "share", 0);
+	e = nth(ls, 2);
+	check_num(e, "line", 22);
+	check_num(e, "samples", 2);
+	check_num(e, "share", 0.666667);
+
+	/* exact, absent from the aggregator: 0 calls; no wall: line shares
+	 * null, the function's share a measured 0 */
+	l = nth(arr, 2);
+	check_str(l, "timing", "exact");
+	check_num(l, "calls", 0);
+	check_num(l, "exact_total_ms", 0);
+	check_wall(l, 0, 0, 0);
+	check_num(l, "share", 0);
+	e = nth(item(l, "lines"), 0);
+	check_num(e, "line", 5);
+	check_str(e, "text", "    pass");
+	check_null(e, "share");
+	cJSON_Delete(doc);
+
+	/* no window: function shares null, line shares still there */
+	doc = build_sampled(fx, 0);
+	l = nth(item(doc, "lines"), 0);
+	check_null(l, "share");
+	check_num(nth(item(l, "lines"), 1), "share", 0.25);
+	cJSON_Delete(doc);
+
+	/* no aggregator: an exact function shows 0 calls, not garbage */
+	{
+		struct pt_report r = fx->r;
+
+		r.agg = NULL;
+		r.lines = lfns;
+		r.nlines = 1;
+		doc = pt_summary__build(&r);
+		assert_non_null(doc);
+		l = nth(item(doc, "lines"), 0);
+		check_num(l, "calls", 0);
+		check_num(l, "exact_total_ms", 0);
+		cJSON_Delete(doc);
+	}
+}
+
+/* lines.txt is written only when there are lines; the document round
+ * trips with them in it. */
+static void test_lines_emitter_wanted(void **state)
+{
+	struct fixture *fx = *state;
+	cJSON *doc = build_sampled(fx, 10.0000004), *empty = cJSON_CreateObject();
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f;
+
+	assert_non_null(pt_emitters[2].wanted);
+	assert_true(pt_emitters[2].wanted(doc));
+	assert_false(pt_emitters[2].wanted(fx->doc));
+	assert_non_null(empty);
+	assert_false(pt_emitters[2].wanted(empty));
+
+	f = open_memstream(&buf, &len);
+	assert_non_null(f);
+	assert_int_equal(pt_summary__write_json(f, doc), 0);
+	assert_int_equal(fclose(f), 0);
+	{
+		cJSON *back = cJSON_Parse(buf);
+
+		assert_non_null(back);
+		assert_same(doc, back, "$");
+		assert_true(pt_emitters[2].wanted(back));
+		cJSON_Delete(back);
+	}
+	free(buf);
+	cJSON_Delete(empty);
+	cJSON_Delete(doc);
+}
+
 static void test_json_round_trip(void **state)
 {
 	struct fixture *fx = *state;
@@ -760,11 +1182,19 @@ static void test_write_errors(void **state)
 
 static void test_emitters(void **state)
 {
-	assert_int_equal(pt_nemitters, 2);
+	struct fixture *fx = *state;
+	const cJSON *fx_doc_without_lines = fx->doc;
+
+	assert_int_equal(pt_nemitters, 3);
 	assert_string_equal(pt_emitters[0].filename, "summary.json");
 	assert_ptr_equal(pt_emitters[0].write, pt_summary__write_json);
+	assert_null(pt_emitters[0].wanted);
 	assert_string_equal(pt_emitters[1].filename, "report.md");
 	assert_ptr_equal(pt_emitters[1].write, pt_report_md__write);
+	assert_null(pt_emitters[1].wanted);
+	assert_string_equal(pt_emitters[2].filename, "lines.txt");
+	assert_ptr_equal(pt_emitters[2].write, pt_report_lines__write);
+	assert_false(pt_emitters[2].wanted(fx_doc_without_lines));
 }
 
 /* report.md renders from the document: its step row shows the JSON's
@@ -804,8 +1234,13 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_python, setup_fed, teardown),
 		cmocka_unit_test_setup_teardown(test_json_round_trip, setup_fed, teardown),
 		cmocka_unit_test_setup_teardown(test_write_errors, setup_fed, teardown),
-		cmocka_unit_test(test_emitters),
+		cmocka_unit_test_setup_teardown(test_emitters, setup_fed, teardown),
 		cmocka_unit_test_setup_teardown(test_report_md_agrees, setup_fed, teardown),
+		cmocka_unit_test_setup_teardown(test_sampling_off, setup_fed, teardown),
+		cmocka_unit_test_setup_teardown(test_sampling_meta, setup_fed, teardown),
+		cmocka_unit_test_setup_teardown(test_sampling_functions, setup_fed, teardown),
+		cmocka_unit_test_setup_teardown(test_lines, setup_fed, teardown),
+		cmocka_unit_test_setup_teardown(test_lines_emitter_wanted, setup_fed, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
