@@ -4,10 +4,17 @@
 Every figure is measured in this invocation, against a baseline run in the
 same invocation, and printed as a ratio. No assertions: speed lives here,
 correctness in `make test`.
+
+Environment: PT_BENCH_ONLY=probes,python,sampling,agg runs only those
+sections; PT_BENCH_REPEAT runs per median (3); PT_BENCH_SAMPLE_S seconds of
+work per sampling run (3); PT_BENCH_SAMPLE_PY interpreters for the sampling
+tables by minor version ("11,10": Debian's 3.11, pyenv's 3.10, the newest
+CPython Debian's austin can read; 12 and 13 from pyenv).
 """
 import json
 import os
 import select
+import shutil
 import signal
 import statistics
 import subprocess
@@ -49,7 +56,9 @@ def start_proftrace(pid, conf_text, tmp):
     with open(conf, "w") as f:
         f.write(conf_text)
     t = subprocess.Popen([PROFTRACE, "-q", "-p", str(pid), "--targets", conf, "-o",
-                          os.path.join(tmp, "out")], stderr=subprocess.PIPE)
+                          os.path.join(tmp, "out")], stderr=subprocess.PIPE, bufsize=0)
+    # unbuffered: a warning and the attached line can come in one read, and
+    # readline() must not leave the second in a buffer select() cannot see
     readline(t.stderr, "proftrace: attached")
     return t
 
@@ -209,6 +218,289 @@ def python_tables():
               "rows of the table above. line_profiler is only packaged for Debian's 3.11.")
 
 
+# ---- stack sampling: target slowdown vs Austin, and the BPF walker's cost ----
+
+SAMPLE_BENCH = os.path.join(ROOT, "bench", "py_sample_bench.py")
+SAMPLE_S = float(os.environ.get("PT_BENCH_SAMPLE_S", "3"))  # seconds of work per run
+SAMPLE_DEEP = 40  # extra recursive frames of the deep walker case
+AUSTIN = "/usr/bin/austin"
+
+
+def sample_pythons():
+    """(label, python) to sample: PT_BENCH_SAMPLE_PY picks by minor ("11,10,12")."""
+    known = {"11": ("3.11 (Debian)", "/usr/bin/python3.11")}
+    for minor in (10, 12, 13):
+        known[str(minor)] = ("3.%d (pyenv)" % minor, pyenv(minor))
+    want = os.environ.get("PT_BENCH_SAMPLE_PY", "11,10").split(",")
+    return [known[m] for m in want if m in known and known[m][1] and
+            os.path.exists(known[m][1])]
+
+
+def sample_conf(hz):
+    # python_mode sampled: samples only, no frame probe (3.10 and -X perf
+    # would otherwise also probe every call); `lines` is there because a
+    # targets file needs something to profile
+    return "lines py:py_sample_bench::step\nset python_mode sampled\nset sample_hz %d\n" % hz
+
+
+def sample_calibrate(python):
+    """Iterations of the workload that take about SAMPLE_S seconds here, now."""
+    n = 200_000
+    r = subprocess.run([python, SAMPLE_BENCH, str(n)], input=b"go\n", capture_output=True)
+    ns = [int(l.split()[1]) for l in r.stdout.decode().splitlines()
+          if l.startswith("elapsed_ns")]
+    if not ns:
+        raise RuntimeError("%s %s failed: %s" % (python, SAMPLE_BENCH, r.stderr.decode()[-300:]))
+    return max(n, int(n * SAMPLE_S * 1e9 / ns[0]) // 10_000 * 10_000)
+
+
+def folded_frames(path):
+    """Mean Python frames per on-CPU sample in a stacks.folded (weighted by
+    sample time; the thread root and [pseudo frames] are not frames)."""
+    frames = weight = 0
+    with open(path) as f:
+        for line in f:
+            stack, _, w = line.rstrip("\n").rpartition(" ")
+            parts = stack.split(";")[1:]
+            if not parts or parts[-1] == "[off-cpu]":
+                continue
+            n = sum(1 for p in parts if not p.startswith("["))
+            frames += n * float(w)
+            weight += float(w)
+    return frames / weight if weight else float("nan")
+
+
+def bpf_prog_ids(pid):
+    """ids of the BPF programs process pid holds (fdinfo prog_id lines)."""
+    ids = set()
+    d = "/proc/%d/fdinfo" % pid
+    for fd in os.listdir(d):
+        try:
+            with open(os.path.join(d, fd)) as f:
+                for line in f:
+                    if line.startswith("prog_id:"):
+                        ids.add(int(line.split()[1]))
+        except OSError:
+            pass
+    return ids
+
+
+def bpf_prog_stats(pid, names=("pt_sample", "pt_switch")):
+    """{name: (run_cnt, run_time_ns)} of proftrace pid's programs, from
+    `bpftool -j prog show` (run_* are there while bpf_stats_enabled is 1).
+    Other proftrace runs (concurrent tests) load programs of the same names:
+    only the ids pid holds count."""
+    deadline = time.monotonic() + 10
+    while True:
+        ids = bpf_prog_ids(pid)
+        out = subprocess.run(["bpftool", "-j", "prog", "show"], capture_output=True, text=True)
+        progs = json.loads(out.stdout or "[]")
+        got = {p["name"]: (p.get("run_cnt", 0), p.get("run_time_ns", 0))
+               for p in progs if p["id"] in ids and p.get("name") in names}
+        if len(got) == len(names) or time.monotonic() > deadline:
+            return got
+        time.sleep(0.1)
+
+
+def cpu_ticks_ns(pid):
+    """utime + stime of pid so far, ns (clock-tick resolution)."""
+    with open("/proc/%d/stat" % pid) as f:
+        st = f.read().rpartition(")")[2].split()
+    return (int(st[11]) + int(st[12])) * 1e9 / os.sysconf("SC_CLK_TCK")
+
+
+class BpfStats:
+    """kernel.bpf_stats_enabled = 1 for the with-block, then the old value."""
+
+    PATH = "/proc/sys/kernel/bpf_stats_enabled"
+
+    def __enter__(self):
+        with open(self.PATH) as f:
+            self.old = f.read().strip()
+        with open(self.PATH, "w") as f:
+            f.write("1")
+        return self
+
+    def __exit__(self, *exc):
+        with open(self.PATH, "w") as f:
+            f.write(self.old)
+
+
+def sample_run(python, n, tool, hz, depth=0, stats=False):
+    """One run of the workload with tool (None, 'proftrace', 'austin') at hz.
+    Returns a dict: elapsed_ns, cpu_ns, frames (victim's stack depth), and
+    per tool what it recorded (samples, intervals, folded_frames, bpf)."""
+    argv = [python, SAMPLE_BENCH, str(n), "--hold"]
+    if depth:
+        argv += ["--depth", str(depth)]
+    b = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, bufsize=0)
+    t = None
+    tmp = tempfile.mkdtemp(prefix="pt-bench-")
+    res = {}
+    try:
+        pid = int(readline(b.stdout, "ready").split()[1])
+        if tool == "proftrace":
+            t = start_proftrace(pid, sample_conf(hz), tmp)
+        elif tool == "austin":
+            # default mode: wall time, idle samples included, like proftrace's
+            # on-CPU samples + off-CPU intervals
+            aout = os.path.join(tmp, "austin.out")
+            t = subprocess.Popen([AUSTIN, "-i", str(1_000_000 // hz), "-p", str(pid),
+                                  "-o", aout], stderr=subprocess.PIPE)
+            deadline = time.monotonic() + 5
+            while time.monotonic() < deadline and t.poll() is None and \
+                    not (os.path.exists(aout) and os.path.getsize(aout)):
+                time.sleep(0.05)  # first samples written: it is attached
+            if t.poll() is not None:  # could not attach (e.g. unknown CPython)
+                return {"samples": 0}
+        before = bpf_prog_stats(t.pid) if stats else None
+        tool0 = cpu_ticks_ns(t.pid) if t else 0
+        b.stdin.write(b"go\n")
+        b.stdin.flush()
+        done = readline(b.stdout, "elapsed_ns", timeout=300).split()
+        res["tool_cpu_ns"] = cpu_ticks_ns(t.pid) - tool0 if t else 0
+        res.update((k, int(v)) for k, v in zip(done[::2], done[1::2]))
+        if stats:
+            after = bpf_prog_stats(t.pid)
+            res["bpf"] = {k: (after[k][0] - before[k][0], after[k][1] - before[k][1])
+                          for k in after if k in before}
+        b.stdin.write(b"bye\n")
+        b.stdin.flush()
+        b.wait(30)
+        if tool == "proftrace":
+            t.wait(60)
+            with open(os.path.join(tmp, "out", "summary.json")) as f:
+                smp = json.load(f)["meta"]["sampling"]
+            res["samples"] = smp["samples"]
+            res["intervals"] = smp["off_cpu_intervals"]
+            res["lost"] = smp["lost_samples"]
+            res["folded_frames"] = folded_frames(os.path.join(tmp, "out", "stacks.folded"))
+        elif tool == "austin":
+            t.wait(30)
+            with open(aout, errors="replace") as f:
+                res["samples"] = sum(1 for l in f if ";work (" in l)
+        return res
+    finally:
+        for p in (b, t):
+            if p and p.poll() is None:
+                p.kill()
+                p.wait()
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def sampling_tables():
+    """Target slowdown under stack sampling (proftrace vs Austin), and what
+    one sample costs the BPF walker."""
+    pythons = sample_pythons()
+    load0 = os.getloadavg()[0]
+    have_austin = os.path.exists(AUSTIN)
+    aver = subprocess.run([AUSTIN, "-V"], capture_output=True, text=True).stdout.strip() \
+        if have_austin else "not installed"
+    configs = [("no tool", None, 0), ("proftrace 100 Hz", "proftrace", 100),
+               ("proftrace 1000 Hz", "proftrace", 1000)]
+    if have_austin:
+        configs += [("Austin 100 Hz", "austin", 100), ("Austin 1000 Hz", "austin", 1000)]
+    rows = []
+    notes = []
+    iters = {}
+    for label, python in pythons:
+        n = iters[python] = sample_calibrate(python)
+        runs = {c[0]: [] for c in configs}
+        skip = set()
+        # interleaved: round r runs every configuration once, so a burst of
+        # load from elsewhere lands on all of them alike
+        for _ in range(REPEAT):
+            for name, tool, hz in configs:
+                if name in skip:
+                    continue
+                r = sample_run(python, n, tool, hz)
+                if tool == "austin" and not r["samples"]:
+                    skip.update(c[0] for c in configs if c[1] == "austin")
+                    notes.append("Austin rows left out for %s: %s recorded no stack of "
+                                 "the workload there (it predates this CPython)." % (label, aver))
+                    continue
+                runs[name].append(r)
+        base = runs["no tool"]
+        be = statistics.median(r["elapsed_ns"] for r in base)
+        bc = statistics.median(r["cpu_ns"] for r in base)
+        for name, tool, hz in configs:
+            rs = runs[name]
+            if not rs:
+                continue
+            e = statistics.median(r["elapsed_ns"] for r in rs)
+            c = statistics.median(r["cpu_ns"] for r in rs)
+            if tool == "proftrace":
+                rec = "%d on-CPU + %d off-CPU intervals" % (
+                    statistics.median(r["samples"] for r in rs),
+                    statistics.median(r["intervals"] for r in rs))
+                lost = sum(r["lost"] for r in rs)
+                if lost:
+                    rec += ", %d lost" % lost
+            elif tool == "austin":
+                rec = "%d" % statistics.median(r["samples"] for r in rs)
+            else:
+                rec = ""
+            tc = statistics.median(r["tool_cpu_ns"] for r in rs)
+            rows.append([label if name == "no tool" else "", name, "%.3f" % (e / 1e9),
+                         "%.3fx" % (e / be), "%.3f" % (c / 1e9), "%.3fx" % (c / bc),
+                         "%.2f" % (tc / 1e9) if tool else "", rec])
+    table("Stack sampling: slowdown of a CPU-bound Python loop (about %.0f s of work, "
+          "median of %d, interleaved)" % (SAMPLE_S, REPEAT),
+          ["interpreter", "sampler", "elapsed s", "elapsed / no tool", "CPU s",
+           "CPU / no tool", "sampler's own CPU s", "samples of the workload"], rows)
+    print("\nThe victim (bench/py_sample_bench.py: step() -> 3 x mid() -> 2 x leaf(), a "
+          "fixed number of iterations calibrated to about %.0f s) starts its timed work "
+          "once the sampler is attached (after proftrace printed \"attached\", after "
+          "Austin wrote its first samples). elapsed: the victim's own perf_counter; "
+          "CPU: its process CPU time over the same work (time in the sampling "
+          "interrupt counts as the victim's, other processes' load does not). sampler's own CPU: "
+          "utime + stime of the proftrace or austin process over the same work (10 ms "
+          "ticks; BPF programs run in the victim, not here). proftrace: `python_mode "
+          "sampled` (samples only, no frame probe), per-thread cpu-clock BPF walker + "
+          "sched_switch. Austin (%s): `-i <us> -p PID -o FILE`, its default wall-time "
+          "mode (idle samples included; proftrace is wall time too: on-CPU samples + "
+          "off-CPU intervals), reading the process from outside with "
+          "process_vm_readv. Austin's samples count those in work(); proftrace's "
+          "on-CPU samples count only time on the CPU." % (SAMPLE_S, aver))
+    for note in notes:
+        print("\n" + note)
+    print("\nLoad average (1 min) of this machine before / after these runs: %.1f / %.1f "
+          "on %d CPUs: other work there shows in elapsed more than in CPU."
+          % (load0, os.getloadavg()[0], os.cpu_count()))
+
+    # The walker's cost, from the kernel's own run-time stats of the programs.
+    hz = 1000
+    rows = []
+    with BpfStats():
+        for label, python in pythons[:2]:
+            n = iters[python] // 2
+            for depth in (0, SAMPLE_DEEP):
+                r = sample_run(python, n, "proftrace", hz, depth, stats=True)
+                cnt, ns = r["bpf"].get("pt_sample", (0, 0))
+                scnt, sns = r["bpf"].get("pt_switch", (0, 0))
+                per = ns / cnt if cnt else float("nan")
+                rows.append([label, "%d" % r["frames"], "%.1f" % r["folded_frames"],
+                             "%d" % cnt, "%.0f" % per, "%.0f" % (1e9 / per),
+                             "%.2f%%" % (100.0 * ns / r["cpu_ns"]),
+                             "%d / %d" % (scnt, r["intervals"]),
+                             "%.0f" % (sns / scnt if scnt else float("nan"))])
+    table("Stack sampling: cost of the BPF walker (`pt_sample`), %d Hz, kernel bpf_stats "
+          "over the timed work" % hz,
+          ["interpreter", "stack depth (frames)", "frames per sample (stacks.folded)",
+           "samples", "ns per sample", "samples/s one CPU sustains", "walker CPU / victim CPU",
+           "pt_switch runs: all tasks / victim's off-CPU intervals (whole run)", "ns per pt_switch run"],
+          rows)
+    print("\nns per sample: pt_sample's run_time_ns / run_cnt (`bpftool -j prog show` with "
+          "kernel.bpf_stats_enabled=1, restored after), diffed between just before and just "
+          "after the timed work, for the program ids this proftrace holds (its "
+          "/proc/PID/fdinfo). It is the program alone: the perf interrupt around it is "
+          "not counted, and bpf_stats itself adds two clock reads per run. samples/s one CPU "
+          "sustains = 1e9 / ns per sample. pt_switch runs on every context switch of the "
+          "machine and returns at once for other processes; it walks the stack when the "
+          "victim is switched out (off-CPU intervals), so its mean mixes both. "
+          "Deep rows: the same work %d recursive calls deeper." % SAMPLE_DEEP)
+
+
 def table(title, head, rows):
     print("\n### " + title + "\n")
     print("| " + " | ".join(head) + " |")
@@ -217,13 +509,9 @@ def table(title, head, rows):
         print("| " + " | ".join(r) + " |")
 
 
-def main():
-    if os.geteuid() != 0:
-        print("bench: needs root (uprobes)")
-        return 1
+def probe_tables():
+    """Probed native calls: proftrace vs bpftrace, and its design choices."""
     have_bpftrace = subprocess.run(["which", "bpftrace"], capture_output=True).returncode == 0
-    print("proftrace bench: median of %d runs each, ns per call of the probed function" % REPEAT)
-
     rows = []
     base = {}
     for fn in CALLS:
@@ -252,11 +540,32 @@ def main():
            ["drain the ring on a timer (no wakeup) vs wake the reader per record, pb_push",
             "%.0f" % nowake, "%.0f" % wake, "%.2fx" % (wake / nowake)]])
 
-    python_tables()
 
-    agg = subprocess.run([os.path.join(BENCH, "agg_bench")], capture_output=True, text=True)
-    print("\n### Aggregator (synthetic stream, no BPF)\n")
-    print(agg.stdout.strip() or agg.stderr.strip())
+SECTIONS = ("probes", "python", "sampling", "agg")
+
+
+def main():
+    if os.geteuid() != 0:
+        print("bench: needs root (uprobes)")
+        return 1
+    only = [x for x in os.environ.get("PT_BENCH_ONLY", "").split(",") if x]
+    bad = [x for x in only if x not in SECTIONS]
+    if bad:
+        print("bench: PT_BENCH_ONLY: unknown section %s (known: %s)"
+              % (", ".join(bad), ",".join(SECTIONS)))
+        return 2
+    want = set(only or SECTIONS)
+    print("proftrace bench: median of %d runs each" % REPEAT)
+    if "probes" in want:
+        probe_tables()
+    if "python" in want:
+        python_tables()
+    if "sampling" in want:
+        sampling_tables()
+    if "agg" in want:
+        agg = subprocess.run([os.path.join(BENCH, "agg_bench")], capture_output=True, text=True)
+        print("\n### Aggregator (synthetic stream, no BPF)\n")
+        print(agg.stdout.strip() or agg.stderr.strip())
     return 0
 
 
