@@ -48,7 +48,10 @@ const volatile __u32 owner_cstack = 256; /* owner value of C-stack shim frames t
 
 #define FRAME_BUF 128 /* >= frame_read, checked by user space */
 #define MAX_THREADS 256 /* thread states searched per interpreter */
-#define RECHECK_NS 200000000ull /* retry a thread without a thread state every 200 ms */
+/* Retry a thread without a thread state every 10 ms: a new thread gets
+ * its thread_id only once it runs its bootstrap, and a long negative cache
+ * would hide its first samples. A search reads two words per thread. */
+#define RECHECK_NS 10000000ull
 
 struct pt_sample_counters counters = {};
 /* Set by user space just before the programs are attached. */

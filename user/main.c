@@ -458,17 +458,24 @@ static const char *py_timing(const struct run *r)
 	return "c-entry-only";
 }
 
+/* The frame evaluator's probe, where python_mode wants it. */
+static int probe_python(struct run *r, char *err, size_t errlen)
+{
+	int e;
+
+	if (!want_py_probe(r))
+		return 0;
+	e = pt_attach__python(r->att, err, errlen);
+	if (!e)
+		r->py_probed = true;
+	return e;
+}
+
+/* Code objects -> py: functions, for the probe and the sampler. */
 static int start_python(struct run *r, char *err, size_t errlen)
 {
 	struct pt_pyprobe_opts o = { 0 };
-	int e;
 
-	if (want_py_probe(r)) {
-		e = pt_attach__python(r->att, err, errlen);
-		if (e)
-			return e;
-		r->py_probed = true;
-	}
 	snprintf(r->proc_root, sizeof(r->proc_root), "/proc/%d/root", r->tgt.pid);
 	snprintf(r->proc_cwd, sizeof(r->proc_cwd), "/proc/%d/cwd", r->tgt.pid);
 	o.cfg = &r->cfg;
@@ -681,7 +688,8 @@ static int build_sampling(struct run *r, struct pt_report_sampling *sp,
 	sp->unreadable = t->unreadable;
 	sp->unknown_frames = t->unknown_frames;
 	sp->lost = ss.bpf.lost + ss.bad_records;
-	sp->threads_sampled = ss.threads;
+	/* threads created later inherit their event: count what was seen */
+	sp->threads_sampled = n > ss.threads ? (unsigned int)n : ss.threads;
 	sp->threads_failed = ss.threads_failed;
 	sp->folded = "stacks.folded";
 	sp->svg = "flame.svg";
@@ -1404,6 +1412,7 @@ int main(int argc, char **argv)
 			goto cleanup;
 		}
 	}
+	/* Sampling first: its window is then the whole run. */
 	if (r.smp) {
 		e = start_sampling(&r, err, sizeof(err));
 		if (e == -ENOMEM)
@@ -1413,6 +1422,13 @@ int main(int argc, char **argv)
 			fprintf(stderr, "proftrace: warning: no stack sampling: %s\n", err);
 			pt_sampler__free(r.smp);
 			r.smp = NULL;
+		}
+	}
+	if (r.have_py) {
+		e = probe_python(&r, err, sizeof(err));
+		if (e) {
+			fprintf(stderr, "proftrace: %s\n", err);
+			goto cleanup;
 		}
 	}
 	warn_py_timing(&r);

@@ -259,6 +259,26 @@ int pt_sampler__drain(struct pt_sampler *s)
 	return ring_buffer__consume(s->rb);
 }
 
+/* A thread that was there at attach and neither ran nor switched since
+ * (no task storage): off the CPU the whole window, stack unknown. */
+static void whole_window(struct pt_sampler *s, int tid, uint64_t t_end,
+			 struct pt_sample_thread *v)
+{
+	uint64_t t0 = s->skel->bss->attach_ns;
+
+	if (!has_tid(s, tid) || t0 >= t_end)
+		return;
+	memset(&v->s, 0, PT_SAMPLE_HDR_SIZE);
+	v->s.type = PT_REC_OFFCPU;
+	v->s.pid = (uint32_t)s->o.pid;
+	v->s.tid = (uint32_t)tid;
+	v->s.t = t_end;
+	v->s.weight = t_end - t0;
+	v->s.flags = PT_SAMPLEF_NO_STACK;
+	s->st.closed_at_end++;
+	s->o.on_sample(s->o.ctx, &v->s);
+}
+
 /* Threads off the CPU now: their interval so far, with the stack they
  * left with. Read through a pidfd, the key of task storage. */
 static void close_open_intervals(struct pt_sampler *s, uint64_t t_end)
@@ -279,8 +299,10 @@ static void close_open_intervals(struct pt_sampler *s, uint64_t t_end)
 		pfd = (int)syscall(SYS_pidfd_open, tid, PIDFD_THREAD);
 		if (pfd < 0)
 			continue;
-		if (bpf_map_lookup_elem(mfd, &pfd, v) == 0 && v->t_out && v->t_out < t_end &&
-		    v->s.nframes <= PT_SAMPLE_MAX_FRAMES) {
+		if (bpf_map_lookup_elem(mfd, &pfd, v)) {
+			if (errno == ENOENT)
+				whole_window(s, tid, t_end, v);
+		} else if (v->t_out && v->t_out < t_end && v->s.nframes <= PT_SAMPLE_MAX_FRAMES) {
 			v->s.t = t_end;
 			v->s.weight = t_end - v->t_out;
 			s->st.closed_at_end++;
