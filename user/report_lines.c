@@ -19,6 +19,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "jread.h"
 #include "report_lines.h"
 
 #define NA "–"
@@ -34,42 +35,6 @@ static const char *const col_title[NCOLS] = {
 };
 static const char contents_title[] = "Line Contents";
 
-static const cJSON *jget(const cJSON *o, const char *k)
-{
-	return cJSON_IsObject(o) ? cJSON_GetObjectItemCaseSensitive(o, k) : NULL;
-}
-
-/* Numbers, or exact integers the builder wrote as raw text (summary.c). */
-static bool jnum(const cJSON *o, const char *k, double *v)
-{
-	const cJSON *it = jget(o, k);
-	char *end;
-
-	if (cJSON_IsNumber(it)) {
-		*v = it->valuedouble;
-		return true;
-	}
-	if (cJSON_IsRaw(it) && it->valuestring) {
-		*v = strtod(it->valuestring, &end);
-		return end != it->valuestring && !*end;
-	}
-	return false;
-}
-
-static const char *jstr(const cJSON *o, const char *k)
-{
-	const cJSON *it = jget(o, k);
-
-	return cJSON_IsString(it) ? it->valuestring : NULL;
-}
-
-static const cJSON *jarr(const cJSON *o, const char *k)
-{
-	const cJSON *it = jget(o, k);
-
-	return cJSON_IsArray(it) ? it : NULL;
-}
-
 static const char *or_na(const char *s)
 {
 	return s ? s : NA;
@@ -81,13 +46,13 @@ static const char *or_na(const char *s)
 static const char *fmt_num(char *buf, size_t n, const cJSON *o, const char *k, double scale,
 			   int prec)
 {
-	const cJSON *it = jget(o, k);
+	const cJSON *it = pt_jget(o, k);
 	double v;
 
 	if (scale == 1 && !prec && cJSON_IsRaw(it) && it->valuestring && *it->valuestring &&
 	    strspn(it->valuestring, "0123456789") == strlen(it->valuestring))
 		return it->valuestring;
-	if (!jnum(o, k, &v))
+	if (!pt_jnum(o, k, &v))
 		return NA;
 	snprintf(buf, n, "%.*f", prec, v * scale);
 	return buf;
@@ -105,7 +70,7 @@ static void put_counted(FILE *f, const cJSON *o, const char *k, const char *noun
 {
 	double v;
 
-	if (jnum(o, k, &v))
+	if (pt_jnum(o, k, &v))
 		fprintf(f, "%.0f %s%s", v, noun, v == 1 ? "" : "s");
 	else
 		fprintf(f, NA " %ss", noun);
@@ -116,7 +81,7 @@ static void put_secs(FILE *f, const cJSON *o, const char *k)
 {
 	double v;
 
-	if (jnum(o, k, &v))
+	if (pt_jnum(o, k, &v))
 		fprintf(f, "%g", v / 1000);
 	else
 		fputs(NA, f);
@@ -181,7 +146,7 @@ static void put_column_header(FILE *f)
 static bool unsampled(const cJSON *ln)
 {
 	double s, w;
-	bool has_s = jnum(ln, "samples", &s), has_w = jnum(ln, "wall_ms", &w);
+	bool has_s = pt_jnum(ln, "samples", &s), has_w = pt_jnum(ln, "wall_ms", &w);
 
 	return (has_s || has_w) && (!has_s || s == 0) && (!has_w || w == 0);
 }
@@ -190,7 +155,7 @@ static void put_line(FILE *f, const cJSON *ln)
 {
 	char lbuf[32], tbuf[64], pbuf[32], sbuf[32];
 	const char *cell[NCOLS];
-	const char *text = jstr(ln, "text");
+	const char *text = pt_jstr(ln, "text");
 
 	cell[COL_LINE] = fmt_num(lbuf, sizeof(lbuf), ln, "line", 1, 0);
 	/* proftrace never counts line executions: never invent them. */
@@ -210,9 +175,9 @@ static void put_line(FILE *f, const cJSON *ln)
  * must not read as a measurement. */
 static void put_calls(FILE *f, const cJSON *doc, const cJSON *fn)
 {
-	const cJSON *py = jget(jget(doc, "meta"), "python");
-	const char *timing = jstr(fn, "timing"), *py_timing = jstr(py, "timing");
-	const char *why = jstr(py, "why");
+	const cJSON *py = pt_jget(pt_jget(doc, "meta"), "python");
+	const char *timing = pt_jstr(fn, "timing"), *py_timing = pt_jstr(py, "timing");
+	const char *why = pt_jstr(py, "why");
 
 	if (!timing) {
 		fputs("Calls: " NA "\n", f);
@@ -239,14 +204,14 @@ static void put_calls(FILE *f, const cJSON *doc, const cJSON *fn)
 
 static void put_function(FILE *f, const cJSON *doc, const cJSON *sampling, const cJSON *fn)
 {
-	const cJSON *rows = jarr(fn, "lines"), *ln;
-	const char *err = jstr(fn, "source_error");
+	const cJSON *rows = pt_jarr(fn, "lines"), *ln;
+	const char *err = pt_jstr(fn, "source_error");
 
 	fputs("Total time: ", f);
 	put_secs(f, fn, "wall_ms");
 	fputs(" s\n", f);
-	fprintf(f, "File: %s\n", or_na(jstr(fn, "file")));
-	fprintf(f, "Function: %s at line ", or_na(jstr(fn, "function")));
+	fprintf(f, "File: %s\n", or_na(pt_jstr(fn, "file")));
+	fprintf(f, "Function: %s at line ", or_na(pt_jstr(fn, "function")));
 	put_int(f, fn, "first_line");
 	fputs("\n", f);
 
@@ -280,7 +245,7 @@ static void put_footer(FILE *f, const cJSON *s)
 
 	fputs("Sampling: ", f);
 	put_int(f, s, "hz");
-	fprintf(f, " Hz, %s; ", or_na(jstr(s, "mechanism")));
+	fprintf(f, " Hz, %s; ", or_na(pt_jstr(s, "mechanism")));
 	put_counted(f, s, "samples", "on-CPU sample");
 	fputs(", ", f);
 	put_counted(f, s, "off_cpu_intervals", "off-CPU interval");
@@ -299,7 +264,7 @@ static void put_footer(FILE *f, const cJSON *s)
 	fputs(", unknown frames: ", f);
 	put_int(f, s, "unknown_frames");
 	fputs("\n", f);
-	if (jnum(s, "lost_samples", &lost) && lost > 0)
+	if (pt_jnum(s, "lost_samples", &lost) && lost > 0)
 		fprintf(f, "Warning: %.0f sample%s lost (ring buffer full): sampled times are "
 			   "too low; raise `set ringbuf_mb` or lower `set sample_hz`.\n",
 			lost, lost == 1 ? " was" : "s were");
@@ -312,8 +277,8 @@ int pt_report_lines__write(FILE *f, const struct cJSON *summary)
 
 	if (!f || !summary)
 		return -EINVAL;
-	sampling = jget(jget(summary, "meta"), "sampling");
-	fns = jarr(summary, "lines");
+	sampling = pt_jget(pt_jget(summary, "meta"), "sampling");
+	fns = pt_jarr(summary, "lines");
 	cJSON_ArrayForEach(fn, fns)
 	{
 		n += cJSON_IsObject(fn);

@@ -17,63 +17,10 @@
 
 #include <cjson/cJSON.h>
 
+#include "jread.h"
 #include "report.h"
 
 #define NA "–"
-
-static const cJSON *jget(const cJSON *o, const char *k)
-{
-	return cJSON_IsObject(o) ? cJSON_GetObjectItemCaseSensitive(o, k) : NULL;
-}
-
-/* The builder writes exact big integers as raw text (summary.c); a
- * document parsed back from a file has them as numbers. Accept both. */
-static bool jnum(const cJSON *o, const char *k, double *v)
-{
-	const cJSON *it = jget(o, k);
-	char *end;
-
-	if (cJSON_IsNumber(it)) {
-		*v = it->valuedouble;
-		return true;
-	}
-	if (cJSON_IsRaw(it) && it->valuestring) {
-		*v = strtod(it->valuestring, &end);
-		return end != it->valuestring && !*end;
-	}
-	return false;
-}
-
-static bool ju64(const cJSON *o, const char *k, uint64_t *v)
-{
-	const cJSON *it = jget(o, k);
-	char *end;
-	double d;
-
-	if (cJSON_IsRaw(it) && it->valuestring) {
-		*v = strtoull(it->valuestring, &end, 10);
-		return end != it->valuestring && !*end;
-	}
-	if (jnum(o, k, &d) && d >= 0) {
-		*v = (uint64_t)d;
-		return true;
-	}
-	return false;
-}
-
-static const char *jstr(const cJSON *o, const char *k)
-{
-	const cJSON *it = jget(o, k);
-
-	return cJSON_IsString(it) ? it->valuestring : NULL;
-}
-
-static const cJSON *jarr(const cJSON *o, const char *k)
-{
-	const cJSON *it = jget(o, k);
-
-	return cJSON_IsArray(it) ? it : NULL;
-}
 
 static const char *plural(double n)
 {
@@ -125,7 +72,7 @@ static void put_fixed(FILE *f, const cJSON *o, const char *k, int prec)
 {
 	double v;
 
-	if (jnum(o, k, &v))
+	if (pt_jnum(o, k, &v))
 		fprintf(f, "%.*f", prec, v);
 	else
 		fputs(NA, f);
@@ -146,7 +93,7 @@ static void put_share(FILE *f, const cJSON *o, const char *k)
 {
 	double v;
 
-	if (jnum(o, k, &v))
+	if (pt_jnum(o, k, &v))
 		fprintf(f, "%.1f%%", v * 100);
 	else
 		fputs(NA, f);
@@ -180,7 +127,7 @@ static void put_cells(FILE *f, const cJSON *o, const struct cell *c, size_t n)
 			put_share(f, o, c[i].key);
 			break;
 		case C_TEXT:
-			put_text(f, jstr(o, c[i].key));
+			put_text(f, pt_jstr(o, c[i].key));
 			break;
 		case C_RATE:
 			put_fixed(f, o, c[i].key, 3);
@@ -198,7 +145,7 @@ static void put_start(FILE *f, const cJSON *meta)
 	time_t sec;
 	char buf[32];
 
-	if (!ju64(meta, "start_unix_ns", &ns) || !ns) {
+	if (!pt_ju64(meta, "start_unix_ns", &ns) || !ns) {
 		fputs(NA, f);
 		return;
 	}
@@ -214,7 +161,7 @@ static void put_dropped_warning(FILE *f, const cJSON *health)
 {
 	double n;
 
-	if (jnum(health, "dropped_events", &n) && n > 0)
+	if (pt_jnum(health, "dropped_events", &n) && n > 0)
 		fprintf(f, "**%.0f records were dropped: figures are incomplete; "
 			   "raise `set ringbuf_mb`**\n\n",
 			n);
@@ -224,24 +171,24 @@ static void put_dropped_warning(FILE *f, const cJSON *health)
  * Python counts must not be read as exact. */
 static void put_python(FILE *f, const cJSON *py)
 {
-	const char *timing = jstr(py, "timing"), *adv = jstr(py, "advice");
-	const char *nosrc = jstr(py, "qualname_source_missing");
+	const char *timing = pt_jstr(py, "timing"), *adv = pt_jstr(py, "advice");
+	const char *nosrc = pt_jstr(py, "qualname_source_missing");
 	double n;
 
 	if (!py || !cJSON_IsObject(py))
 		return;
 	fputs("Python ", f);
-	put_text(f, jstr(py, "version"));
+	put_text(f, pt_jstr(py, "version"));
 	fputs(" (", f);
-	put_code(f, jstr(py, "path"));
+	put_code(f, pt_jstr(py, "path"));
 	fputs(") · mechanism ", f);
-	put_text(f, jstr(py, "mechanism"));
+	put_text(f, pt_jstr(py, "mechanism"));
 	fputs(" · perf trampoline ", f);
-	fputs(cJSON_IsTrue(jget(py, "perf_trampoline")) ? "on" : "off", f);
+	fputs(cJSON_IsTrue(pt_jget(py, "perf_trampoline")) ? "on" : "off", f);
 	fputs(" · timing **", f);
 	put_text(f, timing);
 	fputs("**: ", f);
-	put_text(f, jstr(py, "why"));
+	put_text(f, pt_jstr(py, "why"));
 	fputs(".", f);
 	if (adv) {
 		fputs(" ", f);
@@ -250,7 +197,7 @@ static void put_python(FILE *f, const cJSON *py)
 		fputs(".", f);
 	}
 	fputs("\n\n", f);
-	if (nosrc && jnum(py, "qualname_from_co_name", &n) && n > 0) {
+	if (nosrc && pt_jnum(py, "qualname_from_co_name", &n) && n > 0) {
 		fprintf(f, "> **Warning:** the source of %.0f code object%s could not be read (first: ",
 			n, plural(n));
 		put_code(f, nosrc);
@@ -262,49 +209,49 @@ static void put_python(FILE *f, const cJSON *py)
 
 static void put_header(FILE *f, const cJSON *doc)
 {
-	const cJSON *meta = jget(doc, "meta");
+	const cJSON *meta = pt_jget(doc, "meta");
 	double v;
 
 	fputs("# proftrace report: ", f);
-	put_text(f, jstr(meta, "comm"));
+	put_text(f, pt_jstr(meta, "comm"));
 	fputs(" (pid ", f);
 	put_count(f, meta, "pid");
 	fputs(")\n\n", f);
 
 	fputs("exe ", f);
-	put_code(f, jstr(meta, "exe"));
+	put_code(f, pt_jstr(meta, "exe"));
 	fputs(" · duration ", f);
 	put_fixed(f, meta, "duration_s", 3);
 	fputs(" s · start ", f);
 	put_start(f, meta);
 	fputs(" · targets ", f);
-	put_code(f, jstr(meta, "targets_file"));
+	put_code(f, pt_jstr(meta, "targets_file"));
 	fputs(" · kernel ", f);
-	put_text(f, jstr(meta, "kernel"));
+	put_text(f, pt_jstr(meta, "kernel"));
 	fputs(" · step ", f);
-	if (jstr(meta, "step_probe")) {
-		put_code(f, jstr(meta, "step_probe"));
+	if (pt_jstr(meta, "step_probe")) {
+		put_code(f, pt_jstr(meta, "step_probe"));
 		fputs(" (mode ", f);
-		put_text(f, jstr(meta, "step_mode"));
+		put_text(f, pt_jstr(meta, "step_mode"));
 		fputs(")", f);
 	} else {
 		fputs("none", f);
 	}
 	fputs(" · warmup ", f);
-	if (jnum(meta, "warmup_steps", &v))
+	if (pt_jnum(meta, "warmup_steps", &v))
 		fprintf(f, "%.0f step%s", v, plural(v));
 	else
 		fputs(NA, f);
 	fputs(" · ", f);
-	put_text(f, jstr(meta, "tool"));
+	put_text(f, pt_jstr(meta, "tool"));
 	fputs(" ", f);
-	put_text(f, jstr(meta, "version"));
+	put_text(f, pt_jstr(meta, "version"));
 	fputs("\n\n", f);
 
 	/* Said at the top as well as in Health: nothing below can be trusted
 	 * at face value when records were dropped. */
-	put_dropped_warning(f, jget(doc, "health"));
-	put_python(f, jget(meta, "python"));
+	put_dropped_warning(f, pt_jget(doc, "health"));
+	put_python(f, pt_jget(meta, "python"));
 }
 
 /* Zero steps is a result to explain, not a table of dashes. */
@@ -312,21 +259,21 @@ static bool no_steps(const cJSON *stats)
 {
 	double n;
 
-	return jnum(stats, "steps", &n) && n == 0;
+	return pt_jnum(stats, "steps", &n) && n == 0;
 }
 
 static void put_steps(FILE *f, const cJSON *doc)
 {
-	const cJSON *meta = jget(doc, "meta"), *st = jget(doc, "stats");
+	const cJSON *meta = pt_jget(doc, "meta"), *st = pt_jget(doc, "stats");
 	double warm, inc;
 	bool has_warm, has_inc;
 
 	fputs("## Steps\n\n", f);
-	has_warm = jnum(st, "warmup_steps_skipped", &warm);
-	has_inc = jnum(st, "incomplete_steps", &inc);
+	has_warm = pt_jnum(st, "warmup_steps_skipped", &warm);
+	has_inc = pt_jnum(st, "incomplete_steps", &inc);
 
 	if (no_steps(st)) {
-		if (!jstr(meta, "step_probe")) {
+		if (!pt_jstr(meta, "step_probe")) {
 			fputs("No complete step was seen: there is no step probe "
 			      "(no `step` line in the targets file), "
 			      "so only per-function figures follow.\n\n",
@@ -336,9 +283,9 @@ static void put_steps(FILE *f, const cJSON *doc)
 		fputs("No complete step was seen: steps, buckets and step.other have no figures. "
 		      "Check the step probe ",
 		      f);
-		put_code(f, jstr(meta, "step_probe"));
+		put_code(f, pt_jstr(meta, "step_probe"));
 		fputs(" (mode ", f);
-		put_text(f, jstr(meta, "step_mode"));
+		put_text(f, pt_jstr(meta, "step_mode"));
 		fputs("): did it attach (see Health), and did the target run a step "
 		      "during the ",
 		      f);
@@ -381,7 +328,7 @@ static void put_steps(FILE *f, const cJSON *doc)
 
 static void put_buckets(FILE *f, const cJSON *doc)
 {
-	const cJSON *arr = jarr(doc, "buckets"), *b;
+	const cJSON *arr = pt_jarr(doc, "buckets"), *b;
 	double share, sum = 0;
 
 	fputs("## Buckets\n\n", f);
@@ -389,7 +336,7 @@ static void put_buckets(FILE *f, const cJSON *doc)
 		fputs(NA "\n\n", f);
 		return;
 	}
-	if (no_steps(jget(doc, "stats"))) {
+	if (no_steps(pt_jget(doc, "stats"))) {
 		fputs("Buckets are timed inside counted steps only, and none was counted.\n\n", f);
 		return;
 	}
@@ -408,7 +355,7 @@ static void put_buckets(FILE *f, const cJSON *doc)
 		fputs("| ", f);
 		put_cells(f, b, cols, NCELLS(cols));
 		fputs(" |\n", f);
-		if (jnum(b, "share", &share))
+		if (pt_jnum(b, "share", &share))
 			sum += share;
 	}
 	fputs("\n", f);
@@ -428,14 +375,14 @@ static const char *basename_of(const char *path)
 
 static void put_function_name(FILE *f, const cJSON *fn)
 {
-	const cJSON *al = jarr(fn, "aliases"), *a;
-	const char *sym = jstr(fn, "symbol");
+	const cJSON *al = pt_jarr(fn, "aliases"), *a;
+	const char *sym = pt_jstr(fn, "symbol");
 	bool first = true;
 
 	/* Unresolved rows have no symbol; the probe text is what the user
 	 * wrote and can look for. */
 	if (!sym) {
-		put_code(f, jstr(fn, "probe"));
+		put_code(f, pt_jstr(fn, "probe"));
 		return;
 	}
 	put_code(f, sym);
@@ -453,9 +400,9 @@ static void put_function_name(FILE *f, const cJSON *fn)
 
 static void put_probe_site(FILE *f, const cJSON *fn)
 {
-	const char *insn = jstr(fn, "probe_insn");
+	const char *insn = pt_jstr(fn, "probe_insn");
 	double skip;
-	bool has_skip = jnum(fn, "probe_skip", &skip) && skip > 0;
+	bool has_skip = pt_jnum(fn, "probe_skip", &skip) && skip > 0;
 
 	if (!insn && !has_skip) {
 		fputs(NA, f);
@@ -468,18 +415,18 @@ static void put_probe_site(FILE *f, const cJSON *fn)
 
 static void put_attached(FILE *f, const cJSON *fn)
 {
-	const cJSON *att = jget(fn, "attached");
+	const cJSON *att = pt_jget(fn, "attached");
 	double after;
 
 	if (cJSON_IsTrue(att)) {
 		fputs("yes", f);
-		if (jnum(fn, "attached_after_s", &after))
+		if (pt_jnum(fn, "attached_after_s", &after))
 			fprintf(f, " +%.2fs", after);
 	} else if (cJSON_IsFalse(att)) {
 		fputs("no", f);
-		if (jstr(fn, "reason")) {
+		if (pt_jstr(fn, "reason")) {
 			fputs(": ", f);
-			put_text(f, jstr(fn, "reason"));
+			put_text(f, pt_jstr(fn, "reason"));
 		}
 	} else {
 		fputs(NA, f);
@@ -488,7 +435,7 @@ static void put_attached(FILE *f, const cJSON *fn)
 
 static void put_functions(FILE *f, const cJSON *doc)
 {
-	const cJSON *arr = jarr(doc, "functions"), *fn;
+	const cJSON *arr = pt_jarr(doc, "functions"), *fn;
 	bool any_py = false, any_sampled = false;
 
 	fputs("## Functions\n\n", f);
@@ -508,7 +455,7 @@ static void put_functions(FILE *f, const cJSON *doc)
 	      f);
 	cJSON_ArrayForEach(fn, arr)
 	{
-		const char *timing = jstr(fn, "timing");
+		const char *timing = pt_jstr(fn, "timing");
 		double line;
 
 		any_sampled |= timing && !strcmp(timing, "sampled");
@@ -521,13 +468,13 @@ static void put_functions(FILE *f, const cJSON *doc)
 			fputs(")*", f);
 		}
 		CELL(f);
-		put_code(f, basename_of(jstr(fn, "object")));
-		if (jnum(fn, "line", &line))
+		put_code(f, basename_of(pt_jstr(fn, "object")));
+		if (pt_jnum(fn, "line", &line))
 			fprintf(f, ":%.0f", line);
 		CELL(f);
 		put_cells(f, fn, cols, NCELLS(cols));
 		CELL(f);
-		if (jstr(fn, "kind") && !strcmp(jstr(fn, "kind"), "python")) {
+		if (pt_jstr(fn, "kind") && !strcmp(pt_jstr(fn, "kind"), "python")) {
 			fputs("python frame", f); /* the interpreter's, shared by all */
 			any_py = true;
 		} else
@@ -558,7 +505,7 @@ static void put_functions(FILE *f, const cJSON *doc)
 
 static const cJSON *sampling_of(const cJSON *doc)
 {
-	const cJSON *s = jget(jget(doc, "meta"), "sampling");
+	const cJSON *s = pt_jget(pt_jget(doc, "meta"), "sampling");
 
 	return cJSON_IsObject(s) ? s : NULL;
 }
@@ -567,7 +514,7 @@ static void put_lost_warning(FILE *f, const cJSON *sampling)
 {
 	double n;
 
-	if (jnum(sampling, "lost_samples", &n) && n > 0)
+	if (pt_jnum(sampling, "lost_samples", &n) && n > 0)
 		fprintf(f, "**%.0f sample%s lost (ring buffer full): sampled figures are too low; "
 			   "raise `set ringbuf_mb` or lower `set sample_hz`**\n\n",
 			n, n == 1 ? " was" : "s were");
@@ -624,18 +571,18 @@ static bool thread_key(const cJSON *o, double *key)
 {
 	if (!cJSON_IsObject(o))
 		return false;
-	if (!jnum(o, "wall_ms", key))
+	if (!pt_jnum(o, "wall_ms", key))
 		*key = -HUGE_VAL;
 	return true;
 }
 
 static bool sampled_function_key(const cJSON *o, double *key)
 {
-	const cJSON *s = jget(o, "sampled");
+	const cJSON *s = pt_jget(o, "sampled");
 
 	if (!cJSON_IsObject(s))
 		return false;
-	if (!jnum(s, "wall_ms", key))
+	if (!pt_jnum(s, "wall_ms", key))
 		*key = -HUGE_VAL;
 	return true;
 }
@@ -646,9 +593,9 @@ static bool line_key(const cJSON *o, double *key)
 {
 	double samples;
 
-	if (!jnum(o, "wall_ms", key))
+	if (!pt_jnum(o, "wall_ms", key))
 		*key = -HUGE_VAL;
-	return *key > 0 || (jnum(o, "samples", &samples) && samples > 0);
+	return *key > 0 || (pt_jnum(o, "samples", &samples) && samples > 0);
 }
 
 static void put_yes_no(FILE *f, const cJSON *it)
@@ -661,7 +608,7 @@ static void put_sampling_totals(FILE *f, const cJSON *s)
 	fputs("Sampled at ", f);
 	put_count(f, s, "hz");
 	fputs(" Hz (", f);
-	put_text(f, jstr(s, "mechanism"));
+	put_text(f, pt_jstr(s, "mechanism"));
 	fputs("): ", f);
 	put_count(f, s, "samples");
 	fputs(" on-CPU samples · on-CPU ", f);
@@ -691,7 +638,7 @@ static int put_threads(FILE *f, const cJSON *s)
 	};
 	struct ranked *r;
 	size_t n;
-	int err = rank(jarr(s, "threads"), thread_key, &r, &n);
+	int err = rank(pt_jarr(s, "threads"), thread_key, &r, &n);
 
 	if (err)
 		return err;
@@ -704,11 +651,11 @@ static int put_threads(FILE *f, const cJSON *s)
 	      f);
 	for (size_t i = 0; i < n && i < TOP_THREADS; i++) {
 		fputs("| ", f);
-		put_text(f, jstr(r[i].o, "name"));
+		put_text(f, pt_jstr(r[i].o, "name"));
 		CELL(f);
 		put_count(f, r[i].o, "tid");
 		CELL(f);
-		put_yes_no(f, jget(r[i].o, "python"));
+		put_yes_no(f, pt_jget(r[i].o, "python"));
 		CELL(f);
 		put_cells(f, r[i].o, cols, NCELLS(cols));
 		fputs(" |\n", f);
@@ -729,7 +676,7 @@ static void put_py_function(FILE *f, const char *name, const char *file, const c
 	put_code(f, name);
 	fputs(" (", f);
 	put_code(f, basename_of(file));
-	if (jnum(o, line_key_name, &line))
+	if (pt_jnum(o, line_key_name, &line))
 		fprintf(f, ":%.0f", line);
 	fputs(")", f);
 }
@@ -742,7 +689,7 @@ static int put_sampled_functions(FILE *f, const cJSON *doc)
 	};
 	struct ranked *r;
 	size_t n;
-	int err = rank(jarr(doc, "functions"), sampled_function_key, &r, &n);
+	int err = rank(pt_jarr(doc, "functions"), sampled_function_key, &r, &n);
 
 	if (err)
 		return err;
@@ -757,21 +704,21 @@ static int put_sampled_functions(FILE *f, const cJSON *doc)
 		const cJSON *fn = r[i].o;
 
 		fputs("| ", f);
-		if (jstr(fn, "symbol"))
-			put_py_function(f, jstr(fn, "symbol"), jstr(fn, "object"), fn, "line");
+		if (pt_jstr(fn, "symbol"))
+			put_py_function(f, pt_jstr(fn, "symbol"), pt_jstr(fn, "object"), fn, "line");
 		else
-			put_code(f, jstr(fn, "probe"));
+			put_code(f, pt_jstr(fn, "probe"));
 		CELL(f);
-		put_text(f, jstr(fn, "timing"));
+		put_text(f, pt_jstr(fn, "timing"));
 		CELL(f);
-		put_cells(f, jget(fn, "sampled"), cols, NCELLS(cols));
+		put_cells(f, pt_jget(fn, "sampled"), cols, NCELLS(cols));
 		fputs(" |\n", f);
 	}
 	fputs("\nSampled times are inclusive: a function's time is every sample with it "
 	      "anywhere on the stack, once per sample even when it recurses. Share is wall "
 	      "time over the ",
 	      f);
-	put_fixed(f, jget(doc, "meta"), "duration_s", 3);
+	put_fixed(f, pt_jget(doc, "meta"), "duration_s", 3);
 	fputs(" s window, summed over threads, so it can exceed 100%.\n\n", f);
 	free(r);
 	return 0;
@@ -806,7 +753,7 @@ static void put_source(FILE *f, const char *s)
 
 static void put_lines_calls(FILE *f, const cJSON *fn)
 {
-	const char *timing = jstr(fn, "timing");
+	const char *timing = pt_jstr(fn, "timing");
 
 	if (timing && !strcmp(timing, "exact")) {
 		fputs(" · calls ", f);
@@ -833,12 +780,12 @@ static int put_top_lines(FILE *f, const cJSON *fn)
 	int err;
 
 	fputs("### Top lines of ", f);
-	put_code(f, jstr(fn, "function"));
+	put_code(f, pt_jstr(fn, "function"));
 	fputs(" (", f);
-	put_code(f, basename_of(jstr(fn, "file")));
-	if (jnum(fn, "first_line", &first)) {
+	put_code(f, basename_of(pt_jstr(fn, "file")));
+	if (pt_jnum(fn, "first_line", &first)) {
 		fprintf(f, ":%.0f", first);
-		if (jnum(fn, "last_line", &last) && last != first)
+		if (pt_jnum(fn, "last_line", &last) && last != first)
 			fprintf(f, "–%.0f", last);
 	}
 	fputs(")\n\n", f);
@@ -856,13 +803,13 @@ static int put_top_lines(FILE *f, const cJSON *fn)
 	fputs(" samples", f);
 	put_lines_calls(f, fn);
 	fputs("\n\n", f);
-	if (jstr(fn, "source_error")) {
+	if (pt_jstr(fn, "source_error")) {
 		fputs("Source unavailable: ", f);
-		put_text(f, jstr(fn, "source_error"));
+		put_text(f, pt_jstr(fn, "source_error"));
 		fputs(".\n\n", f);
 	}
 
-	err = rank(jarr(fn, "lines"), line_key, &r, &n);
+	err = rank(pt_jarr(fn, "lines"), line_key, &r, &n);
 	if (err)
 		return err;
 	if (!n) {
@@ -879,7 +826,7 @@ static int put_top_lines(FILE *f, const cJSON *fn)
 		CELL(f);
 		put_cells(f, r[i].o, cols, NCELLS(cols));
 		CELL(f);
-		put_source(f, jstr(r[i].o, "text"));
+		put_source(f, pt_jstr(r[i].o, "text"));
 		fputs(" |\n", f);
 	}
 	fputs("\n", f);
@@ -893,8 +840,8 @@ static int put_top_lines(FILE *f, const cJSON *fn)
 /* The files written next to summary.json from the same samples. */
 static void put_sampling_outputs(FILE *f, const cJSON *doc, const cJSON *s)
 {
-	const cJSON *out = jget(s, "outputs"), *lines = jarr(doc, "lines");
-	const char *folded = jstr(out, "folded"), *svg = jstr(out, "svg");
+	const cJSON *out = pt_jget(s, "outputs"), *lines = pt_jarr(doc, "lines");
+	const char *folded = pt_jstr(out, "folded"), *svg = pt_jstr(out, "svg");
 	bool any = false;
 
 	if (lines && cJSON_GetArraySize(lines)) {
@@ -932,7 +879,7 @@ static int put_sampling(FILE *f, const cJSON *doc)
 	err = put_threads(f, s);
 	if (!err)
 		err = put_sampled_functions(f, doc);
-	cJSON_ArrayForEach(fn, jarr(doc, "lines"))
+	cJSON_ArrayForEach(fn, pt_jarr(doc, "lines"))
 	{
 		if (!err && cJSON_IsObject(fn))
 			err = put_top_lines(f, fn);
@@ -966,7 +913,7 @@ static void put_sampling_health(FILE *f, const cJSON *doc)
 
 static void put_health(FILE *f, const cJSON *doc)
 {
-	const cJSON *h = jget(doc, "health"), *arr = jarr(h, "unattached"), *u;
+	const cJSON *h = pt_jget(doc, "health"), *arr = pt_jarr(h, "unattached"), *u;
 
 	static const struct cell cols[] = {
 		{ C_COUNT, "events" },         { C_COUNT, "dropped_events" },
@@ -990,7 +937,7 @@ static void put_health(FILE *f, const cJSON *doc)
 	{
 		double n;
 
-		if (jnum(h, "py_calls_unresolved", &n) && n > 0)
+		if (pt_jnum(h, "py_calls_unresolved", &n) && n > 0)
 			fprintf(f, "%.0f Python call%s ran code that was freed (and its address "
 				"reused) before proftrace could read it: not attributed to any "
 				"function.\n\n",
@@ -1006,10 +953,10 @@ static void put_health(FILE *f, const cJSON *doc)
 	fputs("Unattached probes:\n\n", f);
 	cJSON_ArrayForEach(u, arr)
 	{
-		const char *sym = jstr(u, "symbol"), *obj = jstr(u, "object");
+		const char *sym = pt_jstr(u, "symbol"), *obj = pt_jstr(u, "object");
 
 		fputs("- ", f);
-		put_code(f, jstr(u, "probe"));
+		put_code(f, pt_jstr(u, "probe"));
 		if (sym) {
 			fputs(" (", f);
 			put_code(f, sym);
@@ -1020,7 +967,7 @@ static void put_health(FILE *f, const cJSON *doc)
 			fputs(")", f);
 		}
 		fputs(": ", f);
-		put_text(f, jstr(u, "reason"));
+		put_text(f, pt_jstr(u, "reason"));
 		fputs("\n", f);
 	}
 }
