@@ -13,7 +13,9 @@ from C code (map()) are still counted exactly.
 """
 import glob
 import os
+import shutil
 import subprocess
+import time
 
 import tempfile
 
@@ -259,6 +261,18 @@ def dry_run_against(argv, conf):
     """proftrace --dry-run on a process running argv: (exit code, stderr)."""
     p = subprocess.Popen(argv)
     try:
+        # attach only once the exec is done and the program is mapped
+        want = os.path.realpath(shutil.which(argv[0]) or argv[0])
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            try:
+                if os.path.realpath("/proc/%d/exe" % p.pid) == want and \
+                        want in open("/proc/%d/maps" % p.pid).read():
+                    break
+            except OSError:
+                pass
+            time.sleep(0.01)
+        time.sleep(0.2)  # the dynamic loader maps libraries right after exec
         r = subprocess.run([PROFTRACE, "-p", str(p.pid), "--targets", conf, "--dry-run"],
                            capture_output=True, timeout=30)
     finally:
