@@ -91,6 +91,7 @@ Truth JSON:
 In process (e.g. under line_profiler): import pylines; pylines.run(...)
 returns the same truth as a dict.
 """
+import argparse
 import functools
 import inspect
 import json
@@ -243,10 +244,8 @@ def blocker():
 threads_truth = {}  # thread name -> {tid, start_unix_ns, end_unix_ns[, calls, wall_ns, cpu_ns]}
 
 
-def usage():
-    sys.stderr.write("usage: %s [--truth FILE] [--seconds S] [--threads K] [--late-thread] "
-                     "[--calls N] [--no-sleeper] [--blocker] [--hold]\n" % sys.argv[0])
-    return 2
+USAGE = ("%(prog)s [--truth FILE] [--seconds S] [--threads K] [--late-thread] [--calls N] "
+         "[--no-sleeper] [--wall-only] [--blocker] [--hold]")
 
 
 def run(seconds=4.0, nthreads=1, late=False, calls=None, with_sleeper=True, with_blocker=False,
@@ -311,49 +310,30 @@ def run(seconds=4.0, nthreads=1, late=False, calls=None, with_sleeper=True, with
 
 
 def main(argv):
-    truth_path = None
-    seconds, nthreads, late, calls, with_sleeper = 4.0, 1, False, None, True
-    with_blocker = hold = False
-    i = 0
-    try:
-        while i < len(argv):
-            a = argv[i]
-            if a == "--truth" and i + 1 < len(argv):
-                truth_path = argv[i + 1]
-                i += 1
-            elif a == "--seconds" and i + 1 < len(argv):
-                seconds = float(argv[i + 1])
-                i += 1
-            elif a == "--threads" and i + 1 < len(argv):
-                nthreads = int(argv[i + 1])
-                i += 1
-            elif a == "--calls" and i + 1 < len(argv):
-                calls = int(argv[i + 1])
-                i += 1
-            elif a == "--late-thread":
-                late = True
-            elif a == "--no-sleeper":
-                with_sleeper = False
-            elif a == "--wall-only":
-                wall_only()
-            elif a == "--blocker":
-                with_blocker = True
-            elif a == "--hold":
-                hold = True
-            else:
-                return usage()
-            i += 1
-    except ValueError:
-        return usage()
-    if seconds < 0 or nthreads < 1 or nthreads > 64 or (calls is not None and calls < 0):
-        return usage()
+    ap = argparse.ArgumentParser(usage=USAGE, add_help=False)
+    ap.add_argument("--truth")
+    ap.add_argument("--seconds", type=float, default=4.0)
+    ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--calls", type=int)
+    ap.add_argument("--late-thread", action="store_true")
+    ap.add_argument("--no-sleeper", action="store_true")
+    ap.add_argument("--wall-only", action="store_true")
+    ap.add_argument("--blocker", action="store_true")
+    ap.add_argument("--hold", action="store_true")
+    a = ap.parse_args(argv)  # bad usage: exit 2
+    if a.seconds < 0 or not 1 <= a.threads <= 64 or (a.calls is not None and a.calls < 0):
+        ap.error("out of range")
+    if a.wall_only:
+        wall_only()
+    truth_path, hold = a.truth, a.hold
 
     def ready():
         sys.stdout.write("ready %d\n" % os.getpid())
         sys.stdout.flush()
         return bool(sys.stdin.readline())
 
-    truth = run(seconds, nthreads, late, calls, with_sleeper, with_blocker, ready)
+    truth = run(a.seconds, a.threads, a.late_thread, a.calls, not a.no_sleeper, a.blocker,
+                ready)
     if truth is None:
         return 3
     if truth_path:
