@@ -696,16 +696,24 @@ static int build_sampling(struct run *r, struct pt_report_sampling *sp,
 	return 0;
 }
 
-/* Line k (1-based) of src as a string of its own; NULL when past the end. */
-static char *source_line(const char *src, size_t len, unsigned int k)
+/* Skip to the start of line k (1-based) from p, which starts line at. */
+static const char *skip_lines(const char *p, const char *end, unsigned int at, unsigned int k)
 {
-	const char *p = src, *end = src + len, *nl;
-	size_t n;
+	const char *nl;
 
-	for (unsigned int i = 1; i < k && p < end; i++) {
+	for (; at < k && p < end; at++) {
 		nl = memchr(p, '\n', (size_t)(end - p));
 		p = nl ? nl + 1 : end;
 	}
+	return p;
+}
+
+/* The line starting at p as a string of its own; NULL when past the end. */
+static char *line_at(const char *p, const char *end)
+{
+	const char *nl;
+	size_t n;
+
 	if (p >= end)
 		return NULL;
 	nl = memchr(p, '\n', (size_t)(end - p));
@@ -732,7 +740,7 @@ static int build_lines_fn(struct run *r, const struct pt_func *f, struct pt_repo
 {
 	const struct pt_stacks_time *t = pt_stacks__func(r->stk, (uint32_t)f->fid);
 	const struct pt_stacks_line *sl;
-	const char *src;
+	const char *src, *p;
 	size_t nsl, k = 0, srclen;
 	unsigned int first = f->py_line, last = r->fs[f->fid].last_line;
 	struct pt_report_line *v;
@@ -768,11 +776,16 @@ static int build_lines_fn(struct run *r, const struct pt_func *f, struct pt_repo
 	if (!v)
 		return -ENOMEM;
 	l->lines = v;
+	/* one pass over the source: from the first line on, line by line */
+	p = src ? skip_lines(src, src + srclen, 1, first) : NULL;
 	for (unsigned int ln = first; ln <= last; ln++) {
 		struct pt_report_line *e = &v[l->nlines++];
 
 		e->line = ln;
-		e->text = src ? source_line(src, srclen, ln) : NULL;
+		if (p) {
+			e->text = line_at(p, src + srclen);
+			p = skip_lines(p, src + srclen, ln, ln + 1);
+		}
 		while (k < nsl && sl[k].line < ln)
 			k++;
 		if (k < nsl && sl[k].line == ln) {
