@@ -168,19 +168,26 @@ const struct pt_pysym_code *pt_pysym__code(struct pt_pysym *ps, uint64_t addr)
 unsigned int pt_pysym__line(const struct pt_pysym *ps, const struct pt_pysym_code *c,
 			    int32_t pos)
 {
+	struct pt_pysym_code *m = (struct pt_pysym_code *)c; /* ours: see memo */
 	unsigned int minor = ps->o.layout->minor;
 	int64_t addr;
 	int e, line;
 
 	if (!c->ok)
 		return 0;
+	if (c->memo && c->memo_pos == pos)
+		return c->memo_line;
 	e = pt_pyline__addr(minor, pos, &addr);
 	if (e == -ERANGE)
-		return c->firstlineno; /* not started yet: CPython says the def line */
-	if (e || !c->tab)
-		return 0;
-	line = pt_pyline__line(minor, c->tab, c->tablen, c->firstlineno, addr);
-	return line > 0 ? (unsigned int)line : 0;
+		line = (int)c->firstlineno; /* not started yet: CPython says the def line */
+	else if (e || !c->tab)
+		line = 0;
+	else
+		line = pt_pyline__line(minor, c->tab, c->tablen, c->firstlineno, addr);
+	m->memo = true;
+	m->memo_pos = pos;
+	m->memo_line = line > 0 ? (unsigned int)line : 0;
+	return m->memo_line;
 }
 
 unsigned int pt_pysym__last_line(const struct pt_pysym *ps, const struct pt_pysym_code *c)

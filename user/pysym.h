@@ -36,6 +36,12 @@ struct pt_pysym_code {
 	uint8_t *tab;     /* line table, NULL when unreadable */
 	size_t tablen;
 	uint32_t fid;     /* the py: function, or PT_FID_PY_NONE */
+	/* pysym's own: the last position decoded and its line. A caller's
+	 * frame stays at one position while its callees run, so most frames
+	 * of a sample repeat the previous sample's. */
+	int32_t memo_pos;
+	unsigned int memo_line;
+	bool memo;
 };
 
 struct pt_pysym;
