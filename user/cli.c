@@ -9,13 +9,17 @@
 #include "cli.h"
 
 static const char usage[] =
-	"Usage: proftrace -p PID --targets FILE [-d SEC] [-o DIR] [--json] [-v] [-q] [--dry-run]\n"
+	"Usage: proftrace -p PID --targets FILE|NAME [-d SEC] [-o DIR] [--json] [-v] [-q]\n"
+	"                 [--dry-run]\n"
+	"       proftrace --list-targets\n"
 	"\n"
 	"Attach to a running process and time the functions named in FILE exactly,\n"
 	"grouped into steps and buckets. Writes summary.json and report.md.\n"
 	"\n"
 	"  -p, --pid PID        process to attach to\n"
-	"  -t, --targets FILE   targets.conf (see docs/targets.md)\n"
+	"  -t, --targets FILE   targets.conf (see docs/targets.md), or the NAME of a\n"
+	"                       bundled one (vllm, sglang, trtllm, nccl, cuda, ...;\n"
+	"                       see --list-targets) when no file FILE exists\n"
 	"  -d, --duration SEC   stop after SEC seconds (default: at SIGINT/SIGTERM or\n"
 	"                       when the process exits)\n"
 	"  -o, --output DIR     output directory (default:\n"
@@ -25,11 +29,16 @@ static const char usage[] =
 	"  -q, --quiet          no live status line (it is only shown when stderr is a\n"
 	"                       terminal)\n"
 	"      --dry-run        resolve every probe and print it, attach nothing\n"
+	"      --list-targets   list the bundled targets files, one per line (name and\n"
+	"                       what it is for), and exit; they are looked up in\n"
+	"                       $PROFTRACE_TARGETS_DIR, else targets/ next to the\n"
+	"                       binary, else ../share/proftrace/targets\n"
 	"  -h, --help           this text\n"
 	"\n"
 	"Examples:\n"
 	"  sudo proftrace -p $(pgrep -f my_server) --targets targets/demo.conf -d 10\n"
 	"  sudo proftrace -p 1234 --targets t.conf --dry-run\n"
+	"  sudo proftrace -p $(pgrep -f 'sglang::scheduler') --targets sglang -d 30\n"
 	"\n"
 	"Exit codes: 0 ok; 2 bad usage, bad config, unresolvable probe, no such process,\n"
 	"missing privileges; 1 any other failure.\n";
@@ -53,6 +62,7 @@ int pt_cli__parse(struct pt_env *env, int argc, char **argv)
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "dry-run", no_argument, NULL, 'n' },
 		{ "quiet", no_argument, NULL, 'q' },
+		{ "list-targets", no_argument, NULL, 'L' },
 		{ "help", no_argument, NULL, 'h' },
 		{},
 	};
@@ -97,6 +107,9 @@ int pt_cli__parse(struct pt_env *env, int argc, char **argv)
 		case 'q':
 			env->quiet = true;
 			break;
+		case 'L':
+			env->list_targets = true;
+			break;
 		case 'h':
 			fputs(usage, stdout);
 			return 1;
@@ -108,9 +121,12 @@ int pt_cli__parse(struct pt_env *env, int argc, char **argv)
 	}
 	if (optind < argc)
 		return bad("unexpected argument '%s'", argv[optind]);
+	if (env->list_targets)
+		return 0;
 	if (!env->pid)
 		return bad("%s", "no process given: use -p PID");
 	if (!env->targets)
-		return bad("%s", "no targets file given: use --targets FILE");
+		return bad("%s", "no targets file given: use --targets FILE, or --targets NAME "
+				 "for a bundled one (see --list-targets)");
 	return 0;
 }

@@ -2,6 +2,7 @@
 #ifndef PT_CLI_H
 #define PT_CLI_H
 
+#include <limits.h>
 #include <stdbool.h>
 
 struct pt_env {
@@ -13,10 +14,12 @@ struct pt_env {
 	int verbose;
 	bool dry_run;
 	bool quiet; /* no live status line */
+	bool list_targets; /* --list-targets: print the bundled configs, exit */
+	char targets_path[PATH_MAX]; /* --targets NAME resolved to a bundled file */
 };
 
 /* 0 ok, 1 help was printed (exit 0), -EINVAL usage error (message printed,
- * exit 2). */
+ * exit 2). With --list-targets, -p and --targets are not required. */
 int pt_cli__parse(struct pt_env *env, int argc, char **argv);
 
 #endif

@@ -41,6 +41,7 @@
 #include "sampler.h"
 #include "stacks.h"
 #include "target.h"
+#include "targets_list.h"
 
 #define EXIT_USAGE 2
 
@@ -1316,6 +1317,10 @@ int main(int argc, char **argv)
 	e = pt_cli__parse(&r.env, argc, argv);
 	if (e)
 		return e > 0 ? 0 : EXIT_USAGE;
+	if (r.env.list_targets)
+		return pt_targets__list(NULL, stdout) < 0 ? 1 : 0;
+	if (pt_targets__resolve(r.env.targets, r.env.targets_path, sizeof(r.env.targets_path)) > 0)
+		r.env.targets = r.env.targets_path; /* --targets vllm: a bundled file */
 	verbose = r.env.verbose;
 	libbpf_set_print(libbpf_print);
 
