@@ -170,9 +170,9 @@ $(OUTPUT)/fuzz/fuzz_maps: tests/fuzz/fuzz_maps.c user/maps.c user/maps.h | $(OUT
 $(OUTPUT)/fuzz/fuzz_elf: tests/fuzz/fuzz_elf.c user/elfsyms.c user/elfsyms.h | $(OUTPUT)/fuzz
 	$(call msg,FUZZ-CC,$@)
 	$(Q)$(CLANG) $(FUZZ_CFLAGS) tests/fuzz/fuzz_elf.c user/elfsyms.c -lelf -o $@
-$(OUTPUT)/fuzz/fuzz_config: tests/fuzz/fuzz_config.c user/config.c user/config.h | $(OUTPUT)/fuzz
+$(OUTPUT)/fuzz/fuzz_config: tests/fuzz/fuzz_config.c user/config.c user/config.h user/valexpr.c user/valexpr.h | $(OUTPUT)/fuzz
 	$(call msg,FUZZ-CC,$@)
-	$(Q)$(CLANG) $(FUZZ_CFLAGS) tests/fuzz/fuzz_config.c user/config.c -o $@
+	$(Q)$(CLANG) $(FUZZ_CFLAGS) tests/fuzz/fuzz_config.c user/config.c user/valexpr.c -o $@
 $(OUTPUT)/fuzz/fuzz_pycode: tests/fuzz/fuzz_pycode.c user/pycode.c user/pylayout.c user/pycode.h user/pylayout.h | $(OUTPUT)/fuzz
 	$(call msg,FUZZ-CC,$@)
 	$(Q)$(CLANG) $(FUZZ_CFLAGS) tests/fuzz/fuzz_pycode.c user/pycode.c user/pylayout.c -o $@

@@ -35,6 +35,10 @@ const volatile __u32 py_first_off = 0;
 const volatile __u32 py_ip_off = 0;
 const volatile __s32 py_new_lim = 0;
 
+/* Python objects read for values (issue 7); 0: no Python values. */
+const volatile __u32 py_localsplus_off = 0; /* frame -> localsplus[0] */
+const volatile bool py_long_tag = false;    /* 3.12+: lv_tag, not a signed ob_size */
+
 /* CO_GENERATOR | CO_COROUTINE | CO_ITERABLE_COROUTINE | CO_ASYNC_GENERATOR */
 #define PY_CO_GENLIKE (0x20 | 0x80 | 0x100 | 0x200)
 
@@ -48,8 +52,10 @@ struct pt_frame {
 	__u32 flags;
 };
 
-/* Frame flag kept in BPF only: entered through the Python probe. */
+/* Frame flags kept in BPF only: entered through the Python probe; the
+ * function has a pt_val_spec (read its return value at exit). */
 #define PT_FRAME_PY 0x100
+#define PT_FRAME_VALS 0x200
 
 struct pt_stack {
 	__u32 depth;
@@ -78,6 +84,30 @@ struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
 	__uint(max_entries, 16 << 20); /* resized by user space (ringbuf_mb) */
 } events SEC(".maps");
+
+/* fid -> the expressions to read at its calls (struct pt_val_spec). */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 256);
+	__type(key, __u32);
+	__type(value, struct pt_val_spec);
+} val_specs SEC(".maps");
+
+/* A value record is built here (it is too big for the stack) and copied
+ * into the ring with its used length. One slot per CPU, indexed by CPU:
+ * a per-CPU array cannot hold values above 32 KiB, and uprobe programs
+ * run with migration disabled, so the slot is ours until we return. */
+struct val_buf {
+	struct pt_rec_vals r;
+	__s64 elem[PT_VAL_MAX_ELEMS];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1); /* set to the number of possible CPUs */
+	__type(key, __u32);
+	__type(value, struct val_buf);
+} val_scratch SEC(".maps");
 
 static __always_inline __u64 rb_flags(void)
 {
@@ -126,8 +156,9 @@ static __always_inline void announce(__u64 id, __u64 code, const struct pt_py_co
 	bpf_ringbuf_submit(r, BPF_RB_FORCE_WAKEUP);
 }
 
-/* Open a tracked call on the current thread's stack; false: not tracked. */
-static __always_inline bool push(struct pt_regs *ctx, __u64 id, __u32 fid, __u64 code,
+/* Open a tracked call on the current thread's stack: its entry time, 0
+ * when it is not tracked. */
+static __always_inline __u64 push(struct pt_regs *ctx, __u64 id, __u32 fid, __u64 code,
 				 __u32 fflags)
 {
 	struct pt_stack *st;
@@ -140,14 +171,14 @@ static __always_inline bool push(struct pt_regs *ctx, __u64 id, __u32 fid, __u64
 				  BPF_LOCAL_STORAGE_GET_F_CREATE);
 	if (!st) {
 		__sync_fetch_and_add(&counters.no_storage, 1);
-		return false;
+		return 0;
 	}
 	d = st->depth;
 	if (d >= PT_MAX_DEPTH) {
 		/* Not tracked: its return will find no frame at its %rsp and
 		 * is dropped there (counted as an orphan, not twice here). */
 		__sync_fetch_and_add(&counters.depth_overflow, 1);
-		return false;
+		return 0;
 	}
 	fr = &st->f[d];
 	fr->t_entry = now;
@@ -158,17 +189,286 @@ static __always_inline bool push(struct pt_regs *ctx, __u64 id, __u32 fid, __u64
 	st->depth = d + 1;
 	if (emit(PT_REC_ENTRY, fid, id, now, 0, d, 0, code))
 		fr->flags |= PT_RECF_ENTRY_LOST;
-	return true;
+	return now;
+}
+
+/*
+ * ---- Values read at a call (tokens, kv_len, batch: issue 7) ----
+ *
+ * Python objects are recognised by their type's tp_flags (offset 168 and
+ * the *_SUBCLASS bits are the same on 3.8-3.13), so subclasses (bool,
+ * IntEnum, a list subclass) read like their base. Every read can fail;
+ * a failure is a status in the record, never a guessed value.
+ */
+#define PY_TP_FLAGS_OFF 168
+#define TPF_LONG (1ULL << 24)
+#define TPF_LIST (1ULL << 25)
+#define TPF_TUPLE (1ULL << 26)
+#define TPF_BYTES (1ULL << 27)
+#define TPF_UNICODE (1ULL << 28)
+#define TPF_DICT (1ULL << 29)
+/* |element| limit, so 4096 of them cannot overflow the sum. */
+#define ELEM_LIMIT (1LL << 50)
+
+/* The head of any object, as an int sees it: ob_size (or lv_tag, or a
+ * list's/str's/dict's length) at 16, the first two 30-bit digits at 24
+ * (a list's ob_item pointer there). */
+struct py_head {
+	__u64 refcnt;
+	__u64 type;
+	__s64 size;
+	__u32 d[2];
+};
+
+static __always_inline __u16 long_value(const struct py_head *h, __s64 *out)
+{
+	__u64 ndig, mag = 0;
+	bool neg;
+
+	if (py_long_tag) { /* 3.12+: digits << 3 | sign (0 +, 1 zero, 2 -) */
+		ndig = (__u64)h->size >> 3;
+		neg = (h->size & 3) == 2;
+	} else {
+		neg = h->size < 0;
+		ndig = neg ? -(__u64)h->size : (__u64)h->size;
+	}
+	if (ndig > 2)
+		return PT_VST_RANGE;
+	if (ndig >= 1)
+		mag = h->d[0];
+	if (ndig == 2)
+		mag |= (__u64)h->d[1] << 30;
+	*out = neg ? -(__s64)mag : (__s64)mag;
+	return PT_VST_OK;
+}
+
+struct elems_ctx {
+	__u64 items;    /* the item array */
+	__u64 int_type; /* last type found to be an int type */
+	__s64 sum, min, max;
+	__u32 n;
+	__u16 status;
+	bool keep;      /* store elements in val_scratch */
+};
+
+static long elem_cb(__u64 i, void *data)
+{
+	struct elems_ctx *c = data;
+	struct py_head h;
+	__u64 item, flags;
+	__u32 cpu = bpf_get_smp_processor_id();
+	struct val_buf *b;
+	__s64 x;
+	__u16 st;
+
+	if (bpf_probe_read_user(&item, sizeof(item), (void *)(c->items + i * 8)) || !item ||
+	    bpf_probe_read_user(&h, sizeof(h), (void *)item)) {
+		c->status = PT_VST_FAULT;
+		return 1;
+	}
+	if (h.type != c->int_type) {
+		if (bpf_probe_read_user(&flags, sizeof(flags), (void *)(h.type + PY_TP_FLAGS_OFF))) {
+			c->status = PT_VST_FAULT;
+			return 1;
+		}
+		if (!(flags & TPF_LONG)) {
+			c->status = PT_VST_TYPE;
+			return 1;
+		}
+		c->int_type = h.type;
+	}
+	st = long_value(&h, &x);
+	if (!st && (x >= ELEM_LIMIT || x <= -ELEM_LIMIT))
+		st = PT_VST_RANGE;
+	if (st) {
+		c->status = st;
+		return 1;
+	}
+	if (!c->n || x < c->min)
+		c->min = x;
+	if (!c->n || x > c->max)
+		c->max = x;
+	c->sum += x;
+	if (c->keep) {
+		b = bpf_map_lookup_elem(&val_scratch, &cpu);
+		if (b)
+			b->elem[i & (PT_VAL_MAX_ELEMS - 1)] = x;
+	}
+	c->n++;
+	return 0;
+}
+
+/* Read the Python object at obj as op says into v; *nelem: elements
+ * stored (PT_VOP_ELEMS). */
+static __always_inline void read_obj(__u64 obj, __u8 op, struct pt_val *v, __u32 *nelem)
+{
+	struct elems_ctx c = {};
+	struct py_head h;
+	__u64 flags;
+	__s64 n;
+
+	if (!obj) {
+		v->status = PT_VST_UNSET;
+		return;
+	}
+	if (bpf_probe_read_user(&h, sizeof(h), (void *)obj) ||
+	    bpf_probe_read_user(&flags, sizeof(flags), (void *)(h.type + PY_TP_FLAGS_OFF))) {
+		v->status = PT_VST_FAULT;
+		return;
+	}
+	if (op == PT_VOP_LEN) {
+		/* ob_size, PyASCIIObject.length and ma_used all sit at 16 */
+		if (!(flags & (TPF_LIST | TPF_TUPLE | TPF_BYTES | TPF_UNICODE | TPF_DICT)) ||
+		    h.size < 0) {
+			v->status = PT_VST_TYPE;
+			return;
+		}
+		v->v = h.size;
+		v->kind = PT_VKIND_SCALAR;
+		return;
+	}
+	if (flags & TPF_LONG) {
+		if (op != PT_VOP_INT && op != PT_VOP_AUTO && op != PT_VOP_AUTO_ELEMS) {
+			v->status = PT_VST_TYPE;
+			return;
+		}
+		v->status = long_value(&h, &v->v);
+		v->kind = PT_VKIND_SCALAR;
+		return;
+	}
+	if (op == PT_VOP_INT || !(flags & (TPF_LIST | TPF_TUPLE)) || h.size < 0) {
+		v->status = PT_VST_TYPE;
+		return;
+	}
+	n = h.size;
+	/* a list points at its items; a tuple holds them */
+	c.items = (flags & TPF_LIST) ? *(__u64 *)h.d : obj + 24;
+	c.keep = op == PT_VOP_ELEMS || op == PT_VOP_AUTO_ELEMS;
+	if (n > PT_VAL_MAX_ELEMS) {
+		v->status = PT_VST_TRUNC;
+		return;
+	}
+	bpf_loop((__u32)n, elem_cb, &c, 0);
+	v->kind = PT_VKIND_LIST;
+	v->status = c.status;
+	v->v = c.sum;
+	v->min = c.min;
+	v->max = c.max;
+	v->n = c.n;
+	if (c.keep && !c.status)
+		*nelem = c.n;
+}
+
+/* Integer argument n (0..5) in the x86-64 SysV order. Read through a
+ * helper: the compiler folds a switch over ctx fields into one load at a
+ * variable offset from ctx, which the verifier refuses. */
+static __always_inline __u64 reg_arg(struct pt_regs *ctx, __u8 n)
+{
+	static const __u16 off[6] = {
+		__builtin_offsetof(struct pt_regs, di), __builtin_offsetof(struct pt_regs, si),
+		__builtin_offsetof(struct pt_regs, dx), __builtin_offsetof(struct pt_regs, cx),
+		__builtin_offsetof(struct pt_regs, r8), __builtin_offsetof(struct pt_regs, r9),
+	};
+	__u64 v = 0;
+
+	bpf_probe_read_kernel(&v, sizeof(v), (char *)ctx + off[n < 6 ? n : 5]);
+	return v;
+}
+
+/*
+ * Read fid's expressions of one side of a call (entry: arguments; exit:
+ * the return value) and send them, if it has any. frame and pc: the
+ * Python frame and its py_codes entry (entry of a py: function).
+ */
+static __always_inline void send_vals(struct pt_regs *ctx, __u64 id, __u32 fid, __u64 t_entry,
+				      bool at_exit, __u64 frame, const struct pt_py_code *pc)
+{
+	const struct pt_val_spec *sp;
+	struct val_buf *b;
+	__u32 cpu = bpf_get_smp_processor_id(), nelem = 0, need = 0;
+	__u64 size, obj;
+
+	sp = bpf_map_lookup_elem(&val_specs, &fid);
+	b = bpf_map_lookup_elem(&val_scratch, &cpu);
+	if (!sp || !b)
+		return;
+	for (int i = 0; i < PT_MAX_VALS; i++) {
+		struct pt_val *v = &b->r.v[i];
+		struct pt_val_expr e = sp->e[i];
+		bool ret = e.src == PT_VSRC_RET || e.src == PT_VSRC_PYRET;
+
+		v->v = v->min = v->max = 0;
+		v->n = 0;
+		v->kind = 0;
+		v->status = PT_VST_UNREAD;
+		if (i >= sp->n || ret != at_exit)
+			continue;
+		need++;
+		v->status = PT_VST_OK;
+		switch (e.src) {
+		case PT_VSRC_ARG:
+			v->v = (__s64)reg_arg(ctx, e.argn);
+			v->kind = PT_VKIND_SCALAR;
+			break;
+		case PT_VSRC_RET:
+			v->v = (__s64)PT_REGS_RC(ctx);
+			v->kind = PT_VKIND_SCALAR;
+			break;
+		case PT_VSRC_PYRET:
+			read_obj(PT_REGS_RC(ctx), e.op, v, &nelem);
+			break;
+		case PT_VSRC_PYARG:
+			if (!pc || !py_localsplus_off || pc->slot[i] < 0) {
+				v->status = PT_VST_NONAME;
+				break;
+			}
+			if (bpf_probe_read_user(&obj, sizeof(obj),
+						(void *)(frame + py_localsplus_off +
+							 (__u64)(__u16)pc->slot[i] * 8))) {
+				v->status = PT_VST_FAULT;
+				break;
+			}
+			read_obj(obj, e.op, v, &nelem);
+			break;
+		default:
+			v->status = PT_VST_TYPE;
+		}
+	}
+	if (!need)
+		return;
+	b->r.type = PT_REC_VALUES;
+	b->r.fid = fid;
+	b->r.pid = id >> 32;
+	b->r.tid = (__u32)id;
+	b->r.t_entry = t_entry;
+	b->r.at_exit = at_exit;
+	if (nelem > PT_VAL_MAX_ELEMS)
+		nelem = PT_VAL_MAX_ELEMS;
+	b->r.nelem = nelem;
+	size = sizeof(b->r) + (__u64)nelem * sizeof(__s64);
+	/* keep the check the compiler would prove redundant: the verifier
+	 * needs it on this register */
+	asm volatile("" : "+r"(size));
+	if (size > sizeof(*b))
+		return;
+	if (bpf_ringbuf_output(&events, b, size, rb_flags()))
+		__sync_fetch_and_add(&counters.val_dropped, 1);
 }
 
 SEC("uprobe")
 int BPF_KPROBE(pt_entry)
 {
 	__u64 id = bpf_get_current_pid_tgid();
+	__u64 cookie, t;
+	__u32 fid;
 
 	if ((id >> 32) != targ_tgid)
 		return 0;
-	push(ctx, id, bpf_get_attach_cookie(ctx) & PT_COOKIE_FID_MASK, 0, 0);
+	cookie = bpf_get_attach_cookie(ctx);
+	fid = cookie & PT_COOKIE_FID_MASK;
+	t = push(ctx, id, fid, 0, (cookie & PT_COOKIE_VALS) ? PT_FRAME_VALS : 0);
+	if (t && (cookie & PT_COOKIE_VALS))
+		send_vals(ctx, id, fid, t, false, 0, NULL);
 	return 0;
 }
 
@@ -225,6 +525,8 @@ int BPF_KRETPROBE(pt_exit)
 		__sync_fetch_and_add(&counters.orphan_returns, 1);
 		return 0;
 	}
+	if (fr->flags & PT_FRAME_VALS)
+		send_vals(ctx, id, fr->fid, fr->t_entry, true, 0, NULL);
 	close_top(st, fr, id, now);
 	return 0;
 }
@@ -241,8 +543,8 @@ static __always_inline bool py_enter(struct pt_regs *ctx)
 {
 	__u64 id = bpf_get_current_pid_tgid();
 	struct pt_py_code fp = {}, *v;
-	__u64 frame, code = 0;
-	__u32 fid;
+	__u64 frame, code = 0, t;
+	__u32 fid, vals = 0;
 
 	if ((id >> 32) != targ_tgid)
 		return false;
@@ -262,6 +564,7 @@ static __always_inline bool py_enter(struct pt_regs *ctx)
 		fid = v->fid;
 		if (fid == PT_FID_PY_NONE)
 			return false;
+		vals = v->vals;
 	} else {
 		/* New, or a reused address: ask user space, and time the
 		 * call meanwhile in case it is one of ours. */
@@ -282,7 +585,13 @@ static __always_inline bool py_enter(struct pt_regs *ctx)
 		    (__s64)(ip - (code + py_first_off)) < py_new_lim)
 			return false;
 	}
-	return push(ctx, id, fid, fid == PT_FID_PY_PENDING ? code : 0, PT_FRAME_PY);
+	t = push(ctx, id, fid, fid == PT_FID_PY_PENDING ? code : 0,
+		 PT_FRAME_PY | (vals ? PT_FRAME_VALS : 0));
+	/* A pending call's values cannot be read: its slots are not known
+	 * yet (user space counts it as missing). */
+	if (t && vals && v)
+		send_vals(ctx, id, fid, t, false, frame, v);
+	return t != 0;
 }
 
 SEC("uprobe")
@@ -307,8 +616,11 @@ static __always_inline void py_leave(struct pt_regs *ctx)
 		return;
 	now = bpf_ktime_get_ns();
 	fr = pop_to(st, PT_REGS_SP(ctx) - 8);
-	if (fr && (fr->flags & PT_FRAME_PY))
-		close_top(st, fr, id, now); /* else a frame we do not track */
+	if (!fr || !(fr->flags & PT_FRAME_PY))
+		return; /* a frame we do not track */
+	if (fr->flags & PT_FRAME_VALS)
+		send_vals(ctx, id, fr->fid, fr->t_entry, true, 0, NULL);
+	close_top(st, fr, id, now);
 }
 
 SEC("uretprobe")

@@ -15,6 +15,9 @@
  * counted in pt_counters.depth_overflow and produce no records. */
 #define PT_MAX_DEPTH 32
 
+/* Expressions read per call of a function (tokens, kv_len, batch). */
+#define PT_MAX_VALS 3
+
 /* Low 32 bits of a uprobe's BPF cookie carry the function id (fid). */
 #define PT_COOKIE_FID_MASK 0xffffffffULL
 
@@ -25,6 +28,7 @@ enum pt_rec_type {
 	PT_REC_PYCODE = 4, /* a Python code object not seen before started: code */
 	PT_REC_SAMPLE = 5, /* struct pt_sample: on-CPU Python stack (pysample.bpf.c) */
 	PT_REC_OFFCPU = 6, /* struct pt_sample: a thread's off-CPU interval */
+	PT_REC_VALUES = 7, /* struct pt_rec_vals: values read at a call's entry or exit */
 };
 
 /*
@@ -60,6 +64,11 @@ struct pt_py_code {
 	__u64 name;     /* co_firstlineno: a reused address will not match */
 	__u32 firstlineno;
 	__u32 fid; /* PT_FID_PY_NONE: not configured */
+	/* Values read at the call (struct pt_val_spec of fid): the frame
+	 * slot (localsplus index) of each PT_VSRC_PYARG expression in this
+	 * code object, -1 when it has no such name. vals: fid has a spec. */
+	__s16 slot[PT_MAX_VALS];
+	__u16 vals;
 };
 
 /*
@@ -82,6 +91,86 @@ struct pt_rec {
 /* EXIT whose ENTRY record could not be written (ring full at entry). */
 #define PT_RECF_ENTRY_LOST 0x1
 
+/*
+ * Values read out of the target at a call (issue 7: tokens, kv_len and
+ * batch per step). A function with expressions has a struct pt_val_spec
+ * in BPF's val_specs map (by fid); native probes carry
+ * PT_COOKIE_VALS in their cookie and py_codes entries slot[] so the
+ * common call pays no lookup. Expressions on arguments are read at entry
+ * and sent right after the ENTRY record; those on the return value at
+ * exit, right before the EXIT record. Both records carry the call's
+ * t_entry. Reading is all in BPF: the value is the one of that call.
+ */
+#define PT_VAL_MAX_ELEMS 4096  /* elements of a list read per call */
+#define PT_COOKIE_VALS (1ULL << 32) /* the function has a pt_val_spec */
+#define PT_PY_SLOT_NONE (-1)
+
+enum pt_val_src {
+	PT_VSRC_ARG = 1,    /* native: integer argument argn (0-based, ABI order) */
+	PT_VSRC_RET = 2,    /* native: integer return value; py: the returned object */
+	PT_VSRC_PYARG = 3,  /* py: frame slot (pt_py_code.slot[i]) at entry */
+	PT_VSRC_PYRET = 4,  /* py: the returned object, at exit */
+};
+
+enum pt_val_op {
+	PT_VOP_INT = 1,   /* native: the register; py: an int object's value */
+	PT_VOP_LEN = 2,   /* py: len() of list, tuple, dict, str, bytes */
+	PT_VOP_AGG = 3,   /* py: a list or tuple of ints: n, sum, min, max */
+	PT_VOP_ELEMS = 4, /* PT_VOP_AGG and the elements, in the record's tail */
+	PT_VOP_AUTO = 5,  /* py: an int (value) or a list/tuple of ints (PT_VOP_AGG) */
+	PT_VOP_AUTO_ELEMS = 6, /* py: an int, or a list/tuple of ints with its elements */
+};
+
+struct pt_val_expr {
+	__u8 src; /* enum pt_val_src */
+	__u8 op;  /* enum pt_val_op */
+	__u8 argn;
+	__u8 pad;
+};
+
+struct pt_val_spec {
+	__u32 n; /* expressions in use */
+	__u32 pad;
+	struct pt_val_expr e[PT_MAX_VALS];
+};
+
+enum pt_val_status {
+	PT_VST_OK = 0,
+	PT_VST_UNREAD = 1,  /* not read in this record (the other side of the call) */
+	PT_VST_FAULT = 2,   /* the memory could not be read */
+	PT_VST_TYPE = 3,    /* not an int (or not a container, or an element not an int) */
+	PT_VST_RANGE = 4,   /* an int beyond +-2^60 */
+	PT_VST_NONAME = 5,  /* the code object has no argument or local of that name */
+	PT_VST_UNSET = 6,   /* the local has no value at entry */
+	PT_VST_TRUNC = 7,   /* a list longer than PT_VAL_MAX_ELEMS: not summed */
+	PT_VST_MAX
+};
+
+enum pt_val_kind {
+	PT_VKIND_SCALAR = 1, /* v is the value */
+	PT_VKIND_LIST = 2,   /* n elements: v their sum, min, max */
+};
+
+struct pt_val {
+	__s64 v;        /* scalar: the value; list: the sum */
+	__s64 min, max; /* list */
+	__u32 n;        /* list: elements read */
+	__u16 status;   /* enum pt_val_status */
+	__u16 kind;     /* enum pt_val_kind, when status is PT_VST_OK */
+};
+
+struct pt_rec_vals {
+	__u32 type; /* PT_REC_VALUES */
+	__u32 fid;
+	__u32 pid;
+	__u32 tid;
+	__u64 t_entry; /* of the call the values belong to */
+	__u32 at_exit; /* 0: read at entry (arguments), 1: at exit (return value) */
+	__u32 nelem;   /* elements in elem[] (of the one PT_VOP_ELEMS expression) */
+	struct pt_val v[PT_MAX_VALS];
+	/* followed by nelem __s64 elements */
+};
+
 /* Counters kept by BPF in .bss, read by user space at the end. */
 struct pt_counters {
 	__u64 dropped;        /* records not written: ring buffer full */
@@ -91,6 +180,7 @@ struct pt_counters {
 	__u64 no_storage;     /* task storage could not be created */
 	__u64 py_unreadable;  /* Python frames whose code could not be read */
 	__u64 py_map_full;    /* code objects the py_codes map could not hold */
+	__u64 val_dropped;    /* value records not written: ring full */
 };
 
 /*
@@ -154,7 +244,11 @@ _Static_assert(sizeof(struct pt_sample) ==
 _Static_assert(sizeof(struct pt_sample_counters) == 40, "pt_sample_counters is part of the ABI");
 _Static_assert(sizeof(struct pt_rec) == 48, "pt_rec is part of the ABI");
 _Static_assert(sizeof(struct pt_rec_pycode) == sizeof(struct pt_rec), "one record size");
-_Static_assert(sizeof(struct pt_counters) == 56, "pt_counters is part of the ABI");
+_Static_assert(sizeof(struct pt_counters) == 64, "pt_counters is part of the ABI");
+_Static_assert(sizeof(struct pt_py_code) == 32, "pt_py_code is part of the ABI");
+_Static_assert(sizeof(struct pt_val) == 32, "pt_val is part of the ABI");
+_Static_assert(sizeof(struct pt_rec_vals) == 128, "pt_rec_vals is part of the ABI");
+_Static_assert(sizeof(struct pt_val_spec) == 20, "pt_val_spec is part of the ABI");
 #endif
 
 #endif /* PT_ABI_H */

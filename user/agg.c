@@ -57,6 +57,8 @@ struct thread {
 	bool step_open, step_broken;
 	uint64_t step_seq, step_start;
 	uint64_t step_cov; /* covered time of the open step */
+	unsigned int vmask; /* values of the open step (struct pt_step) */
+	double val[3];
 	uint64_t *step_ns; /* nbuckets: time of each bucket in the open step */
 	struct pend *pend;
 	size_t npend, cap_pend;
@@ -212,6 +214,8 @@ static void step_commit(struct pt_agg *a, struct thread *th, uint64_t t_end)
 		s.t_end = t_end;
 		s.bucket_ns = th->step_ns;
 		s.other_ns = other_ns;
+		s.vmask = th->vmask;
+		memcpy(s.val, th->val, sizeof(s.val));
 		a->opts.on_step(a->opts.ctx, &s);
 	}
 	a->step_index++;
@@ -225,6 +229,7 @@ static void step_open(struct pt_agg *a, struct thread *th, uint64_t t)
 	th->step_broken = false;
 	th->step_seq = a->step_seq++;
 	th->step_start = t;
+	th->vmask = 0;
 	/* Intervals already open start counting from the step's start. */
 	for (m = th->open_mask; m; m &= m - 1)
 		th->b[__builtin_ctzll(m)].pstart = t;
@@ -581,6 +586,22 @@ void pt_agg__record(struct pt_agg *a, const struct pt_rec *r)
 		pt_dist__add(&a->fst[r->fid].dur, sub0(r->t_exit, r->t_entry));
 		agg_exit(a, th, r, fn);
 	}
+}
+
+bool pt_agg__value(struct pt_agg *a, uint32_t tid, uint32_t pid, unsigned int role, double x)
+{
+	struct thread *th = thread_get(a, tid, pid);
+
+	if (!th || !th->step_open || role >= PT_VROLE_MAX)
+		return false;
+	if (role == PT_VROLE_COUNT)
+		role = PT_VROLE_TOKENS;
+	if (role == PT_VROLE_TOKENS && (th->vmask & (1u << role)))
+		th->val[role] += x;
+	else
+		th->val[role] = x;
+	th->vmask |= 1u << role;
+	return true;
 }
 
 void pt_agg__lost(struct pt_agg *a, uint64_t n)

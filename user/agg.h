@@ -43,6 +43,10 @@ struct pt_step {
 	uint64_t t_start, t_end; /* ns */
 	const uint64_t *bucket_ns; /* nbuckets entries, time in each bucket */
 	uint64_t other_ns;         /* step time no bucket covers */
+	/* Values read during the step (pt_agg__value): bit r of vmask set
+	 * when val[r] holds role r (PT_VROLE_TOKENS, _KVLEN, _BATCH). */
+	unsigned int vmask;
+	double val[3];
 };
 
 struct pt_agg_opts {
@@ -91,6 +95,12 @@ void pt_agg__free(struct pt_agg *a);
 int pt_agg__set_func(struct pt_agg *a, uint32_t fid, bool is_step, uint64_t bucket_mask);
 
 void pt_agg__record(struct pt_agg *a, const struct pt_rec *r);
+/*
+ * A value read at a call on thread tid (valexpr.h roles): PT_VROLE_TOKENS
+ * and PT_VROLE_COUNT add to the step open on that thread, KVLEN and BATCH
+ * set it. false: no step is open on the thread (the value is not used).
+ */
+bool pt_agg__value(struct pt_agg *a, uint32_t tid, uint32_t pid, unsigned int role, double x);
 /* n records were lost before they reached us (BPF drop counter delta). */
 void pt_agg__lost(struct pt_agg *a, uint64_t n);
 /* End of the run: open steps become incomplete, open calls are dropped. */

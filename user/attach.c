@@ -50,7 +50,7 @@ static int on_sample(void *ctx, void *data, size_t size)
 
 	if (size < sizeof(struct pt_rec))
 		return 0;
-	return a->opts.on_rec(a->opts.ctx, data);
+	return a->opts.on_rec(a->opts.ctx, data, size);
 }
 
 int pt_attach__open(struct pt_attach **out, const struct pt_attach_opts *opts, char *err,
@@ -83,6 +83,8 @@ int pt_attach__open(struct pt_attach **out, const struct pt_attach_opts *opts, c
 		a->skel->rodata->py_first_off = L->code_adaptive;
 		a->skel->rodata->py_ip_off = L->frame_ip;
 		a->skel->rodata->py_new_lim = (int)L->gen_new_lim;
+		a->skel->rodata->py_localsplus_off = L->frame_localsplus;
+		a->skel->rodata->py_long_tag = L->long_tag;
 		a->py_session = opts->py_session && kernel_has_uprobe_session();
 	}
 	/* Load only the Python programs in use (the session one needs a
@@ -94,6 +96,13 @@ int pt_attach__open(struct pt_attach **out, const struct pt_attach_opts *opts, c
 		bpf_program__set_expected_attach_type(
 			a->skel->progs.pt_py_session,
 			(enum bpf_attach_type)PT_BPF_TRACE_UPROBE_SESSION);
+	e = libbpf_num_possible_cpus();
+	if (e > 0)
+		e = bpf_map__set_max_entries(a->skel->maps.val_scratch, (__u32)e);
+	if (e) {
+		snprintf(err, errlen, "cannot size the value buffers: %s", strerror(-e));
+		goto fail;
+	}
 	e = bpf_map__set_max_entries(a->skel->maps.events, opts->ringbuf_mb << 20);
 	if (e) {
 		snprintf(err, errlen, "cannot size the ring buffer: %s", strerror(-e));
@@ -166,21 +175,29 @@ static struct bpf_link *uprobe(struct pt_attach *a, struct bpf_program *prog, co
 	return bpf_program__attach_uprobe_opts(prog, a->opts.pid, path, off, &o);
 }
 
+int pt_attach__val_spec(struct pt_attach *a, uint32_t fid, const struct pt_val_spec *spec)
+{
+	return bpf_map__update_elem(a->skel->maps.val_specs, &fid, sizeof(fid), spec, sizeof(*spec),
+				    BPF_ANY);
+}
+
 int pt_attach__func(struct pt_attach *a, const struct pt_func *f, char *err, size_t errlen)
 {
 	uint64_t off = f->file_off + f->site.skip;
+	/* the values flag saves every other function a map lookup */
+	uint64_t cookie = (uint64_t)f->fid | (f->vals_spec >= 0 ? PT_COOKIE_VALS : 0);
 	struct bpf_link *in, *out;
 	int e;
 
 	/* Return probe first: an entry without its return would leave a
 	 * frame open on every call until the exit probe lands. */
-	out = uprobe(a, a->skel->progs.pt_exit, f->host_path, off, (uint64_t)f->fid, true);
+	out = uprobe(a, a->skel->progs.pt_exit, f->host_path, off, cookie, true);
 	if (!out)
 		goto fail;
 	e = keep_link(a, out);
 	if (e)
 		return e;
-	in = uprobe(a, a->skel->progs.pt_entry, f->host_path, off, (uint64_t)f->fid, false);
+	in = uprobe(a, a->skel->progs.pt_entry, f->host_path, off, cookie, false);
 	if (!in) {
 		e = -errno;
 		bpf_link__destroy(a->links[--a->nlinks]);

@@ -27,7 +27,7 @@ struct pt_attach_opts {
 	const struct pt_python *py;
 	bool py_session; /* use a uprobe session when the kernel has them */
 	/* Called for each record; return non-zero to stop draining. */
-	int (*on_rec)(void *ctx, const struct pt_rec *r);
+	int (*on_rec)(void *ctx, const struct pt_rec *r, size_t size);
 	void *ctx;
 };
 
@@ -38,7 +38,10 @@ int pt_attach__open(struct pt_attach **out, const struct pt_attach_opts *opts, c
 		    size_t errlen);
 void pt_attach__free(struct pt_attach *a);
 
-/* Entry and return probe for one function. 0 or -errno (message in err). */
+/* What to read at fid's calls (before its probes go in). 0 or -errno. */
+int pt_attach__val_spec(struct pt_attach *a, uint32_t fid, const struct pt_val_spec *spec);
+/* Entry and return probe for one function. 0 or -errno (message in err).
+ * f->vals_spec >= 0: its pt_val_spec must be in place. */
 int pt_attach__func(struct pt_attach *a, const struct pt_func *f, char *err, size_t errlen);
 /* Probe the dynamic linker's r_brk hook (see pt_dlopen in the BPF code). */
 int pt_attach__dl_hook(struct pt_attach *a, const char *path, uint64_t file_off);

@@ -41,6 +41,8 @@ enum set_key {
 	KEY_PY_SESSION,
 	KEY_SAMPLE_HZ,
 	KEY_PYTHON_MODE,
+	KEY_KV_LEN_REDUCE,
+	KEY_KV_BINS,
 	NR_KEYS,
 };
 
@@ -53,13 +55,15 @@ static const char *const key_names[NR_KEYS] = {
 	[KEY_PY_SESSION] = "py_session",
 	[KEY_SAMPLE_HZ] = "sample_hz",
 	[KEY_PYTHON_MODE] = "python_mode",
+	[KEY_KV_LEN_REDUCE] = "kv_len_reduce",
+	[KEY_KV_BINS] = "kv_bins",
 };
 
 #define KNOWN_KEYS                                                                   \
 	"warmup_steps, ringbuf_mb, poll_ms, prologue_skip, ringbuf_wakeup, py_session, " \
-	"sample_hz, python_mode"
+	"sample_hz, python_mode, kv_len_reduce, kv_bins"
 
-static const char *const keywords[] = { "step", "bucket", "set", "lines" };
+static const char *const keywords[] = { "step", "bucket", "set", "lines", "count" };
 
 struct parser {
 	struct pt_config *cfg;
@@ -448,26 +452,101 @@ fail:
 	return ret;
 }
 
+#define STEP_FORM "step <probe> [mode=call|iteration] [tokens=<v>] [kv_len=<v>] [batch=<v>]"
+
+/* Add expression text (at tok's column, after skip chars) to probe idx in role. */
+static int add_vexpr(struct parser *p, int idx, enum pt_vrole role, const struct tok *t,
+		     size_t skip)
+{
+	struct pt_probe_spec *ps = &p->cfg->probes[idx];
+	char why[256];
+	unsigned int k;
+	int ret;
+
+	for (k = 0; k < ps->nvals; k++)
+		if (ps->vals[k].role == role ||
+		    (role == PT_VROLE_COUNT && ps->vals[k].role == PT_VROLE_TOKENS) ||
+		    (role == PT_VROLE_TOKENS && ps->vals[k].role == PT_VROLE_COUNT))
+			return perr(p, t->col, t->s, "tokens of this probe given twice",
+				    "%s already reads %s '%s'; keep one", ps->text,
+				    pt_vexpr__role_name(ps->vals[k].role), ps->vals[k].text);
+	if (ps->nvals >= PT_MAX_VALS)
+		return perr(p, t->col, t->s, "too many values on one probe",
+			    "at most %d per probe", PT_MAX_VALS);
+	ret = pt_vexpr__parse(t->s + skip, ps->kind == PT_PROBE_PY, &ps->vals[ps->nvals], why,
+			      sizeof(why));
+	if (ret == -ENOMEM)
+		return oom(p);
+	if (ret) {
+		char what[300];
+
+		/* why is "what (hint: ...)": split it for perr */
+		char *h = strstr(why, " (hint: ");
+
+		if (h) {
+			size_t hl;
+
+			*h = '\0';
+			h += 8;
+			hl = strlen(h);
+			if (hl && h[hl - 1] == ')')
+				h[hl - 1] = '\0';
+		}
+		snprintf(what, sizeof(what), "bad value expression: %s", why);
+		return perr(p, t->col + (int)skip, t->s + skip, what, h ? "%s" : NULL, h);
+	}
+	ps->vals[ps->nvals].role = role;
+	ps->vals[ps->nvals].col = t->col + (int)skip;
+	for (k = 0; k < ps->nvals; k++) {
+		struct pt_val_expr a = pt_vexpr__bpf(&ps->vals[k], PT_VFN_MEAN);
+		struct pt_val_expr b = pt_vexpr__bpf(&ps->vals[ps->nvals], PT_VFN_MEAN);
+		bool ea = a.op == PT_VOP_ELEMS || a.op == PT_VOP_AUTO_ELEMS;
+		bool eb = b.op == PT_VOP_ELEMS || b.op == PT_VOP_AUTO_ELEMS;
+
+		if (ea && eb) {
+			pt_vexpr__free(&ps->vals[ps->nvals]);
+			return perr(p, t->col, t->s, "two percentiles on one probe",
+				    "one list per call can be kept for a percentile; use mean, "
+				    "min, max or sum for the other");
+		}
+	}
+	ps->nvals++;
+	p->cfg->nvals++;
+	return 0;
+}
+
 static int parse_step(struct parser *p)
 {
 	struct pt_config *cfg = p->cfg;
 	const struct tok *t = p->toks;
 	enum pt_step_mode mode = PT_STEP_CALL;
+	bool seen_mode = false;
 	int i, idx, err;
 
 	if (p->step_line)
 		return perr(p, t[0].col, t[0].s, "second step line",
 			    "only one step per file; the first is at line %d", p->step_line);
 	if (p->ntok < 2)
-		return perr(p, t[0].col, t[0].s, "step has no probe",
-			    "step " NATIVE_FORM " [mode=call|iteration]");
+		return perr(p, t[0].col, t[0].s, "step has no probe", STEP_FORM);
 	err = probe_get(p, &t[1], &idx);
 	if (err)
 		return err;
 	for (i = 2; i < p->ntok; i++) {
-		if (i > 2 || strncmp(t[i].s, "mode=", 5))
-			return perr(p, t[i].col, t[i].s, "unexpected token on step line",
-				    "step " NATIVE_FORM " [mode=call|iteration]");
+		static const char *const roles[] = { "tokens=", "kv_len=", "batch=" };
+		int r;
+
+		for (r = 0; r < 3; r++)
+			if (!strncmp(t[i].s, roles[r], strlen(roles[r])))
+				break;
+		if (r < 3) {
+			err = add_vexpr(p, idx, (enum pt_vrole)r, &t[i], strlen(roles[r]));
+			if (err)
+				return err;
+			continue;
+		}
+		if (strncmp(t[i].s, "mode=", 5) || seen_mode)
+			return perr(p, t[i].col, t[i].s, "unexpected token on step line", STEP_FORM);
+		seen_mode = true;
 		if (!strcmp(t[i].s + 5, "call"))
 			mode = PT_STEP_CALL;
 		else if (!strcmp(t[i].s + 5, "iteration"))
@@ -564,6 +643,28 @@ static int parse_bucket(struct parser *p)
 		cfg->probes[idx].bucket_mask |= bit;
 	}
 	return 0;
+}
+
+/* count tokens <probe> <expr>: tokens added to the step running on the
+ * calling thread (a sampler's return, say). */
+static int parse_count(struct parser *p)
+{
+	const struct tok *t = p->toks;
+	int idx, err;
+
+	if (p->ntok < 2 || strcmp(t[1].s, "tokens"))
+		return perr(p, p->ntok < 2 ? t[0].col : t[1].col, p->ntok < 2 ? t[0].s : t[1].s,
+			    "count needs what it counts", "count tokens <probe> <value>");
+	if (p->ntok != 4)
+		return perr(p, t[p->ntok < 4 ? 1 : 4].col, t[p->ntok < 4 ? 1 : 4].s,
+			    p->ntok < 4 ? "count tokens needs a probe and a value"
+				       : "unexpected token on count line",
+			    "count tokens <probe> <value>, e.g. count tokens "
+			    "py:engine.Sampler.sample len(ret)");
+	err = probe_get(p, &t[2], &idx);
+	if (err)
+		return err;
+	return add_vexpr(p, idx, PT_VROLE_COUNT, &t[3], 0);
 }
 
 /* lines <py-probe> [<py-probe> ...]: functions for the per-line report. */
@@ -698,6 +799,44 @@ static int parse_set(struct parser *p)
 				    "auto (exact where the interpreter allows, else sampled), "
 				    "evalframe or sampled");
 		break;
+	case KEY_KV_LEN_REDUCE: {
+		static const enum pt_vfn ok[] = { PT_VFN_MEAN, PT_VFN_MAX, PT_VFN_MIN, PT_VFN_SUM,
+						  PT_VFN_P50, PT_VFN_P90 };
+		size_t k;
+
+		for (k = 0; k < sizeof(ok) / sizeof(ok[0]); k++)
+			if (!strcmp(v, pt_vexpr__fn_name(ok[k])))
+				break;
+		if (k == sizeof(ok) / sizeof(ok[0]))
+			return perr(p, t[2].col, v, what,
+				    "mean, max, min, sum, p50 or p90: how a kv_len list becomes "
+				    "one number per step");
+		cfg->kv_reduce = ok[k];
+		break;
+	}
+	case KEY_KV_BINS: {
+		char *s = (char *)v, *comma;
+		size_t nb = 0;
+
+		for (;;) {
+			comma = strchr(s, ',');
+			if (comma)
+				*comma = '\0';
+			if (nb == PT_MAX_KV_BINS || !parse_uint(s, UINT64_MAX / 2, &n) ||
+			    (nb == 0 && n != 0) || (nb && n <= cfg->kv_bins[nb - 1]))
+				return perr(p, t[2].col, v, what,
+					    "increasing lower bounds starting at 0, comma-separated, "
+					    "at most %d, e.g. 0,512,1024,2048 (the last bin is "
+					    "open-ended)", PT_MAX_KV_BINS);
+			cfg->kv_bins[nb++] = n;
+			if (!comma)
+				break;
+			*comma = ',';
+			s = comma + 1;
+		}
+		cfg->nkv_bins = nb;
+		break;
+	}
 	case KEY_PROLOGUE_SKIP:
 	case KEY_RINGBUF_WAKEUP:
 	case KEY_PY_SESSION:
@@ -762,13 +901,15 @@ static int parse_line(struct parser *p, char *line, size_t len)
 		return parse_set(p);
 	if (!strcmp(t[0].s, "lines"))
 		return parse_lines(p);
+	if (!strcmp(t[0].s, "count"))
+		return parse_count(p);
 	sugg = closest(t[0].s, keywords, sizeof(keywords) / sizeof(keywords[0]));
 	if (sugg)
 		return perr(p, t[0].col, t[0].s, "unknown keyword",
-			    "did you mean %s? a line is step, bucket, lines, set or a # comment",
+			    "did you mean %s? a line is step, bucket, lines, count, set or a # comment",
 			    sugg);
 	return perr(p, t[0].col, t[0].s, "unknown keyword",
-		    "a line is step, bucket, lines, set or a # comment");
+		    "a line is step, bucket, lines, count, set or a # comment");
 }
 
 int pt_config__parse(struct pt_config *cfg, FILE *f, const char *path, char *err, size_t errlen)
@@ -812,6 +953,13 @@ int pt_config__parse(struct pt_config *cfg, FILE *f, const char *path, char *err
 	cfg->py_session = true;
 	cfg->sample_hz = 1000;
 	cfg->python_mode = PT_PYMODE_AUTO;
+	cfg->kv_reduce = PT_VFN_MEAN;
+	{
+		static const uint64_t bins[] = { 0, 512, 1024, 2048, 4096, 8192, 16384 };
+
+		memcpy(cfg->kv_bins, bins, sizeof(bins));
+		cfg->nkv_bins = sizeof(bins) / sizeof(bins[0]);
+	}
 	cfg->path = strdup(path);
 	if (!cfg->path) {
 		ret = oom(p);
@@ -836,7 +984,11 @@ int pt_config__parse(struct pt_config *cfg, FILE *f, const char *path, char *err
 				 strerror(-ret));
 		goto out;
 	}
-	if (cfg->step_probe < 0 && !cfg->nbuckets && !cfg->nlines) {
+	if (cfg->nvals && cfg->step_probe < 0) {
+		p->line = 1;
+		ret = perr(p, 1, NULL, "count tokens without a step line",
+			   "tokens are counted per step: add 'step <probe>'");
+	} else if (cfg->step_probe < 0 && !cfg->nbuckets && !cfg->nlines) {
 		/* about the whole file: point at its start */
 		p->line = 1;
 		ret = perr(p, 1, NULL, "nothing to profile: no step, bucket or lines line",
@@ -879,6 +1031,8 @@ void pt_config__free(struct pt_config *cfg)
 	if (!cfg)
 		return;
 	for (i = 0; i < cfg->nprobes; i++) {
+		for (unsigned int k = 0; k < cfg->probes[i].nvals; k++)
+			pt_vexpr__free(&cfg->probes[i].vals[k]);
 		free(cfg->probes[i].text);
 		free(cfg->probes[i].object);
 		free(cfg->probes[i].symbol);

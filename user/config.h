@@ -7,6 +7,7 @@
  *   bucket <domain.name> <probe> [<probe> ...]
  *   lines  <py-probe> [<py-probe> ...]
  *   set    <key> <value>
+ *   count  tokens <probe> <expr>
  *
  * The parser takes a FILE* so tests feed fixtures; errors come back as one
  * line "file:line:col: error: ... (hint: ...)".
@@ -16,7 +17,10 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
+
+#include "valexpr.h"
 
 enum pt_probe_kind {
 	PT_PROBE_NATIVE = 1, /* native:<object>:<symbol> */
@@ -35,6 +39,10 @@ struct pt_probe_spec {
 	bool is_step;
 	bool is_lines; /* named on a lines line: per-line report */
 	unsigned long long bucket_mask; /* bit i: in buckets[i] */
+	/* Values read at its calls: tokens=, kv_len=, batch= on the step
+	 * line; count tokens lines. */
+	struct pt_vexpr vals[PT_MAX_VALS];
+	unsigned int nvals;
 };
 
 enum pt_step_mode {
@@ -43,6 +51,7 @@ enum pt_step_mode {
 };
 
 #define PT_MAX_BUCKETS 64
+#define PT_MAX_KV_BINS 32
 
 /* How py: functions are timed (set python_mode). */
 enum pt_python_mode {
@@ -80,6 +89,11 @@ struct pt_config {
 	unsigned int sample_hz; /* sample_hz, default 1000, 0: no sampling */
 	enum pt_python_mode python_mode; /* python_mode auto|evalframe|sampled */
 	size_t nlines; /* probes named on lines lines */
+	/* Tokens and sequence lengths (valexpr.h) */
+	enum pt_vfn kv_reduce; /* kv_len_reduce mean|max|p50|p90|sum, default mean */
+	uint64_t kv_bins[PT_MAX_KV_BINS]; /* kv_bins: lower bounds, [0] == 0, increasing */
+	size_t nkv_bins;
+	size_t nvals; /* expressions over all probes */
 };
 
 /* 0, or -EINVAL with a one-line message in err (no trailing newline). */

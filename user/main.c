@@ -40,6 +40,7 @@
 #include "resolve.h"
 #include "sampler.h"
 #include "stacks.h"
+#include "stepvals.h"
 #include "target.h"
 #include "targets_list.h"
 
@@ -89,6 +90,10 @@ struct run {
 	struct pt_stacks *stk;
 	struct pt_sframe *sf; /* scratch: one sample's frames and their labels */
 	char (*labels)[256];
+
+	/* tokens, kv_len, batch per step */
+	struct pt_stepvals sv;
+	struct pt_tmem tmem; /* the target's memory (frame slots of py: values) */
 };
 
 static int verbose;
@@ -137,7 +142,53 @@ static double since_start_s(const struct run *r)
 }
 
 static int grow_fstate(struct run *r);
+static int read_target(void *ctx, uint64_t addr, void *buf, size_t len);
 static void update_trampoline(struct run *r);
+
+/* What BPF reads at f's calls, when its probe has values. */
+static void set_val_spec(struct run *r, const struct pt_func *f)
+{
+	struct pt_val_spec vs;
+
+	if (f->vals_spec < 0 || !r->att)
+		return;
+	pt_stepvals__bpf_spec(&r->sv, f->vals_spec, &vs);
+	if (pt_attach__val_spec(r->att, (uint32_t)f->fid, &vs))
+		fprintf(stderr, "proftrace: warning: cannot set the values of %s: no tokens, "
+				"kv_len or batch from it\n", f->symbol);
+}
+
+/* The frame slots of a py: function's argument values in code object
+ * code (they differ per code object: two functions can match a probe). */
+static void set_py_slots(struct run *r, uint64_t code, struct pt_py_code *val)
+{
+	const struct pt_func *f;
+	const struct pt_probe_spec *ps;
+	const char *names[PT_MAX_VALS] = { 0 };
+	int16_t slots[PT_MAX_VALS];
+	struct pt_pytypes t = { .code_type = r->py.code_type,
+				.unicode_type = r->py.unicode_type };
+
+	for (int k = 0; k < PT_MAX_VALS; k++)
+		val->slot[k] = PT_PY_SLOT_NONE;
+	val->vals = 0;
+	if (val->fid >= pt_resolver__nfuncs(r->res))
+		return;
+	f = pt_resolver__func(r->res, val->fid);
+	if (f->vals_spec < 0)
+		return;
+	ps = &r->cfg.probes[f->vals_spec];
+	for (unsigned int k = 0; k < ps->nvals && k < PT_MAX_VALS; k++)
+		names[k] = ps->vals[k].src == PT_VSRC_PYARG ? ps->vals[k].name : NULL;
+	if (pt_pycode__slots(&r->tmem, &r->py.L, &t, code, names, PT_MAX_VALS, slots) == 0)
+		memcpy(val->slot, slots, sizeof(slots));
+	for (unsigned int k = 0; k < ps->nvals && k < PT_MAX_VALS; k++)
+		if (names[k] && val->slot[k] < 0)
+			fprintf(stderr, "proftrace: warning: %s (%s:%u) has no argument '%s': %s=%s "
+					"is missing for it\n", f->symbol, f->object, f->py_line,
+				names[k], pt_vexpr__role_name(ps->vals[k].role), ps->vals[k].text);
+	val->vals = 1;
+}
 
 /* Python functions found at run time, by the frame probe or in samples:
  * the aggregator and the report learn about them. */
@@ -153,6 +204,7 @@ static void sync_py_funcs(struct run *r)
 		if (!f->py)
 			continue; /* native: attach_new() does these */
 		pt_agg__set_func(r->agg, (uint32_t)f->fid, f->is_step, f->bucket_mask);
+		set_val_spec(r, f);
 		r->fs[i].attached = true;
 		r->fs[i].at_s = since_start_s(r);
 		if (f->lines_spec >= 0 && r->stk)
@@ -175,9 +227,11 @@ static void on_pycode(struct run *r, const struct pt_rec_pycode *rec)
 	 * gone: the object now there announces itself */
 	if (fid < 0 || fid == PT_PYPROBE_GONE)
 		return;
-	pt_attach__py_code(r->att, rec->code, &val);
 	if (added)
-		sync_py_funcs(r);
+		sync_py_funcs(r); /* before the answer: BPF needs the fid's value spec */
+	if (fid != PT_FID_PY_NONE && pt_stepvals__active(&r->sv))
+		set_py_slots(r, rec->code, &val);
+	pt_attach__py_code(r->att, rec->code, &val);
 }
 
 /* The thread's name, read once, for the flame graph and the report. */
@@ -238,7 +292,17 @@ static int on_sample(void *ctx, const struct pt_sample *s)
 	return 0;
 }
 
-static int on_rec(void *ctx, const struct pt_rec *rec)
+static void on_values(struct run *r, const struct pt_rec_vals *v, size_t size)
+{
+	if (v->fid >= r->nfs) {
+		r->sv.bad_records++;
+		return;
+	}
+	pt_stepvals__record(&r->sv, r->agg, pt_resolver__func(r->res, v->fid)->vals_spec, v,
+			    size);
+}
+
+static int on_rec(void *ctx, const struct pt_rec *rec, size_t size)
 {
 	struct run *r = ctx;
 	struct pt_rec copy;
@@ -252,6 +316,9 @@ static int on_rec(void *ctx, const struct pt_rec *rec)
 		if (r->pp)
 			on_pycode(r, (const struct pt_rec_pycode *)rec);
 		return 0;
+	case PT_REC_VALUES:
+		on_values(r, (const struct pt_rec_vals *)rec, size);
+		return 0;
 	}
 	if (rec->fid == PT_FID_PY_PENDING) {
 		/* A call that began before we answered for its code: the
@@ -263,9 +330,20 @@ static int on_rec(void *ctx, const struct pt_rec *rec)
 		if (copy.fid == PT_FID_PY_NONE || copy.fid == PT_PYPROBE_GONE)
 			return 0;
 		rec = &copy;
+		/* its code was not known at entry: BPF could not read its values */
+		if (copy.fid < r->nfs)
+			pt_stepvals__missed(&r->sv, pt_resolver__func(r->res, copy.fid)->vals_spec,
+					    rec->type == PT_REC_EXIT, PT_VST_FIRST_CALL);
 	}
 	pt_agg__record(r->agg, rec);
 	return 0;
+}
+
+static void on_step(void *ctx, const struct pt_step *s)
+{
+	struct run *r = ctx;
+
+	pt_stepvals__step(&r->sv, s);
 }
 
 static int grow_fstate(struct run *r)
@@ -301,6 +379,7 @@ static int attach_new(struct run *r, size_t from)
 			continue; /* found at run time, served by the frame probe */
 		if (pt_agg__set_func(r->agg, (uint32_t)f->fid, f->is_step, f->bucket_mask))
 			return -ENOMEM;
+		set_val_spec(r, f);
 		if (f->unusable) {
 			r->fs[i].reason = strdup(f->unusable);
 			continue;
@@ -424,7 +503,7 @@ static bool py_has_roles(const struct pt_config *cfg)
 {
 	for (size_t i = 0; i < cfg->nprobes; i++)
 		if (cfg->probes[i].kind == PT_PROBE_PY &&
-		    (cfg->probes[i].is_step || cfg->probes[i].bucket_mask))
+		    (cfg->probes[i].is_step || cfg->probes[i].bucket_mask || cfg->probes[i].nvals))
 			return true;
 	return false;
 }
@@ -1043,6 +1122,8 @@ static int write_outputs(struct run *r)
 	rep.nbuckets = r->cfg.nbuckets;
 	rep.funcs = rows;
 	rep.nfuncs = nrows;
+	rep.vals = &r->sv;
+	rep.val_records_dropped = c.val_dropped;
 	rep.health.events = r->events;
 	rep.health.dropped_events = c.dropped;
 	rep.health.depth_overflow = c.depth_overflow;
@@ -1285,8 +1366,8 @@ static int check_modes(const struct pt_config *cfg, char *err, size_t errlen)
 	}
 	if (py_has_roles(cfg)) {
 		snprintf(err, errlen, "%s: python_mode sampled cannot time a py: probe used as a "
-			 "step or in a bucket: they need the frame probe (hint: use python_mode "
-			 "auto or evalframe)", cfg->path);
+			 "step, in a bucket or read for values: they need the frame probe (hint: "
+			 "use python_mode auto or evalframe)", cfg->path);
 		return -EINVAL;
 	}
 	return 0;
@@ -1396,6 +1477,12 @@ int main(int argc, char **argv)
 	gopts.nbuckets = r.cfg.nbuckets;
 	gopts.step_mode = r.cfg.step_mode;
 	gopts.warmup_steps = r.cfg.warmup_steps;
+	if (pt_stepvals__init(&r.sv, &r.cfg))
+		goto cleanup;
+	gopts.on_step = on_step;
+	gopts.ctx = &r;
+	r.tmem.read = read_target;
+	r.tmem.ctx = &r.tgt.pid;
 	r.agg = pt_agg__new(&gopts);
 	if (!r.agg)
 		goto cleanup;
@@ -1495,6 +1582,7 @@ cleanup:
 	pt_pyprobe__free(r.pp);
 	pt_python__free(&r.py);
 	pt_agg__free(r.agg);
+	pt_stepvals__free(&r.sv);
 	pt_resolver__free(r.res);
 	pt_maps__free(&maps);
 	for (size_t i = 0; i < r.nfs; i++)

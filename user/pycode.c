@@ -186,3 +186,38 @@ int pt_pycode__read_linetable(const struct pt_tmem *m, const struct pt_py_layout
 	*len = (size_t)size;
 	return 0;
 }
+
+/*
+ * The frame slot of each name in names[] (argument or local) for the code
+ * object at code_addr: its index in co_varnames (< 3.11) or
+ * co_localsplusnames, -1 when absent. Both tuples list the arguments
+ * first, in the order the frame holds them.
+ */
+int pt_pycode__slots(const struct pt_tmem *m, const struct pt_py_layout *L,
+		     const struct pt_pytypes *t, uint64_t code_addr, const char *const *names,
+		     size_t n, int16_t *slots)
+{
+	uint64_t tup, size, item;
+	char s[256];
+	int e;
+
+	for (size_t k = 0; k < n; k++)
+		slots[k] = -1;
+	if (!L->code_varnames)
+		return -EINVAL;
+	if ((e = rd(m, code_addr, L->code_varnames, &tup, sizeof(tup))) ||
+	    (e = rd(m, tup, 16, &size, sizeof(size)))) /* ob_size */
+		return e;
+	if (size > 0x7fff) /* slots are s16 in BPF; real code has a few hundred */
+		return -E2BIG;
+	for (uint64_t i = 0; i < size; i++) {
+		if ((e = rd(m, tup, 24 + i * 8, &item, sizeof(item)))) /* ob_item[i] */
+			return e;
+		if (pt_pystr__read(m, L, t, item, s, sizeof(s)))
+			continue; /* not a short str: no name we look for */
+		for (size_t k = 0; k < n; k++)
+			if (slots[k] < 0 && names[k] && !strcmp(names[k], s))
+				slots[k] = (int16_t)i;
+	}
+	return 0;
+}

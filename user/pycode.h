@@ -72,6 +72,16 @@ int pt_pycode__read_names(const struct pt_tmem *m, const struct pt_py_layout *L,
 int pt_pycode__read_linetable(const struct pt_tmem *m, const struct pt_py_layout *L,
 			      uint64_t code_addr, uint8_t **tab, size_t *len);
 
+/*
+ * Frame slots of names[0..n) (arguments or locals) in the code object at
+ * code_addr: slots[k] = its localsplus index, -1 when it has no such name
+ * (or names[k] is NULL). 0, -E2BIG for an implausible tuple, -errno when
+ * memory cannot be read.
+ */
+int pt_pycode__slots(const struct pt_tmem *m, const struct pt_py_layout *L,
+		     const struct pt_pytypes *t, uint64_t code_addr, const char *const *names,
+		     size_t n, int16_t *slots);
+
 /* A str object as UTF-8 (NUL-terminated). Same errors. */
 int pt_pystr__read(const struct pt_tmem *m, const struct pt_py_layout *L,
 		   const struct pt_pytypes *t, uint64_t addr, char *out, size_t outlen);

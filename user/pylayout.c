@@ -16,7 +16,8 @@ static const struct pt_py_layout layouts[] = {
 	  .evalframe_all_calls = true,
 	  .interp_tstate_head = 8, .tstate_next = 8, .tstate_thread_id = 176, .tstate_frame = 24,
 	  .cframe_frame = -1, .frame_back = 24, .frame_lasti = 104, .owner_cstack = 256,
-	  .frame_size = 112 },
+	  .frame_size = 112,
+	  .frame_localsplus = 360, .code_varnames = 72, .long_tag = false },
 	{ .minor = 9, .frame_arg = 2, .frame_code = 32, .code_filename = 104, .code_name = 112,
 	  .code_firstlineno = 40, .code_flags = 36, .ob_type = 8, .str_length = 16, .str_state = 32,
 	  .code_linetable = 120, .bytes_size = 16, .bytes_sval = 32,
@@ -24,7 +25,8 @@ static const struct pt_py_layout layouts[] = {
 	  .evalframe_all_calls = true,
 	  .interp_tstate_head = 8, .tstate_next = 8, .tstate_thread_id = 176, .tstate_frame = 24,
 	  .cframe_frame = -1, .frame_back = 24, .frame_lasti = 104, .owner_cstack = 256,
-	  .frame_size = 112 },
+	  .frame_size = 112,
+	  .frame_localsplus = 360, .code_varnames = 72, .long_tag = false },
 	{ .minor = 10, .frame_arg = 2, .frame_code = 32, .code_filename = 104, .code_name = 112,
 	  .code_firstlineno = 40, .code_flags = 36, .ob_type = 8, .str_length = 16, .str_state = 32,
 	  .code_linetable = 120, .bytes_size = 16, .bytes_sval = 32,
@@ -32,7 +34,8 @@ static const struct pt_py_layout layouts[] = {
 	  .interp_eval_frame = 1368, .evalframe_all_calls = true,
 	  .interp_tstate_head = 8, .tstate_next = 8, .tstate_thread_id = 176, .tstate_frame = 24,
 	  .cframe_frame = -1, .frame_back = 24, .frame_lasti = 96, .owner_cstack = 256,
-	  .frame_size = 104 },
+	  .frame_size = 104,
+	  .frame_localsplus = 352, .code_varnames = 72, .long_tag = false },
 	{ .minor = 11, .frame_arg = 2, .frame_code = 32, .code_filename = 112, .code_name = 120,
 	  .code_qualname = 128, .code_firstlineno = 72, .code_flags = 48, .gen_frames = true,
 	  .code_linetable = 136, .bytes_size = 16, .bytes_sval = 32,
@@ -41,7 +44,8 @@ static const struct pt_py_layout layouts[] = {
 	  .interp_eval_frame = 1424,
 	  .interp_tstate_head = 16, .tstate_next = 8, .tstate_thread_id = 152, .tstate_frame = 56,
 	  .cframe_frame = 8, .frame_back = 48, .frame_owner = 69, .owner_cstack = 256,
-	  .frame_size = 72 },
+	  .frame_size = 72,
+	  .frame_localsplus = 72, .code_varnames = 96, .long_tag = false },
 	{ .minor = 12, .frame_arg = 2, .frame_code = 0, .code_filename = 112, .code_name = 120,
 	  .code_qualname = 128, .code_firstlineno = 68, .code_flags = 48, .gen_frames = true,
 	  .code_linetable = 136, .bytes_size = 16, .bytes_sval = 32,
@@ -50,7 +54,8 @@ static const struct pt_py_layout layouts[] = {
 	  .interp_eval_frame = 1744,
 	  .interp_tstate_head = 72, .tstate_next = 8, .tstate_thread_id = 136, .tstate_frame = 56,
 	  .cframe_frame = 0, .frame_back = 8, .frame_owner = 70, .owner_cstack = 3,
-	  .frame_size = 72 },
+	  .frame_size = 72,
+	  .frame_localsplus = 72, .code_varnames = 96, .long_tag = true },
 	{ .minor = 13, .frame_arg = 2, .frame_code = 0, .code_filename = 112, .code_name = 120,
 	  .code_qualname = 128, .code_firstlineno = 68, .code_flags = 48, .gen_frames = true,
 	  .code_linetable = 136, .bytes_size = 16, .bytes_sval = 32,
@@ -59,7 +64,8 @@ static const struct pt_py_layout layouts[] = {
 	  .interp_eval_frame = 8472,
 	  .interp_tstate_head = 7344, .tstate_next = 8, .tstate_thread_id = 152, .tstate_frame = 72,
 	  .cframe_frame = -1, .frame_back = 8, .frame_owner = 70, .owner_cstack = 3,
-	  .frame_size = 72 },
+	  .frame_size = 72,
+	  .frame_localsplus = 72, .code_varnames = 96, .long_tag = true },
 };
 
 const struct pt_py_layout *pt_py_layout__get(unsigned int minor)
@@ -86,6 +92,7 @@ enum {
 	DO_FRAME_PREVIOUS = 29,
 	DO_FRAME_EXECUTABLE = 30,
 	DO_FRAME_INSTR_PTR = 31,
+	DO_FRAME_LOCALSPLUS = 32,
 	DO_FRAME_OWNER = 33,
 	DO_CODE_SIZE = 34,
 	DO_CODE_FILENAME = 35,
@@ -93,6 +100,7 @@ enum {
 	DO_CODE_QUALNAME = 37,
 	DO_CODE_LINETABLE = 38,
 	DO_CODE_FIRSTLINENO = 39,
+	DO_CODE_LOCALSPLUSNAMES = 41,
 	DO_CODE_ADAPTIVE = 43,
 	DO_PYOBJECT_OB_TYPE = 45,
 	DO_BYTES_SIZE = 64,
@@ -156,7 +164,9 @@ int pt_py_layout__from_debug_offsets(struct pt_py_layout *L, const void *buf, si
 	    !fits(w[DO_TSTATE_CURRENT_FRAME], 8, w[DO_TSTATE_SIZE]) ||
 	    !fits(w[DO_TSTATE_THREAD_ID], 8, w[DO_TSTATE_SIZE]) ||
 	    !fits(w[DO_FRAME_PREVIOUS], 8, w[DO_FRAME_SIZE]) ||
-	    !fits(w[DO_FRAME_OWNER], 1, w[DO_FRAME_SIZE]) || w[DO_FRAME_OWNER] == 0) {
+	    !fits(w[DO_FRAME_OWNER], 1, w[DO_FRAME_SIZE]) || w[DO_FRAME_OWNER] == 0 ||
+	    !fits(w[DO_FRAME_LOCALSPLUS], 0, w[DO_FRAME_SIZE]) ||
+	    !fits(w[DO_CODE_LOCALSPLUSNAMES], 8, w[DO_CODE_SIZE])) {
 		snprintf(err, errlen, "_Py_DebugOffsets holds implausible offsets");
 		return -EINVAL;
 	}
@@ -184,6 +194,8 @@ int pt_py_layout__from_debug_offsets(struct pt_py_layout *L, const void *buf, si
 	L->tstate_frame = (unsigned int)w[DO_TSTATE_CURRENT_FRAME];
 	L->frame_back = (unsigned int)w[DO_FRAME_PREVIOUS];
 	L->frame_owner = (unsigned int)w[DO_FRAME_OWNER];
+	L->frame_localsplus = (unsigned int)w[DO_FRAME_LOCALSPLUS];
+	L->code_varnames = (unsigned int)w[DO_CODE_LOCALSPLUSNAMES];
 	/* The sampler reads one frame prefix holding every field it uses. */
 	L->frame_size = 0;
 	if (L->frame_size < L->frame_code + 8)

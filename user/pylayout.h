@@ -60,6 +60,12 @@ struct pt_py_layout {
 	 * versions inline Python-to-Python calls unless an eval_frame hook
 	 * such as the perf trampoline is installed. */
 	bool evalframe_all_calls;
+	/* Values read at calls (issue 7): the frame's local slots, and the
+	 * code object's tuple naming them (co_varnames < 3.11, else
+	 * co_localsplusnames: arguments first in both). */
+	unsigned int frame_localsplus;
+	unsigned int code_varnames;
+	bool long_tag; /* ints carry lv_tag (3.12+), not a signed ob_size */
 };
 
 /* The row for 3.<minor>, NULL when unsupported. */

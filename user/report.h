@@ -14,6 +14,7 @@
 #include <stdio.h>
 
 #include "agg.h"
+#include "stepvals.h"
 
 struct cJSON;
 
@@ -143,6 +144,9 @@ struct pt_report {
 	size_t nfuncs;
 	const struct pt_report_lines_fn *lines;
 	size_t nlines;
+	/* tokens, kv_len, batch per step; NULL or inactive: not configured */
+	const struct pt_stepvals *vals;
+	uint64_t val_records_dropped; /* value records BPF could not write */
 	struct pt_report_health health;
 };
 

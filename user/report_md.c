@@ -972,6 +972,90 @@ static void put_health(FILE *f, const cJSON *doc)
 	}
 }
 
+/* One line per value with its coverage and why some are missing. */
+static void put_value_health(FILE *f, const char *role, const cJSON *v)
+{
+	const cJSON *m = pt_jget(v, "missing"), *it;
+	double n;
+
+	fprintf(f, "- %s = ", role);
+	put_code(f, pt_jstr(v, "expr"));
+	fputs(" on ", f);
+	put_code(f, pt_jstr(v, "probe"));
+	fputs(": read ", f);
+	put_count(f, v, "read");
+	if (pt_jnum(v, "steps_without_value", &n) && n > 0)
+		fprintf(f, ", %.0f counted step%s without it", n, plural(n));
+	if (pt_jnum(v, "outside_step", &n) && n > 0)
+		fprintf(f, ", %.0f read outside any step (not used)", n);
+	if (pt_jnum(v, "missing_total", &n) && n > 0) {
+		fprintf(f, ", %.0f missing:", n);
+		cJSON_ArrayForEach(it, m)
+			if (cJSON_IsNumber(it))
+				fprintf(f, " %s %.0f", it->string, it->valuedouble);
+	}
+	fputs("\n", f);
+}
+
+static void put_tokens(FILE *f, const cJSON *doc)
+{
+	const cJSON *vals = pt_jget(doc, "values"), *st = pt_jget(doc, "stats");
+	const cJSON *bins = pt_jarr(doc, "decode_length_buckets"), *b, *it;
+	static const char *const roles[] = { "tokens", "kv_len", "batch" };
+	double v;
+
+	if (!vals)
+		return;
+	fputs("## Tokens and sequence lengths\n\n", f);
+	fputs("| tokens | tok/s | steps with tokens | batch mean | kv_len mean |\n"
+	      "|---:|---:|---:|---:|---:|\n| ", f);
+	put_count(f, st, "tokens");
+	CELL(f);
+	put_fixed(f, st, "tok_per_s", 1);
+	CELL(f);
+	put_count(f, st, "steps_with_tokens");
+	CELL(f);
+	put_fixed(f, st, "batch_mean", 2);
+	CELL(f);
+	put_fixed(f, st, "kv_len_mean", 1);
+	fputs(" |\n\n", f);
+	fputs("tok/s: tokens over the summed time of the counted steps that have a token "
+	      "count.\n\n", f);
+	if (bins) {
+		static const struct cell cols[] = {
+			{ C_COUNT, "steps" }, { C_MS, "mean_ms" }, { C_MS, "p50_ms" },
+			{ C_MS, "p90_ms" },   { C_MS, "p99_ms" },  { C_COUNT, "tokens" },
+		};
+
+		fputs("| kv_len | steps | mean ms | p50 ms | p90 ms | p99 ms | tokens | tok/s |\n"
+		      "|---|---:|---:|---:|---:|---:|---:|---:|\n", f);
+		cJSON_ArrayForEach(b, bins)
+		{
+			fputs("| ", f);
+			put_count(f, b, "kv_min");
+			if (pt_jnum(b, "kv_max", &v))
+				fprintf(f, "–%.0f", v);
+			else
+				fputs("+", f);
+			CELL(f);
+			put_cells(f, b, cols, NCELLS(cols));
+			CELL(f);
+			put_fixed(f, b, "tok_per_s", 1);
+			fputs(" |\n", f);
+		}
+		fputs("\n", f);
+	}
+	for (size_t i = 0; i < 3; i++)
+		if ((it = pt_jget(vals, roles[i])))
+			put_value_health(f, roles[i], it);
+	cJSON_ArrayForEach(it, pt_jarr(vals, "count_tokens"))
+		put_value_health(f, "count tokens", it);
+	if (pt_jnum(vals, "records_dropped", &v) && v > 0)
+		fprintf(f, "- %.0f value record%s lost (ring buffer full): raise `set ringbuf_mb`\n",
+			v, plural(v));
+	fputs("\n", f);
+}
+
 int pt_report_md__write(FILE *f, const struct cJSON *summary)
 {
 	int err;
@@ -980,6 +1064,7 @@ int pt_report_md__write(FILE *f, const struct cJSON *summary)
 		return -EINVAL;
 	put_header(f, summary);
 	put_steps(f, summary);
+	put_tokens(f, summary);
 	put_buckets(f, summary);
 	put_functions(f, summary);
 	err = put_sampling(f, summary);

@@ -261,6 +261,7 @@ static struct pt_func *new_func(struct pt_resolver *r)
 	memset(f, 0, sizeof(*f));
 	f->fid = (int)r->nfuncs;
 	f->lines_spec = -1;
+	f->vals_spec = -1;
 	return f;
 }
 
@@ -281,6 +282,8 @@ static int add_func(struct pt_resolver *r, struct pt_obj *o, size_t symidx, size
 			r->spec_nfuncs[spec]++; /* only "found or not" is used */
 		f->is_step |= s->is_step;
 		f->bucket_mask |= s->bucket_mask;
+		if (s->nvals && f->vals_spec < 0)
+			f->vals_spec = (int)spec;
 		return 0;
 	}
 	f = new_func(r);
@@ -289,6 +292,7 @@ static int add_func(struct pt_resolver *r, struct pt_obj *o, size_t symidx, size
 	f->spec = (int)spec;
 	f->is_step = s->is_step;
 	f->bucket_mask = s->bucket_mask;
+	f->vals_spec = s->nvals ? (int)spec : -1;
 	f->file_off = sym->file_off;
 	f->object = strdup(pt_target__view(r->root, o->path));
 	f->host_path = strdup(o->host_path);
@@ -452,6 +456,8 @@ int pt_resolver__add_py(struct pt_resolver *r, const size_t *specs, size_t nspec
 		f->bucket_mask |= s->bucket_mask;
 		if (s->is_lines && f->lines_spec < 0)
 			f->lines_spec = (int)specs[i];
+		if (s->nvals && f->vals_spec < 0)
+			f->vals_spec = (int)specs[i];
 		r->spec_nfuncs[specs[i]]++;
 	}
 	f->object = strdup(filename);

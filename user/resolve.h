@@ -23,6 +23,7 @@ struct pt_func {
 	bool is_step;
 	unsigned long long bucket_mask;
 	int lines_spec;  /* first `lines` spec that named it, -1: none */
+	int vals_spec;   /* first spec with values (tokens=, count) that named it, -1: none */
 	char *object;    /* path as the target sees it */
 	char *host_path; /* path to open and attach from here */
 	char *symbol;

@@ -221,6 +221,131 @@ static void build_meta(struct jb *b, cJSON *root, const struct pt_report_meta *m
 	jb_str(b, o, "qualname_source_missing", m->python->no_source_file);
 }
 
+/* tokens per second over the summed time of the steps that have tokens */
+static void jb_tok_rate(struct jb *b, cJSON *o, double tokens, double ns, uint64_t steps)
+{
+	if (steps && ns > 0)
+		jb_num(b, o, "tok_per_s", round6(tokens / (ns / 1e9)));
+	else
+		jb_null(b, o, "tok_per_s");
+}
+
+static void build_tok_stats(struct jb *b, cJSON *o, const struct pt_stepvals *sv)
+{
+	const struct pt_stepvals_role *tok = &sv->role[PT_VROLE_TOKENS];
+	bool have_tok = tok->probe || sv->ncounts;
+
+	if (have_tok) {
+		jb_num(b, o, "tokens", sv->tokens);
+		jb_num(b, o, "steps_with_tokens", (double)sv->tok_steps);
+		jb_tok_rate(b, o, sv->tokens, sv->tok_ns, sv->tok_steps);
+	}
+	if (sv->role[PT_VROLE_BATCH].probe) {
+		if (sv->batch_steps)
+			jb_num(b, o, "batch_mean", round6(sv->batch_sum / (double)sv->batch_steps));
+		else
+			jb_null(b, o, "batch_mean");
+	}
+	if (sv->role[PT_VROLE_KVLEN].probe) {
+		if (sv->kv_steps)
+			jb_num(b, o, "kv_len_mean", round6(sv->kv_sum / (double)sv->kv_steps));
+		else
+			jb_null(b, o, "kv_len_mean");
+	}
+}
+
+static void jb_missing(struct jb *b, cJSON *o, const uint64_t *missing)
+{
+	cJSON *m = add_obj(b, o, "missing");
+	uint64_t total = 0;
+
+	for (int i = 0; i < PT_VST_NREASONS; i++)
+		total += missing[i];
+	jb_num(b, o, "missing_total", (double)total);
+	for (int i = 0; m && i < PT_VST_NREASONS; i++)
+		if (missing[i])
+			jb_num(b, m, pt_stepvals__reason_name((unsigned int)i), (double)missing[i]);
+}
+
+static void build_values(struct jb *b, cJSON *root, const struct pt_report *r)
+{
+	const struct pt_stepvals *sv = r->vals;
+	cJSON *o = add_obj(b, root, "values"), *arr;
+
+	if (!o)
+		return;
+	for (int k = 0; k < 3; k++) {
+		const struct pt_stepvals_role *ro = &sv->role[k];
+		cJSON *e;
+
+		if (!ro->probe)
+			continue;
+		e = add_obj(b, o, pt_vexpr__role_name((enum pt_vrole)k));
+		if (!e)
+			continue;
+		jb_str(b, e, "probe", ro->probe->text);
+		jb_str(b, e, "expr", ro->expr->text);
+		if (k == PT_VROLE_KVLEN)
+			jb_str(b, e, "reduce", pt_vexpr__fn_name(pt_vexpr__reduce_fn(
+						      ro->expr, sv->cfg->kv_reduce)));
+		jb_num(b, e, "read", (double)ro->read);
+		jb_num(b, e, "outside_step", (double)ro->outside);
+		jb_num(b, e, "steps_with_value", (double)ro->steps);
+		jb_num(b, e, "steps_without_value", (double)(sv->steps - ro->steps));
+		jb_missing(b, e, ro->missing);
+	}
+	arr = add_arr(b, o, "count_tokens");
+	for (size_t i = 0; arr && i < sv->ncounts; i++) {
+		const struct pt_stepvals_count *c = &sv->counts[i];
+		cJSON *e = arr_obj(b, arr);
+
+		if (!e)
+			continue;
+		jb_str(b, e, "probe", c->probe->text);
+		jb_str(b, e, "expr", c->expr->text);
+		jb_num(b, e, "read", (double)c->read);
+		jb_num(b, e, "outside_step", (double)c->outside);
+		jb_num(b, e, "tokens_outside_step", (double)c->tokens_sum_outside);
+		jb_missing(b, e, c->missing);
+	}
+	jb_num(b, o, "records_dropped", (double)r->val_records_dropped);
+	jb_num(b, o, "bad_records", (double)sv->bad_records);
+}
+
+static void build_kv_bins(struct jb *b, cJSON *root, const struct pt_stepvals *sv)
+{
+	cJSON *arr = add_arr(b, root, "decode_length_buckets");
+
+	for (size_t i = 0; arr && i < sv->nbins; i++) {
+		const struct pt_stepvals_bin *bn = &sv->bins[i];
+		const struct pt_dist *d = &bn->dur;
+		cJSON *e = arr_obj(b, arr);
+
+		if (!e)
+			continue;
+		jb_num(b, e, "kv_min", (double)bn->lo);
+		if (bn->hi == UINT64_MAX)
+			jb_null(b, e, "kv_max");
+		else
+			jb_num(b, e, "kv_max", (double)bn->hi);
+		jb_num(b, e, "steps", (double)d->count);
+		if (d->count) {
+			jb_ms(b, e, "mean_ms", d->sum / (double)d->count);
+			jb_ms(b, e, "p50_ms", pt_dist__quantile(d, 0.50));
+			jb_ms(b, e, "p90_ms", pt_dist__quantile(d, 0.90));
+			jb_ms(b, e, "p99_ms", pt_dist__quantile(d, 0.99));
+		} else {
+			jb_null(b, e, "mean_ms");
+			jb_null(b, e, "p50_ms");
+			jb_null(b, e, "p90_ms");
+			jb_null(b, e, "p99_ms");
+		}
+		jb_num(b, e, "steps_with_tokens", (double)bn->tok_steps);
+		jb_num(b, e, "tokens", bn->tokens);
+		jb_tok_rate(b, e, bn->tokens, bn->tok_ns, bn->tok_steps);
+	}
+}
+
 static void build_stats(struct jb *b, cJSON *root, const struct pt_report *r,
 			const struct pt_agg_step_stats *st)
 {
@@ -259,6 +384,8 @@ static void build_stats(struct jb *b, cJSON *root, const struct pt_report *r,
 		jb_null(b, o, "time_ms");
 	jb_num(b, o, "warmup_steps_skipped", st ? (double)st->warmup : 0);
 	jb_num(b, o, "incomplete_steps", st ? (double)st->incomplete : 0);
+	if (r->vals && pt_stepvals__active(r->vals))
+		build_tok_stats(b, o, r->vals);
 }
 
 static void build_bucket(struct jb *b, cJSON *arr, const char *name, const char *domain,
@@ -492,6 +619,11 @@ struct cJSON *pt_summary__build(const struct pt_report *r)
 	lines = add_arr(&b, root, "lines");
 	for (i = 0; lines && i < r->nlines; i++)
 		build_lines_fn(&b, lines, r, &r->lines[i]);
+	if (r->vals && pt_stepvals__active(r->vals)) {
+		build_values(&b, root, r);
+		if (r->vals->role[PT_VROLE_KVLEN].probe)
+			build_kv_bins(&b, root, r->vals);
+	}
 	build_health(&b, root, r);
 
 	if (b.err) {
