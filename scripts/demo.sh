@@ -1,24 +1,51 @@
 #!/usr/bin/env bash
-# `make demo`: start the bundled demo engine, attach proftrace to the live
-# process for a few seconds, print report.md and the output paths.
+# `make demo`: start the bundled demo engine (tests/victims/demo_engine.py, a
+# Python continuous-batching LLM server loop), attach proftrace to the live
+# process with targets/demo.conf for a few seconds, print report.md and the
+# paths of every output.
+#
+# PT_DEMO_SECONDS  how long to attach (default 5)
+# PT_DEMO_PYTHON   the interpreter (default /usr/bin/python3, Debian's)
+# PT_DEMO_OUT      output directory (default proftrace_out/demo-<date>)
+# PT_PROFTRACE     the proftrace binary (default ./proftrace)
 set -eu
-victims=${PT_VICTIMS:-.output/victims}
-dur=${PT_DEMO_SECONDS:-3}
-fifo=$(mktemp -u /tmp/proftrace-demo.XXXXXX)
-mkfifo "$fifo"
-"$victims/victim_engine" --steps 1000000 <"$fifo" >/dev/null &
-engine=$!
-exec 3>"$fifo" # keep the engine's stdin open: it runs until we stop it
-rm -f "$fifo"
-cleanup() { kill "$engine" 2>/dev/null || true; wait "$engine" 2>/dev/null || true; }
+cd "$(dirname "$0")/.."
+dur=${PT_DEMO_SECONDS:-5}
+py=${PT_DEMO_PYTHON:-/usr/bin/python3}
+out=${PT_DEMO_OUT:-proftrace_out/demo-$(date +%Y%m%d-%H%M%S)}
+pt=${PT_PROFTRACE:-./proftrace}
+log=$(mktemp /tmp/proftrace-demo.XXXXXX)
+engine=
+cleanup() {
+	if [ -n "$engine" ]; then
+		kill "$engine" 2>/dev/null || true
+		wait "$engine" 2>/dev/null || true
+		rm -f "/tmp/perf-$engine.map" # PYTHONPERFSUPPORT's, on 3.12+
+	fi
+	rm -f "$log"
+}
 trap cleanup EXIT
-echo go >&3
-sleep 0.3
-echo "demo: engine running as pid $engine; attaching for ${dur}s (no restart, no code change)"
-out=proftrace_out/demo-$(date +%Y%m%d-%H%M%S)
+trap 'exit 130' INT TERM
+
+# PYTHONPERFSUPPORT=1: on CPython 3.12+ the perf trampoline makes every
+# Python call visible to proftrace (exact timing); 3.11 ignores it.
+PYTHONPERFSUPPORT=1 "$py" tests/victims/demo_engine.py </dev/null >"$log" &
+engine=$!
+# "ready PID" once the engine has run its first steps
+for _ in $(seq 100); do
+	grep -q '^ready ' "$log" && break
+	kill -0 "$engine" 2>/dev/null || { echo "demo: the engine exited early:" >&2; cat "$log" >&2; exit 1; }
+	sleep 0.1
+done
+grep -q '^ready ' "$log" || { echo "demo: the engine did not start within 10 s" >&2; exit 1; }
+echo "demo: engine running as pid $engine ($("$py" -c 'import sys; print("Python %d.%d.%d" % sys.version_info[:3])')); attaching for ${dur}s (no restart, no code change)"
+
 SUDO=; [ "$(id -u)" -eq 0 ] || SUDO=sudo
-$SUDO ./proftrace -p "$engine" --targets targets/demo.conf -d "$dur" -o "$out"
+$SUDO "$pt" -p "$engine" --targets targets/demo.conf -d "$dur" -o "$out"
 echo
 cat "$out/report.md"
 echo
-echo "demo: outputs in $out/: $(ls "$out" | tr '\n' ' ')"
+echo "demo: outputs:"
+for f in "$out"/*; do
+	echo "  $(realpath "$f")"
+done
