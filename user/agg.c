@@ -588,11 +588,14 @@ void pt_agg__record(struct pt_agg *a, const struct pt_rec *r)
 	}
 }
 
-bool pt_agg__value(struct pt_agg *a, uint32_t tid, uint32_t pid, unsigned int role, double x)
+bool pt_agg__value(struct pt_agg *a, uint32_t tid, uint32_t pid, unsigned int role, double x,
+		   uint64_t t_entry)
 {
 	struct thread *th = thread_get(a, tid, pid);
 
 	if (!th || !th->step_open || role >= PT_VROLE_MAX)
+		return false;
+	if (role != PT_VROLE_COUNT && t_entry != th->step_start)
 		return false;
 	if (role == PT_VROLE_COUNT)
 		role = PT_VROLE_TOKENS;

@@ -98,9 +98,14 @@ void pt_agg__record(struct pt_agg *a, const struct pt_rec *r);
 /*
  * A value read at a call on thread tid (valexpr.h roles): PT_VROLE_TOKENS
  * and PT_VROLE_COUNT add to the step open on that thread, KVLEN and BATCH
- * set it. false: no step is open on the thread (the value is not used).
+ * set it. The step's own roles (all but COUNT) come from the call that
+ * opened the step, entered at t_entry: a recursive call of the step
+ * function inside it is not another step, and its values are ignored.
+ * false: the value was not used (no step open on the thread, or not the
+ * opening call).
  */
-bool pt_agg__value(struct pt_agg *a, uint32_t tid, uint32_t pid, unsigned int role, double x);
+bool pt_agg__value(struct pt_agg *a, uint32_t tid, uint32_t pid, unsigned int role, double x,
+		   uint64_t t_entry);
 /* n records were lost before they reached us (BPF drop counter delta). */
 void pt_agg__lost(struct pt_agg *a, uint64_t n);
 /* End of the run: open steps become incomplete, open calls are dropped. */

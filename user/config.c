@@ -466,10 +466,15 @@ static int add_vexpr(struct parser *p, int idx, enum pt_vrole role, const struct
 	for (k = 0; k < ps->nvals; k++)
 		if (ps->vals[k].role == role ||
 		    (role == PT_VROLE_COUNT && ps->vals[k].role == PT_VROLE_TOKENS) ||
-		    (role == PT_VROLE_TOKENS && ps->vals[k].role == PT_VROLE_COUNT))
-			return perr(p, t->col, t->s, "tokens of this probe given twice",
-				    "%s already reads %s '%s'; keep one", ps->text,
-				    pt_vexpr__role_name(ps->vals[k].role), ps->vals[k].text);
+		    (role == PT_VROLE_TOKENS && ps->vals[k].role == PT_VROLE_COUNT)) {
+			char what[64];
+
+			snprintf(what, sizeof(what), "%s of this probe given twice",
+				 role == PT_VROLE_COUNT ? "tokens" : pt_vexpr__role_name(role));
+			return perr(p, t->col, t->s, what, "%s already reads %s '%s'; keep one",
+				    ps->text, pt_vexpr__role_name(ps->vals[k].role),
+				    ps->vals[k].text);
+		}
 	if (ps->nvals >= PT_MAX_VALS)
 		return perr(p, t->col, t->s, "too many values on one probe",
 			    "at most %d per probe", PT_MAX_VALS);
@@ -497,21 +502,51 @@ static int add_vexpr(struct parser *p, int idx, enum pt_vrole role, const struct
 	}
 	ps->vals[ps->nvals].role = role;
 	ps->vals[ps->nvals].col = t->col + (int)skip;
-	for (k = 0; k < ps->nvals; k++) {
-		struct pt_val_expr a = pt_vexpr__bpf(&ps->vals[k], PT_VFN_MEAN);
-		struct pt_val_expr b = pt_vexpr__bpf(&ps->vals[ps->nvals], PT_VFN_MEAN);
-		bool ea = a.op == PT_VOP_ELEMS || a.op == PT_VOP_AUTO_ELEMS;
-		bool eb = b.op == PT_VOP_ELEMS || b.op == PT_VOP_AUTO_ELEMS;
-
-		if (ea && eb) {
-			pt_vexpr__free(&ps->vals[ps->nvals]);
-			return perr(p, t->col, t->s, "two percentiles on one probe",
-				    "one list per call can be kept for a percentile; use mean, "
-				    "min, max or sum for the other");
-		}
-	}
+	ps->vals[ps->nvals].line = p->line;
 	ps->nvals++;
 	p->cfg->nvals++;
+	return 0;
+}
+
+static bool keeps_elems(const struct pt_vexpr *e, enum pt_vfn kv_reduce)
+{
+	struct pt_val_expr x = pt_vexpr__bpf(e, kv_reduce);
+
+	return x.op == PT_VOP_ELEMS || x.op == PT_VOP_AUTO_ELEMS;
+}
+
+/* One list per call can travel with its elements (for a percentile):
+ * checked at the end, when kv_len_reduce is known wherever it was set. */
+static int check_percentiles(struct parser *p)
+{
+	const struct pt_config *cfg = p->cfg;
+
+	for (size_t i = 0; i < cfg->nprobes; i++) {
+		const struct pt_probe_spec *ps = &cfg->probes[i];
+		int first = -1;
+
+		for (unsigned int k = 0; k < ps->nvals; k++) {
+			if (!keeps_elems(&ps->vals[k], cfg->kv_reduce))
+				continue;
+			if (first < 0) {
+				first = (int)k;
+				continue;
+			}
+			p->line = ps->vals[k].line;
+			if (ps->vals[first].fn == PT_VFN_NONE)
+				return perr(p, ps->vals[k].col, ps->vals[k].text,
+					    "two percentiles on one probe",
+					    "one list per call can be kept for a percentile, and "
+					    "'%s' is one through kv_len_reduce %s; use mean, min, "
+					    "max or sum for one of them", ps->vals[first].text,
+					    pt_vexpr__fn_name(cfg->kv_reduce));
+			return perr(p, ps->vals[k].col, ps->vals[k].text,
+				    "two percentiles on one probe",
+				    "one list per call can be kept for a percentile, and '%s' is "
+				    "one; use mean, min, max or sum for the other",
+				    ps->vals[first].text);
+		}
+	}
 	return 0;
 }
 
@@ -815,9 +850,10 @@ static int parse_set(struct parser *p)
 		break;
 	}
 	case KEY_KV_BINS: {
-		char *s = (char *)v, *comma;
+		char buf[LINE_MAX_CHARS + 1], *s = buf, *comma;
 		size_t nb = 0;
 
+		snprintf(buf, sizeof(buf), "%s", v); /* cut at commas; v stays whole for messages */
 		for (;;) {
 			comma = strchr(s, ',');
 			if (comma)
@@ -831,7 +867,6 @@ static int parse_set(struct parser *p)
 			cfg->kv_bins[nb++] = n;
 			if (!comma)
 				break;
-			*comma = ',';
 			s = comma + 1;
 		}
 		cfg->nkv_bins = nb;
@@ -984,6 +1019,9 @@ int pt_config__parse(struct pt_config *cfg, FILE *f, const char *path, char *err
 				 strerror(-ret));
 		goto out;
 	}
+	ret = check_percentiles(p);
+	if (ret)
+		goto out;
 	if (cfg->nvals && cfg->step_probe < 0) {
 		p->line = 1;
 		ret = perr(p, 1, NULL, "count tokens without a step line",

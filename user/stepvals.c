@@ -136,7 +136,7 @@ void pt_stepvals__record(struct pt_stepvals *sv, struct pt_agg *agg, int spec,
 			missed_one(sv, e, (unsigned int)st);
 			continue;
 		}
-		in = pt_agg__value(agg, r->tid, r->pid, e->role, x);
+		in = pt_agg__value(agg, r->tid, r->pid, e->role, x, r->t_entry);
 		if (e->role == PT_VROLE_COUNT) {
 			c = count_of(sv, e);
 			if (!c)

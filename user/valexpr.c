@@ -141,6 +141,9 @@ int pt_vexpr__parse(const char *s, bool py, struct pt_vexpr *e, char *why, size_
 		if (memchr(open + 1, '(', n - fl - 2))
 			return fail(why, len, "one function at most (hint: %s(arg:<name>))",
 				    fn_names[fn]);
+		if (memchr(open + 1, ')', n - fl - 2))
+			return fail(why, len, "unbalanced parentheses (hint: %s(arg:<name>))",
+				    fn_names[fn]);
 		e->fn = fn;
 		ret = operand(open + 1, n - fl - 2, true, e, why, len);
 	} else {

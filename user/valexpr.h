@@ -48,7 +48,7 @@ struct pt_vexpr {
 	uint8_t argn; /* PT_VSRC_ARG */
 	char *name;   /* PT_VSRC_PYARG: the argument's name */
 	char *text;   /* as written */
-	int col;
+	int line, col;
 };
 
 /*

@@ -37,6 +37,8 @@ struct got_step {
 	uint32_t pid, tid;
 	uint64_t t0, t1, other;
 	uint64_t b[4];
+	unsigned int vmask; /* values of the step (pt_agg__value) */
+	double val[3];
 };
 
 static struct got_step got[8192];
@@ -60,6 +62,8 @@ static void on_step(void *ctx, const struct pt_step *s)
 	g->other = s->other_ns;
 	for (i = 0; i < nbuckets && i < 4; i++)
 		g->b[i] = s->bucket_ns[i];
+	g->vmask = s->vmask;
+	memcpy(g->val, s->val, sizeof(g->val));
 }
 
 /* A (bucket 0), B (bucket 1), AB (both), LEAF (no role), STEP. */
@@ -767,6 +771,168 @@ static void test_64_buckets(void **state)
 	assert_bucket(64, 1, 850);
 }
 
+/* ---- values read during a step (pt_agg__value) ---- */
+
+#define VM(r) (1u << (r))
+
+static void assert_vals(size_t k, unsigned int vmask, double tok, double kv, double batch)
+{
+	assert_true(k < ngot);
+	assert_int_equal(got[k].vmask, vmask);
+	if (vmask & VM(PT_VROLE_TOKENS) && got[k].val[PT_VROLE_TOKENS] != tok)
+		fail_msg("step %zu tokens %g, want %g", k, got[k].val[PT_VROLE_TOKENS], tok);
+	if (vmask & VM(PT_VROLE_KVLEN) && got[k].val[PT_VROLE_KVLEN] != kv)
+		fail_msg("step %zu kv_len %g, want %g", k, got[k].val[PT_VROLE_KVLEN], kv);
+	if (vmask & VM(PT_VROLE_BATCH) && got[k].val[PT_VROLE_BATCH] != batch)
+		fail_msg("step %zu batch %g, want %g", k, got[k].val[PT_VROLE_BATCH], batch);
+}
+
+static void test_value_no_step(void **state)
+{
+	make(1, PT_STEP_CALL, 0);
+	/* a thread never seen */
+	assert_false(pt_agg__value(agg, 1, PID, PT_VROLE_TOKENS, 5, 0));
+	/* a thread in a call that is no step */
+	in(2, F_A, 100);
+	assert_false(pt_agg__value(agg, 2, PID, PT_VROLE_COUNT, 5, 0));
+	out(2, 200);
+	/* after its step ended */
+	call(2, F_STEP, 300, 400);
+	assert_false(pt_agg__value(agg, 2, PID, PT_VROLE_KVLEN, 5, 0));
+	/* a role that does not exist, in an open step */
+	in(2, F_STEP, 500);
+	assert_false(pt_agg__value(agg, 2, PID, PT_VROLE_MAX, 5, 0));
+	assert_false(pt_agg__value(agg, 2, PID, 1000, 5, 0));
+	out(2, 600);
+	/* after the end of the run */
+	in(3, F_STEP, 700);
+	assert_true(pt_agg__value(agg, 3, PID, PT_VROLE_BATCH, 2, 700));
+	pt_agg__finish(agg);
+	assert_false(pt_agg__value(agg, 3, PID, PT_VROLE_BATCH, 2, 700));
+
+	assert_int_equal(ngot, 2);
+	assert_vals(0, 0, 0, 0, 0);
+	assert_vals(1, 0, 0, 0, 0);
+	assert_int_equal(pt_agg__health(agg)->bad_records, 0);
+}
+
+static void test_value_add_and_set(void **state)
+{
+	make(0, PT_STEP_CALL, 0);
+	in(1, F_STEP, 0);
+	/* tokens and count tokens add up, in any order */
+	assert_true(pt_agg__value(agg, 1, PID, PT_VROLE_COUNT, 3, 0));
+	assert_true(pt_agg__value(agg, 1, PID, PT_VROLE_TOKENS, 5, 0));
+	assert_true(pt_agg__value(agg, 1, PID, PT_VROLE_COUNT, 2.5, 0));
+	/* kv_len and batch: the last one read */
+	assert_true(pt_agg__value(agg, 1, PID, PT_VROLE_KVLEN, 100, 0));
+	assert_true(pt_agg__value(agg, 1, PID, PT_VROLE_KVLEN, 250, 0));
+	assert_true(pt_agg__value(agg, 1, PID, PT_VROLE_BATCH, 8, 0));
+	assert_true(pt_agg__value(agg, 1, PID, PT_VROLE_BATCH, 0, 0));
+	call(1, F_LEAF, 10, 20);
+	out(1, 100);
+
+	/* the next step starts with none of them */
+	in(1, F_STEP, 200);
+	out(1, 300);
+
+	in(1, F_STEP, 400);
+	assert_true(pt_agg__value(agg, 1, PID, PT_VROLE_KVLEN, 7, 400));
+	assert_true(pt_agg__value(agg, 1, PID, PT_VROLE_TOKENS, -1, 400));
+	out(1, 500);
+
+	in(1, F_STEP, 600);
+	assert_true(pt_agg__value(agg, 1, PID, PT_VROLE_COUNT, 4, 0));
+	out(1, 700);
+	pt_agg__finish(agg);
+
+	assert_int_equal(ngot, 4);
+	assert_vals(0, VM(PT_VROLE_TOKENS) | VM(PT_VROLE_KVLEN) | VM(PT_VROLE_BATCH), 10.5, 250,
+		    0);
+	assert_vals(1, 0, 0, 0, 0);
+	assert_vals(2, VM(PT_VROLE_TOKENS) | VM(PT_VROLE_KVLEN), -1, 7, 0);
+	/* count alone is a token figure, not added to the -1 before */
+	assert_vals(3, VM(PT_VROLE_TOKENS), 4, 0, 0);
+}
+
+/* Values go to the step of their own thread; recursion is one step. */
+static void test_value_threads_and_recursion(void **state)
+{
+	make(0, PT_STEP_CALL, 0);
+	in(1, F_STEP, 0);
+	in(2, F_STEP, 10);
+	assert_true(pt_agg__value(agg, 2, PID, PT_VROLE_TOKENS, 20, 10));
+	assert_true(pt_agg__value(agg, 1, PID, PT_VROLE_TOKENS, 1, 0));
+	in(1, F_STEP, 20); /* nested: the same step, whose values are the outer call's */
+	assert_false(pt_agg__value(agg, 1, PID, PT_VROLE_TOKENS, 2, 20));
+	out(1, 30);
+	assert_true(pt_agg__value(agg, 1, PID, PT_VROLE_TOKENS, 4, 0));
+	out(2, 40);
+	out(1, 50);
+	assert_false(pt_agg__value(agg, 4, PID, PT_VROLE_TOKENS, 4, 0)); /* no such thread */
+	pt_agg__finish(agg);
+
+	assert_int_equal(ngot, 2);
+	assert_int_equal(got[0].tid, 2);
+	assert_vals(0, VM(PT_VROLE_TOKENS), 20, 0, 0);
+	assert_int_equal(got[1].tid, 1);
+	assert_vals(1, VM(PT_VROLE_TOKENS), 5, 0, 0);
+}
+
+static void test_value_iteration(void **state)
+{
+	make(0, PT_STEP_ITERATION, 0);
+	/* before the first iteration: no step */
+	assert_false(pt_agg__value(agg, 1, PID, PT_VROLE_TOKENS, 99, 0));
+	in(1, F_STEP, 0);
+	assert_true(pt_agg__value(agg, 1, PID, PT_VROLE_KVLEN, 10, 0));
+	out(1, 5);
+	/* between the step call's return and the next entry: still the
+	 * same iteration */
+	assert_true(pt_agg__value(agg, 1, PID, PT_VROLE_TOKENS, 3, 0));
+	call(1, F_LEAF, 6, 7);
+	assert_true(pt_agg__value(agg, 1, PID, PT_VROLE_COUNT, 4, 0));
+	in(1, F_STEP, 100); /* closes iteration 0 with its values */
+	assert_true(pt_agg__value(agg, 1, PID, PT_VROLE_BATCH, 2, 100));
+	out(1, 110);
+	in(1, F_STEP, 200);
+	out(1, 210);
+	in(1, F_STEP, 300);
+	assert_true(pt_agg__value(agg, 1, PID, PT_VROLE_TOKENS, 1, 300));
+	out(1, 310);
+	pt_agg__finish(agg); /* the last iteration never closes */
+
+	assert_int_equal(ngot, 3);
+	assert_vals(0, VM(PT_VROLE_TOKENS) | VM(PT_VROLE_KVLEN), 7, 10, 0);
+	assert_int_equal(got[0].t0, 0);
+	assert_int_equal(got[0].t1, 100);
+	assert_vals(1, VM(PT_VROLE_BATCH), 0, 0, 2);
+	assert_vals(2, 0, 0, 0, 0);
+	assert_int_equal(pt_agg__steps(agg)->incomplete, 1);
+}
+
+/* Warmup and broken steps take their values with them. */
+static void test_value_warmup_and_loss(void **state)
+{
+	make(0, PT_STEP_CALL, 1);
+	in(1, F_STEP, 0);
+	assert_true(pt_agg__value(agg, 1, PID, PT_VROLE_TOKENS, 50, 0));
+	out(1, 10);
+	in(1, F_STEP, 100);
+	assert_true(pt_agg__value(agg, 1, PID, PT_VROLE_KVLEN, 5, 100));
+	out_lost(1); /* its EXIT lost: the step is not counted */
+	in(1, F_STEP, 200); /* at depth 0 again: the lost call shows */
+	assert_true(pt_agg__value(agg, 1, PID, PT_VROLE_TOKENS, 6, 200));
+	out(1, 300);
+	pt_agg__finish(agg);
+
+	assert_int_equal(pt_agg__steps(agg)->warmup, 1);
+	assert_int_equal(pt_agg__steps(agg)->incomplete, 1);
+	assert_int_equal(ngot, 1);
+	assert_int_equal(got[0].t0, 200);
+	assert_vals(0, VM(PT_VROLE_TOKENS), 6, 0, 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -791,6 +957,11 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_set_func_late, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_bad_opts, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_64_buckets, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_value_no_step, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_value_add_and_set, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_value_threads_and_recursion, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_value_iteration, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_value_warmup_and_loss, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -361,17 +361,17 @@ static void test_err_keywords(void **state)
 {
 	assert_parse_error("# c\nstpe native:exe:f\n",
 			   "t.conf:2:1: error: unknown keyword 'stpe' (hint: did you mean step? "
-			   "a line is step, bucket, lines, set or a # comment)");
+			   "a line is step, bucket, lines, count, set or a # comment)");
 	/* keywords are case-sensitive */
 	assert_parse_error("  Step native:exe:f\n",
 			   "t.conf:1:3: error: unknown keyword 'Step' (hint: did you mean step? "
-			   "a line is step, bucket, lines, set or a # comment)");
+			   "a line is step, bucket, lines, count, set or a # comment)");
 	assert_parse_error("step native:exe:f\nbuckets a.b native:exe:g\n",
 			   "t.conf:2:1: error: unknown keyword 'buckets' (hint: did you mean "
-			   "bucket? a line is step, bucket, lines, set or a # comment)");
+			   "bucket? a line is step, bucket, lines, count, set or a # comment)");
 	assert_parse_error("probe native:exe:f\n",
 			   "t.conf:1:1: error: unknown keyword 'probe' "
-			   "(hint: a line is step, bucket, lines, set or a # comment)");
+			   "(hint: a line is step, bucket, lines, count, set or a # comment)");
 }
 
 static void test_err_step(void **state)
@@ -381,10 +381,10 @@ static void test_err_step(void **state)
 			   "(hint: only one step per file; the first is at line 1)");
 	assert_parse_error("step\n",
 			   "t.conf:1:1: error: step has no probe 'step' (hint: step "
-			   "native:<object>:<symbol> [mode=call|iteration])");
+			   "<probe> [mode=call|iteration] [tokens=<v>] [kv_len=<v>] [batch=<v>])");
 	assert_parse_error("step # no probe here\n",
 			   "t.conf:1:1: error: step has no probe 'step' (hint: step "
-			   "native:<object>:<symbol> [mode=call|iteration])");
+			   "<probe> [mode=call|iteration] [tokens=<v>] [kv_len=<v>] [batch=<v>])");
 	/* tabs count as one column */
 	assert_parse_error("\tstep\tnative:exe:f\tmode=loop\n",
 			   "t.conf:1:20: error: unknown step mode 'mode=loop' (hint: mode=call "
@@ -394,10 +394,10 @@ static void test_err_step(void **state)
 			   "(entry to return) or mode=iteration (entry to the next entry))");
 	assert_parse_error("step native:exe:f iteration\n",
 			   "t.conf:1:19: error: unexpected token on step line 'iteration' "
-			   "(hint: step native:<object>:<symbol> [mode=call|iteration])");
+			   "(hint: step <probe> [mode=call|iteration] [tokens=<v>] [kv_len=<v>] [batch=<v>])");
 	assert_parse_error("step native:exe:f mode=call mode=iteration\n",
 			   "t.conf:1:29: error: unexpected token on step line 'mode=iteration' "
-			   "(hint: step native:<object>:<symbol> [mode=call|iteration])");
+			   "(hint: step <probe> [mode=call|iteration] [tokens=<v>] [kv_len=<v>] [batch=<v>])");
 }
 
 static void test_err_probes(void **state)
@@ -522,14 +522,17 @@ static void test_err_set(void **state)
 	assert_parse_error("step native:exe:f\nset warmup_step 10\n",
 			   "t.conf:2:5: error: unknown key 'warmup_step' (hint: did you mean "
 			   "warmup_steps? known keys: warmup_steps, ringbuf_mb, poll_ms, "
-			   "prologue_skip, ringbuf_wakeup, py_session, sample_hz, python_mode)");
+			   "prologue_skip, ringbuf_wakeup, py_session, sample_hz, python_mode, "
+			   "kv_len_reduce, kv_bins)");
 	assert_parse_error("set POLL_MS 10\n",
 			   "t.conf:1:5: error: unknown key 'POLL_MS' (hint: did you mean "
 			   "poll_ms? known keys: warmup_steps, ringbuf_mb, poll_ms, "
-			   "prologue_skip, ringbuf_wakeup, py_session, sample_hz, python_mode)");
+			   "prologue_skip, ringbuf_wakeup, py_session, sample_hz, python_mode, "
+			   "kv_len_reduce, kv_bins)");
 	assert_parse_error("set verbosity 3\n",
 			   "t.conf:1:5: error: unknown key 'verbosity' (hint: known keys: "
-			   "warmup_steps, ringbuf_mb, poll_ms, prologue_skip, ringbuf_wakeup, py_session, sample_hz, python_mode)");
+			   "warmup_steps, ringbuf_mb, poll_ms, prologue_skip, ringbuf_wakeup, "
+			   "py_session, sample_hz, python_mode, kv_len_reduce, kv_bins)");
 	assert_parse_error("set poll_ms 10\nstep native:exe:f\nset poll_ms 10\n",
 			   "t.conf:3:5: error: key set twice 'poll_ms' "
 			   "(hint: first set at line 1; keep one)");
@@ -537,7 +540,7 @@ static void test_err_set(void **state)
 			   "t.conf:1:1: error: set has no key 'set' (hint: set <key> <value>; "
 			   "keys: warmup_steps, ringbuf_mb, poll_ms, prologue_skip, "
 			   "ringbuf_wakeup, py_session, sample_hz, "
-		"python_mode)");
+			   "python_mode, kv_len_reduce, kv_bins)");
 	assert_parse_error("set poll_ms\n",
 			   "t.conf:1:5: error: missing value for key 'poll_ms' "
 			   "(hint: set poll_ms <value>)");
@@ -629,7 +632,7 @@ static void test_long_token_is_cut(void **state)
 	memset(want, 0, sizeof(want));
 	strcpy(want, "t.conf:1:1: error: unknown keyword '");
 	memset(want + strlen(want), 'x', 97);
-	strcat(want, "...' (hint: a line is step, bucket, lines, set or a # comment)");
+	strcat(want, "...' (hint: a line is step, bucket, lines, count, set or a # comment)");
 	assert_parse_error(text, want);
 }
 
@@ -778,7 +781,7 @@ static void test_err_lines(void **state)
 	/* "line" is close to "lines" */
 	assert_parse_error("line py:m::f\n",
 			   "t.conf:1:1: error: unknown keyword 'line' (hint: did you mean lines? "
-			   "a line is step, bucket, lines, set or a # comment)");
+			   "a line is step, bucket, lines, count, set or a # comment)");
 }
 
 static void test_sample_hz(void **state)
@@ -824,7 +827,8 @@ static void test_sample_hz(void **state)
 	assert_parse_error("set sample_Hz 100\n",
 			   "t.conf:1:5: error: unknown key 'sample_Hz' (hint: did you mean "
 			   "sample_hz? known keys: warmup_steps, ringbuf_mb, poll_ms, "
-			   "prologue_skip, ringbuf_wakeup, py_session, sample_hz, python_mode)");
+			   "prologue_skip, ringbuf_wakeup, py_session, sample_hz, python_mode, "
+			   "kv_len_reduce, kv_bins)");
 }
 
 static void test_python_mode(void **state)
@@ -917,7 +921,8 @@ static void test_load_fixture_errors(void **state)
 			 -EINVAL);
 	assert_string_equal(err, FIXTURES "bad_key.conf:4:6: error: unknown key 'ringbuf_MB' "
 					  "(hint: did you mean ringbuf_mb? known keys: warmup_steps, "
-					  "ringbuf_mb, poll_ms, prologue_skip, ringbuf_wakeup, py_session, sample_hz, python_mode)");
+					  "ringbuf_mb, poll_ms, prologue_skip, ringbuf_wakeup, py_session, sample_hz, python_mode, "
+			   "kv_len_reduce, kv_bins)");
 	assert_true(all_zero(&cfg, sizeof(cfg)));
 
 	assert_int_equal(pt_config__load(&cfg, FIXTURES "bad_py.conf", err, sizeof(err)),
@@ -964,6 +969,444 @@ static void test_free_is_safe(void **state)
 	pt_config__free(&cfg); /* twice */
 }
 
+/* ---- tokens, kv_len and batch (issue 7) ---- */
+
+#define STEPF "step <probe> [mode=call|iteration] [tokens=<v>] [kv_len=<v>] [batch=<v>]"
+#define COUNTF                                                                          \
+	"count tokens <probe> <value>, e.g. count tokens py:engine.Sampler.sample len(ret)"
+#define NATIVE_VALS "argN (integer argument N, 0..5) or ret (integer return value)"
+#define KV_BINS_HINT                                                                        \
+	"(hint: increasing lower bounds starting at 0, comma-separated, at most 32, e.g. "   \
+	"0,512,1024,2048 (the last bin is open-ended))"
+/* the error points at the second percentile and names the first */
+#define TWO_PCT_HINT(first)                                                                 \
+	"(hint: one list per call can be kept for a percentile, and '" first "' is one; use " \
+	"mean, min, max or sum for the other)"
+
+/* 1-based column of the first s in a one-line text */
+static int colof(const char *text, const char *s)
+{
+	const char *at = strstr(text, s);
+
+	assert_non_null(at);
+	return (int)(at - text) + 1;
+}
+
+static void check_vexpr(const struct pt_vexpr *e, enum pt_vrole role, enum pt_vfn fn,
+			unsigned int src, unsigned int argn, const char *name, const char *text,
+			int col)
+{
+	assert_int_equal(e->role, role);
+	assert_int_equal(e->fn, fn);
+	assert_int_equal(e->src, src);
+	assert_int_equal(e->argn, argn);
+	if (name)
+		assert_string_equal(e->name, name);
+	else
+		assert_null(e->name);
+	assert_string_equal(e->text, text);
+	assert_int_equal(e->col, col);
+}
+
+static void test_step_values_any_order(void **state)
+{
+	static const char py[] = "step py:engine.core.Engine.step kv_len=arg:seq_lens "
+				 "mode=iteration tokens=len(ret) batch=len(arg:reqs)\n";
+	static const char nat[] = "step native:exe:engine_step batch=ret mode=call tokens=arg2\n";
+	struct pt_config cfg;
+	const struct pt_probe_spec *ps;
+
+	parse_ok(&cfg, py);
+	assert_int_equal(cfg.nprobes, 1);
+	assert_int_equal(cfg.step_probe, 0);
+	assert_int_equal(cfg.step_mode, PT_STEP_ITERATION);
+	assert_int_equal(cfg.nvals, 3);
+	ps = &cfg.probes[0];
+	assert_true(ps->is_step);
+	assert_int_equal(ps->kind, PT_PROBE_PY);
+	assert_int_equal(ps->nvals, 3);
+	/* in the order written, each at the column of its expression (after
+	 * the role's "name=") */
+	check_vexpr(&ps->vals[0], PT_VROLE_KVLEN, PT_VFN_NONE, PT_VSRC_PYARG, 0, "seq_lens",
+		    "arg:seq_lens", colof(py, "arg:seq_lens"));
+	check_vexpr(&ps->vals[1], PT_VROLE_TOKENS, PT_VFN_LEN, PT_VSRC_PYRET, 0, NULL, "len(ret)",
+		    colof(py, "len(ret)"));
+	check_vexpr(&ps->vals[2], PT_VROLE_BATCH, PT_VFN_LEN, PT_VSRC_PYARG, 0, "reqs",
+		    "len(arg:reqs)", colof(py, "len(arg:reqs)"));
+	assert_int_equal(ps->vals[0].col, 40);
+	/* defaults of the value keys */
+	assert_int_equal(cfg.kv_reduce, PT_VFN_MEAN);
+	pt_config__free(&cfg);
+	assert_true(all_zero(&cfg, sizeof(cfg)));
+
+	parse_ok(&cfg, nat);
+	assert_int_equal(cfg.step_mode, PT_STEP_CALL);
+	assert_int_equal(cfg.nvals, 2);
+	ps = &cfg.probes[0];
+	assert_int_equal(ps->nvals, 2);
+	check_vexpr(&ps->vals[0], PT_VROLE_BATCH, PT_VFN_NONE, PT_VSRC_RET, 0, NULL, "ret",
+		    colof(nat, "ret mode"));
+	check_vexpr(&ps->vals[1], PT_VROLE_TOKENS, PT_VFN_NONE, PT_VSRC_ARG, 2, NULL, "arg2",
+		    colof(nat, "arg2"));
+	pt_config__free(&cfg);
+
+	/* the step probe shared with a bucket keeps both roles and its values */
+	parse_ok(&cfg, "bucket engine.step native:exe:engine_step\n"
+		       "step native:exe:engine_step kv_len=arg1\n");
+	assert_int_equal(cfg.nprobes, 1);
+	assert_int_equal(cfg.probes[0].bucket_mask, 1);
+	assert_true(cfg.probes[0].is_step);
+	assert_int_equal(cfg.probes[0].nvals, 1);
+	check_vexpr(&cfg.probes[0].vals[0], PT_VROLE_KVLEN, PT_VFN_NONE, PT_VSRC_ARG, 1, NULL,
+		    "arg1", 36);
+	pt_config__free(&cfg);
+
+	/* no values: nvals 0 */
+	parse_ok(&cfg, "step native:exe:f mode=iteration\n");
+	assert_int_equal(cfg.nvals, 0);
+	assert_int_equal(cfg.probes[0].nvals, 0);
+	pt_config__free(&cfg);
+}
+
+static void test_count_tokens(void **state)
+{
+	struct pt_config cfg;
+
+	parse_ok(&cfg, "step native:exe:engine_step kv_len=arg0\n"
+		       "count tokens py:engine.Sampler.sample len(ret)\n"
+		       "count  tokens\tnative:exe:engine_step arg1 # on the step probe too\n");
+	assert_int_equal(cfg.nprobes, 2);
+	assert_int_equal(cfg.nvals, 3);
+	assert_int_equal(cfg.step_probe, 0);
+	assert_int_equal(cfg.probes[0].nvals, 2);
+	check_vexpr(&cfg.probes[0].vals[0], PT_VROLE_KVLEN, PT_VFN_NONE, PT_VSRC_ARG, 0, NULL,
+		    "arg0", 36);
+	check_vexpr(&cfg.probes[0].vals[1], PT_VROLE_COUNT, PT_VFN_NONE, PT_VSRC_ARG, 1, NULL,
+		    "arg1", 38);
+	assert_int_equal(cfg.probes[1].kind, PT_PROBE_PY);
+	assert_string_equal(cfg.probes[1].text, "py:engine.Sampler.sample");
+	assert_false(cfg.probes[1].is_step);
+	assert_int_equal(cfg.probes[1].bucket_mask, 0);
+	assert_int_equal(cfg.probes[1].line, 2);
+	assert_int_equal(cfg.probes[1].col, 14);
+	assert_int_equal(cfg.probes[1].nvals, 1);
+	check_vexpr(&cfg.probes[1].vals[0], PT_VROLE_COUNT, PT_VFN_LEN, PT_VSRC_PYRET, 0, NULL,
+		    "len(ret)", 39);
+	pt_config__free(&cfg);
+
+	/* a count line may come before the step line */
+	parse_ok(&cfg, "count tokens native:exe:sample ret\nstep native:exe:s\n");
+	assert_int_equal(cfg.nvals, 1);
+	assert_int_equal(cfg.step_probe, 1);
+	assert_int_equal(cfg.probes[0].vals[0].role, PT_VROLE_COUNT);
+	pt_config__free(&cfg);
+}
+
+static void test_err_count_tokens(void **state)
+{
+	assert_parse_error("count\n", "t.conf:1:1: error: count needs what it counts 'count' "
+				      "(hint: count tokens <probe> <value>)");
+	assert_parse_error("step native:exe:s\ncount batch native:exe:f arg0\n",
+			   "t.conf:2:7: error: count needs what it counts 'batch' "
+			   "(hint: count tokens <probe> <value>)");
+	assert_parse_error("step native:exe:s\ncount Tokens native:exe:f arg0\n",
+			   "t.conf:2:7: error: count needs what it counts 'Tokens' "
+			   "(hint: count tokens <probe> <value>)");
+	/* no probe, no value */
+	assert_parse_error("step native:exe:s\ncount tokens\n",
+			   "t.conf:2:7: error: count tokens needs a probe and a value 'tokens' "
+			   "(hint: " COUNTF ")");
+	assert_parse_error("step native:exe:s\ncount tokens native:exe:f\n",
+			   "t.conf:2:7: error: count tokens needs a probe and a value 'tokens' "
+			   "(hint: " COUNTF ")");
+	assert_parse_error("step native:exe:s\ncount tokens native:exe:f arg0 arg1\n",
+			   "t.conf:2:32: error: unexpected token on count line 'arg1' "
+			   "(hint: " COUNTF ")");
+	assert_parse_error("step native:exe:s\ncount tokens engine_step arg0\n",
+			   "t.conf:2:14: error: not a probe 'engine_step' (hint: write "
+			   "native:<object>:<symbol> or " PYF ", e.g. native:exe:main_loop)");
+	assert_parse_error("step native:exe:s\ncount tokens native:exe:f arg7\n",
+			   "t.conf:2:27: error: bad value expression: argument index out of "
+			   "range 'arg7' (hint: arg0..arg5, the integer arguments passed in "
+			   "registers)");
+	assert_parse_error("step native:exe:s\ncount tokens native:exe:f len(ret)\n",
+			   "t.conf:2:27: error: bad value expression: len() reads a Python "
+			   "object 'len(ret)' (hint: a native probe takes " NATIVE_VALS ")");
+}
+
+static void test_err_tokens_twice(void **state)
+{
+	struct pt_config cfg;
+	char err[1024];
+
+	/* step tokens= then count on the same probe, and the other way round */
+	assert_parse_error("step native:exe:s tokens=arg0\ncount tokens native:exe:s arg1\n",
+			   "t.conf:2:27: error: tokens of this probe given twice 'arg1' "
+			   "(hint: native:exe:s already reads tokens 'arg0'; keep one)");
+	assert_parse_error("count tokens native:exe:s arg1\nstep native:exe:s tokens=arg0\n",
+			   "t.conf:2:19: error: tokens of this probe given twice 'tokens=arg0' "
+			   "(hint: native:exe:s already reads count tokens 'arg1'; keep one)");
+	assert_parse_error("step native:exe:s\ncount tokens native:exe:f arg0\n"
+			   "count tokens native:exe:f ret\n",
+			   "t.conf:3:27: error: tokens of this probe given twice 'ret' "
+			   "(hint: native:exe:f already reads count tokens 'arg0'; keep one)");
+	/* Any role twice. (The message says "tokens" for kv_len too: only
+	 * the parts that name the right role are checked here.) */
+	assert_int_equal(parse_str(&cfg, "step native:exe:s kv_len=arg0 kv_len=arg1\n", err,
+				   sizeof(err)),
+			 -EINVAL);
+	assert_int_equal(strncmp(err, "t.conf:1:31: error: ", 20), 0);
+	assert_non_null(strstr(err, " of this probe given twice 'kv_len=arg1' (hint: "
+				    "native:exe:s already reads kv_len 'arg0'; keep one)"));
+	assert_int_equal(parse_str(&cfg, "step native:exe:s batch=ret mode=call batch=arg0\n", err,
+				   sizeof(err)),
+			 -EINVAL);
+	assert_int_equal(strncmp(err, "t.conf:1:39: error: ", 20), 0);
+	assert_non_null(strstr(err, " of this probe given twice 'batch=arg0' (hint: "
+				    "native:exe:s already reads batch 'ret'; keep one)"));
+}
+
+static void test_values_per_probe_limit(void **state)
+{
+	struct pt_config cfg;
+
+	/* three roles is all a probe can have (PT_MAX_VALS): tokens and count
+	 * tokens exclude each other, so a fourth is always a role twice */
+	parse_ok(&cfg, "step native:exe:s tokens=arg0 kv_len=arg1 batch=arg2\n");
+	assert_int_equal(cfg.probes[0].nvals, PT_MAX_VALS);
+	assert_int_equal(cfg.nvals, 3);
+	pt_config__free(&cfg);
+	assert_parse_error("step native:exe:s tokens=arg0 kv_len=arg1 batch=arg2\n"
+			   "count tokens native:exe:s ret\n",
+			   "t.conf:2:27: error: tokens of this probe given twice 'ret' "
+			   "(hint: native:exe:s already reads tokens 'arg0'; keep one)");
+	parse_ok(&cfg, "step native:exe:s kv_len=arg1 batch=arg2\ncount tokens native:exe:s ret\n");
+	assert_int_equal(cfg.probes[0].nvals, PT_MAX_VALS);
+	pt_config__free(&cfg);
+}
+
+static void test_two_percentiles(void **state)
+{
+	struct pt_config cfg;
+
+	assert_parse_error("step py:m::f tokens=p90(arg:a) kv_len=p50(arg:b)\n",
+			   "t.conf:1:39: error: two percentiles on one probe 'p50(arg:b)' "
+			   TWO_PCT_HINT("p90(arg:a)"));
+	assert_parse_error("step py:m::f kv_len=p90(arg:a)\ncount tokens py:m::f p50(ret)\n",
+			   "t.conf:2:22: error: two percentiles on one probe 'p50(ret)' "
+			   TWO_PCT_HINT("p90(arg:a)"));
+	/* a percentile next to aggregates is fine; so are percentiles on two
+	 * probes */
+	parse_ok(&cfg, "step py:m::f kv_len=p90(arg:a) tokens=sum(arg:b) batch=len(arg:c)\n"
+		       "count tokens py:m::g p50(ret)\n");
+	assert_int_equal(cfg.nvals, 4);
+	assert_int_equal(cfg.probes[0].vals[0].fn, PT_VFN_P90);
+	assert_int_equal(cfg.probes[1].vals[0].fn, PT_VFN_P50);
+	pt_config__free(&cfg);
+	/* a bare kv_len with the default reduction is no percentile */
+	parse_ok(&cfg, "step py:m::f kv_len=arg:kv tokens=p50(arg:t)\n");
+	pt_config__free(&cfg);
+}
+
+/*
+ * Regression: the two-percentile check must use kv_len_reduce, wherever
+ * it is set: with `set kv_len_reduce p90` a bare kv_len= keeps its
+ * elements, and a second percentile on the same probe would share the
+ * record's one element tail.
+ */
+static void test_two_percentiles_with_kv_len_reduce(void **state)
+{
+	static const char *const texts[] = {
+		"set kv_len_reduce p90\nstep py:m::f kv_len=arg:kv tokens=p50(arg:t)\n",
+		"step py:m::f kv_len=arg:kv tokens=p50(arg:t)\nset kv_len_reduce p50\n",
+	};
+
+	for (size_t i = 0; i < sizeof(texts) / sizeof(texts[0]); i++) {
+		struct pt_config cfg;
+		char err[1024] = "";
+		int ret = parse_str(&cfg, texts[i], err, sizeof(err));
+
+		if (!ret)
+			pt_config__free(&cfg);
+		if (ret != -EINVAL || !strstr(err, "two percentiles on one probe"))
+			fail_msg("accepted two element reads on one probe:\n%s", texts[i]);
+	}
+}
+
+static void test_err_value_columns(void **state)
+{
+	assert_parse_error("step py:m::f tokens=len(arg:x\n",
+			   "t.conf:1:21: error: bad value expression: unbalanced parentheses "
+			   "'len(arg:x' (hint: len(arg:<name>))");
+	assert_parse_error("step native:exe:s mode=call batch=arg:n\n",
+			   "t.conf:1:35: error: bad value expression: arg:<name> reads a Python "
+			   "argument 'arg:n' (hint: a native probe takes " NATIVE_VALS ")");
+	assert_parse_error("step native:exe:s tokens=\n",
+			   "t.conf:1:26: error: bad value expression: empty value '' "
+			   "(hint: " NATIVE_VALS ")");
+	/* a reason without a hint */
+	assert_parse_error("step py:m::f kv_len=arg:x)\n",
+			   "t.conf:1:21: error: bad value expression: unbalanced parentheses "
+			   "'arg:x)'");
+	/* tabs count as one column */
+	assert_parse_error("\tstep\tpy:m::f\tkv_len=arg:a.b\n",
+			   "t.conf:1:22: error: bad value expression: attribute access is not "
+			   "supported 'arg:a.b' (hint: read an argument that holds the number or "
+			   "the list itself, e.g. arg:a)");
+	assert_parse_error("# c\n\n   step py:m::f   tokens=foo(ret)\n",
+			   "t.conf:3:26: error: bad value expression: unknown function 'foo' "
+			   "'foo(ret)' (hint: len, sum, mean, min, max, p50 or p90)");
+	assert_parse_error("step py:m::f batch=arg0\n",
+			   "t.conf:1:20: error: bad value expression: a Python probe names its "
+			   "argument 'arg0' (hint: arg:<name>)");
+	/* not a role */
+	assert_parse_error("step native:exe:s token=arg0\n",
+			   "t.conf:1:19: error: unexpected token on step line 'token=arg0' "
+			   "(hint: " STEPF ")");
+	/* an error after a value was added: nothing leaks (asan build) */
+	assert_parse_error("step py:m::f tokens=len(ret) mode=bogus\n",
+			   "t.conf:1:30: error: unknown step mode 'mode=bogus' (hint: mode=call "
+			   "(entry to return) or mode=iteration (entry to the next entry))");
+	assert_parse_error("step py:m::f tokens=len(ret) kv_len=p90(arg:a) batch=p50(ret)\n",
+			   "t.conf:1:54: error: two percentiles on one probe 'p50(ret)' "
+			   TWO_PCT_HINT("p90(arg:a)"));
+}
+
+static void test_kv_len_reduce(void **state)
+{
+	static const struct {
+		const char *v;
+		enum pt_vfn fn;
+	} ok[] = {
+		{ "mean", PT_VFN_MEAN }, { "max", PT_VFN_MAX }, { "min", PT_VFN_MIN },
+		{ "sum", PT_VFN_SUM },   { "p50", PT_VFN_P50 }, { "p90", PT_VFN_P90 },
+	};
+	static const char *const bad[] = { "median", "len", "P90", "none", "p99", "mean," };
+	char text[128], want[512];
+
+	for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
+		struct pt_config cfg;
+
+		snprintf(text, sizeof(text), "step native:exe:s\nset kv_len_reduce %s\n", ok[i].v);
+		parse_ok(&cfg, text);
+		assert_int_equal(cfg.kv_reduce, ok[i].fn);
+		pt_config__free(&cfg);
+	}
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		snprintf(text, sizeof(text), "step native:exe:s\nset kv_len_reduce %s\n", bad[i]);
+		snprintf(want, sizeof(want),
+			 "t.conf:2:19: error: bad value for kv_len_reduce '%s' (hint: mean, max, "
+			 "min, sum, p50 or p90: how a kv_len list becomes one number per step)",
+			 bad[i]);
+		assert_parse_error(text, want);
+	}
+	assert_parse_error("step native:exe:s\nset kv_len_reduce max\nset kv_len_reduce p90\n",
+			   "t.conf:3:5: error: key set twice 'kv_len_reduce' "
+			   "(hint: first set at line 2; keep one)");
+	assert_parse_error("step native:exe:s\nset kv_len_reduce\n",
+			   "t.conf:2:5: error: missing value for key 'kv_len_reduce' "
+			   "(hint: set kv_len_reduce <value>)");
+}
+
+static void test_kv_bins(void **state)
+{
+	static const uint64_t def[] = { 0, 512, 1024, 2048, 4096, 8192, 16384 };
+	struct pt_config cfg;
+	char text[256];
+	size_t off;
+
+	parse_ok(&cfg, "step native:exe:s\n");
+	assert_int_equal(cfg.nkv_bins, 7);
+	assert_memory_equal(cfg.kv_bins, def, sizeof(def));
+	pt_config__free(&cfg);
+
+	parse_ok(&cfg, "step native:exe:s\nset kv_bins 0,100,1000\n");
+	assert_int_equal(cfg.nkv_bins, 3);
+	assert_int_equal(cfg.kv_bins[0], 0);
+	assert_int_equal(cfg.kv_bins[1], 100);
+	assert_int_equal(cfg.kv_bins[2], 1000);
+	pt_config__free(&cfg);
+
+	parse_ok(&cfg, "step native:exe:s\nset kv_bins 0\n");
+	assert_int_equal(cfg.nkv_bins, 1);
+	assert_int_equal(cfg.kv_bins[0], 0);
+	pt_config__free(&cfg);
+
+	parse_ok(&cfg, "step native:exe:s\nset kv_bins 0,9223372036854775807\n");
+	assert_int_equal(cfg.nkv_bins, 2);
+	assert_int_equal(cfg.kv_bins[1], 9223372036854775807ULL);
+	pt_config__free(&cfg);
+
+	/* 32 bins: the most */
+	off = (size_t)snprintf(text, sizeof(text), "step native:exe:s\nset kv_bins 0");
+	for (int i = 1; i < PT_MAX_KV_BINS; i++)
+		off += (size_t)snprintf(text + off, sizeof(text) - off, ",%d", i * 10);
+	snprintf(text + off, sizeof(text) - off, "\n");
+	parse_ok(&cfg, text);
+	assert_int_equal(cfg.nkv_bins, PT_MAX_KV_BINS);
+	assert_int_equal(cfg.kv_bins[31], 310);
+	pt_config__free(&cfg);
+}
+
+/* The value, as written, where the last element is the bad one. */
+static void test_err_kv_bins(void **state)
+{
+	static const char *const bad[] = {
+		"0,512,512",  /* not increasing */
+		"0,512,256",  /* decreasing */
+		"0,abc",      /* not a number */
+		"0,-5",       /* negative */
+		"0,0x10",     /* decimal only */
+		"0,512,",     /* empty last element */
+		"0,9223372036854775808", /* beyond UINT64_MAX / 2 */
+		"1",          /* not starting at 0 */
+	};
+	char text[512], want[1024], v[256];
+	size_t off;
+
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		snprintf(text, sizeof(text), "step native:exe:s\nset kv_bins %s\n", bad[i]);
+		snprintf(want, sizeof(want), "t.conf:2:13: error: bad value for kv_bins '%s' "
+			 KV_BINS_HINT, bad[i]);
+		assert_parse_error(text, want);
+	}
+	/* 33 bins */
+	off = (size_t)snprintf(v, sizeof(v), "0");
+	for (int i = 1; i <= PT_MAX_KV_BINS; i++)
+		off += (size_t)snprintf(v + off, sizeof(v) - off, ",%d", i);
+	snprintf(text, sizeof(text), "step native:exe:s\nset kv_bins %s\n", v);
+	snprintf(want, sizeof(want), "t.conf:2:13: error: bad value for kv_bins '%s' "
+		 KV_BINS_HINT, v);
+	assert_parse_error(text, want);
+}
+
+/*
+ * Regression: a bad kv_bins value is quoted whole in the error, not cut
+ * at the element that failed.
+ */
+static void test_err_kv_bins_quotes_whole_value(void **state)
+{
+	static const char *const bad[] = { "512,1024", "0,,512", "0,abc,2048", "0,512,100,4096" };
+	char text[256], want[1024];
+
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		snprintf(text, sizeof(text), "step native:exe:s\nset kv_bins %s\n", bad[i]);
+		snprintf(want, sizeof(want), "t.conf:2:13: error: bad value for kv_bins '%s' "
+			 KV_BINS_HINT, bad[i]);
+		assert_parse_error(text, want);
+	}
+}
+
+static void test_err_count_without_step(void **state)
+{
+	static const char want[] = "t.conf:1:1: error: count tokens without a step line "
+				   "(hint: tokens are counted per step: add 'step <probe>')";
+
+	assert_parse_error("count tokens native:exe:f arg0\n", want);
+	assert_parse_error("bucket a.b native:exe:f\ncount tokens native:exe:f arg0\n", want);
+	assert_parse_error("# c\nlines py:m::f\n\ncount tokens py:m::f len(ret)\n", want);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -999,6 +1442,19 @@ int main(void)
 		cmocka_unit_test(test_err_lines),
 		cmocka_unit_test(test_sample_hz),
 		cmocka_unit_test(test_python_mode),
+		cmocka_unit_test(test_step_values_any_order),
+		cmocka_unit_test(test_count_tokens),
+		cmocka_unit_test(test_err_count_tokens),
+		cmocka_unit_test(test_err_tokens_twice),
+		cmocka_unit_test(test_values_per_probe_limit),
+		cmocka_unit_test(test_two_percentiles),
+		cmocka_unit_test(test_two_percentiles_with_kv_len_reduce),
+		cmocka_unit_test(test_err_value_columns),
+		cmocka_unit_test(test_kv_len_reduce),
+		cmocka_unit_test(test_kv_bins),
+		cmocka_unit_test(test_err_kv_bins),
+		cmocka_unit_test(test_err_kv_bins_quotes_whole_value),
+		cmocka_unit_test(test_err_count_without_step),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1358,6 +1358,198 @@ static void test_live_interpreters(void **state)
 	}
 }
 
+/* ---- frame slots of argument names (pt_pycode__slots) ---- */
+
+/* A tuple whose ob_size says size and that holds n items. */
+static uint64_t mk_tuple(struct fmem *m, const struct pt_py_layout *L, const uint64_t *items,
+			 size_t n, uint64_t size)
+{
+	uint64_t a = fmem_alloc(m, 24 + n * 8);
+
+	poke64(m, a, 1);
+	poke64(m, a + L->ob_type, 0x7f1200005000ull); /* tuple type: not checked */
+	poke64(m, a + 16, size);
+	for (size_t i = 0; i < n; i++)
+		poke64(m, a + 24 + i * 8, items[i]);
+	return a;
+}
+
+/* A code object whose co_varnames / co_localsplusnames is that tuple. */
+static uint64_t mk_code_names(struct fmem *m, const struct pt_py_layout *L, uint64_t tuple)
+{
+	uint64_t fn = mk_str(m, L, "e.py"), nm = mk_str(m, L, "step");
+	uint64_t code = mk_code(m, L, fn, nm, nm, 1, PT_CO_OPTIMIZED | PT_CO_NEWLOCALS);
+
+	assert_true(L->code_varnames && L->code_varnames + 8 <= CODE_LEN);
+	poke64(m, code + L->code_varnames, tuple);
+	return code;
+}
+
+static int slots_of(const struct pt_tmem *t, const struct pt_py_layout *L, uint64_t code,
+		    const char *const *names, size_t n, int16_t *slots)
+{
+	for (size_t k = 0; k < n; k++)
+		slots[k] = 1234; /* must be (re)set */
+	return pt_pycode__slots(t, L, &types, code, names, n, slots);
+}
+
+static void test_slots_every_version(void **state)
+{
+	static const char *const names[] = { "seq_lens", "self", "missing", NULL, "tmp",
+					     "reqs", "größe", "self" };
+	static const int16_t want[] = { 2, 0, -1, -1, 4, 1, 5, 0 };
+	unsigned int minor;
+	const struct pt_py_layout *L;
+
+	for_each_version(minor, L)
+	{
+		struct fmem m;
+		struct pt_tmem t;
+		uint64_t items[6], code;
+		int16_t slots[8];
+
+		fmem_init(&m, &t);
+		items[0] = mk_str(&m, L, "self");
+		items[1] = mk_str(&m, L, "reqs");
+		items[2] = mk_str(&m, L, "seq_lens");
+		items[3] = mk_str(&m, L, "self"); /* a name twice: the first wins */
+		items[4] = mk_str(&m, L, "tmp");
+		items[5] = mk_str(&m, L, "größe"); /* UCS1, not ASCII */
+		code = mk_code_names(&m, L, mk_tuple(&m, L, items, 6, 6));
+		assert_int_equal(slots_of(&t, L, code, names, 8, slots), 0);
+		assert_memory_equal(slots, want, sizeof(want));
+
+		/* no names asked: nothing read, nothing written */
+		assert_int_equal(pt_pycode__slots(&t, L, &types, code, names, 0, slots), 0);
+		/* an empty tuple (a function without arguments or locals) */
+		poke64(&m, code + L->code_varnames, mk_tuple(&m, L, NULL, 0, 0));
+		assert_int_equal(slots_of(&t, L, code, names, 8, slots), 0);
+		for (size_t k = 0; k < 8; k++)
+			assert_int_equal(slots[k], -1);
+		fmem_free(&m);
+	}
+}
+
+/* Items that are not names (not a str, a malformed or too long str, an
+ * unreadable pointer) are skipped; the names after them still count. */
+static void test_slots_skip_non_str(void **state)
+{
+	static const char *const names[] = { "a", "b", "c", "d" };
+	unsigned int minor;
+	const struct pt_py_layout *L;
+
+	for_each_version(minor, L)
+	{
+		struct fmem m;
+		struct pt_tmem t;
+		uint64_t items[8], none, code;
+		int16_t slots[4];
+		char longname[300];
+
+		fmem_init(&m, &t);
+		none = fmem_alloc(&m, 32);
+		poke64(&m, none, 1);
+		poke64(&m, none + L->ob_type, NONE_TYPE);
+		memset(longname, 'x', sizeof(longname) - 1);
+		longname[sizeof(longname) - 1] = '\0';
+		items[0] = none;
+		items[1] = mk_str(&m, L, "a");
+		items[2] = mk_bytes(&m, L, "b", 1);  /* bytes b'b': not a str */
+		items[3] = 0;                        /* NULL */
+		items[4] = HEAP_BASE + HEAP_LEN + 64; /* unreadable */
+		items[5] = mk_str(&m, L, longname);  /* longer than any name read */
+		/* a str whose state says not compact */
+		items[6] = mk_str_raw(&m, L, UNICODE_TYPE, S_ASCII | S_KIND(1), 1, "c", 1);
+		items[7] = mk_str(&m, L, "d");
+		code = mk_code_names(&m, L, mk_tuple(&m, L, items, 8, 8));
+		assert_int_equal(slots_of(&t, L, code, names, 4, slots), 0);
+		assert_int_equal(slots[0], 1);
+		assert_int_equal(slots[1], -1);
+		assert_int_equal(slots[2], -1);
+		assert_int_equal(slots[3], 7);
+		fmem_free(&m);
+	}
+}
+
+static void test_slots_errors(void **state)
+{
+	static const char *const names[] = { "a", "b" };
+	unsigned int minor;
+	const struct pt_py_layout *L;
+
+	for_each_version(minor, L)
+	{
+		struct fmem m;
+		struct pt_tmem t;
+		struct pt_py_layout nolayout;
+		uint64_t items[2], tuple, code, end;
+		int16_t slots[2];
+
+		fmem_init(&m, &t);
+		items[0] = mk_str(&m, L, "a");
+		items[1] = mk_str(&m, L, "b");
+		tuple = mk_tuple(&m, L, items, 2, 2);
+		code = mk_code_names(&m, L, tuple);
+		assert_int_equal(slots_of(&t, L, code, names, 2, slots), 0);
+		assert_int_equal(slots[1], 1);
+
+		/* an implausible size: slots are s16 in BPF */
+		poke64(&m, tuple + 16, 0x8000);
+		assert_int_equal(slots_of(&t, L, code, names, 2, slots), -E2BIG);
+		assert_int_equal(slots[0], -1);
+		assert_int_equal(slots[1], -1);
+		poke64(&m, tuple + 16, UINT64_MAX); /* a negative ob_size */
+		assert_int_equal(slots_of(&t, L, code, names, 2, slots), -E2BIG);
+		assert_int_equal(slots[0], -1);
+
+		/* a size the memory does not hold: the items past the end of
+		 * the fake memory cannot be read */
+		end = HEAP_BASE + HEAP_LEN - 24 - 16; /* room for 2 items */
+		poke64(&m, end + 16, 3);
+		poke64(&m, end + 24, items[0]);
+		poke64(&m, end + 32, items[1]);
+		poke64(&m, code + L->code_varnames, end);
+		/* (slots are not to be used after an error: "a" may be there) */
+		assert_int_equal(slots_of(&t, L, code, names, 2, slots), -EFAULT);
+		poke64(&m, end + 16, 2);
+		assert_int_equal(slots_of(&t, L, code, names, 2, slots), 0);
+		assert_int_equal(slots[1], 1);
+
+		/* the tuple pointer: NULL, unreadable */
+		poke64(&m, code + L->code_varnames, 0);
+		assert_int_equal(slots_of(&t, L, code, names, 2, slots), -EFAULT);
+		poke64(&m, code + L->code_varnames, HEAP_BASE + HEAP_LEN);
+		assert_int_equal(slots_of(&t, L, code, names, 2, slots), -EFAULT);
+		poke64(&m, code + L->code_varnames, UINT64_MAX - 8);
+		assert_int_equal(slots_of(&t, L, code, names, 2, slots), -EFAULT);
+		poke64(&m, code + L->code_varnames, tuple);
+		poke64(&m, tuple + 16, 2);
+
+		/* the code object itself */
+		assert_int_equal(slots_of(&t, L, 0, names, 2, slots), -EFAULT);
+		assert_int_equal(slots_of(&t, L, UINT64_MAX - 4, names, 2, slots), -EFAULT);
+		assert_int_equal(slots_of(&t, L, HEAP_BASE + HEAP_LEN, names, 2, slots), -EFAULT);
+		assert_int_equal(slots[0], -1);
+
+		/* the reader's own errors come back as they are */
+		m.force_err = -ESRCH;
+		assert_int_equal(slots_of(&t, L, code, names, 2, slots), -ESRCH);
+		assert_int_equal(slots[0], -1);
+		m.force_err = 0;
+
+		/* a layout without the names tuple */
+		nolayout = *L;
+		nolayout.code_varnames = 0;
+		assert_int_equal(slots_of(&t, &nolayout, code, names, 2, slots), -EINVAL);
+		assert_int_equal(slots[0], -1);
+		assert_int_equal(slots[1], -1);
+
+		assert_int_equal(slots_of(&t, L, code, names, 2, slots), 0);
+		assert_int_equal(slots[0], 0);
+		fmem_free(&m);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1376,6 +1568,9 @@ int main(void)
 		cmocka_unit_test(test_linetable_sizes),
 		cmocka_unit_test(test_linetable_truncated),
 		cmocka_unit_test(test_linetable_bad_addresses),
+		cmocka_unit_test(test_slots_every_version),
+		cmocka_unit_test(test_slots_skip_non_str),
+		cmocka_unit_test(test_slots_errors),
 		cmocka_unit_test(test_live_interpreters),
 	};
 

@@ -733,6 +733,172 @@ static void test_bad_args_and_write_error(void **state)
 	cJSON_Delete(doc);
 }
 
+/* ---- tokens and sequence lengths (values) ---- */
+
+static cJSON *add_value(cJSON *vals, const char *role, const char *probe, const char *expr,
+			double read, double outside, double without, double fault,
+			double first_call)
+{
+	cJSON *e = role ? cJSON_AddObjectToObject(vals, role) : cJSON_CreateObject();
+	cJSON *m;
+
+	cJSON_AddStringToObject(e, "probe", probe);
+	cJSON_AddStringToObject(e, "expr", expr);
+	cJSON_AddNumberToObject(e, "read", read);
+	cJSON_AddNumberToObject(e, "outside_step", outside);
+	if (without >= 0)
+		cJSON_AddNumberToObject(e, "steps_without_value", without);
+	m = cJSON_AddObjectToObject(e, "missing");
+	if (fault)
+		cJSON_AddNumberToObject(m, "unreadable", fault);
+	if (first_call)
+		cJSON_AddNumberToObject(m, "first_call", first_call);
+	cJSON_AddNumberToObject(e, "missing_total", fault + first_call);
+	return e;
+}
+
+static void add_kv_bin(cJSON *arr, double lo, double hi, double steps, double mean, double p50,
+		       double p90, double p99, double tokens, double tok_per_s)
+{
+	cJSON *b = cJSON_CreateObject();
+
+	cJSON_AddNumberToObject(b, "kv_min", lo);
+	if (hi >= 0)
+		cJSON_AddNumberToObject(b, "kv_max", hi);
+	else
+		cJSON_AddNullToObject(b, "kv_max");
+	cJSON_AddNumberToObject(b, "steps", steps);
+	if (steps) {
+		cJSON_AddNumberToObject(b, "mean_ms", mean);
+		cJSON_AddNumberToObject(b, "p50_ms", p50);
+		cJSON_AddNumberToObject(b, "p90_ms", p90);
+		cJSON_AddNumberToObject(b, "p99_ms", p99);
+	} else {
+		cJSON_AddNullToObject(b, "mean_ms");
+		cJSON_AddNullToObject(b, "p50_ms");
+		cJSON_AddNullToObject(b, "p90_ms");
+		cJSON_AddNullToObject(b, "p99_ms");
+	}
+	cJSON_AddNumberToObject(b, "tokens", tokens);
+	if (tok_per_s >= 0)
+		cJSON_AddNumberToObject(b, "tok_per_s", tok_per_s);
+	else
+		cJSON_AddNullToObject(b, "tok_per_s");
+	cJSON_AddItemToArray(arr, b);
+}
+
+/* full.json with tokens, kv_len and batch read per step (as summary.c
+ * writes them: docs/summary.md). */
+static cJSON *load_tokens(bool bins, double dropped)
+{
+	cJSON *doc = load_fixture("full.json");
+	cJSON *st = cJSON_GetObjectItemCaseSensitive(doc, "stats");
+	cJSON *vals, *arr, *health;
+
+	cJSON_AddNumberToObject(st, "tokens", 12345);
+	cJSON_AddNumberToObject(st, "steps_with_tokens", 2);
+	cJSON_AddNumberToObject(st, "tok_per_s", 823000.04);
+	cJSON_AddNumberToObject(st, "batch_mean", 7.5);
+	cJSON_AddNumberToObject(st, "kv_len_mean", 1536.25);
+
+	vals = cJSON_CreateObject();
+	add_value(vals, "tokens", "py:engine.Engine.step", "len(arg:reqs)", 3, 0, 0, 0, 1);
+	cJSON_AddStringToObject(add_value(vals, "kv_len", "py:engine.Engine.step",
+					  "arg:seq_lens", 2, 1, 1, 2, 0),
+				"reduce", "mean");
+	add_value(vals, "batch", "native:exe:engine_step", "ret|x", 3, 0, 2, 0, 0);
+	arr = cJSON_AddArrayToObject(vals, "count_tokens");
+	cJSON_AddItemToArray(arr, add_value(NULL, NULL, "py:engine.Sampler.sample", "len(ret)",
+					    40, 3, -1, 0, 0));
+	cJSON_AddNumberToObject(vals, "records_dropped", dropped);
+	cJSON_AddNumberToObject(vals, "bad_records", 0);
+	/* before "health", where summary.c puts them */
+	health = cJSON_DetachItemFromObjectCaseSensitive(doc, "health");
+	assert_non_null(health);
+	cJSON_AddItemToObject(doc, "values", vals);
+	if (bins) {
+		arr = cJSON_CreateArray();
+		add_kv_bin(arr, 0, 512, 1, 5, 5, 5, 5, 345, 69000);
+		add_kv_bin(arr, 512, 1024, 0, 0, 0, 0, 0, 0, -1);
+		add_kv_bin(arr, 1024, -1, 1, 10, 10, 10, 10, 12000, 1200000);
+		cJSON_AddItemToObject(doc, "decode_length_buckets", arr);
+	}
+	cJSON_AddItemToObject(doc, "health", health);
+	return doc;
+}
+
+static void test_tokens_section(void **state)
+{
+	cJSON *doc = load_tokens(true, 1);
+	char *md = render(doc);
+
+	assert_line(md, "## Tokens and sequence lengths");
+	/* after the steps, before the buckets */
+	assert_true(strstr(md, "## Steps") < strstr(md, "## Tokens and sequence lengths"));
+	assert_true(strstr(md, "## Tokens and sequence lengths") < strstr(md, "## Buckets"));
+	assert_line(md, "| tokens | tok/s | steps with tokens | batch mean | kv_len mean |");
+	assert_line(md, "| 12345 | 823000.0 | 2 | 7.50 | 1536.2 |");
+	assert_line(md, "tok/s: tokens over the summed time of the counted steps that have a "
+			"token count.");
+	assert_line(md, "| kv_len | steps | mean ms | p50 ms | p90 ms | p99 ms | tokens | tok/s |");
+	assert_line(md, "|---|---:|---:|---:|---:|---:|---:|---:|");
+	assert_line(md, "| 0–512 | 1 | 5.000 | 5.000 | 5.000 | 5.000 | 345 | 69000.0 |");
+	assert_line(md, "| 512–1024 | 0 | – | – | – | – | 0 | – |");
+	assert_line(md, "| 1024+ | 1 | 10.000 | 10.000 | 10.000 | 10.000 | 12000 | 1200000.0 |");
+	/* the table keeps the bins' order */
+	assert_true(strstr(md, "| 0–512 |") < strstr(md, "| 512–1024 |"));
+	assert_true(strstr(md, "| 512–1024 |") < strstr(md, "| 1024+ |"));
+	/* one line per value: coverage and why some are missing */
+	assert_line(md, "- tokens = `len(arg:reqs)` on `py:engine.Engine.step`: read 3, "
+			"1 missing: first_call 1");
+	assert_line(md, "- kv_len = `arg:seq_lens` on `py:engine.Engine.step`: read 2, 1 counted "
+			"step without it, 1 read outside any step (not used), 2 missing: "
+			"unreadable 2");
+	assert_line(md, "- batch = `ret\\|x` on `native:exe:engine_step`: read 3, 2 counted steps "
+			"without it");
+	assert_line(md, "- count tokens = `len(ret)` on `py:engine.Sampler.sample`: read 40, 3 "
+			"read outside any step (not used)");
+	assert_line(md, "- 1 value record lost (ring buffer full): raise `set ringbuf_mb`");
+	free(md);
+	cJSON_Delete(doc);
+}
+
+static void test_tokens_without_bins(void **state)
+{
+	cJSON *doc = load_tokens(false, 0);
+	cJSON *st = cJSON_GetObjectItemCaseSensitive(doc, "stats");
+	char *md;
+
+	/* figures not measured: a dash */
+	cJSON_ReplaceItemInObjectCaseSensitive(st, "tok_per_s", cJSON_CreateNull());
+	cJSON_DeleteItemFromObjectCaseSensitive(st, "batch_mean");
+	cJSON_DeleteItemFromObjectCaseSensitive(st, "kv_len_mean");
+	md = render(doc);
+	assert_line(md, "## Tokens and sequence lengths");
+	assert_line(md, "| 12345 | – | 2 | – | – |");
+	assert_no_substr(md, "| kv_len |");
+	assert_no_substr(md, "value record");
+	free(md);
+	cJSON_Delete(doc);
+}
+
+static void test_tokens_absent(void **state)
+{
+	cJSON *doc = load_fixture("full.json");
+	char *md = render(doc);
+
+	assert_no_substr(md, "Tokens and sequence lengths");
+	assert_no_substr(md, "tok/s");
+	assert_no_substr(md, "| kv_len |");
+	free(md);
+	/* bins without values: still nothing */
+	cJSON_AddItemToObject(doc, "decode_length_buckets", cJSON_CreateArray());
+	md = render(doc);
+	assert_no_substr(md, "Tokens and sequence lengths");
+	free(md);
+	cJSON_Delete(doc);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -757,6 +923,9 @@ int main(void)
 		cmocka_unit_test(test_lines_never_sampled),
 		cmocka_unit_test(test_sampling_wrong_types),
 		cmocka_unit_test(test_bad_args_and_write_error),
+		cmocka_unit_test(test_tokens_section),
+		cmocka_unit_test(test_tokens_without_bins),
+		cmocka_unit_test(test_tokens_absent),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1217,6 +1217,381 @@ static void test_report_md_agrees(void **state)
 	free(buf);
 }
 
+/* ---- tokens, kv_len and batch (values: stepvals) ---- */
+
+static void vparse(struct pt_config *cfg, const char *text)
+{
+	char err[1024] = "";
+	FILE *f = fmemopen((void *)text, strlen(text), "r");
+	int ret;
+
+	assert_non_null(f);
+	ret = pt_config__parse(cfg, f, "t.conf", err, sizeof(err));
+	fclose(f);
+	if (ret)
+		fail_msg("config: %s", err);
+}
+
+static void vstep(struct pt_stepvals *sv, uint64_t t0_ms, uint64_t t1_ms, unsigned int vmask,
+		  double tok, double kv, double batch)
+{
+	struct pt_step s = { .t_start = t0_ms * MS, .t_end = t1_ms * MS, .vmask = vmask };
+
+	s.val[PT_VROLE_TOKENS] = tok;
+	s.val[PT_VROLE_KVLEN] = kv;
+	s.val[PT_VROLE_BATCH] = batch;
+	pt_stepvals__step(sv, &s);
+}
+
+#define VT (1u << PT_VROLE_TOKENS)
+#define VK (1u << PT_VROLE_KVLEN)
+#define VB (1u << PT_VROLE_BATCH)
+
+static const char vals_conf[] = "step native:exe:engine_step tokens=arg0 kv_len=arg1 batch=ret\n"
+				"count tokens native:exe:sample ret\n"
+				"set kv_bins 0,512,1024\n";
+
+/*
+ * Five counted steps (ms):
+ *   [0,2]   tokens 100  kv 100   batch 4
+ *   [10,14] tokens 290  kv 600   batch 8
+ *   [20,21]             kv 2000  batch 6
+ *   [30,33] tokens 60
+ *   [40,46] tokens 450  kv 200
+ * tokens 900 over 2+4+3+6 = 15 ms: 60000 tok/s; batch mean 18/3 = 6;
+ * kv_len mean 2900/4 = 725. Bins: [0,512) 2 steps (2 and 6 ms, 550
+ * tokens over 8 ms: 68750 tok/s), [512,1024) 1 step (4 ms, 290 tokens:
+ * 72500 tok/s), [1024,) 1 step (1 ms, no tokens).
+ */
+static void feed_vals(struct pt_stepvals *sv)
+{
+	vstep(sv, 0, 2, VT | VK | VB, 100, 100, 4);
+	vstep(sv, 10, 14, VT | VK | VB, 290, 600, 8);
+	vstep(sv, 20, 21, VK | VB, 0, 2000, 6);
+	vstep(sv, 30, 33, VT, 60, 0, 0);
+	vstep(sv, 40, 46, VT | VK, 450, 200, 0);
+	/* reads and misses, as the record path counts them */
+	sv->role[PT_VROLE_TOKENS].read = 5;
+	sv->role[PT_VROLE_TOKENS].outside = 1;
+	sv->role[PT_VROLE_TOKENS].missing[PT_VST_FAULT] = 2;
+	sv->role[PT_VROLE_KVLEN].read = 4;
+	sv->role[PT_VROLE_BATCH].read = 3;
+	pt_stepvals__missed(sv, 0, false, PT_VST_FIRST_CALL); /* tokens, kv_len */
+	pt_stepvals__missed(sv, 0, true, PT_VST_LOST);        /* batch */
+	sv->counts[0].read = 9;
+	sv->counts[0].outside = 2;
+	sv->counts[0].tokens_sum_outside = 13;
+	sv->counts[0].missing[PT_VST_TYPE] = 1;
+	sv->bad_records = 3;
+}
+
+static cJSON *vals_doc(const struct fixture *fx, const char *conf, struct pt_config *cfg,
+		       struct pt_stepvals *sv, bool feed)
+{
+	struct pt_report r = fx->r;
+	cJSON *doc;
+
+	vparse(cfg, conf);
+	assert_int_equal(pt_stepvals__init(sv, cfg), 0);
+	if (feed)
+		feed_vals(sv);
+	r.vals = sv;
+	r.val_records_dropped = 7;
+	doc = pt_summary__build(&r);
+	assert_non_null(doc);
+	return doc;
+}
+
+static void vals_free(cJSON *doc, struct pt_config *cfg, struct pt_stepvals *sv)
+{
+	cJSON_Delete(doc);
+	pt_stepvals__free(sv);
+	pt_config__free(cfg);
+}
+
+static void test_values_stats(void **state)
+{
+	struct fixture *fx = *state;
+	struct pt_config cfg;
+	struct pt_stepvals sv;
+	cJSON *doc = vals_doc(fx, vals_conf, &cfg, &sv, true);
+	const cJSON *s = item(doc, "stats");
+
+	CHECK_KEYS(doc, "meta", "stats", "buckets", "functions", "lines", "values",
+		   "decode_length_buckets", "health");
+	CHECK_KEYS(s, "steps", "mean_ms", "std_ms", "min_ms", "p50_ms", "p90_ms", "p99_ms",
+		   "max_ms", "steps_per_s", "time_ms", "warmup_steps_skipped", "incomplete_steps",
+		   "tokens", "steps_with_tokens", "tok_per_s", "batch_mean", "kv_len_mean");
+	/* the step figures are the aggregator's, untouched */
+	check_num(s, "steps", 2);
+	check_num(s, "mean_ms", 7.5);
+	check_num(s, "tokens", 900);
+	check_num(s, "steps_with_tokens", 4);
+	check_num(s, "tok_per_s", 60000);
+	check_num(s, "batch_mean", 6);
+	check_num(s, "kv_len_mean", 725);
+	vals_free(doc, &cfg, &sv);
+}
+
+static void test_values_roles(void **state)
+{
+	struct fixture *fx = *state;
+	struct pt_config cfg;
+	struct pt_stepvals sv;
+	cJSON *doc = vals_doc(fx, vals_conf, &cfg, &sv, true);
+	const cJSON *v = item(doc, "values"), *e, *m;
+
+	CHECK_KEYS(v, "tokens", "kv_len", "batch", "count_tokens", "records_dropped",
+		   "bad_records");
+	check_num(v, "records_dropped", 7);
+	check_num(v, "bad_records", 3);
+
+	e = item(v, "tokens");
+	CHECK_KEYS(e, "probe", "expr", "read", "outside_step", "steps_with_value",
+		   "steps_without_value", "missing", "missing_total");
+	check_str(e, "probe", "native:exe:engine_step");
+	check_str(e, "expr", "arg0");
+	check_num(e, "read", 5);
+	check_num(e, "outside_step", 1);
+	check_num(e, "steps_with_value", 4);
+	check_num(e, "steps_without_value", 1);
+	check_num(e, "missing_total", 3);
+	m = item(e, "missing");
+	CHECK_KEYS(m, "unreadable", "first_call");
+	check_num(m, "unreadable", 2);
+	check_num(m, "first_call", 1);
+
+	e = item(v, "kv_len");
+	CHECK_KEYS(e, "probe", "expr", "reduce", "read", "outside_step", "steps_with_value",
+		   "steps_without_value", "missing", "missing_total");
+	check_str(e, "expr", "arg1");
+	check_str(e, "reduce", "mean");
+	check_num(e, "read", 4);
+	check_num(e, "outside_step", 0);
+	check_num(e, "steps_with_value", 4);
+	check_num(e, "steps_without_value", 1);
+	check_num(e, "missing_total", 1);
+	CHECK_KEYS(item(e, "missing"), "first_call");
+
+	e = item(v, "batch");
+	check_str(e, "expr", "ret");
+	check_num(e, "read", 3);
+	check_num(e, "steps_with_value", 3);
+	check_num(e, "steps_without_value", 2);
+	check_num(e, "missing_total", 1);
+	CHECK_KEYS(item(e, "missing"), "lost");
+	check_num(item(e, "missing"), "lost", 1);
+
+	assert_int_equal(cJSON_GetArraySize(item(v, "count_tokens")), 1);
+	e = nth(item(v, "count_tokens"), 0);
+	CHECK_KEYS(e, "probe", "expr", "read", "outside_step", "tokens_outside_step", "missing",
+		   "missing_total");
+	check_str(e, "probe", "native:exe:sample");
+	check_str(e, "expr", "ret");
+	check_num(e, "read", 9);
+	check_num(e, "outside_step", 2);
+	check_num(e, "tokens_outside_step", 13);
+	check_num(e, "missing_total", 1);
+	CHECK_KEYS(item(e, "missing"), "wrong_type");
+	vals_free(doc, &cfg, &sv);
+}
+
+static void test_values_kv_bins(void **state)
+{
+	struct fixture *fx = *state;
+	struct pt_config cfg;
+	struct pt_stepvals sv;
+	cJSON *doc = vals_doc(fx, vals_conf, &cfg, &sv, true);
+	const cJSON *arr = item(doc, "decode_length_buckets"), *b;
+
+	assert_int_equal(cJSON_GetArraySize(arr), 3);
+	b = nth(arr, 0);
+	CHECK_KEYS(b, "kv_min", "kv_max", "steps", "mean_ms", "p50_ms", "p90_ms", "p99_ms",
+		   "steps_with_tokens", "tokens", "tok_per_s");
+	check_num(b, "kv_min", 0);
+	check_num(b, "kv_max", 512);
+	check_num(b, "steps", 2);
+	check_num(b, "mean_ms", 4);
+	check_num(b, "p50_ms", 2);
+	check_num(b, "p90_ms", 6);
+	check_num(b, "p99_ms", 6);
+	check_num(b, "steps_with_tokens", 2);
+	check_num(b, "tokens", 550);
+	check_num(b, "tok_per_s", 68750);
+
+	b = nth(arr, 1);
+	check_num(b, "kv_min", 512);
+	check_num(b, "kv_max", 1024);
+	check_num(b, "steps", 1);
+	check_num(b, "mean_ms", 4);
+	check_num(b, "p99_ms", 4);
+	check_num(b, "steps_with_tokens", 1);
+	check_num(b, "tokens", 290);
+	check_num(b, "tok_per_s", 72500);
+
+	/* the last bin is open-ended; a bin without token steps has no rate */
+	b = nth(arr, 2);
+	check_num(b, "kv_min", 1024);
+	check_null(b, "kv_max");
+	check_num(b, "steps", 1);
+	check_num(b, "mean_ms", 1);
+	check_num(b, "p50_ms", 1);
+	check_num(b, "steps_with_tokens", 0);
+	check_num(b, "tokens", 0);
+	check_null(b, "tok_per_s");
+	vals_free(doc, &cfg, &sv);
+}
+
+/* Configured, nothing measured: nulls, not 0, for what needs a step. */
+static void test_values_no_steps(void **state)
+{
+	struct fixture *fx = *state;
+	struct pt_config cfg;
+	struct pt_stepvals sv;
+	cJSON *doc = vals_doc(fx, vals_conf, &cfg, &sv, false);
+	const cJSON *s = item(doc, "stats"), *b;
+
+	check_num(s, "tokens", 0);
+	check_num(s, "steps_with_tokens", 0);
+	check_null(s, "tok_per_s");
+	check_null(s, "batch_mean");
+	check_null(s, "kv_len_mean");
+	assert_int_equal(cJSON_GetArraySize(item(doc, "decode_length_buckets")), 3);
+	for (int i = 0; i < 3; i++) {
+		b = nth(item(doc, "decode_length_buckets"), i);
+		check_num(b, "steps", 0);
+		check_null(b, "mean_ms");
+		check_null(b, "p50_ms");
+		check_null(b, "p90_ms");
+		check_null(b, "p99_ms");
+		check_num(b, "tokens", 0);
+		check_null(b, "tok_per_s");
+	}
+	b = item(item(doc, "values"), "tokens");
+	check_num(b, "read", 0);
+	check_num(b, "missing_total", 0);
+	assert_null(item(b, "missing")->child); /* an empty object */
+	vals_free(doc, &cfg, &sv);
+}
+
+/* Only the configured roles show; no kv_len: no bins. */
+static void test_values_partial(void **state)
+{
+	struct fixture *fx = *state;
+	struct pt_config cfg;
+	struct pt_stepvals sv;
+	cJSON *doc;
+	const cJSON *s;
+
+	/* built once empty, then again after one step */
+	doc = vals_doc(fx, "step native:exe:engine_step tokens=arg0\n", &cfg, &sv, false);
+	vstep(&sv, 0, 2, VT, 10, 0, 0);
+	cJSON_Delete(doc);
+	{
+		struct pt_report r = fx->r;
+
+		r.vals = &sv;
+		doc = pt_summary__build(&r);
+		assert_non_null(doc);
+	}
+	CHECK_KEYS(doc, "meta", "stats", "buckets", "functions", "lines", "values", "health");
+	s = item(doc, "stats");
+	check_num(s, "tokens", 10);
+	check_num(s, "steps_with_tokens", 1);
+	check_num(s, "tok_per_s", 5000);
+	assert_null(cJSON_GetObjectItemCaseSensitive(s, "batch_mean"));
+	assert_null(cJSON_GetObjectItemCaseSensitive(s, "kv_len_mean"));
+	CHECK_KEYS(item(doc, "values"), "tokens", "count_tokens", "records_dropped", "bad_records");
+	assert_int_equal(cJSON_GetArraySize(item(item(doc, "values"), "count_tokens")), 0);
+	vals_free(doc, &cfg, &sv);
+
+	/* batch alone: no token keys */
+	doc = vals_doc(fx, "step native:exe:engine_step batch=arg2\n", &cfg, &sv, false);
+	s = item(doc, "stats");
+	assert_null(cJSON_GetObjectItemCaseSensitive(s, "tokens"));
+	assert_null(cJSON_GetObjectItemCaseSensitive(s, "tok_per_s"));
+	check_null(s, "batch_mean");
+	CHECK_KEYS(item(doc, "values"), "batch", "count_tokens", "records_dropped", "bad_records");
+	vals_free(doc, &cfg, &sv);
+
+	/* count tokens alone is a token figure */
+	doc = vals_doc(fx, "step native:exe:engine_step\ncount tokens native:exe:s ret\n", &cfg,
+		       &sv, false);
+	check_num(item(doc, "stats"), "tokens", 0);
+	check_null(item(doc, "stats"), "tok_per_s");
+	vals_free(doc, &cfg, &sv);
+
+	/* a py kv_len shows its reduction */
+	doc = vals_doc(fx, "step py:m.E.step kv_len=arg:seqs\nset kv_len_reduce p90\n", &cfg, &sv,
+		       false);
+	check_str(item(item(doc, "values"), "kv_len"), "reduce", "p90");
+	assert_int_equal(cJSON_GetArraySize(item(doc, "decode_length_buckets")), 7);
+	check_num(nth(item(doc, "decode_length_buckets"), 6), "kv_min", 16384);
+	check_null(nth(item(doc, "decode_length_buckets"), 6), "kv_max");
+	vals_free(doc, &cfg, &sv);
+	doc = vals_doc(fx, "step py:m.E.step kv_len=max(arg:seqs)\nset kv_len_reduce p90\n", &cfg,
+		       &sv, false);
+	check_str(item(item(doc, "values"), "kv_len"), "reduce", "max");
+	vals_free(doc, &cfg, &sv);
+}
+
+/* No values configured: none of their keys. */
+static void test_values_absent(void **state)
+{
+	struct fixture *fx = *state;
+	struct pt_config cfg;
+	struct pt_stepvals sv;
+	cJSON *doc = vals_doc(fx, "step native:exe:engine_step\n", &cfg, &sv, false);
+	const cJSON *s = item(doc, "stats");
+
+	CHECK_KEYS(doc, "meta", "stats", "buckets", "functions", "lines", "health");
+	assert_null(cJSON_GetObjectItemCaseSensitive(s, "tokens"));
+	assert_null(cJSON_GetObjectItemCaseSensitive(s, "steps_with_tokens"));
+	assert_null(cJSON_GetObjectItemCaseSensitive(s, "tok_per_s"));
+	assert_null(cJSON_GetObjectItemCaseSensitive(s, "batch_mean"));
+	assert_null(cJSON_GetObjectItemCaseSensitive(s, "kv_len_mean"));
+	vals_free(doc, &cfg, &sv);
+	/* and with no stepvals at all (the fixture's document) */
+	CHECK_KEYS(fx->doc, "meta", "stats", "buckets", "functions", "lines", "health");
+}
+
+/* report.md from the built document: the tokens section with its rows. */
+static void test_values_report_md(void **state)
+{
+	struct fixture *fx = *state;
+	struct pt_config cfg;
+	struct pt_stepvals sv;
+	cJSON *doc = vals_doc(fx, vals_conf, &cfg, &sv, true);
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+	const char *tok, *steps, *bk;
+
+	assert_non_null(f);
+	assert_int_equal(pt_report_md__write(f, doc), 0);
+	assert_int_equal(fclose(f), 0);
+	tok = strstr(buf, "\n## Tokens and sequence lengths\n");
+	steps = strstr(buf, "\n## Steps\n");
+	bk = strstr(buf, "\n## Buckets\n");
+	assert_non_null(tok);
+	assert_true(steps && steps < tok && bk && tok < bk);
+	assert_non_null(strstr(buf, "\n| 900 | 60000.0 | 4 | 6.00 | 725.0 |\n"));
+	assert_non_null(strstr(buf, "\n| 0–512 | 2 | 4.000 | 2.000 | 6.000 | 6.000 | 550 | "
+				    "68750.0 |\n"));
+	assert_non_null(strstr(buf, "\n| 512–1024 | 1 | 4.000 | 4.000 | 4.000 | 4.000 | 290 | "
+				    "72500.0 |\n"));
+	assert_non_null(strstr(buf, "\n| 1024+ | 1 | 1.000 | 1.000 | 1.000 | 1.000 | 0 | – |\n"));
+	assert_non_null(strstr(buf, "\n- tokens = `arg0` on `native:exe:engine_step`: read 5, 1 "
+				    "counted step without it, 1 read outside any step (not used), "
+				    "3 missing: unreadable 2 first_call 1\n"));
+	assert_non_null(strstr(buf, "\n- count tokens = `ret` on `native:exe:sample`: read 9, 2 "
+				    "read outside any step (not used), 1 missing: wrong_type 1\n"));
+	assert_non_null(strstr(buf, "\n- 7 value records lost (ring buffer full): raise "
+				    "`set ringbuf_mb`\n"));
+	free(buf);
+	vals_free(doc, &cfg, &sv);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1241,6 +1616,13 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_sampling_functions, setup_fed, teardown),
 		cmocka_unit_test_setup_teardown(test_lines, setup_fed, teardown),
 		cmocka_unit_test_setup_teardown(test_lines_emitter_wanted, setup_fed, teardown),
+		cmocka_unit_test_setup_teardown(test_values_stats, setup_fed, teardown),
+		cmocka_unit_test_setup_teardown(test_values_roles, setup_fed, teardown),
+		cmocka_unit_test_setup_teardown(test_values_kv_bins, setup_fed, teardown),
+		cmocka_unit_test_setup_teardown(test_values_no_steps, setup_fed, teardown),
+		cmocka_unit_test_setup_teardown(test_values_partial, setup_fed, teardown),
+		cmocka_unit_test_setup_teardown(test_values_absent, setup_fed, teardown),
+		cmocka_unit_test_setup_teardown(test_values_report_md, setup_fed, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
