@@ -71,7 +71,7 @@ def proftrace_calls(t, tmp, symbol):
     return rows[0]["calls"] if rows else 0
 
 
-def one_run(fn, tool, conf_extra=""):
+def one_run(fn, tool, conf_extra="", step_extra=""):
     """ns per call of fn with tool in None/'proftrace'/'bpftrace' attached."""
     n = CALLS[fn]
     exe = os.path.join(BENCH, "probe_bench")
@@ -81,7 +81,8 @@ def one_run(fn, tool, conf_extra=""):
     tmp = tempfile.mkdtemp(prefix="pt-bench-")
     try:
         if tool == "proftrace":
-            t = start_proftrace(pid, "step native:exe:%s\n%s" % (fn, conf_extra), tmp)
+            t = start_proftrace(pid, "step native:exe:%s%s\n%s" % (fn, step_extra, conf_extra),
+                                tmp)
         elif tool == "bpftrace":
             # the equivalent of proftrace's work: time each call, keep a histogram
             script = ("uprobe:%s:%s { @s[tid] = nsecs; } "
@@ -109,8 +110,8 @@ def one_run(fn, tool, conf_extra=""):
                 p.wait()
 
 
-def measure(fn, tool, conf_extra=""):
-    runs = [one_run(fn, tool, conf_extra) for _ in range(REPEAT)]
+def measure(fn, tool, conf_extra="", step_extra=""):
+    runs = [one_run(fn, tool, conf_extra, step_extra) for _ in range(REPEAT)]
     calls = runs[-1][1]
     if calls is not None and calls != CALLS[fn]:
         print("  warning: proftrace counted %d calls of %s, expected %d" % (calls, fn, CALLS[fn]))
@@ -531,6 +532,9 @@ def probe_tables():
     woff = measure("pb_mov_push", "proftrace", "set prologue_skip off\n")
     nowake = measure("pb_push", "proftrace")
     wake = measure("pb_push", "proftrace", "set ringbuf_wakeup on\n")
+    # tokens=/kv_len=/batch= on the step line: two value records per call
+    # (arguments at entry, the return value at exit) on top of the pair
+    vals = measure("pb_push", "proftrace", "", step_extra=" tokens=arg0 kv_len=arg1 batch=ret")
     table("Design choices, each against its alternative in this run",
           ["choice", "chosen ns/call", "alternative ns/call", "alternative / chosen"],
           [["probe after a leading endbr64 (`prologue_skip on` vs `off`), pb_endbr_push",
@@ -538,7 +542,9 @@ def probe_tables():
            ["walk over a leading mov to the push (`prologue_skip on` vs `off`), pb_mov_push",
             "%.0f" % won, "%.0f" % woff, "%.1fx" % (woff / won)],
            ["drain the ring on a timer (no wakeup) vs wake the reader per record, pb_push",
-            "%.0f" % nowake, "%.0f" % wake, "%.2fx" % (wake / nowake)]])
+            "%.0f" % nowake, "%.0f" % wake, "%.2fx" % (wake / nowake)],
+           ["no values vs `tokens=arg0 kv_len=arg1 batch=ret` read at each call, pb_push",
+            "%.0f" % nowake, "%.0f" % vals, "%.2fx" % (vals / nowake)]])
 
 
 SECTIONS = ("probes", "python", "sampling", "agg")
