@@ -47,6 +47,20 @@ LIBPT := $(OUTPUT)/libpt.a
 UNIT_SRCS := $(wildcard tests/unit/test_*.c)
 UNIT_BINS := $(patsubst tests/unit/%.c,$(OUTPUT)/tests/%,$(UNIT_SRCS))
 
+# CUPTI shim (shim/): built when CUDA's CUPTI headers and library are there.
+CUDA_HOME ?= /usr/local/cuda
+CUPTI_H := $(firstword $(wildcard $(CUDA_HOME)/include/cupti.h $(CUDA_HOME)/extras/CUPTI/include/cupti.h))
+CUPTI_SO := $(firstword $(wildcard $(CUDA_HOME)/lib64/libcupti.so $(CUDA_HOME)/lib/libcupti.so \
+	    $(CUDA_HOME)/extras/CUPTI/lib64/libcupti.so $(CUDA_HOME)/targets/*/lib/libcupti.so))
+ifneq ($(and $(CUPTI_H),$(CUPTI_SO)),)
+CUPTI_INCDIR := $(patsubst %/,%,$(dir $(CUPTI_H)))
+CUPTI_LIBDIR := $(patsubst %/,%,$(dir $(CUPTI_SO)))
+SHIM := $(OUTPUT)/libproftrace_cupti.so
+else
+SHIM :=
+UNIT_BINS := $(filter-out $(OUTPUT)/tests/test_shim,$(UNIT_BINS))
+endif
+
 VICTIM_SRCS := $(wildcard tests/victims/*.c)
 VICTIMS := $(patsubst tests/victims/%.c,$(OUTPUT)/victims/%,$(filter-out tests/victims/lib%.c,$(VICTIM_SRCS))) \
 	   $(OUTPUT)/victims/libvictim_dl.so
@@ -149,12 +163,46 @@ $(OUTPUT)/bench/%: bench/%.c | $(OUTPUT)/bench
 	$(call msg,BENCH-CC,$@)
 	$(Q)$(CC) -g -O2 -Wall $< -o $@
 
+# ---- CUPTI shim: injected into CUDA processes, so no sanitizers and only
+# InitializeInjection exported ----
+SHIM_SRCS := $(wildcard shim/*.c)
+SHIM_OBJS := $(patsubst shim/%.c,$(OUTPUT)/shim/%.o,$(SHIM_SRCS))
+SHIM_CFLAGS := -g -O2 -std=gnu11 -D_GNU_SOURCE -Wall -Wextra -Wno-unused-parameter \
+	       -Wno-missing-field-initializers -fPIC -fvisibility=hidden -pthread -MMD -MP
+.PHONY: shim
+all: shim
+ifneq ($(SHIM),)
+shim: $(SHIM)
+$(OUTPUT)/shim:
+	$(Q)mkdir -p $@
+$(OUTPUT)/shim/%.o: shim/%.c | $(OUTPUT)/shim
+	$(call msg,SHIM-CC,$@)
+	$(Q)$(CC) $(SHIM_CFLAGS) -isystem $(CUPTI_INCDIR) -c $< -o $@
+$(SHIM): $(SHIM_OBJS)
+	$(call msg,SHIM-LD,$@)
+	$(Q)$(CC) -shared -pthread -Wl,-z,defs $^ -L$(CUPTI_LIBDIR) -lcupti \
+		-Wl,-rpath,$(CUPTI_LIBDIR) -o $@
+# The shim's logic with a fake CUPTI table, linked with the real libcupti
+# (cuptiActivityGetNextRecord works without a driver).
+$(OUTPUT)/tests/test_shim: tests/unit/test_shim.c $(SHIM_SRCS) $(wildcard shim/*.h) user/gpuring.c user/gpuring.h | $(OUTPUT)/tests
+	$(call msg,TEST-CC,$@)
+	$(Q)$(CC) $(CFLAGS) -Ishim -Iuser -isystem $(CUPTI_INCDIR) $(LDFLAGS) $< $(SHIM_SRCS) \
+		user/gpuring.c -L$(CUPTI_LIBDIR) -lcupti -Wl,-rpath,$(CUPTI_LIBDIR) -pthread -lcmocka -o $@
+else
+shim:
+	@echo "shim: skipped, no CUDA at $(CUDA_HOME) (set CUDA_HOME)"
+endif
+# The reader against segments made by the shim's own writer (no CUPTI).
+$(OUTPUT)/tests/test_gpuring: tests/unit/test_gpuring.c shim/ring.c shim/ring.h shim/ptgpu.h $(LIBPT) | $(OUTPUT)/tests
+	$(call msg,TEST-CC,$@)
+	$(Q)$(CC) $(CFLAGS) $(INCLUDES) -Ishim $(LDFLAGS) $< shim/ring.c $(LIBPT) $(LDLIBS) -lcmocka -o $@
+
 # ---- fuzzing (libFuzzer): one harness per reader of target-controlled input ----
 # Each harness links only its module, so a finding points at one file.
 # Runs over a copy of the seeds, so tests/fuzz/corpus/ only changes by hand;
 # failing inputs land in $(OUTPUT)/fuzz/<name>-{crash,leak,timeout,oom}-*.
 FUZZ_SECONDS ?= 20
-FUZZ_NAMES := maps elf config pycode pyline folded
+FUZZ_NAMES := maps elf config pycode pyline folded gpuring
 FUZZ_BINS := $(patsubst %,$(OUTPUT)/fuzz/fuzz_%,$(FUZZ_NAMES))
 FUZZ_CFLAGS := -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
 	       -std=gnu11 -D_GNU_SOURCE -Iuser -Ibpf
@@ -183,6 +231,16 @@ $(OUTPUT)/fuzz/fuzz_pyline: tests/fuzz/fuzz_pyline.c user/pyline.c user/pyline.h
 $(OUTPUT)/fuzz/fuzz_folded: tests/fuzz/fuzz_folded.c user/flame.c user/flame.h | $(OUTPUT)/fuzz
 	$(call msg,FUZZ-CC,$@)
 	$(Q)$(CLANG) $(FUZZ_CFLAGS) tests/fuzz/fuzz_folded.c user/flame.c -o $@
+
+# The segment is written by the profiled process; seeds come from
+# `make fuzz-gpuring-seeds` (the real writer, shim/ring.c).
+$(OUTPUT)/fuzz/fuzz_gpuring: tests/fuzz/fuzz_gpuring.c user/gpuring.c user/gpuring.h shim/ptgpu.h | $(OUTPUT)/fuzz
+	$(call msg,FUZZ-CC,$@)
+	$(Q)$(CLANG) $(FUZZ_CFLAGS) tests/fuzz/fuzz_gpuring.c user/gpuring.c -o $@
+.PHONY: fuzz-gpuring-seeds
+fuzz-gpuring-seeds: tests/fuzz/fuzz_gpuring.c shim/ring.c | $(OUTPUT)/fuzz
+	$(Q)$(CC) -g -O1 -std=gnu11 -D_GNU_SOURCE -Iuser -Ishim -DPTG_GEN_SEEDS $^ -o $(OUTPUT)/fuzz/gen_gpuring_seeds
+	$(Q)$(OUTPUT)/fuzz/gen_gpuring_seeds tests/fuzz/corpus/gpuring
 
 # One line per harness; non-zero exit when any harness crashed, hung,
 # leaked or tripped a sanitizer.
@@ -234,3 +292,4 @@ clean:
 	$(Q)rm -rf .output .output-asan proftrace
 
 -include $(USER_OBJS:.o=.d) $(patsubst %,%.d,$(UNIT_BINS) $(TOOLS))
+-include $(SHIM_OBJS:.o=.d)
