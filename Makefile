@@ -151,6 +151,10 @@ $(OUTPUT)/victims/libvictim_dl.so: tests/victims/libvictim_dl.c tests/victims/vi
 $(OUTPUT)/victims/victim_nopie: tests/victims/victim_nopie.c tests/victims/victim.h | $(OUTPUT)/victims
 	$(call msg,VICTIM,$@)
 	$(Q)$(CC) $(VICTIM_CFLAGS) -fno-pie -no-pie $< -o $@ -ldl -lm
+# writes the CUPTI shim's segment itself, with the shim's writer
+$(OUTPUT)/victims/victim_gpu_synth: tests/victims/victim_gpu_synth.c tests/victims/victim.h shim/ring.c shim/ring.h shim/ptgpu.h | $(OUTPUT)/victims
+	$(call msg,VICTIM,$@)
+	$(Q)$(CC) $(VICTIM_CFLAGS) -Ishim $< shim/ring.c -o $@
 $(OUTPUT)/victims/%: tests/victims/%.c tests/victims/victim.h | $(OUTPUT)/victims
 	$(call msg,VICTIM,$@)
 	$(Q)$(CC) $(VICTIM_CFLAGS) $< -o $@ -ldl -lm

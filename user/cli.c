@@ -10,7 +10,7 @@
 
 static const char usage[] =
 	"Usage: proftrace -p PID --targets FILE|NAME [-d SEC] [-o DIR] [--json] [-v] [-q]\n"
-	"                 [--dry-run]\n"
+	"                 [--gpu auto|on|off] [--dry-run]\n"
 	"       proftrace --list-targets\n"
 	"\n"
 	"Attach to a running process and time the functions named in FILE exactly,\n"
@@ -28,6 +28,10 @@ static const char usage[] =
 	"  -v, --verbose        say more (twice: libbpf's messages too)\n"
 	"  -q, --quiet          no live status line (it is only shown when stderr is a\n"
 	"                       terminal)\n"
+	"      --gpu MODE       GPU kernels, copies and idle time from the CUPTI shim\n"
+	"                       (the server started with CUDA_INJECTION64_PATH=\n"
+	"                       .../libproftrace_cupti.so): auto (default: when the\n"
+	"                       process has it), on (an error when it has not), off\n"
 	"      --dry-run        resolve every probe and print it, attach nothing\n"
 	"      --list-targets   list the bundled targets files, one per line (name and\n"
 	"                       what it is for), and exit; they are looked up in\n"
@@ -63,6 +67,7 @@ int pt_cli__parse(struct pt_env *env, int argc, char **argv)
 		{ "dry-run", no_argument, NULL, 'n' },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "list-targets", no_argument, NULL, 'L' },
+		{ "gpu", required_argument, NULL, 'G' },
 		{ "help", no_argument, NULL, 'h' },
 		{},
 	};
@@ -103,6 +108,17 @@ int pt_cli__parse(struct pt_env *env, int argc, char **argv)
 			break;
 		case 'n':
 			env->dry_run = true;
+			break;
+		case 'G':
+			if (!strcmp(optarg, "auto"))
+				env->gpu = PT_GPU_AUTO;
+			else if (!strcmp(optarg, "on"))
+				env->gpu = PT_GPU_ON;
+			else if (!strcmp(optarg, "off"))
+				env->gpu = PT_GPU_OFF;
+			else
+				return bad("bad --gpu '%s': auto (use the CUPTI shim when the process "
+					   "has it), on or off", optarg);
 			break;
 		case 'q':
 			env->quiet = true;

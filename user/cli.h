@@ -5,6 +5,8 @@
 #include <limits.h>
 #include <stdbool.h>
 
+enum { PT_GPU_AUTO = 0, PT_GPU_ON, PT_GPU_OFF };
+
 struct pt_env {
 	int pid;
 	const char *targets;
@@ -15,6 +17,7 @@ struct pt_env {
 	bool dry_run;
 	bool quiet; /* no live status line */
 	bool list_targets; /* --list-targets: print the bundled configs, exit */
+	int gpu; /* --gpu: PT_GPU_AUTO (default), PT_GPU_ON, PT_GPU_OFF */
 	char targets_path[PATH_MAX]; /* --targets NAME resolved to a bundled file */
 };
 

@@ -33,6 +33,8 @@
 #include "elfsyms.h"
 #include "maps.h"
 #include "flame.h"
+#include "gpu.h"
+#include "gpuring.h"
 #include "pyprobe.h"
 #include "pysym.h"
 #include "python.h"
@@ -90,6 +92,12 @@ struct run {
 	struct pt_stacks *stk;
 	struct pt_sframe *sf; /* scratch: one sample's frames and their labels */
 	char (*labels)[256];
+
+	/* the GPU stream (CUPTI shim) */
+	struct pt_gpuring *gr;
+	struct pt_gpu *gpu;
+	bool gpu_attached;
+	char gpu_why[256]; /* no GPU stream: why */
 
 	/* tokens, kv_len, batch per step */
 	struct pt_stepvals sv;
@@ -336,6 +344,12 @@ static int on_rec(void *ctx, const struct pt_rec *rec, size_t size)
 					    rec->type == PT_REC_EXIT, PT_VST_FIRST_CALL);
 	}
 	pt_agg__record(r->agg, rec);
+	if (r->gpu && rec->type == PT_REC_EXIT && rec->fid < r->nfs) {
+		uint64_t m = pt_resolver__func(r->res, rec->fid)->bucket_mask;
+
+		if (m && pt_gpu__bucket_call(r->gpu, rec->tid, rec->t_entry, rec->t_exit, m))
+			r->gpu_why[0] = '!';
+	}
 	return 0;
 }
 
@@ -344,6 +358,77 @@ static void on_step(void *ctx, const struct pt_step *s)
 	struct run *r = ctx;
 
 	pt_stepvals__step(&r->sv, s);
+	if (r->gpu && pt_gpu__step(r->gpu, s->tid, s->t_start, s->t_end))
+		r->gpu_why[0] = '!'; /* out of memory: said at the end */
+}
+
+static int on_gpu_rec(void *ctx, const struct pt_gpu_rec *g)
+{
+	struct run *r = ctx;
+
+	if (pt_gpu__record(r->gpu, g))
+		r->gpu_why[0] = '!';
+	return 0;
+}
+
+/*
+ * The CUPTI shim's ring, if the target has one (before the clock starts:
+ * attaching is what wakes the shim). 0, or EXIT_USAGE when --gpu on
+ * cannot be honoured.
+ */
+static int open_gpu(struct run *r)
+{
+	char err[256];
+	int e;
+
+	if (r->env.gpu == PT_GPU_OFF) {
+		snprintf(r->gpu_why, sizeof(r->gpu_why), "--gpu off");
+		return 0;
+	}
+	e = pt_gpuring__open(&r->gr, r->tgt.pid, err, sizeof(err));
+	if (e == -ENOENT)
+		snprintf(err, sizeof(err),
+			 "no CUPTI shim in pid %d: start the server with "
+			 "CUDA_INJECTION64_PATH=/path/to/libproftrace_cupti.so (see docs/gpu.md)",
+			 r->tgt.pid);
+	if (!e) {
+		r->gpu = pt_gpu__new(r->cfg.nbuckets);
+		if (!r->gpu)
+			return -ENOMEM;
+		return 0;
+	}
+	snprintf(r->gpu_why, sizeof(r->gpu_why), "%s", err);
+	if (r->env.gpu == PT_GPU_ON) {
+		fprintf(stderr, "proftrace: --gpu on: %s\n", err);
+		return EXIT_USAGE;
+	}
+	if (e != -ENOENT)
+		fprintf(stderr, "proftrace: warning: no GPU stream: %s\n", err);
+	return 0;
+}
+
+static int attach_gpu(struct run *r)
+{
+	int e;
+
+	if (!r->gr)
+		return 0;
+	e = pt_gpuring__attach(r->gr, now_ns(CLOCK_MONOTONIC));
+	if (!e) {
+		r->gpu_attached = true;
+		return 0;
+	}
+	snprintf(r->gpu_why, sizeof(r->gpu_why),
+		 e == -EBUSY ? "another proftrace is reading this process's CUPTI shim"
+			     : "cannot attach to the CUPTI shim's ring: %s", strerror(-e));
+	pt_gpu__free(r->gpu);
+	r->gpu = NULL;
+	if (r->env.gpu == PT_GPU_ON) {
+		fprintf(stderr, "proftrace: --gpu on: %s\n", r->gpu_why);
+		return EXIT_USAGE;
+	}
+	fprintf(stderr, "proftrace: warning: no GPU stream: %s\n", r->gpu_why);
+	return 0;
 }
 
 static int grow_fstate(struct run *r)
@@ -954,6 +1039,7 @@ static int write_outputs(struct run *r)
 	struct pt_report rep = { 0 };
 	struct pt_report_python pyrep = { 0 };
 	struct pt_report_sampling smp = { 0 };
+	struct pt_gpuring_info gpu_info;
 	struct pt_report_thread *threads = NULL;
 	struct pt_report_lines_fn *lfns = NULL;
 	size_t nlfns = 0;
@@ -1124,6 +1210,17 @@ static int write_outputs(struct run *r)
 	rep.nfuncs = nrows;
 	rep.vals = &r->sv;
 	rep.val_records_dropped = c.val_dropped;
+	if (r->gpu) {
+		if (r->gpu_why[0] == '!')
+			fprintf(stderr, "proftrace: warning: out of memory for GPU records: the GPU "
+					"figures are incomplete\n");
+		pt_gpuring__info(r->gr, &gpu_info);
+		rep.gpu = pt_gpu__join(r->gpu, r->t0_mono, r->t_end_mono);
+		rep.gpu_info = &gpu_info;
+		if (!rep.gpu)
+			snprintf(r->gpu_why, sizeof(r->gpu_why), "out of memory joining GPU records");
+	}
+	rep.gpu_why = r->gpu_why;
 	rep.health.events = r->events;
 	rep.health.dropped_events = c.dropped;
 	rep.health.depth_overflow = c.depth_overflow;
@@ -1319,6 +1416,11 @@ static int event_loop(struct run *r, const sigset_t *mask)
 			pt_sampler__drain(r->smp);
 		note_drops(r);
 		now = now_ns(CLOCK_MONOTONIC);
+		if (r->gpu_attached) {
+			/* the shim goes dormant after 1 s without a heartbeat */
+			pt_gpuring__heartbeat(r->gr, now);
+			pt_gpuring__drain(r->gr, on_gpu_rec, r);
+		}
 		if (pfd < 0 && !pt_target__alive(&r->tgt))
 			stop = STOP_EXIT;
 		if (stop == STOP_NONE && (r->rescan || now - last_rescan >= RESCAN_MS * 1000000ull)) {
@@ -1335,6 +1437,9 @@ static int event_loop(struct run *r, const sigset_t *mask)
 	pt_attach__drain(r->att);
 	pt_sampler__stop(r->smp, r->t_end_mono);
 	note_drops(r);
+	/* detach: the shim disables CUPTI and flushes what it holds */
+	if (r->gpu_attached)
+		pt_gpuring__finish(r->gr, on_gpu_rec, r, 1000);
 	if (stop == STOP_EXIT)
 		fprintf(stderr, "proftrace: process %d exited\n", r->tgt.pid);
 out:
@@ -1508,8 +1613,18 @@ int main(int argc, char **argv)
 		if (e)
 			fprintf(stderr, "proftrace: warning: no stack sampling: %s\n", err);
 	}
+	e = open_gpu(&r);
+	if (e) {
+		ret = e == EXIT_USAGE ? EXIT_USAGE : 1;
+		goto cleanup;
+	}
 	r.t0_mono = now_ns(CLOCK_MONOTONIC);
 	r.t0_unix = now_ns(CLOCK_REALTIME);
+	e = attach_gpu(&r);
+	if (e) {
+		ret = EXIT_USAGE;
+		goto cleanup;
+	}
 	if (r.have_py) {
 		e = start_python(&r, err, sizeof(err));
 		if (e) {
@@ -1558,6 +1673,8 @@ int main(int argc, char **argv)
 			fprintf(stderr, "; %u thread%s sampled at %u Hz", ss.threads,
 				ss.threads == 1 ? "" : "s", r.cfg.sample_hz);
 		}
+		if (r.gpu)
+			fprintf(stderr, "; GPU stream from the CUPTI shim");
 		if (pending)
 			fprintf(stderr, "; %zu probe%s waiting for %s to be loaded", pending,
 				pending == 1 ? "" : "s", pending == 1 ? "its library" : "their libraries");
@@ -1573,6 +1690,8 @@ int main(int argc, char **argv)
 	ret = e ? 1 : 0;
 
 cleanup:
+	pt_gpuring__close(r.gr);
+	pt_gpu__free(r.gpu);
 	pt_sampler__free(r.smp);
 	pt_stacks__free(r.stk);
 	pt_pysym__free(r.sym);

@@ -14,6 +14,7 @@
 #include <stdio.h>
 
 #include "agg.h"
+#include "gpu.h"
 #include "stepvals.h"
 
 struct cJSON;
@@ -147,6 +148,10 @@ struct pt_report {
 	/* tokens, kv_len, batch per step; NULL or inactive: not configured */
 	const struct pt_stepvals *vals;
 	uint64_t val_records_dropped; /* value records BPF could not write */
+	/* the GPU stream: NULL gpu: none, and gpu_why says why */
+	const struct pt_gpu_result *gpu;
+	const struct pt_gpuring_info *gpu_info;
+	const char *gpu_why;
 	struct pt_report_health health;
 };
 

@@ -1056,6 +1056,111 @@ static void put_tokens(FILE *f, const cJSON *doc)
 	fputs("\n", f);
 }
 
+static void put_gpu_health(FILE *f, const cJSON *g)
+{
+	const cJSON *rec = pt_jget(g, "records"), *c = pt_jget(pt_jget(g, "shim"), "conflict");
+	static const char *const keys[] = { "ring_dropped", "cupti_dropped", "lost", "invalid",
+					    "unknown_kinds", "names_lost" };
+	double v;
+	bool any = false;
+
+	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
+		if (!pt_jnum(rec, keys[i], &v) || v <= 0)
+			continue;
+		fprintf(f, "%s%s %.0f", any ? ", " : "GPU records not in these figures: ", keys[i],
+			v);
+		any = true;
+	}
+	if (any)
+		fputs(".\n\n", f);
+	if (cJSON_IsObject(c)) {
+		fputs("**CUPTI conflict:** ", f);
+		put_text(f, pt_jstr(c, "call"));
+		fputs(" failed with ", f);
+		put_text(f, pt_jstr(c, "result"));
+		fputs(" (another profiler such as Nsight Systems or torch.profiler holds CUPTI); "
+		      "the server ran on without GPU records.\n\n", f);
+	}
+	if (pt_jnum(g, "unmatched", &v) && v > 0)
+		fprintf(f, "%.0f piece%s of GPU work had no launch call record: counted in busy "
+			   "time, in no step or bucket.\n\n", v, plural(v));
+}
+
+static void put_gpu(FILE *f, const cJSON *doc)
+{
+	const cJSON *g = pt_jget(doc, "gpu"), *st, *it;
+	double v;
+
+	if (!g)
+		return;
+	fputs("## GPU\n\n", f);
+	if (strcmp(pt_jstr(g, "source") ? pt_jstr(g, "source") : "", "cupti-shim")) {
+		fputs("No GPU stream: ", f);
+		put_text(f, pt_jstr(g, "why"));
+		fputs(".\n\n", f);
+		return;
+	}
+	st = pt_jget(g, "steps");
+	fputs("| kernels | copies | memsets | GPU busy ms | busy share | step time GPU idle "
+	      "(host-bound) | launch to start p50 ms |\n|---:|---:|---:|---:|---:|---:|---:|\n| ",
+	      f);
+	put_count(f, g, "kernels");
+	CELL(f);
+	put_count(f, g, "copies");
+	CELL(f);
+	put_count(f, g, "memsets");
+	CELL(f);
+	put_ms(f, g, "busy_ms");
+	CELL(f);
+	put_share(f, g, "busy_share");
+	CELL(f);
+	put_share(f, st, "host_bound_share");
+	CELL(f);
+	put_ms(f, pt_jget(g, "launch_delay"), "p50_ms");
+	fputs(" |\n\n", f);
+	if (pt_jnum(st, "steps", &v) && v > 0) {
+		fputs("Per counted step: GPU busy ", f);
+		put_ms(f, pt_jget(st, "busy"), "mean_ms");
+		fputs(" ms, idle ", f);
+		put_ms(f, pt_jget(st, "idle"), "mean_ms");
+		fputs(" ms (p90 ", f);
+		put_ms(f, pt_jget(st, "idle"), "p90_ms");
+		fputs(" ms) on average; ", f);
+		put_count(f, st, "steps_with_gpu");
+		fputs(" steps launched GPU work.\n\n", f);
+	}
+	fputs("| bucket | GPU work launched | GPU ms |\n|---|---:|---:|\n", f);
+	cJSON_ArrayForEach(it, pt_jarr(g, "buckets"))
+	{
+		if (!pt_jnum(it, "work_launched", &v) || v <= 0)
+			continue;
+		fputs("| ", f);
+		put_text(f, pt_jstr(it, "name"));
+		CELL(f);
+		put_count(f, it, "work_launched");
+		CELL(f);
+		put_ms(f, it, "gpu_ms");
+		fputs(" |\n", f);
+	}
+	fputs("\n| kernel | count | total ms | mean ms | max ms | share of busy |\n"
+	      "|---|---:|---:|---:|---:|---:|\n", f);
+	cJSON_ArrayForEach(it, pt_jarr(g, "top_kernels"))
+	{
+		static const struct cell cols[] = {
+			{ C_COUNT, "count" }, { C_MS, "total_ms" }, { C_MS, "mean_ms" },
+			{ C_MS, "max_ms" },   { C_SHARE, "share_of_busy" },
+		};
+
+		fputs("| ", f);
+		put_code(f, pt_jstr(it, "name"));
+		CELL(f);
+		put_cells(f, it, cols, NCELLS(cols));
+		fputs(" |\n", f);
+	}
+	fputs("\n", f);
+	put_gpu_health(f, g);
+}
+
 int pt_report_md__write(FILE *f, const struct cJSON *summary)
 {
 	int err;
@@ -1066,6 +1171,7 @@ int pt_report_md__write(FILE *f, const struct cJSON *summary)
 	put_steps(f, summary);
 	put_tokens(f, summary);
 	put_buckets(f, summary);
+	put_gpu(f, summary);
 	put_functions(f, summary);
 	err = put_sampling(f, summary);
 	if (err)

@@ -346,6 +346,152 @@ static void build_kv_bins(struct jb *b, cJSON *root, const struct pt_stepvals *s
 	}
 }
 
+static double share_of(uint64_t part, uint64_t whole)
+{
+	return whole ? round6((double)part / (double)whole) : 0;
+}
+
+static void build_gpu_shim(struct jb *b, cJSON *o, const struct pt_gpuring_info *in)
+{
+	cJSON *sh = add_obj(b, o, "shim"), *rec, *c;
+
+	if (sh) {
+		jb_num(b, sh, "version", in->version);
+		jb_num(b, sh, "cupti_version", in->cupti_version);
+		jb_bool(b, sh, "active", in->active);
+		jb_num(b, sh, "activations", in->activations);
+		jb_ms(b, sh, "enable_stall_ms", (double)in->enable_stall_ns);
+		if (in->conflict_call) {
+			c = add_obj(b, sh, "conflict");
+			if (c) {
+				jb_str(b, c, "call", pt_gpuring__call_name(in->conflict_call));
+				jb_str(b, c, "result", pt_gpuring__result_name(in->conflict_code));
+				jb_num(b, c, "code", in->conflict_code);
+			}
+		} else {
+			jb_null(b, sh, "conflict");
+		}
+	}
+	rec = add_obj(b, o, "records");
+	if (rec) {
+		jb_num(b, rec, "delivered", (double)in->delivered);
+		jb_num(b, rec, "ring_dropped", (double)in->ring_dropped);
+		jb_num(b, rec, "cupti_dropped", (double)in->cupti_dropped);
+		jb_num(b, rec, "lost", (double)in->lost);
+		jb_num(b, rec, "invalid", (double)in->skipped);
+		jb_num(b, rec, "unknown_kinds", (double)in->unknown_kinds);
+		jb_num(b, rec, "names_lost", (double)in->strtab_full);
+	}
+}
+
+static void jb_dist_ms(struct jb *b, cJSON *o, const struct pt_dist *d)
+{
+	jb_num(b, o, "count", (double)d->count);
+	if (!d->count) {
+		jb_null(b, o, "mean_ms");
+		jb_null(b, o, "p50_ms");
+		jb_null(b, o, "p90_ms");
+		jb_null(b, o, "p99_ms");
+		jb_null(b, o, "max_ms");
+		return;
+	}
+	jb_ms(b, o, "mean_ms", d->sum / (double)d->count);
+	jb_ms(b, o, "p50_ms", pt_dist__quantile(d, 0.50));
+	jb_ms(b, o, "p90_ms", pt_dist__quantile(d, 0.90));
+	jb_ms(b, o, "p99_ms", pt_dist__quantile(d, 0.99));
+	jb_ms(b, o, "max_ms", (double)d->max);
+}
+
+#define PT_GPU_TOP 20
+
+static void build_gpu(struct jb *b, cJSON *root, const struct pt_report *r)
+{
+	const struct pt_gpu_result *g = r->gpu;
+	cJSON *o = add_obj(b, root, "gpu"), *st, *arr, *e;
+
+	if (!o)
+		return;
+	if (!g) {
+		jb_str(b, o, "source", "none");
+		jb_str(b, o, "why", r->gpu_why && r->gpu_why[0] ? r->gpu_why : "not read");
+		return;
+	}
+	jb_str(b, o, "source", "cupti-shim");
+	if (r->gpu_info)
+		build_gpu_shim(b, o, r->gpu_info);
+	jb_num(b, o, "kernels", (double)g->kernels);
+	jb_num(b, o, "copies", (double)g->copies);
+	jb_num(b, o, "memsets", (double)g->memsets);
+	jb_num(b, o, "copy_bytes", (double)g->copy_bytes);
+	jb_num(b, o, "api_calls", (double)g->api_calls);
+	jb_num(b, o, "syncs", (double)g->syncs);
+	jb_num(b, o, "unmatched", (double)g->unmatched);
+	jb_num(b, o, "outside_steps", (double)g->outside_steps);
+	jb_ms(b, o, "busy_ms", (double)g->busy_ns);
+	jb_num(b, o, "busy_share", share_of(g->busy_ns, g->window_ns));
+	arr = add_arr(b, o, "devices");
+	for (size_t i = 0; arr && i < g->ndevices; i++) {
+		const struct pt_gpu_device *d = &g->devices[i];
+
+		e = arr_obj(b, arr);
+		if (!e)
+			continue;
+		jb_num(b, e, "device", d->device);
+		jb_num(b, e, "kernels", (double)d->kernels);
+		jb_num(b, e, "copies", (double)d->copies);
+		jb_num(b, e, "memsets", (double)d->memsets);
+		jb_ms(b, e, "busy_ms", (double)d->busy_ns);
+		jb_num(b, e, "busy_share", share_of(d->busy_ns, g->window_ns));
+	}
+	st = add_obj(b, o, "steps");
+	if (st) {
+		jb_num(b, st, "steps", (double)g->steps);
+		jb_num(b, st, "steps_with_gpu", (double)g->steps_with_gpu);
+		jb_num(b, st, "work_launched", (double)g->step_items);
+		jb_ms(b, st, "busy_ms", (double)g->step_busy_ns);
+		jb_ms(b, st, "idle_ms", (double)(g->step_ns - g->step_busy_ns));
+		if (g->step_ns)
+			jb_num(b, st, "host_bound_share",
+			       share_of(g->step_ns - g->step_busy_ns, g->step_ns));
+		else
+			jb_null(b, st, "host_bound_share");
+		e = add_obj(b, st, "busy");
+		if (e)
+			jb_dist_ms(b, e, &g->step_busy);
+		e = add_obj(b, st, "idle");
+		if (e)
+			jb_dist_ms(b, e, &g->step_idle);
+	}
+	e = add_obj(b, o, "launch_delay");
+	if (e)
+		jb_dist_ms(b, e, &g->launch_delay);
+	arr = add_arr(b, o, "buckets");
+	for (size_t i = 0; arr && i < r->nbuckets; i++) {
+		cJSON *x = arr_obj(b, arr);
+
+		if (!x)
+			continue;
+		jb_str(b, x, "name", r->buckets[i].name);
+		jb_num(b, x, "work_launched", (double)g->buckets[i].kernels);
+		jb_ms(b, x, "gpu_ms", (double)g->buckets[i].gpu_ns);
+	}
+	arr = add_arr(b, o, "top_kernels");
+	for (size_t i = 0; arr && i < g->ntop && i < PT_GPU_TOP; i++) {
+		const struct pt_gpu_kstat *k = &g->top[i];
+		cJSON *x = arr_obj(b, arr);
+
+		if (!x)
+			continue;
+		jb_str(b, x, "name", k->name);
+		jb_num(b, x, "count", (double)k->count);
+		jb_ms(b, x, "total_ms", (double)k->total_ns);
+		jb_ms(b, x, "mean_ms", (double)k->total_ns / (double)k->count);
+		jb_ms(b, x, "max_ms", (double)k->max_ns);
+		jb_num(b, x, "share_of_busy", share_of(k->total_ns, g->busy_ns));
+	}
+	jb_num(b, o, "kernel_names", (double)g->ntop);
+}
+
 static void build_stats(struct jb *b, cJSON *root, const struct pt_report *r,
 			const struct pt_agg_step_stats *st)
 {
@@ -624,6 +770,7 @@ struct cJSON *pt_summary__build(const struct pt_report *r)
 		if (r->vals->role[PT_VROLE_KVLEN].probe)
 			build_kv_bins(&b, root, r->vals);
 	}
+	build_gpu(&b, root, r);
 	build_health(&b, root, r);
 
 	if (b.err) {

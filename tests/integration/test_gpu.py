@@ -1,0 +1,101 @@
+# SPDX-License-Identifier: BSD-2-Clause
+"""The GPU stream joined with the host one (issue 5), without a GPU.
+
+victim_gpu_synth creates the CUPTI shim's segment itself and, while
+proftrace is attached, writes through the shim's own writer the records
+CUPTI would give for the work its host functions launch: per step one
+30 us copy from engine_schedule and kernels of 40, 80, 120 and 160 us
+from engine_forward, each starting 10 us after its launch call and
+ending inside the step. Every figure that depends only on those records
+is exact; idle time is the step's own time minus that.
+Runs on a real GPU: tests/gpu/ (not part of make test).
+"""
+import os
+import tempfile
+
+from harness import bucket, eq, profile, run_proftrace, victim
+
+CONF = """\
+step   native:exe:gpu_step
+bucket engine.schedule native:exe:engine_schedule
+bucket engine.forward  native:exe:engine_forward
+bucket cuda.sync       native:exe:engine_sync
+bucket engine.sample   native:exe:engine_sample
+"""
+N = 150
+
+
+def close(got, want, what, eps=1e-6):
+    assert abs(got - want) <= eps, "%s: got %r, want %r" % (what, got, want)
+
+
+def test_gpu_join_synthetic():
+    s, t, err = profile(CONF, ["--steps", N], victim_name="victim_gpu_synth")
+    assert "GPU stream from the CUPTI shim" in err, err
+    g = s["gpu"]
+    eq(g["source"], "cupti-shim", "source")
+    eq((g["kernels"], g["copies"], g["api_calls"]), (t["kernels"], t["copies"], t["api"]),
+       "kernels, copies, launch calls")
+    eq((g["kernels"], g["copies"]), (4 * N, N), "what the victim launched")
+    eq((g["unmatched"], g["outside_steps"]), (0, 0), "unmatched, outside steps")
+    for k in ("ring_dropped", "cupti_dropped", "lost", "invalid", "unknown_kinds"):
+        eq(g["records"][k], 0, "records " + k)
+    eq(g["copy_bytes"], N << 20, "copy bytes")
+    busy = N * t["busy_ns_per_step"] / 1e6
+    close(g["busy_ms"], busy, "busy ms")
+    st = g["steps"]
+    eq((st["steps"], st["steps_with_gpu"], st["work_launched"]), (N, N, 5 * N), "steps")
+    close(st["busy_ms"], busy, "busy ms in steps")
+    close(st["busy"]["mean_ms"], 0.43, "busy per step")
+    close(st["idle_ms"], s["stats"]["time_ms"] - busy, "idle = step time - busy", 2e-6)
+    close(st["host_bound_share"], st["idle_ms"] / s["stats"]["time_ms"], "host-bound", 2e-6)
+    # every kernel starts 10 us after its launch call
+    ld = g["launch_delay"]
+    eq(ld["count"], 4 * N, "launch delays")
+    close(ld["p50_ms"], 0.01, "launch delay p50")
+    close(ld["max_ms"], 0.01, "launch delay max")
+    gb = {b["name"]: b for b in g["buckets"]}
+    eq(gb["engine.schedule"]["work_launched"], N, "copies launched in engine.schedule")
+    close(gb["engine.schedule"]["gpu_ms"], N * 0.030, "engine.schedule GPU ms")
+    eq(gb["engine.forward"]["work_launched"], 4 * N, "kernels launched in engine.forward")
+    close(gb["engine.forward"]["gpu_ms"], N * 0.400, "engine.forward GPU ms")
+    eq((gb["cuda.sync"]["work_launched"], gb["engine.sample"]["work_launched"]), (0, 0),
+       "no work from sync or sample")
+    top = [(k["name"], k["count"]) for k in g["top_kernels"]]
+    eq(top, [("mlp_fwd", 2 * N), ("attn_fwd", 2 * N)], "top kernels")
+    close(g["top_kernels"][0]["total_ms"], N * 0.240, "mlp_fwd total")
+    eq(len(g["devices"]), 1, "devices")
+    # the host side is untouched by the GPU stream
+    eq(s["stats"]["steps"], N, "steps")
+    eq(bucket(s, "engine.forward")["calls"], N, "forward calls")
+    with open(os.path.join(s["_out"], "report.md")) as f:
+        md = f.read()
+    assert "## GPU" in md and "`mlp_fwd`" in md and "| engine.forward | %d |" % (4 * N) in md, md
+
+
+def test_gpu_auto_and_off_without_shim():
+    conf = "step native:exe:engine_step\n"
+    s, _, _ = profile(conf, ["--steps", 20])
+    eq(s["gpu"]["source"], "none", "auto without a shim")
+    assert "CUDA_INJECTION64_PATH" in s["gpu"]["why"], s["gpu"]
+    s, _, _ = profile(conf, ["--steps", 20], extra=["--gpu", "off"])
+    eq((s["gpu"]["source"], s["gpu"]["why"]), ("none", "--gpu off"), "--gpu off")
+
+
+def test_gpu_on_without_shim_is_an_error():
+    v = victim("victim_engine")
+    conf = os.path.join(tempfile.mkdtemp(prefix="pt-it-"), "t.conf")
+    with open(conf, "w") as f:
+        f.write("step native:exe:engine_step\n")
+    try:
+        rc, out, err = run_proftrace(["-p", str(v.pid), "--targets", conf, "--gpu", "on",
+                                      "-d", "1"])
+        eq(rc, 2, "exit code")
+        lines = err.strip().splitlines()
+        eq(len(lines), 1, "one line: %r" % err)
+        assert "no CUPTI shim" in lines[0] and "CUDA_INJECTION64_PATH" in lines[0], err
+        rc, _, err = run_proftrace(["-p", str(v.pid), "--targets", conf, "--gpu", "maybe"])
+        eq(rc, 2, "bad --gpu value")
+        assert "bad --gpu 'maybe'" in err, err
+    finally:
+        v.kill()

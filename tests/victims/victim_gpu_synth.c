@@ -1,0 +1,212 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * A GPU server without a GPU: it creates the CUPTI shim's segment itself
+ * and, while a reader is attached, writes through the shim's own writer
+ * (shim/ring.c) the records CUPTI would give for the work its host
+ * functions launch, with known timings. The join must put every piece of
+ * work in the right step and bucket and get busy/idle exact.
+ *
+ * Per step (gpu_step): engine_schedule launches one 30 us copy,
+ * engine_forward launches 4 kernels of 40, 80, 120, 160 us, each starting
+ * 10 us after its launch call and over before the next launch, then
+ * engine_sync and engine_sample run with the GPU idle. Busy per step:
+ * 430 us, all inside the step.
+ *
+ * usage: victim_gpu_synth [--steps N] [--truth FILE]; prints "ready PID",
+ * waits for a line on stdin.
+ */
+#define _GNU_SOURCE /* gettid */
+#include <fcntl.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "ring.h"
+#include "victim.h"
+
+#define US 1000ull
+#define CBID_LAUNCH 211 /* a runtime launch cbid; the join only needs the correlation */
+#define CBID_MEMCPY 41
+
+static struct ptg_ring ring;
+static uint32_t corr = 1;
+static long kernels_written, copies_written, api_written;
+static const char *const kname[4] = { "attn_fwd", "mlp_fwd", "attn_fwd", "mlp_fwd" };
+
+/* The shim's state machine, as far as a reader can see it. */
+static bool active(void)
+{
+	struct ptgpu_header *h = ring.hdr;
+
+	if (!__atomic_load_n(&h->attached, __ATOMIC_ACQUIRE)) {
+		__atomic_store_n(&h->state, PTGPU_STATE_DORMANT, __ATOMIC_RELEASE);
+		return false;
+	}
+	if (h->state != PTGPU_STATE_ACTIVE) {
+		h->active_seq = h->attach_seq;
+		h->activations++;
+		__atomic_store_n(&h->state, PTGPU_STATE_ACTIVE, __ATOMIC_RELEASE);
+	}
+	return true;
+}
+
+static void api(uint64_t t, uint32_t cbid, uint32_t c)
+{
+	union ptgpu_rec r = { 0 };
+
+	r.api.type = PTGPU_REC_API;
+	r.api.domain = PTGPU_API_RUNTIME;
+	r.api.correlation_id = c;
+	r.api.start_ns = t;
+	r.api.end_ns = t + US;
+	r.api.cbid = cbid;
+	r.api.tid = (uint32_t)gettid();
+	r.api.pid = (uint32_t)getpid();
+	if (!ptg_ring__write(&ring, &r))
+		api_written++;
+}
+
+VT_FN void launch_copy(void)
+{
+	uint64_t t = vt_now();
+	union ptgpu_rec r = { 0 };
+	uint32_t c = corr++;
+
+	if (!active())
+		return;
+	api(t, CBID_MEMCPY, c);
+	r.memcpy.type = PTGPU_REC_MEMCPY;
+	r.memcpy.correlation_id = c;
+	r.memcpy.start_ns = t + 5 * US;
+	r.memcpy.end_ns = t + 35 * US;
+	r.memcpy.bytes = 1 << 20;
+	r.memcpy.copy_kind = 1; /* HtoD */
+	r.memcpy.stream_id = 7;
+	if (!ptg_ring__write(&ring, &r))
+		copies_written++;
+}
+
+/* Returns when the kernel is over (plus 5 us). */
+VT_FN void launch_kernel(int j)
+{
+	uint64_t t = vt_now(), d = 40 * US * (uint64_t)(j + 1);
+	union ptgpu_rec r = { 0 };
+	uint32_t c = corr++;
+
+	if (active()) {
+		api(t, CBID_LAUNCH, c);
+		r.kernel.type = PTGPU_REC_KERNEL;
+		r.kernel.correlation_id = c;
+		r.kernel.start_ns = t + 10 * US;
+		r.kernel.end_ns = t + 10 * US + d;
+		r.kernel.stream_id = 7;
+		r.kernel.name_id = ptg_ring__intern(&ring, kname[j]);
+		r.kernel.grid_x = 128;
+		if (!ptg_ring__write(&ring, &r))
+			kernels_written++;
+	}
+	while (vt_now() < t + 10 * US + d + 5 * US)
+		VT_BARRIER();
+}
+
+VT_FN void engine_schedule(void)
+{
+	uint64_t t = vt_now();
+
+	launch_copy();
+	while (vt_now() < t + 60 * US)
+		VT_BARRIER();
+}
+
+VT_FN void engine_forward(void)
+{
+	for (int j = 0; j < 4; j++)
+		launch_kernel(j);
+}
+
+VT_FN void engine_sync(void)
+{
+	vt_spin(30 * US);
+}
+
+VT_FN void engine_sample(void)
+{
+	vt_spin(80 * US);
+}
+
+VT_FN void gpu_step(void)
+{
+	engine_schedule();
+	engine_forward();
+	engine_sync();
+	engine_sample();
+}
+
+static int segment(void)
+{
+	struct ptg_ring_params p = { .nslots = 1 << 14, .strtab_size = 1 << 16 };
+	char path[64];
+	size_t size;
+	void *mem;
+	int fd;
+
+	p.pid = (uint32_t)getpid();
+	p.created_ns = vt_now();
+	snprintf(path, sizeof(path), "/dev/shm/proftrace-%d", (int)getpid());
+	unlink(path);
+	fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	if (fd < 0 || flock(fd, LOCK_EX)) /* held for life: the segment is not stale */
+		return -1;
+	size = ptg_ring__size(p.nslots, p.strtab_size);
+	if (ftruncate(fd, (off_t)size))
+		return -1;
+	mem = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (mem == MAP_FAILED || ptg_ring__init(&ring, mem, size, &p))
+		return -1;
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	const char *truth = NULL;
+	struct vt_truth t_step = { 0 };
+	int steps = 100;
+	char line[64], path[64];
+
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--steps") && i + 1 < argc)
+			steps = atoi(argv[++i]);
+		else if (!strcmp(argv[i], "--truth") && i + 1 < argc)
+			truth = argv[++i];
+		else
+			return 2;
+	}
+	if (segment())
+		return 1;
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	printf("ready %d\n", (int)getpid());
+	if (!fgets(line, sizeof(line), stdin))
+		return 3;
+	for (int i = 0; i < steps; i++)
+		VT_CALL(&t_step, gpu_step());
+	/* like the shim's exit handler: dormant, then the name goes */
+	__atomic_store_n(&ring.hdr->state, PTGPU_STATE_DORMANT, __ATOMIC_RELEASE);
+	snprintf(path, sizeof(path), "/dev/shm/proftrace-%d", (int)getpid());
+	unlink(path);
+	if (truth) {
+		FILE *f = fopen(truth, "w");
+
+		if (!f)
+			return 1;
+		fprintf(f, "{\"steps\": %d, \"kernels\": %ld, \"copies\": %ld, \"api\": %ld, "
+			   "\"busy_ns_per_step\": %llu, \"step_outer_ns\": %llu}\n",
+			steps, kernels_written, copies_written, api_written,
+			(unsigned long long)(30 + 40 + 80 + 120 + 160) * US,
+			(unsigned long long)t_step.outer_ns);
+		fclose(f);
+	}
+	return 0;
+}
