@@ -43,6 +43,8 @@ enum set_key {
 	KEY_PYTHON_MODE,
 	KEY_KV_LEN_REDUCE,
 	KEY_KV_BINS,
+	KEY_RUN_GAP_MS,
+	KEY_WARMUP_RUNS,
 	NR_KEYS,
 };
 
@@ -57,11 +59,13 @@ static const char *const key_names[NR_KEYS] = {
 	[KEY_PYTHON_MODE] = "python_mode",
 	[KEY_KV_LEN_REDUCE] = "kv_len_reduce",
 	[KEY_KV_BINS] = "kv_bins",
+	[KEY_RUN_GAP_MS] = "run_gap_ms",
+	[KEY_WARMUP_RUNS] = "warmup_runs",
 };
 
 #define KNOWN_KEYS                                                                   \
 	"warmup_steps, ringbuf_mb, poll_ms, prologue_skip, ringbuf_wakeup, py_session, " \
-	"sample_hz, python_mode, kv_len_reduce, kv_bins"
+	"sample_hz, python_mode, kv_len_reduce, kv_bins, run_gap_ms, warmup_runs"
 
 static const char *const keywords[] = { "step", "bucket", "set", "lines", "count" };
 
@@ -834,6 +838,18 @@ static int parse_set(struct parser *p)
 				    "auto (exact where the interpreter allows, else sampled), "
 				    "evalframe or sampled");
 		break;
+	case KEY_RUN_GAP_MS:
+		/* below a step's own length every step would be a run */
+		if (!parse_uint(v, 3600000, &n) || !n)
+			return perr(p, t[2].col, v, what,
+				    "milliseconds of no steps that end a run, 1..3600000, e.g. 1000");
+		cfg->run_gap_ms = (unsigned int)n;
+		break;
+	case KEY_WARMUP_RUNS:
+		if (!parse_uint(v, UINT_MAX, &n))
+			return perr(p, t[2].col, v, what, "a whole number of runs, 0..%u", UINT_MAX);
+		cfg->warmup_runs = (unsigned int)n;
+		break;
 	case KEY_KV_LEN_REDUCE: {
 		static const enum pt_vfn ok[] = { PT_VFN_MEAN, PT_VFN_MAX, PT_VFN_MIN, PT_VFN_SUM,
 						  PT_VFN_P50, PT_VFN_P90 };
@@ -989,6 +1005,7 @@ int pt_config__parse(struct pt_config *cfg, FILE *f, const char *path, char *err
 	cfg->sample_hz = 1000;
 	cfg->python_mode = PT_PYMODE_AUTO;
 	cfg->kv_reduce = PT_VFN_MEAN;
+	cfg->run_gap_ms = 1000;
 	{
 		static const uint64_t bins[] = { 0, 512, 1024, 2048, 4096, 8192, 16384 };
 

@@ -94,6 +94,9 @@ struct pt_config {
 	uint64_t kv_bins[PT_MAX_KV_BINS]; /* kv_bins: lower bounds, [0] == 0, increasing */
 	size_t nkv_bins;
 	size_t nvals; /* expressions over all probes */
+	/* Runs: bursts of steps separated by idle gaps */
+	unsigned int run_gap_ms;  /* run_gap_ms, default 1000: no step for this long ends a run */
+	unsigned int warmup_runs; /* warmup_runs, default 0: left out of runs_aggregate */
 };
 
 /* 0, or -EINVAL with a one-line message in err (no trailing newline). */

@@ -40,6 +40,7 @@
 #include "python.h"
 #include "report.h"
 #include "resolve.h"
+#include "runs.h"
 #include "sampler.h"
 #include "stacks.h"
 #include "stepvals.h"
@@ -98,6 +99,9 @@ struct run {
 	struct pt_gpu *gpu;
 	bool gpu_attached;
 	char gpu_why[256]; /* no GPU stream: why */
+
+	/* runs split on idle gaps */
+	struct pt_runs *runs;
 
 	/* tokens, kv_len, batch per step */
 	struct pt_stepvals sv;
@@ -358,6 +362,8 @@ static void on_step(void *ctx, const struct pt_step *s)
 	struct run *r = ctx;
 
 	pt_stepvals__step(&r->sv, s);
+	if (r->runs)
+		pt_runs__step(r->runs, s); /* out of memory: runs are left out, and said */
 	if (r->gpu && pt_gpu__step(r->gpu, s->tid, s->t_start, s->t_end))
 		r->gpu_why[0] = '!'; /* out of memory: said at the end */
 }
@@ -1208,6 +1214,11 @@ static int write_outputs(struct run *r)
 	rep.nbuckets = r->cfg.nbuckets;
 	rep.funcs = rows;
 	rep.nfuncs = nrows;
+	rep.t0_mono = r->t0_mono;
+	if (r->runs && (pt_runs__failed(r->runs) || pt_runs__finish(r->runs)))
+		fprintf(stderr, "proftrace: warning: out of memory: no runs in the report\n");
+	else
+		rep.runs = r->runs;
 	rep.vals = &r->sv;
 	rep.val_records_dropped = c.val_dropped;
 	if (r->gpu) {
@@ -1589,6 +1600,9 @@ int main(int argc, char **argv)
 	r.tmem.read = read_target;
 	r.tmem.ctx = &r.tgt.pid;
 	r.agg = pt_agg__new(&gopts);
+	r.runs = pt_runs__new(r.cfg.nbuckets, (uint64_t)r.cfg.run_gap_ms * 1000000, r.cfg.warmup_runs);
+	if (!r.runs)
+		goto cleanup;
 	if (!r.agg)
 		goto cleanup;
 	aopts.pid = r.tgt.pid;
@@ -1701,6 +1715,7 @@ cleanup:
 	pt_pyprobe__free(r.pp);
 	pt_python__free(&r.py);
 	pt_agg__free(r.agg);
+	pt_runs__free(r.runs);
 	pt_stepvals__free(&r.sv);
 	pt_resolver__free(r.res);
 	pt_maps__free(&maps);

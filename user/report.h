@@ -15,6 +15,7 @@
 
 #include "agg.h"
 #include "gpu.h"
+#include "runs.h"
 #include "stepvals.h"
 
 struct cJSON;
@@ -148,6 +149,9 @@ struct pt_report {
 	/* tokens, kv_len, batch per step; NULL or inactive: not configured */
 	const struct pt_stepvals *vals;
 	uint64_t val_records_dropped; /* value records BPF could not write */
+	/* runs split on idle gaps (NULL: not computed); times relative to t0_mono */
+	const struct pt_runs *runs;
+	uint64_t t0_mono;
 	/* the GPU stream: NULL gpu: none, and gpu_why says why */
 	const struct pt_gpu_result *gpu;
 	const struct pt_gpuring_info *gpu_info;

@@ -1056,6 +1056,95 @@ static void put_tokens(FILE *f, const cJSON *doc)
 	fputs("\n", f);
 }
 
+/* "mean ± std" of a {mean, std} object, at prec decimals */
+static void put_pm(FILE *f, const cJSON *o, int prec)
+{
+	double m, sd;
+
+	if (!pt_jnum(o, "mean", &m) || !pt_jnum(o, "std", &sd)) {
+		fputs(NA, f);
+		return;
+	}
+	fprintf(f, "%.*f ± %.*f", prec, m, prec, sd);
+}
+
+#define PT_MD_MAX_RUNS 50
+
+static void put_runs(FILE *f, const cJSON *doc)
+{
+	const cJSON *runs = pt_jarr(doc, "runs"), *A = pt_jget(doc, "runs_aggregate"), *it;
+	static const struct cell cols[] = {
+		{ C_RATE, "start_s" }, { C_RATE, "duration_s" },
+		{ C_COUNT, "steps" },  { C_RATE, "steps_per_s" }, { C_MS, "mean_ms" },
+		{ C_MS, "p50_ms" },    { C_MS, "p99_ms" },
+	};
+	static const char *const metrics[][2] = {
+		{ "steps", "steps" },         { "duration_s", "duration s" },
+		{ "steps_per_s", "steps/s" }, { "mean_ms", "mean ms" },
+		{ "p50_ms", "p50 ms" },       { "p90_ms", "p90 ms" },
+		{ "p99_ms", "p99 ms" },       { "tok_per_s", "tok/s" },
+	};
+	bool tok = pt_jget(A, "tok_per_s") != NULL;
+	double n, gap = 0;
+	int shown = 0;
+
+	if (!runs || !A)
+		return;
+	fputs("## Runs\n\n", f);
+	pt_jnum(A, "run_gap_ms", &gap);
+	n = (double)cJSON_GetArraySize(runs);
+	fprintf(f, "%.0f run%s: a run ends after %.0f ms without a step (`set run_gap_ms`).",
+		n, plural(n), gap);
+	if (pt_jnum(A, "warmup_runs_skipped", &n) && n > 0)
+		fprintf(f, " The first %.0f %s warmup (`set warmup_runs`) and not in the "
+			   "across-run figures.", n, n == 1 ? "is" : "are");
+	fputs("\n\n| run | start s | duration s | steps | steps/s | mean ms | p50 ms | p99 ms |", f);
+	fputs(tok ? " tok/s |\n" : "\n", f);
+	fputs("|---:|---:|---:|---:|---:|---:|---:|---:|", f);
+	fputs(tok ? "---:|\n" : "\n", f);
+	cJSON_ArrayForEach(it, runs)
+	{
+		if (shown++ == PT_MD_MAX_RUNS) {
+			fprintf(f, "\n(%d more in summary.json)\n", cJSON_GetArraySize(runs) -
+									PT_MD_MAX_RUNS);
+			break;
+		}
+		fputs("| ", f);
+		put_count(f, it, "index");
+		if (cJSON_IsTrue(pt_jget(it, "warmup")))
+			fputs(" (warmup)", f);
+		CELL(f);
+		put_cells(f, it, cols, NCELLS(cols));
+		if (tok) {
+			CELL(f);
+			put_fixed(f, it, "tok_per_s", 1);
+		}
+		fputs(" |\n", f);
+	}
+	fputs("\nAcross runs (mean ± std):\n\n| figure | per run |\n|---|---:|\n", f);
+	for (size_t i = 0; i < sizeof(metrics) / sizeof(metrics[0]); i++) {
+		if (!pt_jget(A, metrics[i][0]))
+			continue;
+		fprintf(f, "| %s | ", metrics[i][1]);
+		put_pm(f, pt_jget(A, metrics[i][0]), 3);
+		fputs(" |\n", f);
+	}
+	cJSON_ArrayForEach(it, pt_jarr(A, "buckets"))
+	{
+		const cJSON *sh = pt_jget(it, "share");
+		double m, sd;
+
+		fputs("| ", f);
+		put_text(f, pt_jstr(it, "name"));
+		fputs(" ms/step (share) | ", f);
+		put_pm(f, pt_jget(it, "avg_ms_per_step"), 3);
+		if (pt_jnum(sh, "mean", &m) && pt_jnum(sh, "std", &sd))
+			fprintf(f, " (%.1f%% ± %.1f%%)", m * 100, sd * 100);
+		fputs(" |\n", f);
+	}
+	fputs("\n", f);
+}
+
 static void put_gpu_health(FILE *f, const cJSON *g)
 {
 	const cJSON *rec = pt_jget(g, "records"), *c = pt_jget(pt_jget(g, "shim"), "conflict");
@@ -1171,6 +1260,7 @@ int pt_report_md__write(FILE *f, const struct cJSON *summary)
 	put_steps(f, summary);
 	put_tokens(f, summary);
 	put_buckets(f, summary);
+	put_runs(f, summary);
 	put_gpu(f, summary);
 	put_functions(f, summary);
 	err = put_sampling(f, summary);

@@ -492,6 +492,102 @@ static void build_gpu(struct jb *b, cJSON *root, const struct pt_report *r)
 	jb_num(b, o, "kernel_names", (double)g->ntop);
 }
 
+/* {mean, std} of a figure across runs; null without runs that have it */
+static void jb_run_stat(struct jb *b, cJSON *o, const char *k, const struct pt_run_stat *st,
+			double scale)
+{
+	cJSON *x;
+
+	if (!st->n) {
+		jb_null(b, o, k);
+		return;
+	}
+	x = add_obj(b, o, k);
+	if (!x)
+		return;
+	jb_num(b, x, "mean", round6(st->mean * scale));
+	jb_num(b, x, "std", round6(st->std * scale));
+}
+
+static const char *bucket_name(const struct pt_report *r, size_t i)
+{
+	return i < r->nbuckets ? r->buckets[i].name : "step.other";
+}
+
+static void build_run(struct jb *b, cJSON *arr, const struct pt_report *r, const struct pt_run *run,
+		      bool tok)
+{
+	const struct pt_dist *d = &run->dur;
+	double secs = (double)(run->t1 - run->t0) / 1e9;
+	cJSON *o = arr_obj(b, arr), *bs, *x;
+
+	if (!o)
+		return;
+	jb_num(b, o, "index", run->index);
+	jb_bool(b, o, "warmup", run->warmup);
+	jb_num(b, o, "start_s", round6((double)(run->t0 - r->t0_mono) / 1e9));
+	jb_num(b, o, "end_s", round6((double)(run->t1 - r->t0_mono) / 1e9));
+	jb_num(b, o, "duration_s", round6(secs));
+	jb_num(b, o, "steps", (double)d->count);
+	if (secs > 0)
+		jb_num(b, o, "steps_per_s", round6((double)d->count / secs));
+	else
+		jb_null(b, o, "steps_per_s");
+	jb_ms(b, o, "mean_ms", d->sum / (double)d->count);
+	jb_ms(b, o, "p50_ms", pt_dist__quantile(d, 0.50));
+	jb_ms(b, o, "p90_ms", pt_dist__quantile(d, 0.90));
+	jb_ms(b, o, "p99_ms", pt_dist__quantile(d, 0.99));
+	jb_ms(b, o, "max_ms", (double)d->max);
+	jb_ms(b, o, "time_ms", d->sum);
+	if (tok) {
+		jb_num(b, o, "tokens", run->tokens);
+		jb_tok_rate(b, o, run->tokens, run->tok_ns, run->tok_steps);
+	}
+	bs = add_arr(b, o, "buckets");
+	for (size_t i = 0; bs && i <= r->nbuckets; i++) {
+		x = arr_obj(b, bs);
+		if (!x)
+			continue;
+		jb_str(b, x, "name", bucket_name(r, i));
+		jb_ms(b, x, "avg_ms_per_step", (double)run->bucket_ns[i] / (double)d->count);
+		jb_num(b, x, "share", d->sum > 0 ? round6((double)run->bucket_ns[i] / d->sum) : 0);
+	}
+}
+
+static void build_runs(struct jb *b, cJSON *root, const struct pt_report *r)
+{
+	const struct pt_runs_aggregate *A = pt_runs__aggregate(r->runs);
+	bool tok = r->vals && (r->vals->role[PT_VROLE_TOKENS].probe || r->vals->ncounts);
+	cJSON *arr = add_arr(b, root, "runs"), *o, *bs, *x;
+
+	for (size_t i = 0; arr && i < pt_runs__count(r->runs); i++)
+		build_run(b, arr, r, pt_runs__get(r->runs, i), tok);
+	o = add_obj(b, root, "runs_aggregate");
+	if (!o)
+		return;
+	jb_num(b, o, "run_gap_ms", round6((double)pt_runs__gap_ns(r->runs) / 1e6));
+	jb_num(b, o, "runs", (double)A->runs);
+	jb_num(b, o, "warmup_runs_skipped", (double)A->warmup);
+	jb_run_stat(b, o, "steps", &A->steps, 1);
+	jb_run_stat(b, o, "duration_s", &A->duration_s, 1);
+	jb_run_stat(b, o, "steps_per_s", &A->steps_per_s, 1);
+	jb_run_stat(b, o, "mean_ms", &A->mean_ms, 1);
+	jb_run_stat(b, o, "p50_ms", &A->p50_ms, 1);
+	jb_run_stat(b, o, "p90_ms", &A->p90_ms, 1);
+	jb_run_stat(b, o, "p99_ms", &A->p99_ms, 1);
+	if (tok)
+		jb_run_stat(b, o, "tok_per_s", &A->tok_per_s, 1);
+	bs = add_arr(b, o, "buckets");
+	for (size_t i = 0; bs && A->bucket_ms && i <= r->nbuckets; i++) {
+		x = arr_obj(b, bs);
+		if (!x)
+			continue;
+		jb_str(b, x, "name", bucket_name(r, i));
+		jb_run_stat(b, x, "avg_ms_per_step", &A->bucket_ms[i], 1);
+		jb_run_stat(b, x, "share", &A->bucket_share[i], 1);
+	}
+}
+
 static void build_stats(struct jb *b, cJSON *root, const struct pt_report *r,
 			const struct pt_agg_step_stats *st)
 {
@@ -770,6 +866,8 @@ struct cJSON *pt_summary__build(const struct pt_report *r)
 		if (r->vals->role[PT_VROLE_KVLEN].probe)
 			build_kv_bins(&b, root, r->vals);
 	}
+	if (r->runs && !pt_runs__failed(r->runs))
+		build_runs(&b, root, r);
 	build_gpu(&b, root, r);
 	build_health(&b, root, r);
 

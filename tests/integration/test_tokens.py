@@ -155,3 +155,39 @@ def test_python_missing_values_are_counted():
     assert v["batch"]["missing"].get("no_such_argument", 0) >= 60 - WARM, v["batch"]
     eq(s["stats"]["tokens"], 0, "no tokens guessed")
     eq(s["stats"]["batch_mean"], None, "no batch guessed")
+
+
+def test_runs_split_on_idle_gaps():
+    """4 bursts of 100 steps, 300 ms apart: 4 runs with exact steps and
+    tokens each; the first is warmup and left out of runs_aggregate"""
+    conf = ("step native:exe:engine_step tokens=arg0\n"
+            "set run_gap_ms 100\nset warmup_runs 1\n")
+    s, t, _ = profile(conf, ["--steps", 400, "--bursts", 4, "--gap-ms", 300],
+                      victim_name="victim_tokens")
+    runs = s["runs"]
+    eq(len(runs), 4, "runs")
+    eq([r["steps"] for r in runs], [100] * 4, "steps per run")
+    eq([r["warmup"] for r in runs], [True, False, False, False], "warmup runs")
+    want_tok = [sum(1 + i % 64 for i in range(k * 100, (k + 1) * 100)) for k in range(4)]
+    eq([r["tokens"] for r in runs], want_tok, "tokens per run")
+    for a, b in zip(runs, runs[1:]):
+        assert b["start_s"] - a["end_s"] >= 0.3, (a, b)  # the victim slept 300 ms
+    A = s["runs_aggregate"]
+    eq((A["runs"], A["warmup_runs_skipped"], A["run_gap_ms"]), (3, 1, 100), "aggregate")
+    eq((A["steps"]["mean"], A["steps"]["std"]), (100, 0), "steps across runs")
+    mean = sum(r["mean_ms"] for r in runs[1:]) / 3
+    assert abs(A["mean_ms"]["mean"] - mean) < 2e-6, (A["mean_ms"], mean)
+    names = [b["name"] for b in A["buckets"]]
+    eq(names, ["step.other"], "bucket rows (only step.other here)")
+    eq(sum(r["steps"] for r in runs), s["stats"]["steps"], "every counted step in a run")
+    md = open(os.path.join(s["_out"], "report.md")).read()
+    assert "## Runs" in md and "| 0 (warmup) |" in md, md
+
+
+def test_one_run_without_gaps():
+    s, _, _ = profile("step native:exe:engine_step\n", ["--steps", 100],
+                      victim_name="victim_tokens")
+    eq(len(s["runs"]), 1, "one run")
+    eq(s["runs"][0]["steps"], 100, "its steps")
+    eq(s["runs_aggregate"]["runs"], 1, "aggregate runs")
+    eq(s["runs_aggregate"]["steps"]["std"], 0, "std of one run")

@@ -6,7 +6,9 @@
  * native:exe:sampler_accept ret). It records the truth itself: per step
  * the values, its own duration, and the KV-length bin it falls in.
  *
- * usage: victim_tokens [--steps N] [--truth FILE]
+ * usage: victim_tokens [--steps N] [--truth FILE] [--bursts K --gap-ms G]
+ * With --bursts, the steps come in K bursts of N/K steps (the last takes
+ * the rest) with G ms of sleep between bursts: K runs.
  * Waits for a line on stdin after printing "ready PID".
  */
 #include <stdlib.h>
@@ -44,7 +46,7 @@ VT_FN void engine_step(long tokens, long kv_len, long batch, long step)
 int main(int argc, char **argv)
 {
 	const char *truth = NULL;
-	int steps = 200;
+	int steps = 200, bursts = 1, gap_ms = 0;
 	char line[64];
 
 	for (int i = 1; i < argc; i++) {
@@ -52,9 +54,15 @@ int main(int argc, char **argv)
 			steps = atoi(argv[++i]);
 		else if (!strcmp(argv[i], "--truth") && i + 1 < argc)
 			truth = argv[++i];
+		else if (!strcmp(argv[i], "--bursts") && i + 1 < argc)
+			bursts = atoi(argv[++i]);
+		else if (!strcmp(argv[i], "--gap-ms") && i + 1 < argc)
+			gap_ms = atoi(argv[++i]);
 		else
 			return 2;
 	}
+	if (bursts < 1 || bursts > steps)
+		return 2;
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	printf("ready %d\n", (int)getpid());
 	if (!fgets(line, sizeof(line), stdin))
@@ -66,6 +74,8 @@ int main(int argc, char **argv)
 		uint64_t t0 = vt_now();
 		size_t b;
 
+		if (i && i % (steps / bursts) == 0 && i / (steps / bursts) < bursts)
+			usleep((useconds_t)gap_ms * 1000); /* idle: the next burst is a new run */
 		engine_step(tokens, kv, batch, i);
 		step_ns_total += vt_now() - t0;
 		for (b = NBINS; b-- > 1 && kv < bins[b];)
@@ -81,7 +91,8 @@ int main(int argc, char **argv)
 
 		if (!f)
 			return 1;
-		fprintf(f, "{\"steps\": %d, \"tokens\": %ld, \"accepted\": %ld, \"batch_sum\": %ld, "
+		fprintf(f, "{\"bursts\": %d, \"burst_steps\": %d, ", bursts, steps / bursts);
+		fprintf(f, "\"steps\": %d, \"tokens\": %ld, \"accepted\": %ld, \"batch_sum\": %ld, "
 			   "\"kv_sum\": %ld, \"step_ns\": %llu, \"bins\": [",
 			steps, tok_total, acc_total, batch_total, kv_total,
 			(unsigned long long)step_ns_total);

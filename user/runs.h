@@ -1,0 +1,61 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * Runs: a server serves in bursts. A run is a stretch of counted steps
+ * with no idle gap of run_gap_ms or more between one step's end and the
+ * next step's start (over all threads). Per run: step figures, bucket
+ * averages and tokens; across runs (the first warmup_runs left out):
+ * mean and standard deviation of each. Pure C, fed the aggregator's
+ * counted steps; split at the end, when every step is known (threads
+ * commit steps out of start order).
+ */
+#ifndef PT_RUNS_H
+#define PT_RUNS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "agg.h"
+#include "dist.h"
+
+struct pt_run {
+	unsigned int index;
+	bool warmup;              /* one of the first warmup_runs */
+	uint64_t t0, t1;          /* first step's start, last step's end (ns) */
+	struct pt_dist dur;       /* its steps */
+	uint64_t *bucket_ns;      /* nbuckets + 1 (the last: step.other) */
+	uint64_t tok_steps;       /* steps with a token figure */
+	double tokens, tok_ns;
+};
+
+/* mean and population standard deviation over the counted runs */
+struct pt_run_stat {
+	double mean, std;
+	size_t n; /* runs with the figure */
+};
+
+struct pt_runs_aggregate {
+	size_t runs;           /* counted (not warmup) */
+	size_t warmup;
+	struct pt_run_stat steps, steps_per_s, mean_ms, p50_ms, p90_ms, p99_ms, duration_s;
+	struct pt_run_stat tok_per_s;
+	struct pt_run_stat *bucket_ms;    /* nbuckets + 1: ms per step */
+	struct pt_run_stat *bucket_share; /* nbuckets + 1: share of step time */
+};
+
+struct pt_runs;
+
+struct pt_runs *pt_runs__new(size_t nbuckets, uint64_t gap_ns, unsigned int warmup_runs);
+void pt_runs__free(struct pt_runs *rs);
+/* A counted step. 0 or -ENOMEM (then runs are left out: pt_runs__failed). */
+int pt_runs__step(struct pt_runs *rs, const struct pt_step *s);
+/* Split and compute. 0 or -ENOMEM. */
+int pt_runs__finish(struct pt_runs *rs);
+bool pt_runs__failed(const struct pt_runs *rs);
+size_t pt_runs__count(const struct pt_runs *rs);
+const struct pt_run *pt_runs__get(const struct pt_runs *rs, size_t i);
+const struct pt_runs_aggregate *pt_runs__aggregate(const struct pt_runs *rs);
+size_t pt_runs__nbuckets(const struct pt_runs *rs);
+uint64_t pt_runs__gap_ns(const struct pt_runs *rs);
+
+#endif
