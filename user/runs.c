@@ -11,8 +11,8 @@
 
 struct sstep {
 	uint64_t t0, t1;
-	double tokens;
-	bool has_tok;
+	double tokens, batch;
+	bool has_tok, has_batch;
 	size_t b; /* index of its nb + 1 bucket times in bns */
 };
 
@@ -86,6 +86,8 @@ int pt_runs__step(struct pt_runs *rs, const struct pt_step *s)
 	st->t1 = s->t_end > s->t_start ? s->t_end : s->t_start;
 	st->has_tok = s->vmask & (1u << PT_VROLE_TOKENS);
 	st->tokens = st->has_tok ? s->val[PT_VROLE_TOKENS] : 0;
+	st->has_batch = s->vmask & (1u << PT_VROLE_BATCH);
+	st->batch = st->has_batch ? s->val[PT_VROLE_BATCH] : 0;
 	st->b = rs->nsteps * (rs->nb + 1);
 	if (rs->nb)
 		memcpy(&rs->bns[st->b], s->bucket_ns, rs->nb * sizeof(uint64_t));
@@ -208,6 +210,10 @@ int pt_runs__finish(struct pt_runs *rs)
 			last_end = st->t1;
 		for (size_t b = 0; b <= rs->nb; b++)
 			r->bucket_ns[b] += rs->bns[st->b + b];
+		if (st->has_batch) {
+			r->batch_steps++;
+			r->batch_sum += st->batch;
+		}
 		if (st->has_tok) {
 			r->tok_steps++;
 			r->tokens += st->tokens;

@@ -26,6 +26,8 @@ struct pt_run {
 	uint64_t *bucket_ns;      /* nbuckets + 1 (the last: step.other) */
 	uint64_t tok_steps;       /* steps with a token figure */
 	double tokens, tok_ns;
+	uint64_t batch_steps;     /* steps with a batch figure */
+	double batch_sum;
 };
 
 /* mean and population standard deviation over the counted runs */

@@ -515,7 +515,7 @@ static const char *bucket_name(const struct pt_report *r, size_t i)
 }
 
 static void build_run(struct jb *b, cJSON *arr, const struct pt_report *r, const struct pt_run *run,
-		      bool tok)
+		      bool tok, bool batch)
 {
 	const struct pt_dist *d = &run->dur;
 	double secs = (double)(run->t1 - run->t0) / 1e9;
@@ -543,6 +543,10 @@ static void build_run(struct jb *b, cJSON *arr, const struct pt_report *r, const
 		jb_num(b, o, "tokens", run->tokens);
 		jb_tok_rate(b, o, run->tokens, run->tok_ns, run->tok_steps);
 	}
+	if (batch && run->batch_steps)
+		jb_num(b, o, "batch_mean", round6(run->batch_sum / (double)run->batch_steps));
+	else if (batch)
+		jb_null(b, o, "batch_mean");
 	bs = add_arr(b, o, "buckets");
 	for (size_t i = 0; bs && i <= r->nbuckets; i++) {
 		x = arr_obj(b, bs);
@@ -558,10 +562,11 @@ static void build_runs(struct jb *b, cJSON *root, const struct pt_report *r)
 {
 	const struct pt_runs_aggregate *A = pt_runs__aggregate(r->runs);
 	bool tok = r->vals && (r->vals->role[PT_VROLE_TOKENS].probe || r->vals->ncounts);
+	bool batch = r->vals && r->vals->role[PT_VROLE_BATCH].probe;
 	cJSON *arr = add_arr(b, root, "runs"), *o, *bs, *x;
 
 	for (size_t i = 0; arr && i < pt_runs__count(r->runs); i++)
-		build_run(b, arr, r, pt_runs__get(r->runs, i), tok);
+		build_run(b, arr, r, pt_runs__get(r->runs, i), tok, batch);
 	o = add_obj(b, root, "runs_aggregate");
 	if (!o)
 		return;

@@ -160,7 +160,7 @@ def test_python_missing_values_are_counted():
 def test_runs_split_on_idle_gaps():
     """4 bursts of 100 steps, 300 ms apart: 4 runs with exact steps and
     tokens each; the first is warmup and left out of runs_aggregate"""
-    conf = ("step native:exe:engine_step tokens=arg0\n"
+    conf = ("step native:exe:engine_step tokens=arg0 batch=arg2\n"
             "set run_gap_ms 100\nset warmup_runs 1\n")
     s, t, _ = profile(conf, ["--steps", 400, "--bursts", 4, "--gap-ms", 300],
                       victim_name="victim_tokens")
@@ -170,6 +170,8 @@ def test_runs_split_on_idle_gaps():
     eq([r["warmup"] for r in runs], [True, False, False, False], "warmup runs")
     want_tok = [sum(1 + i % 64 for i in range(k * 100, (k + 1) * 100)) for k in range(4)]
     eq([r["tokens"] for r in runs], want_tok, "tokens per run")
+    eq([r["batch_mean"] for r in runs], [round(x / 100, 6) for x in want_tok],
+       "batch mean per run (batch == tokens here)")
     for a, b in zip(runs, runs[1:]):
         assert b["start_s"] - a["end_s"] >= 0.3, (a, b)  # the victim slept 300 ms
     A = s["runs_aggregate"]
