@@ -36,6 +36,7 @@ struct step {
 struct biv {
 	uint64_t s, e, mask;
 	uint32_t tid;
+	int32_t parent; /* the nearest earlier call of the thread that contains it, -1 */
 };
 
 struct iv {
@@ -184,11 +185,43 @@ static int step_cmp(const void *a, const void *b)
 	return x->tid != y->tid ? CMP(x->tid, y->tid) : CMP(x->s, y->s);
 }
 
+/* by thread, start, and the longer first: a caller before its callee */
 static int biv_cmp(const void *a, const void *b)
 {
 	const struct biv *x = a, *y = b;
 
-	return x->tid != y->tid ? CMP(x->tid, y->tid) : CMP(x->s, y->s);
+	if (x->tid != y->tid)
+		return CMP(x->tid, y->tid);
+	return x->s != y->s ? CMP(x->s, y->s) : CMP(y->e, x->e);
+}
+
+/*
+ * A thread's calls nest (they come from its call stack), so the calls
+ * open at a time t are the last call starting at or before t and those of
+ * its ancestors that have not ended: link each call to its parent once.
+ */
+static int link_parents(struct pt_gpu *g)
+{
+	int32_t *stack;
+	size_t n = 0;
+
+	if (!g->nbivs)
+		return 0;
+	stack = malloc(g->nbivs * sizeof(*stack));
+	if (!stack)
+		return -ENOMEM;
+	for (size_t i = 0; i < g->nbivs; i++) {
+		struct biv *b = &g->bivs[i];
+
+		if (i && g->bivs[i - 1].tid != b->tid)
+			n = 0;
+		while (n && g->bivs[stack[n - 1]].e <= b->s)
+			n--;
+		b->parent = n ? stack[n - 1] : -1;
+		stack[n++] = (int32_t)i;
+	}
+	free(stack);
+	return 0;
 }
 
 static int iv_cmp(const void *a, const void *b)
@@ -257,6 +290,8 @@ static size_t merge(struct iv *ivs, size_t n, uint64_t t0, uint64_t t1, uint64_t
 	size_t k = 0;
 
 	*total = 0;
+	if (!n)
+		return 0;
 	qsort(ivs, n, sizeof(*ivs), iv_cmp);
 	for (size_t i = 0; i < n; i++) {
 		uint64_t s = ivs[i].s < t0 ? t0 : ivs[i].s, e = ivs[i].e > t1 ? t1 : ivs[i].e;
@@ -322,9 +357,10 @@ static void attribute(struct pt_gpu *g, const struct item *it)
 	st = &g->steps[k];
 	st->items++;
 	R->step_items++;
-	/* bucket calls open at the launch, back to the step's start */
-	for (long j = biv_last_at_or_before(g->bivs, g->nbivs, a->tid, a->s);
-	     j >= 0 && g->bivs[j].tid == a->tid && g->bivs[j].e > st->s; j--)
+	/* bucket calls open at the launch: the last one started and its
+	 * ancestors (link_parents) */
+	for (long j = biv_last_at_or_before(g->bivs, g->nbivs, a->tid, a->s); j >= 0;
+	     j = g->bivs[j].parent)
 		if (g->bivs[j].e > a->s)
 			m |= g->bivs[j].mask;
 	for (; m; m &= m - 1) {
@@ -369,7 +405,8 @@ static int kernel_stats(struct pt_gpu *g)
 	struct pt_gpu_result *R = &g->res;
 	size_t i = 0, n = 0;
 
-	qsort(g->items, g->nitems, sizeof(*g->items), name_cmp);
+	if (g->nitems)
+		qsort(g->items, g->nitems, sizeof(*g->items), name_cmp);
 	R->top = calloc(g->nitems ? g->nitems : 1, sizeof(*R->top));
 	if (!R->top)
 		return -ENOMEM;
@@ -392,7 +429,8 @@ static int kernel_stats(struct pt_gpu *g)
 				k->max_ns = d;
 		}
 	}
-	qsort(R->top, n, sizeof(*R->top), kstat_cmp);
+	if (n)
+		qsort(R->top, n, sizeof(*R->top), kstat_cmp);
 	R->ntop = n;
 	return 0;
 }
@@ -402,7 +440,8 @@ static int device_stats(struct pt_gpu *g, struct iv *ivs, uint64_t t0, uint64_t 
 	struct pt_gpu_result *R = &g->res;
 	size_t i = 0;
 
-	qsort(g->items, g->nitems, sizeof(*g->items), dev_cmp);
+	if (g->nitems)
+		qsort(g->items, g->nitems, sizeof(*g->items), dev_cmp);
 	while (i < g->nitems) {
 		uint32_t dev = g->items[i].dev;
 		struct pt_gpu_device *d, *nd;
@@ -437,9 +476,15 @@ const struct pt_gpu_result *pt_gpu__join(struct pt_gpu *g, uint64_t t0, uint64_t
 	size_t nu;
 
 	R->window_ns = t1 > t0 ? t1 - t0 : 0;
-	qsort(g->apis, g->napis, sizeof(*g->apis), api_cmp);
-	qsort(g->steps, g->nsteps, sizeof(*g->steps), step_cmp);
-	qsort(g->bivs, g->nbivs, sizeof(*g->bivs), biv_cmp);
+	/* qsort(NULL, 0, ...) is undefined: empty arrays are NULL here */
+	if (g->napis)
+		qsort(g->apis, g->napis, sizeof(*g->apis), api_cmp);
+	if (g->nsteps)
+		qsort(g->steps, g->nsteps, sizeof(*g->steps), step_cmp);
+	if (g->nbivs)
+		qsort(g->bivs, g->nbivs, sizeof(*g->bivs), biv_cmp);
+	if (link_parents(g))
+		return NULL;
 	for (size_t i = 0; i < g->nitems; i++) {
 		const struct item *it = &g->items[i];
 

@@ -899,6 +899,210 @@ static void test_tokens_absent(void **state)
 	cJSON_Delete(doc);
 }
 
+/* ---- GPU: from a pt_gpu__join result through summary.json's builder ---- */
+
+#define MS 1000000ULL
+#define HALF (MS / 2)
+#define GTID 100
+
+enum { GB_SCHED, GB_FWD, GB_ATTN, GB_IDLE, GNB };
+
+static const struct pt_report_bucket gbuckets[GNB] = {
+	{ "engine.schedule", "engine" },
+	{ "engine.forward", "engine" },
+	{ "gpu.attn_kernel", "gpu" },
+	{ "engine.idle", "engine" },
+};
+
+static void grec(struct pt_gpu *g, enum pt_gpu_kind kind, uint32_t corr, uint64_t s, uint64_t e,
+		 const char *name, uint64_t bytes)
+{
+	struct pt_gpu_rec r = { .kind = kind, .correlation_id = corr, .start_ns = s, .end_ns = e };
+
+	if (kind == PT_GPU_KERNEL)
+		r.kernel.name = name;
+	else if (kind == PT_GPU_MEMCPY)
+		r.memcpy.bytes = bytes;
+	else if (kind == PT_GPU_API)
+		r.api.tid = GTID;
+	assert_int_equal(pt_gpu__record(g, &r), 0);
+}
+
+static void gcall(struct pt_gpu *g, uint64_t s, uint64_t e, int bucket)
+{
+	assert_int_equal(pt_gpu__bucket_call(g, GTID, s, e, 1ULL << bucket), 0);
+}
+
+/*
+ * Steps 10..15 and 20..30 ms, window 0..100 ms, device 0:
+ *   launched at 11.5 (forward)        sgemm 12..14
+ *   launched at 12.5 (forward, attn)  flash_fwd 13..14.5
+ *   launched at 24.5 (forward)        sgemm 25..28
+ *   launched at 21 (schedule)         copy 21..22
+ *   no launch record                  sgemm 40..41
+ * busy 7.5 ms (7.5%); steps busy 2.5 and 4, idle 2.5 and 6 of 15 ms
+ * (56.7% host-bound); launch delays 0.5 ms.
+ */
+static struct pt_gpu *gpu_feed(bool work)
+{
+	struct pt_gpu *g = pt_gpu__new(GNB);
+
+	assert_non_null(g);
+	if (!work)
+		return g;
+	assert_int_equal(pt_gpu__step(g, GTID, 10 * MS, 15 * MS), 0);
+	assert_int_equal(pt_gpu__step(g, GTID, 20 * MS, 30 * MS), 0);
+	gcall(g, 10 * MS, 11 * MS, GB_SCHED);
+	gcall(g, 12 * MS, 13 * MS, GB_ATTN);
+	gcall(g, 11 * MS, 14 * MS, GB_FWD);
+	gcall(g, 20 * MS + HALF, 22 * MS + HALF, GB_SCHED);
+	gcall(g, 23 * MS, 29 * MS, GB_FWD);
+	grec(g, PT_GPU_API, 1, 11 * MS + HALF, 11 * MS + HALF + 5000, NULL, 0);
+	grec(g, PT_GPU_KERNEL, 1, 12 * MS, 14 * MS, "sgemm_128x64_nn", 0);
+	grec(g, PT_GPU_API, 2, 12 * MS + HALF, 12 * MS + HALF + 5000, NULL, 0);
+	grec(g, PT_GPU_KERNEL, 2, 13 * MS, 14 * MS + HALF, "flash_fwd<128>", 0);
+	grec(g, PT_GPU_API, 3, 24 * MS + HALF, 24 * MS + HALF + 5000, NULL, 0);
+	grec(g, PT_GPU_KERNEL, 3, 25 * MS, 28 * MS, "sgemm_128x64_nn", 0);
+	grec(g, PT_GPU_API, 4, 21 * MS, 21 * MS + 5000, NULL, 0);
+	grec(g, PT_GPU_MEMCPY, 4, 21 * MS, 22 * MS, NULL, 1048576);
+	grec(g, PT_GPU_KERNEL, 5, 40 * MS, 41 * MS, "sgemm_128x64_nn", 0);
+	return g;
+}
+
+static const struct pt_gpuring_info ginfo = {
+	.version = 1,
+	.cupti_version = 24,
+	.active = true,
+	.activations = 1,
+	.delivered = 9,
+	.ring_dropped = 2,
+	.cupti_dropped = 3,
+	.lost = 4,
+	.skipped = 5,
+	.unknown_kinds = 6,
+	.strtab_full = 7,
+};
+
+/* report.md of a report with no aggregator: meta, buckets and the GPU. */
+static char *render_gpu(const struct pt_gpu_result *res, const struct pt_gpuring_info *info,
+			const char *why)
+{
+	struct pt_report r;
+	cJSON *doc;
+	char *md;
+
+	memset(&r, 0, sizeof(r));
+	r.meta = (struct pt_report_meta){
+		.tool = "proftrace", .version = "0.1.0", .pid = 4242, .comm = "llm",
+		.exe = "/opt/llm/bin/llm", .duration_s = 0.1, .step_mode = "call",
+		.step_probe = "native:exe:engine_step",
+	};
+	r.buckets = gbuckets;
+	r.nbuckets = GNB;
+	r.gpu = res;
+	r.gpu_info = info;
+	r.gpu_why = why;
+	doc = pt_summary__build(&r);
+	assert_non_null(doc);
+	md = render(doc);
+	cJSON_Delete(doc);
+	return md;
+}
+
+static void test_gpu_section(void **state)
+{
+	struct pt_gpu *g = gpu_feed(true);
+	const struct pt_gpu_result *res = pt_gpu__join(g, 0, 100 * MS);
+	char *md, *gpu, *fns, *bks;
+
+	assert_non_null(res);
+	md = render_gpu(res, &ginfo, NULL);
+	assert_line(md, "## GPU");
+	gpu = strstr(md, "\n## GPU\n");
+	bks = strstr(md, "\n## Buckets\n");
+	fns = strstr(md, "\n## Functions\n");
+	assert_true(gpu && bks && bks < gpu && (!fns || gpu < fns));
+	assert_line(md, "| kernels | copies | memsets | GPU busy ms | busy share | step time GPU "
+			"idle (host-bound) | launch to start p50 ms |");
+	assert_line(md, "| 4 | 1 | 0 | 7.500 | 7.5% | 56.7% | 0.500 |");
+	assert_line(md, "Per counted step: GPU busy 3.250 ms, idle 4.250 ms (p90 6.000 ms) on "
+			"average; 2 steps launched GPU work.");
+	assert_line(md, "| bucket | GPU work launched | GPU ms |");
+	assert_line(md, "| engine.schedule | 1 | 1.000 |");
+	assert_line(md, "| engine.forward | 3 | 6.500 |");
+	assert_line(md, "| gpu.attn\\_kernel | 1 | 1.500 |");
+	/* no GPU work launched in it: no row in the GPU table */
+	assert_no_substr(gpu, "| engine.idle | 0 |");
+	assert_line(md, "| kernel | count | total ms | mean ms | max ms | share of busy |");
+	assert_line(md, "| `sgemm_128x64_nn` | 3 | 6.000 | 2.000 | 3.000 | 80.0% |");
+	assert_line(md, "| `flash_fwd<128>` | 1 | 1.500 | 1.500 | 1.500 | 20.0% |");
+	assert_true(strstr(md, "| `sgemm_128x64_nn` |") < strstr(md, "| `flash_fwd<128>` |"));
+	assert_line(md, "GPU records not in these figures: ring_dropped 2, cupti_dropped 3, lost 4, "
+			"invalid 5, unknown_kinds 6, names_lost 7.");
+	assert_line(md, "1 piece of GPU work had no launch call record: counted in busy time, in "
+			"no step or bucket.");
+	assert_no_substr(md, "CUPTI conflict");
+	assert_no_substr(md, "No GPU stream");
+	free(md);
+	pt_gpu__free(g);
+}
+
+static void test_gpu_conflict(void **state)
+{
+	struct pt_gpu *g = gpu_feed(false);
+	const struct pt_gpu_result *res = pt_gpu__join(g, 0, 100 * MS);
+	struct pt_gpuring_info in = ginfo;
+	char *md;
+
+	/* BUG (user/gpu.c:440-442, 372, 405): joining no records at all calls
+	 * qsort(NULL, 0, ...), undefined; the asan build aborts above. */
+	assert_non_null(res);
+	in.active = false;
+	in.conflict_call = 4; /* cuptiSubscribe */
+	in.conflict_code = 39; /* CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED */
+	in.ring_dropped = in.cupti_dropped = in.lost = in.skipped = in.unknown_kinds = 0;
+	in.strtab_full = 0;
+	md = render_gpu(res, &in, NULL);
+	assert_line(md, "## GPU");
+	/* nothing measured in steps: host-bound unknown, not 0 */
+	assert_line(md, "| 0 | 0 | 0 | 0.000 | 0.0% | – | – |");
+	assert_no_substr(md, "Per counted step");
+	assert_line(md, "**CUPTI conflict:** cuptiSubscribe failed with CUPTI\\_ERROR\\_MULTIPLE\\_"
+			"SUBSCRIBERS\\_NOT\\_SUPPORTED (another CUPTI client: torch.profiler, "
+			"Nsight?) (another profiler such as Nsight Systems or torch.profiler holds "
+			"CUPTI); the server ran on without GPU records.");
+	assert_no_substr(md, "GPU records not in these figures");
+	assert_no_substr(md, "had no launch call record");
+	free(md);
+	pt_gpu__free(g);
+}
+
+static void test_gpu_none(void **state)
+{
+	char *md = render_gpu(NULL, NULL,
+			      "no CUPTI shim in pid 4242 (start the server with "
+			      "CUDA_INJECTION64_PATH)");
+
+	assert_line(md, "## GPU");
+	assert_line(md, "No GPU stream: no CUPTI shim in pid 4242 (start the server with "
+			"CUDA\\_INJECTION64\\_PATH).");
+	assert_no_substr(md, "| kernels |");
+	assert_no_substr(md, "CUPTI conflict");
+	free(md);
+	md = render_gpu(NULL, NULL, NULL);
+	assert_line(md, "No GPU stream: not read.");
+	free(md);
+	/* a summary without the gpu key (older files): no section */
+	{
+		cJSON *doc = load_fixture("full.json");
+
+		md = render(doc);
+		assert_no_substr(md, "## GPU");
+		free(md);
+		cJSON_Delete(doc);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -926,6 +1130,9 @@ int main(void)
 		cmocka_unit_test(test_tokens_section),
 		cmocka_unit_test(test_tokens_without_bins),
 		cmocka_unit_test(test_tokens_absent),
+		cmocka_unit_test(test_gpu_section),
+		cmocka_unit_test(test_gpu_conflict),
+		cmocka_unit_test(test_gpu_none),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
