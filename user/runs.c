@@ -181,7 +181,8 @@ int pt_runs__finish(struct pt_runs *rs)
 
 	if (rs->failed)
 		return -ENOMEM;
-	qsort(rs->steps, rs->nsteps, sizeof(*rs->steps), by_start);
+	if (rs->nsteps) /* qsort(NULL, 0, ...) is undefined */
+		qsort(rs->steps, rs->nsteps, sizeof(*rs->steps), by_start);
 	for (size_t i = 0; i < rs->nsteps; i++) {
 		const struct sstep *st = &rs->steps[i];
 
