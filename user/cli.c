@@ -10,7 +10,7 @@
 
 static const char usage[] =
 	"Usage: proftrace -p PID --targets FILE|NAME [-d SEC] [-o DIR] [--json] [-v] [-q]\n"
-	"                 [--gpu auto|on|off] [--dry-run]\n"
+	"                 [--gpu auto|on|off] [--trace [--trace-max-events N]] [--dry-run]\n"
 	"       proftrace --list-targets\n"
 	"\n"
 	"Attach to a running process and time the functions named in FILE exactly,\n"
@@ -32,6 +32,12 @@ static const char usage[] =
 	"                       (the server started with CUDA_INJECTION64_PATH=\n"
 	"                       .../libproftrace_cupti.so): auto (default: when the\n"
 	"                       process has it), on (an error when it has not), off\n"
+	"      --trace          also write trace.json: every probed call, step, CUDA call\n"
+	"                       and GPU kernel on a timeline, for ui.perfetto.dev or\n"
+	"                       chrome://tracing\n"
+	"      --trace-max-events N\n"
+	"                       keep at most N events in trace.json (default 1000000;\n"
+	"                       later ones are counted and left out, and it says so)\n"
 	"      --dry-run        resolve every probe and print it, attach nothing\n"
 	"      --list-targets   list the bundled targets files, one per line (name and\n"
 	"                       what it is for), and exit; they are looked up in\n"
@@ -68,6 +74,8 @@ int pt_cli__parse(struct pt_env *env, int argc, char **argv)
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "list-targets", no_argument, NULL, 'L' },
 		{ "gpu", required_argument, NULL, 'G' },
+		{ "trace", no_argument, NULL, 'T' },
+		{ "trace-max-events", required_argument, NULL, 'M' },
 		{ "help", no_argument, NULL, 'h' },
 		{},
 	};
@@ -108,6 +116,18 @@ int pt_cli__parse(struct pt_env *env, int argc, char **argv)
 			break;
 		case 'n':
 			env->dry_run = true;
+			break;
+		case 'T':
+			env->trace = true;
+			break;
+		case 'M':
+			errno = 0;
+			v = strtol(optarg, &end, 10);
+			if (errno || *end || v <= 0 || v > 1000000000)
+				return bad("bad --trace-max-events '%s': give a number of events from 1 "
+					   "to 1000000000, e.g. 1000000", optarg);
+			env->trace_max = (unsigned long)v;
+			env->trace = true; /* asking for a bound asks for the trace */
 			break;
 		case 'G':
 			if (!strcmp(optarg, "auto"))

@@ -18,6 +18,8 @@ struct pt_env {
 	bool quiet; /* no live status line */
 	bool list_targets; /* --list-targets: print the bundled configs, exit */
 	int gpu; /* --gpu: PT_GPU_AUTO (default), PT_GPU_ON, PT_GPU_OFF */
+	bool trace; /* --trace: write trace.json */
+	unsigned long trace_max; /* --trace-max-events (implies --trace); 0: PT_TRACE_DEFAULT_MAX */
 	char targets_path[PATH_MAX]; /* --targets NAME resolved to a bundled file */
 };
 

@@ -46,6 +46,7 @@
 #include "stepvals.h"
 #include "target.h"
 #include "targets_list.h"
+#include "trace.h"
 
 #define EXIT_USAGE 2
 
@@ -102,6 +103,9 @@ struct run {
 
 	/* runs split on idle gaps */
 	struct pt_runs *runs;
+
+	/* --trace: trace.json's events */
+	struct pt_trace *trace;
 
 	/* tokens, kv_len, batch per step */
 	struct pt_stepvals sv;
@@ -246,20 +250,40 @@ static void on_pycode(struct run *r, const struct pt_rec_pycode *rec)
 	pt_attach__py_code(r->att, rec->code, &val);
 }
 
-/* The thread's name, read once, for the flame graph and the report. */
-static void name_thread(struct run *r, uint32_t tid)
+/* Thread tid's comm into comm (empty when it cannot be read). */
+static void read_comm(const struct run *r, uint32_t tid, char *comm, size_t len)
 {
-	char path[64], comm[64] = "";
+	char path[64];
 	FILE *f;
 
+	comm[0] = 0;
 	snprintf(path, sizeof(path), "/proc/%d/task/%u/comm", r->tgt.pid, tid);
 	f = fopen(path, "re");
 	if (f) {
-		if (fgets(comm, sizeof(comm), f))
+		if (fgets(comm, (int)len, f))
 			comm[strcspn(comm, "\n")] = 0;
 		fclose(f);
 	}
+}
+
+/* The thread's name, read once, for the flame graph and the report. */
+static void name_thread(struct run *r, uint32_t tid)
+{
+	char comm[64];
+
+	read_comm(r, tid, comm, sizeof(comm));
 	pt_stacks__name_thread(r->stk, tid, comm[0] ? comm : "?");
+}
+
+/* trace.json's name of host thread tid, read once. */
+static void trace_thread(struct run *r, uint32_t tid)
+{
+	char comm[64];
+
+	if (pt_trace__has_thread_name(r->trace, tid))
+		return;
+	read_comm(r, tid, comm, sizeof(comm));
+	pt_trace__thread_name(r->trace, tid, comm);
 }
 
 /* A stack sample: names and lines for its frames, then into the stacks. */
@@ -348,6 +372,13 @@ static int on_rec(void *ctx, const struct pt_rec *rec, size_t size)
 					    rec->type == PT_REC_EXIT, PT_VST_FIRST_CALL);
 	}
 	pt_agg__record(r->agg, rec);
+	if (r->trace && rec->type == PT_REC_EXIT && rec->fid < r->nfs) {
+		const struct pt_func *f = pt_resolver__func(r->res, rec->fid);
+
+		trace_thread(r, rec->tid);
+		pt_trace__slice(r->trace, rec->tid, rec->t_entry, rec->t_exit, f->symbol, f->py,
+				f->bucket_mask);
+	}
 	if (r->gpu && rec->type == PT_REC_EXIT && rec->fid < r->nfs) {
 		uint64_t m = pt_resolver__func(r->res, rec->fid)->bucket_mask;
 
@@ -362,6 +393,10 @@ static void on_step(void *ctx, const struct pt_step *s)
 	struct run *r = ctx;
 
 	pt_stepvals__step(&r->sv, s);
+	if (r->trace) {
+		trace_thread(r, s->tid);
+		pt_trace__step(r->trace, s);
+	}
 	if (r->runs)
 		pt_runs__step(r->runs, s); /* out of memory: runs are left out, and said */
 	if (r->gpu && pt_gpu__step(r->gpu, s->tid, s->t_start, s->t_end))
@@ -374,6 +409,11 @@ static int on_gpu_rec(void *ctx, const struct pt_gpu_rec *g)
 
 	if (pt_gpu__record(r->gpu, g))
 		r->gpu_why[0] = '!';
+	if (r->trace) {
+		if (g->kind == PT_GPU_API)
+			trace_thread(r, g->api.tid);
+		pt_trace__gpu(r->trace, g);
+	}
 	return 0;
 }
 
@@ -1003,6 +1043,42 @@ static int build_lines(struct run *r, struct pt_report_lines_fn **out, size_t *n
 	return e;
 }
 
+/* trace.json (--trace), from the events kept while the run went. */
+static int write_trace(struct run *r, const char *dir)
+{
+	struct pt_trace_write_opts o = { 0 };
+	const char **bnames = calloc(r->cfg.nbuckets + 1, sizeof(*bnames));
+	char path[PATH_MAX + 32];
+	FILE *f;
+	int e;
+
+	if (!bnames)
+		return -ENOMEM;
+	for (size_t b = 0; b < r->cfg.nbuckets; b++)
+		bnames[b] = r->cfg.buckets[b].name;
+	o.pid = r->tgt.pid;
+	o.process_name = r->tgt.comm;
+	o.t0 = r->t0_mono;
+	o.start_unix_ns = r->t0_unix;
+	o.version = PT_VERSION;
+	o.bucket_names = bnames;
+	snprintf(path, sizeof(path), "%s/trace.json", dir);
+	f = fopen(path, "we");
+	if (!f) {
+		e = -errno;
+	} else {
+		e = pt_trace__write(r->trace, f, &o);
+		if (fclose(f) && !e)
+			e = -errno;
+	}
+	free(bnames);
+	if (e)
+		fprintf(stderr, "proftrace: cannot write %s: %s\n", path, strerror(-e));
+	else
+		fprintf(stderr, "proftrace: wrote %s\n", path);
+	return e;
+}
+
 /* stacks.folded and flame.svg, from the sampled call tree. */
 static int write_flame(struct run *r, const char *dir)
 {
@@ -1045,6 +1121,7 @@ static int write_outputs(struct run *r)
 	struct pt_report rep = { 0 };
 	struct pt_report_python pyrep = { 0 };
 	struct pt_report_sampling smp = { 0 };
+	struct pt_report_trace trace_rep;
 	struct pt_gpuring_info gpu_info;
 	struct pt_report_thread *threads = NULL;
 	struct pt_report_lines_fn *lfns = NULL;
@@ -1245,6 +1322,16 @@ static int write_outputs(struct run *r)
 	rep.health.probes_requested = (unsigned int)(r->nfs + nunres);
 	rep.health.probes_attached = r->att ? (unsigned int)pt_attach__nattached(r->att) : 0;
 
+	if (r->trace) {
+		struct pt_trace_stats ts;
+
+		pt_trace__stats(r->trace, &ts);
+		trace_rep = (struct pt_report_trace){ .file = "trace.json", .events = ts.events,
+						      .dropped = ts.dropped,
+						      .max_events = ts.max_events,
+						      .truncated = ts.truncated };
+		rep.meta.trace = &trace_rep;
+	}
 	doc = pt_summary__build(&rep);
 	if (!doc) {
 		e = -ENOMEM;
@@ -1284,6 +1371,11 @@ static int write_outputs(struct run *r)
 			goto out;
 		}
 		fprintf(stderr, "proftrace: wrote %s\n", path);
+	}
+	if (r->trace) {
+		e = write_trace(r, dir);
+		if (e)
+			goto out;
 	}
 	if (r->env.json)
 		e = pt_summary__write_json(stdout, doc);
@@ -1600,6 +1692,12 @@ int main(int argc, char **argv)
 	r.tmem.read = read_target;
 	r.tmem.ctx = &r.tgt.pid;
 	r.agg = pt_agg__new(&gopts);
+	if (r.env.trace) {
+		r.trace = pt_trace__new(r.env.trace_max ? r.env.trace_max : PT_TRACE_DEFAULT_MAX,
+					r.cfg.nbuckets);
+		if (!r.trace)
+			goto cleanup;
+	}
 	r.runs = pt_runs__new(r.cfg.nbuckets, (uint64_t)r.cfg.run_gap_ms * 1000000, r.cfg.warmup_runs);
 	if (!r.runs)
 		goto cleanup;
@@ -1716,6 +1814,7 @@ cleanup:
 	pt_python__free(&r.py);
 	pt_agg__free(r.agg);
 	pt_runs__free(r.runs);
+	pt_trace__free(r.trace);
 	pt_stepvals__free(&r.sv);
 	pt_resolver__free(r.res);
 	pt_maps__free(&maps);

@@ -59,6 +59,15 @@ struct pt_report_sampling {
 	const char *folded, *svg; /* file names written, or NULL */
 };
 
+/* trace.json (--trace): meta.trace; NULL when it was not asked for. */
+struct pt_report_trace {
+	const char *file;    /* "trace.json" */
+	uint64_t events;     /* in its traceEvents */
+	uint64_t dropped;    /* left out at --trace-max-events */
+	uint64_t max_events;
+	bool truncated;
+};
+
 struct pt_report_meta {
 	const char *tool;    /* "proftrace" */
 	const char *version; /* PT_VERSION */
@@ -74,6 +83,7 @@ struct pt_report_meta {
 	const char *step_mode;  /* "call" | "iteration" */
 	const struct pt_report_python *python; /* NULL: no py: probes */
 	const struct pt_report_sampling *sampling; /* NULL: no sampling */
+	const struct pt_report_trace *trace; /* NULL: no --trace */
 };
 
 /* One row of `functions`: a resolved function (fid) or a probe that

@@ -254,6 +254,29 @@ static void put_header(FILE *f, const cJSON *doc)
 	put_python(f, pt_jget(meta, "python"));
 }
 
+/* trace.json (--trace): one line, bold when it was cut at the bound. */
+static void put_trace(FILE *f, const cJSON *doc)
+{
+	const cJSON *t = pt_jget(pt_jget(doc, "meta"), "trace");
+	double ev = 0, dropped = 0, max = 0;
+
+	if (!t)
+		return;
+	pt_jnum(t, "events", &ev);
+	pt_jnum(t, "dropped", &dropped);
+	pt_jnum(t, "max_events", &max);
+	if (cJSON_IsTrue(pt_jget(t, "truncated"))) {
+		fprintf(f, "**Trace cut at --trace-max-events %.0f: %.0f later slices and arrows "
+			   "were left out of ", max, dropped);
+		put_code(f, pt_jstr(t, "file"));
+		fprintf(f, " (%.0f events); raise --trace-max-events for the whole run**\n\n", ev);
+		return;
+	}
+	fputs("Trace: ", f);
+	put_code(f, pt_jstr(t, "file"));
+	fprintf(f, ", %.0f events (open it in ui.perfetto.dev or chrome://tracing).\n\n", ev);
+}
+
 /* Zero steps is a result to explain, not a table of dashes. */
 static bool no_steps(const cJSON *stats)
 {
@@ -1257,6 +1280,7 @@ int pt_report_md__write(FILE *f, const struct cJSON *summary)
 	if (!f || !summary)
 		return -EINVAL;
 	put_header(f, summary);
+	put_trace(f, summary);
 	put_steps(f, summary);
 	put_tokens(f, summary);
 	put_buckets(f, summary);

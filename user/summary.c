@@ -180,6 +180,23 @@ static void build_sampling(struct jb *b, cJSON *meta, const struct pt_report_met
 	}
 }
 
+/* meta.trace: only with --trace (the key is left out without it). */
+static void build_trace(struct jb *b, cJSON *meta, const struct pt_report_trace *t)
+{
+	cJSON *o;
+
+	if (!t)
+		return;
+	o = add_obj(b, meta, "trace");
+	if (!o)
+		return;
+	jb_str(b, o, "file", t->file);
+	jb_num(b, o, "events", (double)t->events);
+	jb_num(b, o, "dropped", (double)t->dropped);
+	jb_num(b, o, "max_events", (double)t->max_events);
+	jb_bool(b, o, "truncated", t->truncated);
+}
+
 static void build_meta(struct jb *b, cJSON *root, const struct pt_report_meta *m)
 {
 	cJSON *o = add_obj(b, root, "meta");
@@ -199,6 +216,7 @@ static void build_meta(struct jb *b, cJSON *root, const struct pt_report_meta *m
 	jb_str(b, o, "step_probe", m->step_probe);
 	jb_str(b, o, "step_mode", m->step_mode);
 	build_sampling(b, o, m);
+	build_trace(b, o, m->trace);
 	if (!m->python) {
 		jb_null(b, o, "python");
 		return;
