@@ -204,19 +204,6 @@ static void CUPTIAPI ptg_noop_cb(void *ud, CUpti_CallbackDomain domain, CUpti_Ca
 {
 }
 
-static const char *const call_names[PTGPU_CALL_MAX] = {
-	[PTGPU_CALL_NONE] = "none",
-	[PTGPU_CALL_TIMESTAMP_CB] = "cuptiActivityRegisterTimestampCallback",
-	[PTGPU_CALL_THREAD_ID] = "cuptiSetThreadIdType",
-	[PTGPU_CALL_CALLBACKS] = "cuptiActivityRegisterCallbacks",
-	[PTGPU_CALL_SUBSCRIBE] = "cuptiSubscribe",
-	[PTGPU_CALL_ENABLE] = "cuptiActivityEnable",
-	[PTGPU_CALL_RUNTIME_API] = "cuptiActivityEnableRuntimeApi",
-	[PTGPU_CALL_DRIVER_API] = "cuptiActivityEnableDriverApi",
-	[PTGPU_CALL_DISABLE] = "cuptiActivityDisable",
-	[PTGPU_CALL_FLUSH] = "cuptiActivityFlushAll",
-};
-
 /* Record a failed CUPTI call in the header and say it once on stderr. */
 static void ptg_shim__conflict(struct ptg_shim *s, enum ptgpu_call call, CUptiResult code,
 			       uint32_t arg, uint64_t seq, const char *what_now)
@@ -234,7 +221,7 @@ static void ptg_shim__conflict(struct ptg_shim *s, enum ptgpu_call call, CUptiRe
 	/* The kind or callback id, for the calls that take one. */
 	if (call >= PTGPU_CALL_ENABLE && call <= PTGPU_CALL_DISABLE)
 		snprintf(args, sizeof(args), "%u", arg);
-	fprintf(stderr, "proftrace-cupti: %s(%s) failed: %s (%d); %s\n", call_names[call], args,
+	fprintf(stderr, "proftrace-cupti: %s(%s) failed: %s (%d); %s\n", ptgpu_call_name(call), args,
 		str ? str : "CUPTI error", (int)code, what_now);
 }
 

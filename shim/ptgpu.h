@@ -111,6 +111,26 @@ enum ptgpu_call {
 	PTGPU_CALL_MAX
 };
 
+/* The CUPTI function a PTGPU_CALL_* stands for (the shim's message and
+ * proftrace's report say the same). */
+static inline const char *ptgpu_call_name(uint32_t call)
+{
+	static const char *const names[PTGPU_CALL_MAX] = {
+		[PTGPU_CALL_NONE] = "none",
+		[PTGPU_CALL_TIMESTAMP_CB] = "cuptiActivityRegisterTimestampCallback",
+		[PTGPU_CALL_THREAD_ID] = "cuptiSetThreadIdType",
+		[PTGPU_CALL_CALLBACKS] = "cuptiActivityRegisterCallbacks",
+		[PTGPU_CALL_SUBSCRIBE] = "cuptiSubscribe",
+		[PTGPU_CALL_ENABLE] = "cuptiActivityEnable",
+		[PTGPU_CALL_RUNTIME_API] = "cuptiActivityEnableRuntimeApi",
+		[PTGPU_CALL_DRIVER_API] = "cuptiActivityEnableDriverApi",
+		[PTGPU_CALL_DISABLE] = "cuptiActivityDisable",
+		[PTGPU_CALL_FLUSH] = "cuptiActivityFlushAll",
+	};
+
+	return call < PTGPU_CALL_MAX && names[call] ? names[call] : "unknown call";
+}
+
 struct ptgpu_header {
 	/* Line 0: identity and layout; written once before magic. */
 	uint8_t magic[PTGPU_MAGIC_LEN];

@@ -670,20 +670,7 @@ void pt_gpuring__close(struct pt_gpuring *r)
 
 const char *pt_gpuring__call_name(uint32_t call)
 {
-	static const char *const names[PTGPU_CALL_MAX] = {
-		[PTGPU_CALL_NONE] = "none",
-		[PTGPU_CALL_TIMESTAMP_CB] = "cuptiActivityRegisterTimestampCallback",
-		[PTGPU_CALL_THREAD_ID] = "cuptiSetThreadIdType",
-		[PTGPU_CALL_CALLBACKS] = "cuptiActivityRegisterCallbacks",
-		[PTGPU_CALL_SUBSCRIBE] = "cuptiSubscribe",
-		[PTGPU_CALL_ENABLE] = "cuptiActivityEnable",
-		[PTGPU_CALL_RUNTIME_API] = "cuptiActivityEnableRuntimeApi",
-		[PTGPU_CALL_DRIVER_API] = "cuptiActivityEnableDriverApi",
-		[PTGPU_CALL_DISABLE] = "cuptiActivityDisable",
-		[PTGPU_CALL_FLUSH] = "cuptiActivityFlushAll",
-	};
-
-	return call < PTGPU_CALL_MAX ? names[call] : "unknown call";
+	return ptgpu_call_name(call);
 }
 
 /* The CUptiResult values a user is likely to meet, from cupti_result.h
