@@ -375,6 +375,15 @@ static __always_inline __u64 reg_arg(struct pt_regs *ctx, __u8 n)
 	return v;
 }
 
+static __always_inline __s64 cut(__u64 v, __u8 width)
+{
+	if (width == PT_VW_I32)
+		return (__s32)v;
+	if (width == PT_VW_U32)
+		return (__u32)v;
+	return (__s64)v;
+}
+
 /*
  * Read fid's expressions of one side of a call (entry: arguments; exit:
  * the return value) and send them, if it has any. frame and pc: the
@@ -407,11 +416,11 @@ static __always_inline void send_vals(struct pt_regs *ctx, __u64 id, __u32 fid, 
 		v->status = PT_VST_OK;
 		switch (e.src) {
 		case PT_VSRC_ARG:
-			v->v = (__s64)reg_arg(ctx, e.argn);
+			v->v = cut(reg_arg(ctx, e.argn), e.width);
 			v->kind = PT_VKIND_SCALAR;
 			break;
 		case PT_VSRC_RET:
-			v->v = (__s64)PT_REGS_RC(ctx);
+			v->v = cut(PT_REGS_RC(ctx), e.width);
 			v->kind = PT_VKIND_SCALAR;
 			break;
 		case PT_VSRC_PYRET:

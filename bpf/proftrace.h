@@ -121,11 +121,19 @@ enum pt_val_op {
 	PT_VOP_AUTO_ELEMS = 6, /* py: an int, or a list/tuple of ints with its elements */
 };
 
+/* Width of a native integer: a 32-bit int leaves the upper half of its
+ * register undefined (x86-64 SysV), so it must be cut, not read whole. */
+enum pt_val_width {
+	PT_VW_I64 = 0,
+	PT_VW_I32 = 1,
+	PT_VW_U32 = 2,
+};
+
 struct pt_val_expr {
 	__u8 src; /* enum pt_val_src */
 	__u8 op;  /* enum pt_val_op */
 	__u8 argn;
-	__u8 pad;
+	__u8 width; /* enum pt_val_width (native) */
 };
 
 struct pt_val_spec {

@@ -70,11 +70,38 @@ static bool ident(const char *s, size_t n)
 
 #define PY_FORMS "arg:<name>, ret, len(X), sum(X), mean(X), min(X), max(X), p50(X) or p90(X) " \
 		 "with X arg:<name> or ret"
-#define NATIVE_FORMS "argN (integer argument N, 0..5) or ret (integer return value)"
+#define NATIVE_FORMS "argN (integer argument N, 0..5) or ret (integer return value), " \
+		     "with :i32 or :u32 for a 32-bit int"
 
 /* The operand: arg:<name> / ret (py), argN / ret (native). */
+/* A native register's width: ":i32", ":u32" (the upper half of the
+ * register is not part of a 32-bit value: x86-64 leaves it undefined) or
+ * ":i64" (the default). Cut from the end of [s, s+*n). */
+static int width(const char *s, size_t *n, struct pt_vexpr *e, char *why, size_t len)
+{
+	static const struct {
+		const char *sfx;
+		uint8_t w;
+	} ws[] = { { ":i32", PT_VW_I32 }, { ":u32", PT_VW_U32 }, { ":i64", PT_VW_I64 } };
+	const char *colon = memchr(s, ':', *n);
+
+	if (!colon)
+		return 0;
+	for (size_t i = 0; i < sizeof(ws) / sizeof(ws[0]); i++)
+		if ((size_t)(s + *n - colon) == 4 && !strncmp(colon, ws[i].sfx, 4)) {
+			e->width = ws[i].w;
+			*n = (size_t)(colon - s);
+			return 0;
+		}
+	return fail(why, len, "unknown width '%.*s' (hint: :i32 or :u32 for a 32-bit int, :i64 "
+			      "(the default) for a long or pointer-sized one)",
+		    (int)(s + *n - colon), colon);
+}
+
 static int operand(const char *s, size_t n, bool py, struct pt_vexpr *e, char *why, size_t len)
 {
+	if (!py && strncmp(s, "arg:", 4) && width(s, &n, e, why, len))
+		return -EINVAL;
 	if (n == 3 && !strncmp(s, "ret", 3)) {
 		e->src = py ? PT_VSRC_PYRET : PT_VSRC_RET;
 		return 0;
@@ -177,7 +204,8 @@ enum pt_vfn pt_vexpr__reduce_fn(const struct pt_vexpr *e, enum pt_vfn kv_reduce)
 
 struct pt_val_expr pt_vexpr__bpf(const struct pt_vexpr *e, enum pt_vfn kv_reduce)
 {
-	struct pt_val_expr x = { .src = e->src, .argn = e->argn, .op = PT_VOP_INT };
+	struct pt_val_expr x = { .src = e->src, .argn = e->argn, .op = PT_VOP_INT,
+				 .width = e->width };
 	enum pt_vfn fn = pt_vexpr__reduce_fn(e, kv_reduce);
 	bool pct = fn == PT_VFN_P50 || fn == PT_VFN_P90;
 

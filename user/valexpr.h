@@ -4,7 +4,8 @@
  * per-step token, KV-length and batch figures (docs/targets.md, "Tokens
  * and sequence lengths"):
  *
- *   native:  argN (integer argument N, 0..5)   ret (integer return value)
+ *   native:  argN (integer argument N, 0..5)   ret (integer return value),
+ *            either with :i32, :u32 or :i64 (default) for the integer's width
  *   py:      arg:<name>   ret   len(X)   sum(X) mean(X) min(X) max(X)
  *            p50(X) p90(X)        where X is arg:<name> or ret
  *
@@ -46,6 +47,7 @@ struct pt_vexpr {
 	enum pt_vfn fn;
 	uint8_t src;  /* enum pt_val_src */
 	uint8_t argn; /* PT_VSRC_ARG */
+	uint8_t width; /* native: enum pt_val_width */
 	char *name;   /* PT_VSRC_PYARG: the argument's name */
 	char *text;   /* as written */
 	int line, col;

@@ -75,6 +75,20 @@ def test_native_count_ret():
     eq(sum(b["steps"] for b in s["decode_length_buckets"]), 200, "binned steps")
 
 
+def test_native_32bit_argument():
+    """engine_reject(int delta) gets negative ints: :i32 reads them right;
+    the whole register (the default, a long) would read the zero-extended
+    upper half as a large positive number"""
+    conf = ("step native:exe:engine_step\n"
+            "count tokens native:exe:engine_reject arg0:i32\n")
+    s, t, _ = profile(conf, ["--steps", 100], victim_name="victim_tokens")
+    eq(s["stats"]["tokens"], t["rejected"], "tokens from a 32-bit argument")
+    assert t["rejected"] < 0, t
+    conf = conf.replace("arg0:i32", "arg0:u32")
+    s, t, _ = profile(conf, ["--steps", 100], victim_name="victim_tokens")
+    eq(s["stats"]["tokens"], sum((-(i % 5)) & 0xffffffff for i in range(100)), "as u32")
+
+
 PYCONF = ("step py:pytokens.Engine.step tokens=arg:num_tokens kv_len=arg:kv_lens "
           "batch=len(arg:reqs)\nset warmup_steps %d\n" % WARM)
 

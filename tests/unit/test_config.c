@@ -974,7 +974,9 @@ static void test_free_is_safe(void **state)
 #define STEPF "step <probe> [mode=call|iteration] [tokens=<v>] [kv_len=<v>] [batch=<v>]"
 #define COUNTF                                                                          \
 	"count tokens <probe> <value>, e.g. count tokens py:engine.Sampler.sample len(ret)"
-#define NATIVE_VALS "argN (integer argument N, 0..5) or ret (integer return value)"
+#define NATIVE_VALS                                                                        \
+	"argN (integer argument N, 0..5) or ret (integer return value), with :i32 or :u32 "  \
+	"for a 32-bit int"
 #define KV_BINS_HINT                                                                        \
 	"(hint: increasing lower bounds starting at 0, comma-separated, at most 32, e.g. "   \
 	"0,512,1024,2048 (the last bin is open-ended))"

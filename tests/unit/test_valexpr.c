@@ -19,7 +19,9 @@
 
 #include "valexpr.h"
 
-#define NATIVE_HINT "argN (integer argument N, 0..5) or ret (integer return value)"
+#define NATIVE_HINT                                                                        \
+	"argN (integer argument N, 0..5) or ret (integer return value), with :i32 or :u32 "  \
+	"for a 32-bit int"
 #define PY_HINT                                                                           \
 	"arg:<name>, ret, len(X), sum(X), mean(X), min(X), max(X), p50(X) or p90(X) with X " \
 	"arg:<name> or ret"
@@ -113,6 +115,44 @@ static void test_py_accepted(void **state)
 		snprintf(s, sizeof(s), "%s(ret)", fns[i].fn);
 		check_ok(s, true, PT_VSRC_PYRET, fns[i].v, 0, NULL);
 	}
+}
+
+/* A native integer's width: 32-bit ints are cut (the register's upper
+ * half is undefined), 64-bit is the default. */
+static void test_native_width(void **state)
+{
+	static const struct {
+		const char *s;
+		uint8_t src, argn, width;
+	} ok[] = {
+		{ "arg0", PT_VSRC_ARG, 0, PT_VW_I64 },     { "arg1:i32", PT_VSRC_ARG, 1, PT_VW_I32 },
+		{ "arg5:u32", PT_VSRC_ARG, 5, PT_VW_U32 }, { "arg2:i64", PT_VSRC_ARG, 2, PT_VW_I64 },
+		{ "ret:i32", PT_VSRC_RET, 0, PT_VW_I32 },  { "ret:u32", PT_VSRC_RET, 0, PT_VW_U32 },
+	};
+	struct pt_vexpr e;
+	char why[256];
+
+	for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
+		struct pt_val_expr x;
+
+		assert_int_equal(pt_vexpr__parse(ok[i].s, false, &e, why, sizeof(why)), 0);
+		e.role = PT_VROLE_TOKENS;
+		x = pt_vexpr__bpf(&e, PT_VFN_MEAN);
+		assert_int_equal(x.src, ok[i].src);
+		assert_int_equal(x.argn, ok[i].argn);
+		assert_int_equal(x.width, ok[i].width);
+		assert_string_equal(e.text, ok[i].s);
+		pt_vexpr__free(&e);
+	}
+	check_bad("arg0:i16", false,
+		  "unknown width ':i16' (hint: :i32 or :u32 for a 32-bit int, :i64 (the default) "
+		  "for a long or pointer-sized one)");
+	check_bad("ret:", false,
+		  "unknown width ':' (hint: :i32 or :u32 for a 32-bit int, :i64 (the default) for "
+		  "a long or pointer-sized one)");
+	check_bad("arg7:i32", false,
+		  "argument index out of range (hint: arg0..arg5, the integer arguments passed "
+		  "in registers)");
 }
 
 static void test_native_rejected(void **state)
@@ -249,10 +289,10 @@ static struct pt_val_expr bpf_of(const char *s, bool py, enum pt_vrole role,
 	do {                                                                                  \
 		struct pt_val_expr x_ = bpf_of((s), (py), (role), (kvr));                     \
 		if (x_.src != (want_src) || x_.op != (want_op) || x_.argn != (want_argn) ||   \
-		    x_.pad)                                                                   \
+		    x_.width)                                                                   \
 			fail_msg("%s role %d kv_reduce %d: src %u op %u argn %u pad %u, "     \
 				 "want src %u op %u argn %u",                                 \
-				 (s), (role), (kvr), x_.src, x_.op, x_.argn, x_.pad,          \
+				 (s), (role), (kvr), x_.src, x_.op, x_.argn, x_.width,          \
 				 (want_src), (want_op), (want_argn));                         \
 	} while (0)
 
@@ -529,6 +569,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_native_accepted),
 		cmocka_unit_test(test_py_accepted),
+		cmocka_unit_test(test_native_width),
 		cmocka_unit_test(test_native_rejected),
 		cmocka_unit_test(test_py_rejected),
 		cmocka_unit_test(test_py_rejected_extra_close_paren),

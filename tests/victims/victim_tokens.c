@@ -21,7 +21,7 @@ static const long bins[] = { 0, 512, 1024, 2048, 4096, 8192, 16384 };
 #define NBINS (sizeof(bins) / sizeof(bins[0]))
 
 static long bin_steps[NBINS], bin_tokens[NBINS];
-static long tok_total, acc_total, batch_total, kv_total;
+static long tok_total, acc_total, batch_total, kv_total, reject_total;
 static uint64_t step_ns_total;
 
 /* Accepted tokens of one step: returned, for `count tokens ... ret`. */
@@ -29,6 +29,14 @@ VT_FN long sampler_accept(long batch, long step)
 {
 	VT_BARRIER();
 	return batch + step % 3; /* some sequences accept a draft token */
+}
+
+/* A 32-bit int argument: tokens rejected by the scheduler, negative so a
+ * read of the whole register (upper half not sign-extended) would show. */
+VT_FN void engine_reject(int delta)
+{
+	VT_BARRIER();
+	(void)delta;
 }
 
 VT_FN void engine_step(long tokens, long kv_len, long batch, long step)
@@ -39,6 +47,7 @@ VT_FN void engine_step(long tokens, long kv_len, long batch, long step)
 	vt_spin(100000 + (uint64_t)kv_len * 20);
 	acc = sampler_accept(batch, step);
 	acc_total += acc;
+	engine_reject(-(int)(step % 5));
 	VT_BARRIER();
 	(void)tokens;
 }
@@ -77,6 +86,7 @@ int main(int argc, char **argv)
 		if (i && i % (steps / bursts) == 0 && i / (steps / bursts) < bursts)
 			usleep((useconds_t)gap_ms * 1000); /* idle: the next burst is a new run */
 		engine_step(tokens, kv, batch, i);
+		reject_total -= i % 5;
 		step_ns_total += vt_now() - t0;
 		for (b = NBINS; b-- > 1 && kv < bins[b];)
 			;
@@ -92,9 +102,9 @@ int main(int argc, char **argv)
 		if (!f)
 			return 1;
 		fprintf(f, "{\"bursts\": %d, \"burst_steps\": %d, ", bursts, steps / bursts);
-		fprintf(f, "\"steps\": %d, \"tokens\": %ld, \"accepted\": %ld, \"batch_sum\": %ld, "
-			   "\"kv_sum\": %ld, \"step_ns\": %llu, \"bins\": [",
-			steps, tok_total, acc_total, batch_total, kv_total,
+		fprintf(f, "\"rejected\": %ld, \"steps\": %d, \"tokens\": %ld, \"accepted\": %ld, "
+			   "\"batch_sum\": %ld, \"kv_sum\": %ld, \"step_ns\": %llu, \"bins\": [",
+			reject_total, steps, tok_total, acc_total, batch_total, kv_total,
 			(unsigned long long)step_ns_total);
 		for (size_t b = 0; b < NBINS; b++)
 			fprintf(f, "%s{\"lo\": %ld, \"steps\": %ld, \"tokens\": %ld}", b ? ", " : "",
