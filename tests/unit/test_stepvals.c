@@ -783,7 +783,7 @@ static void test_bpf_spec(void **state)
 	assert_int_equal(s.e[2].op, PT_VOP_AGG);
 	for (int k = 0; k < 3; k++) {
 		assert_int_equal(s.e[k].argn, 0);
-		assert_int_equal(s.e[k].pad, 0);
+		assert_int_equal(s.e[k].width, 0);
 	}
 	teardown(state);
 
