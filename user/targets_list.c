@@ -171,7 +171,8 @@ int pt_targets__list(const char *dir, FILE *out)
 	}
 	closedir(d);
 	if (!e) {
-		qsort(names, n, sizeof(*names), name_cmp);
+		if (n) /* qsort(NULL, 0, ...) is undefined */
+			qsort(names, n, sizeof(*names), name_cmp);
 		for (size_t i = 0; i < n; i++) {
 			snprintf(path, sizeof(path), "%s/%s" CONF_EXT, dir, names[i]);
 			if (pt_targets__describe(path, desc, sizeof(desc)))
