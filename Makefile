@@ -73,7 +73,9 @@ TOOL_SRCS := $(wildcard tests/tools/*.c)
 TOOLS := $(patsubst tests/tools/%.c,$(OUTPUT)/tests-tools/%,$(TOOL_SRCS))
 
 BENCH_SRCS := $(wildcard bench/*.c)
-BENCH_BINS := $(patsubst bench/%.c,$(OUTPUT)/bench/%,$(BENCH_SRCS))
+# shim_bench links the shim and libcupti: only when the shim is built.
+BENCH_BINS := $(patsubst bench/%.c,$(OUTPUT)/bench/%,$(filter-out bench/shim_bench.c,$(BENCH_SRCS))) \
+	      $(if $(SHIM),$(OUTPUT)/bench/shim_bench)
 
 .PHONY: all deps test unit integration asan bench demo clean fuzz
 .DELETE_ON_ERROR:
@@ -192,9 +194,17 @@ $(OUTPUT)/tests/test_shim: tests/unit/test_shim.c $(SHIM_SRCS) $(wildcard shim/*
 	$(call msg,TEST-CC,$@)
 	$(Q)$(CC) $(CFLAGS) -Ishim -Iuser -isystem $(CUPTI_INCDIR) $(LDFLAGS) $< $(SHIM_SRCS) \
 		user/gpuring.c -L$(CUPTI_LIBDIR) -lcupti -Wl,-rpath,$(CUPTI_LIBDIR) -pthread -lcmocka -o $@
+# The shim's CPU cost per record: the very objects of $(SHIM), with the
+# real libcupti's record iterator.
+$(OUTPUT)/bench/shim_bench: bench/shim_bench.c $(SHIM_OBJS) $(wildcard shim/*.h) | $(OUTPUT)/bench
+	$(call msg,BENCH-CC,$@)
+	$(Q)$(CC) $(filter-out -MMD -MP,$(CFLAGS)) -Ishim -isystem $(CUPTI_INCDIR) $(LDFLAGS) $< \
+		$(SHIM_OBJS) -L$(CUPTI_LIBDIR) -lcupti -Wl,-rpath,$(CUPTI_LIBDIR) -pthread -o $@
 else
 shim:
 	@echo "shim: skipped, no CUDA at $(CUDA_HOME) (set CUDA_HOME)"
+$(OUTPUT)/bench/shim_bench:
+	@echo "shim_bench: skipped, no CUDA at $(CUDA_HOME) (set CUDA_HOME)"
 endif
 # The reader against segments made by the shim's own writer (no CUPTI).
 $(OUTPUT)/tests/test_gpuring: tests/unit/test_gpuring.c shim/ring.c shim/ring.h shim/ptgpu.h $(LIBPT) | $(OUTPUT)/tests

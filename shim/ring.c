@@ -110,10 +110,16 @@ uint32_t ptg_ring__intern(struct ptg_ring *r, const char *s)
 	struct ptg_str_ent *e;
 	size_t len;
 	uint64_t h;
-	uint32_t i;
+	uint32_t i, pc;
 
 	if (!s)
 		return PTGPU_NAME_NONE;
+	pc = (uint32_t)((uintptr_t)s >> 4) & 63;
+	/* checked, not trusted: the address could hold another name now;
+	 * strncmp stops at s's end, where memcmp could read past it */
+	if (r->pcache[pc].p == s &&
+	    !strncmp(r->strtab + r->pcache[pc].off, s, (size_t)r->pcache[pc].len + 1))
+		return r->pcache[pc].off;
 	/* Cut very long (template-heavy) names rather than fill the table. */
 	len = strnlen(s, PTGPU_NAME_MAX - 1);
 	h = str_hash(s, len);
@@ -122,7 +128,7 @@ uint32_t ptg_ring__intern(struct ptg_ring *r, const char *s)
 		if (!e->hash)
 			break;
 		if (e->hash == h && e->len == len && !memcmp(r->strtab + e->off, s, len))
-			return e->off;
+			goto found;
 	}
 	if (r->idx_used + 1 > (r->idx_mask + 1) / 4 * 3 ||
 	    len + 1 > r->strtab_size - r->strtab_used) {
@@ -139,5 +145,12 @@ uint32_t ptg_ring__intern(struct ptg_ring *r, const char *s)
 	/* The bytes are visible before any record naming them (that record
 	 * is published by a later release of head). */
 	__atomic_store_n(&r->hdr->strtab_used, r->strtab_used, __ATOMIC_RELEASE);
+found:
+	/* a cut name (no NUL at len) is never a cache hit: it is hashed */
+	if (len < PTGPU_NAME_MAX - 1) {
+		r->pcache[pc].p = s;
+		r->pcache[pc].off = e->off;
+		r->pcache[pc].len = (uint32_t)len;
+	}
 	return e->off;
 }

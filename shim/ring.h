@@ -35,6 +35,13 @@ struct ptg_ring {
 	struct ptg_str_ent *idx;
 	uint32_t idx_mask;
 	uint32_t idx_used;
+	/* CUPTI hands the same kernel's name at the same address in every
+	 * record: remember the last ids by address, so a hit is one compare
+	 * of the bytes instead of hashing the (often long) name. */
+	struct {
+		const char *p;
+		uint32_t off, len;
+	} pcache[64];
 };
 
 struct ptg_ring_params {
