@@ -1303,6 +1303,12 @@ static int write_outputs(struct run *r)
 			fprintf(stderr, "proftrace: warning: out of memory for GPU records: the GPU "
 					"figures are incomplete\n");
 		pt_gpuring__info(r->gr, &gpu_info);
+		if (gpu_info.conflict_call)
+			fprintf(stderr, "proftrace: warning: CUPTI could not be enabled in pid %d: %s "
+					"failed with %s (another profiler holding CUPTI, or no GPU "
+					"driver): no GPU records\n", r->tgt.pid,
+				pt_gpuring__call_name(gpu_info.conflict_call),
+				pt_gpuring__result_name(gpu_info.conflict_code));
 		rep.gpu = pt_gpu__join(r->gpu, r->t0_mono, r->t_end_mono);
 		rep.gpu_info = &gpu_info;
 		if (!rep.gpu)

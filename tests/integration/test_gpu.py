@@ -13,7 +13,8 @@ Runs on a real GPU: tests/gpu/ (not part of make test).
 import os
 import tempfile
 
-from harness import bucket, eq, profile, run_proftrace, victim
+from harness import ROOT, Skip, bucket, eq, profile, run_proftrace, victim
+from test_python import pyenv_python
 
 CONF = """\
 step   native:exe:gpu_step
@@ -99,3 +100,26 @@ def test_gpu_on_without_shim_is_an_error():
         assert "bad --gpu 'maybe'" in err, err
     finally:
         v.kill()
+
+
+def test_real_shim_without_driver_reports_the_conflict():
+    """The real libproftrace_cupti.so: attach wakes it, its CUPTI calls fail
+    (no driver here), proftrace reports which call and why, and the
+    process runs on to its last step."""
+    shim = os.path.join(ROOT, ".output", "libproftrace_cupti.so")
+    if not os.path.exists(shim):
+        raise Skip("no %s (built only when CUDA is found)" % shim)
+    s, t, err = profile("step py:pyshim::step\n", ["--steps", 60],
+                        victim_name=[pyenv_python(10), os.path.join(ROOT, "tests", "victims",
+                                                                    "pyshim.py"), shim],
+                        extra=["--gpu", "on"])
+    eq(t["init"], 1, "InitializeInjection")
+    eq(s["stats"]["steps"], 60, "steps: the process ran on")
+    g = s["gpu"]
+    eq(g["source"], "cupti-shim", "source")
+    c = g["shim"]["conflict"]
+    assert c and c["call"].startswith("cupti") and c["result"] == "CUPTI_ERROR_UNKNOWN", g["shim"]
+    eq((g["shim"]["active"], g["kernels"]), (False, 0), "never active, no records")
+    assert "CUPTI could not be enabled" in err, err
+    with open(os.path.join(s["_out"], "report.md")) as f:
+        assert "**CUPTI conflict:**" in f.read()
