@@ -278,17 +278,18 @@ fuzz: $(FUZZ_BINS)
 unit: $(UNIT_BINS) $(FIXTURES)
 	$(Q)PT_FIXTURES=$(OUTPUT)/fixtures ./tests/run-unit $(OUTPUT)/tests "$(T)"
 
-integration: $(BIN) $(VICTIMS) $(TOOLS)
+integration: $(BIN) $(VICTIMS) $(TOOLS) $(SHIM)
 	$(Q)PT_PROFTRACE=$(BIN) PT_VICTIMS=$(OUTPUT)/victims PT_TOOLS=$(OUTPUT)/tests-tools \
-		$(PYTHON) tests/integration/run.py $(T)
+		PT_SHIM=$(SHIM) $(PYTHON) tests/integration/run.py $(T)
 
 # `make test` and `make demo` work on a fresh machine: they install what is
 # missing first (quick when everything is there), then build.
 test:
 	$(Q)./scripts/deps.sh
-	$(Q)$(MAKE) -s --no-print-directory $(BIN) $(UNIT_BINS) $(FIXTURES) $(VICTIMS) $(TOOLS)
+	$(Q)$(MAKE) -s --no-print-directory $(BIN) $(UNIT_BINS) $(FIXTURES) $(VICTIMS) $(TOOLS) \
+		$(SHIM)
 	$(Q)PT_PROFTRACE=$(BIN) PT_FIXTURES=$(OUTPUT)/fixtures PT_VICTIMS=$(OUTPUT)/victims \
-		PT_TOOLS=$(OUTPUT)/tests-tools ./tests/run-all $(OUTPUT)
+		PT_TOOLS=$(OUTPUT)/tests-tools PT_SHIM=$(SHIM) ./tests/run-all $(OUTPUT)
 
 asan:
 	$(Q)$(MAKE) BUILD=asan test

@@ -106,9 +106,10 @@ def test_real_shim_without_driver_reports_the_conflict():
     """The real libproftrace_cupti.so: attach wakes it, its CUPTI calls fail
     (no driver here), proftrace reports which call and why, and the
     process runs on to its last step."""
-    shim = os.path.join(ROOT, ".output", "libproftrace_cupti.so")
+    shim = os.environ.get("PT_SHIM") or os.path.join(ROOT, ".output", "libproftrace_cupti.so")
     if not os.path.exists(shim):
-        raise Skip("no %s (built only when CUDA is found)" % shim)
+        raise Skip("no CUPTI shim at %s: it is built only when CUDA is found (CUDA_HOME)"
+                   % shim)
     s, t, err = profile("step py:pyshim::step\n", ["--steps", 60],
                         victim_name=[pyenv_python(10), os.path.join(ROOT, "tests", "victims",
                                                                     "pyshim.py"), shim],
