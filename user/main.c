@@ -1326,7 +1326,12 @@ static int write_outputs(struct run *r)
 	rep.health.lost_calls = ah->lost_calls;
 	rep.health.steps_incomplete = ss->incomplete;
 	rep.health.probes_requested = (unsigned int)(r->nfs + nunres);
-	rep.health.probes_attached = r->att ? (unsigned int)pt_attach__nattached(r->att) : 0;
+	/* functions with probes in place: native uprobes, and py: functions
+	 * the frame probe (or the sampler) found; pt_attach__nattached()
+	 * counts only the former */
+	rep.health.probes_attached = 0;
+	for (size_t i = 0; i < r->nfs; i++)
+		rep.health.probes_attached += r->fs[i].attached;
 
 	if (r->trace) {
 		struct pt_trace_stats ts;

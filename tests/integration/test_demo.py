@@ -127,6 +127,9 @@ def test_demo_engine_against_truth():
     s, t, _, warm = run_engine(PYTHON)
     check_steps_and_buckets(s, t, warm)
     check_outputs(s["_out"])
+    # py: functions found by code object count as attached (not 0 of 7)
+    h = s["health"]
+    eq((h["probes_attached"], h["unattached"]), (h["probes_requested"], []), "probes attached")
 
 
 def test_demo_engine_exact_py310():
