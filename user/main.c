@@ -225,6 +225,13 @@ static void sync_py_funcs(struct run *r)
 		r->fs[i].at_s = since_start_s(r);
 		if (f->lines_spec >= 0 && r->stk)
 			pt_stacks__want_lines(r->stk, (uint32_t)f->fid);
+		if (f->lines_spec >= 0 && r->pp) {
+			size_t len;
+
+			/* read (and cached) now: by the time lines.txt is
+			 * written the target may have exited */
+			pt_pyprobe__source(r->pp, f->object, &len);
+		}
 		vlog("proftrace: python %s (%s:%u) is fid %d\n", f->symbol, f->object, f->py_line,
 		     f->fid);
 	}

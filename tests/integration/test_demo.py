@@ -115,6 +115,8 @@ def check_outputs(out):
         lines = f.read()
     for fn in ("Engine.step", "ModelRunner.forward"):
         assert "Function: %s at line" % fn in lines, "%s not in lines.txt" % fn
+    # the engine has exited when lines.txt is written: its source was read before
+    assert "source unavailable" not in lines, lines[:2000]
     with open(os.path.join(out, "flame.svg")) as f:
         assert "Engine.step" in f.read(), "Engine.step not in flame.svg"
 
