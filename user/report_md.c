@@ -185,7 +185,9 @@ static void put_python(FILE *f, const cJSON *py)
 	put_text(f, pt_jstr(py, "mechanism"));
 	fputs(" · perf trampoline ", f);
 	fputs(cJSON_IsTrue(pt_jget(py, "perf_trampoline")) ? "on" : "off", f);
-	fputs(" · timing **", f);
+	/* this is how py: function rows are timed; steps and buckets come
+	 * from the calls the frame probe does see */
+	fputs(" · py: function timing **", f);
 	put_text(f, timing);
 	fputs("**: ", f);
 	put_text(f, pt_jstr(py, "why"));

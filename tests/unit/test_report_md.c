@@ -206,8 +206,8 @@ static void test_python_rows(void **state)
 	cJSON_AddStringToObject(fn, "timing", "c-entry-only");
 	md = render(doc);
 	assert_line(md, "Python 3.12.1 (`/usr/lib/libpython3.12.so.1.0`) · mechanism evalframe · "
-			"perf trampoline off · timing **c-entry-only**: the perf trampoline was "
-			"not active. To fix: restart with PYTHONPERFSUPPORT=1.");
+			"perf trampoline off · py: function timing **c-entry-only**: the perf "
+			"trampoline was not active. To fix: restart with PYTHONPERFSUPPORT=1.");
 	assert_line(md, "> **Warning:** the source of 2 code objects could not be read (first: "
 			"`gen.py`), so their class is unknown and only "
 			"`py:<module>::<function>` probes can match them.");
