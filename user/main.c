@@ -99,6 +99,7 @@ struct run {
 	struct pt_gpuring *gr;
 	struct pt_gpu *gpu;
 	bool gpu_attached;
+	bool gpu_oom; /* a GPU record, step or bucket call could not be kept */
 	char gpu_why[256]; /* no GPU stream: why */
 
 	/* runs split on idle gaps */
@@ -345,6 +346,25 @@ static void on_values(struct run *r, const struct pt_rec_vals *v, size_t size)
 			    size);
 }
 
+/* A completed call, for the consumers that want every one: trace.json's
+ * slices and the GPU join's bucket calls. */
+static void on_call(struct run *r, const struct pt_rec *rec)
+{
+	const struct pt_func *f;
+
+	if (rec->fid >= r->nfs)
+		return;
+	f = pt_resolver__func(r->res, rec->fid);
+	if (r->trace) {
+		trace_thread(r, rec->tid);
+		pt_trace__slice(r->trace, rec->tid, rec->t_entry, rec->t_exit, f->symbol, f->py,
+				f->bucket_mask);
+	}
+	if (r->gpu && f->bucket_mask &&
+	    pt_gpu__bucket_call(r->gpu, rec->tid, rec->t_entry, rec->t_exit, f->bucket_mask))
+		r->gpu_oom = true;
+}
+
 static int on_rec(void *ctx, const struct pt_rec *rec, size_t size)
 {
 	struct run *r = ctx;
@@ -379,19 +399,8 @@ static int on_rec(void *ctx, const struct pt_rec *rec, size_t size)
 					    rec->type == PT_REC_EXIT, PT_VST_FIRST_CALL);
 	}
 	pt_agg__record(r->agg, rec);
-	if (r->trace && rec->type == PT_REC_EXIT && rec->fid < r->nfs) {
-		const struct pt_func *f = pt_resolver__func(r->res, rec->fid);
-
-		trace_thread(r, rec->tid);
-		pt_trace__slice(r->trace, rec->tid, rec->t_entry, rec->t_exit, f->symbol, f->py,
-				f->bucket_mask);
-	}
-	if (r->gpu && rec->type == PT_REC_EXIT && rec->fid < r->nfs) {
-		uint64_t m = pt_resolver__func(r->res, rec->fid)->bucket_mask;
-
-		if (m && pt_gpu__bucket_call(r->gpu, rec->tid, rec->t_entry, rec->t_exit, m))
-			r->gpu_why[0] = '!';
-	}
+	if (rec->type == PT_REC_EXIT && (r->trace || r->gpu))
+		on_call(r, rec);
 	return 0;
 }
 
@@ -407,7 +416,7 @@ static void on_step(void *ctx, const struct pt_step *s)
 	if (r->runs)
 		pt_runs__step(r->runs, s); /* out of memory: runs are left out, and said */
 	if (r->gpu && pt_gpu__step(r->gpu, s->tid, s->t_start, s->t_end))
-		r->gpu_why[0] = '!'; /* out of memory: said at the end */
+		r->gpu_oom = true; /* said at the end */
 }
 
 static int on_gpu_rec(void *ctx, const struct pt_gpu_rec *g)
@@ -415,7 +424,7 @@ static int on_gpu_rec(void *ctx, const struct pt_gpu_rec *g)
 	struct run *r = ctx;
 
 	if (pt_gpu__record(r->gpu, g))
-		r->gpu_why[0] = '!';
+		r->gpu_oom = true;
 	if (r->trace) {
 		if (g->kind == PT_GPU_API)
 			trace_thread(r, g->api.tid);
@@ -1306,7 +1315,7 @@ static int write_outputs(struct run *r)
 	rep.vals = &r->sv;
 	rep.val_records_dropped = c.val_dropped;
 	if (r->gpu) {
-		if (r->gpu_why[0] == '!')
+		if (r->gpu_oom)
 			fprintf(stderr, "proftrace: warning: out of memory for GPU records: the GPU "
 					"figures are incomplete\n");
 		pt_gpuring__info(r->gr, &gpu_info);
