@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /*
- * Entry/return probes for configured functions of one process.
+ * Entry/return probes for configured functions of the traced processes.
  *
- * Per hit: tgid filter, one task-storage lookup, one ring-buffer record.
+ * Per hit: process check (an array lookup), one task-storage lookup, one
+ * ring-buffer record.
  * Nothing else: no strings, no maps keyed by anything but the task. Timing
  * pairs are kept here (not only in user space) so that every EXIT record is
  * self-contained: a lost ENTRY record never breaks a call.
@@ -16,7 +17,8 @@
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
 /* Set through skel->rodata before load. */
-const volatile __u32 targ_tgid = 0;
+/* --children: report forks of traced processes (PT_REC_FORK). */
+const volatile bool follow_children = false;
 /* Wake the reader on every record: only for `make bench` comparisons. The
  * default drains the ring on a timer, saving ~1 us per record. */
 const volatile bool wakeup_each = false;
@@ -43,6 +45,34 @@ const volatile bool py_long_tag = false;    /* 3.12+: lv_tag, not a signed ob_si
 #define PY_CO_GENLIKE (0x20 | 0x80 | 0x100 | 0x200)
 
 struct pt_counters counters = {};
+
+/* Process index (PT_FID_PROC of a probe's fid) -> its tgid, 0: ended.
+ * Each probe is attached for one process: a hit from any other (a forked
+ * child that inherited the breakpoint, an exec'ed image) is not ours. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, PT_MAX_PROCS);
+	__type(key, __u32);
+	__type(value, __u32);
+} procs SEC(".maps");
+
+/* tgid -> process index, for the fork and exec tracepoints. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, PT_MAX_PROCS);
+	__type(key, __u32);
+	__type(value, __u32);
+} tgids SEC(".maps");
+
+/* Is the current process the one the probe with this cookie was attached
+ * for? */
+static __always_inline bool ours(__u64 id, __u64 cookie)
+{
+	__u32 pidx = PT_FID_PROC((__u32)(cookie & PT_COOKIE_FID_MASK));
+	__u32 *tgid = bpf_map_lookup_elem(&procs, &pidx);
+
+	return tgid && *tgid == (__u32)(id >> 32);
+}
 
 struct pt_frame {
 	__u64 t_entry;
@@ -71,12 +101,12 @@ struct {
 	__type(value, struct pt_stack);
 } stacks SEC(".maps");
 
-/* Code object -> fid (struct pt_py_code in proftrace.h). LRU: an entry
- * evicted by a flood of code objects is only announced again. */
+/* (process, code object) -> fid (struct pt_py_code in proftrace.h). LRU:
+ * an entry evicted by a flood of code objects is only announced again. */
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
 	__uint(max_entries, 65536); /* inserts that fail: counters.py_map_full */
-	__type(key, __u64);
+	__type(key, struct pt_py_key);
 	__type(value, struct pt_py_code);
 } py_codes SEC(".maps");
 
@@ -471,9 +501,9 @@ int BPF_KPROBE(pt_entry)
 	__u64 cookie, t;
 	__u32 fid;
 
-	if ((id >> 32) != targ_tgid)
-		return 0;
 	cookie = bpf_get_attach_cookie(ctx);
+	if (!ours(id, cookie))
+		return 0;
 	fid = cookie & PT_COOKIE_FID_MASK;
 	t = push(ctx, id, fid, 0, (cookie & PT_COOKIE_VALS) ? PT_FRAME_VALS : 0);
 	if (t && (cookie & PT_COOKIE_VALS))
@@ -524,7 +554,7 @@ int BPF_KRETPROBE(pt_exit)
 	struct pt_frame *fr;
 	__u64 now;
 
-	if ((id >> 32) != targ_tgid)
+	if (!ours(id, bpf_get_attach_cookie(ctx)))
 		return 0;
 	now = bpf_ktime_get_ns();
 	st = bpf_task_storage_get(&stacks, bpf_get_current_task_btf(), 0, 0);
@@ -552,10 +582,11 @@ static __always_inline bool py_enter(struct pt_regs *ctx)
 {
 	__u64 id = bpf_get_current_pid_tgid();
 	struct pt_py_code fp = {}, *v;
+	struct pt_py_key key = {};
 	__u64 frame, code = 0, t;
 	__u32 fid, vals = 0;
 
-	if ((id >> 32) != targ_tgid)
+	if (!ours(id, bpf_get_attach_cookie(ctx)))
 		return false;
 	/* Two plain loads: a select between ctx offsets does not verify. */
 	frame = PT_REGS_PARM2(ctx);
@@ -567,7 +598,9 @@ static __always_inline bool py_enter(struct pt_regs *ctx)
 		__sync_fetch_and_add(&counters.py_unreadable, 1);
 		return false;
 	}
-	v = bpf_map_lookup_elem(&py_codes, &code);
+	key.tgid = id >> 32;
+	key.code = code;
+	v = bpf_map_lookup_elem(&py_codes, &key);
 	if (v && v->filename == fp.filename && v->name == fp.name &&
 	    v->firstlineno == fp.firstlineno) {
 		fid = v->fid;
@@ -579,7 +612,7 @@ static __always_inline bool py_enter(struct pt_regs *ctx)
 		 * call meanwhile in case it is one of ours. */
 		fid = PT_FID_PY_PENDING;
 		fp.fid = fid;
-		if (bpf_map_update_elem(&py_codes, &code, &fp, BPF_ANY))
+		if (bpf_map_update_elem(&py_codes, &key, &fp, BPF_ANY))
 			__sync_fetch_and_add(&counters.py_map_full, 1);
 		announce(id, code, &fp);
 	}
@@ -618,7 +651,7 @@ static __always_inline void py_leave(struct pt_regs *ctx)
 	struct pt_frame *fr;
 	__u64 now;
 
-	if ((id >> 32) != targ_tgid)
+	if (!ours(id, bpf_get_attach_cookie(ctx)))
 		return;
 	st = bpf_task_storage_get(&stacks, bpf_get_current_task_btf(), 0, 0);
 	if (!st)
@@ -669,7 +702,7 @@ int BPF_KPROBE(pt_dlopen)
 	__u64 id = bpf_get_current_pid_tgid();
 	struct pt_rec *r;
 
-	if ((id >> 32) != targ_tgid)
+	if (!ours(id, bpf_get_attach_cookie(ctx)))
 		return 0;
 	r = bpf_ringbuf_reserve(&events, sizeof(*r), 0);
 	if (!r) {
@@ -682,5 +715,45 @@ int BPF_KPROBE(pt_dlopen)
 	r->tid = (__u32)id;
 	r->t_entry = bpf_ktime_get_ns();
 	bpf_ringbuf_submit(r, BPF_RB_FORCE_WAKEUP);
+	return 0;
+}
+
+/* A process event for user space, at once. */
+static __always_inline void proc_event(__u32 type, __u32 pid, __u32 child)
+{
+	struct pt_rec *r = bpf_ringbuf_reserve(&events, sizeof(*r), 0);
+
+	if (!r) {
+		__sync_fetch_and_add(&counters.dropped, 1);
+		return;
+	}
+	__builtin_memset(r, 0, sizeof(*r));
+	r->type = type;
+	r->pid = pid;
+	r->tid = child;
+	r->t_entry = bpf_ktime_get_ns();
+	bpf_ringbuf_submit(r, BPF_RB_FORCE_WAKEUP);
+}
+
+/* --children: a traced process started another (not a thread). */
+SEC("tp_btf/sched_process_fork")
+int BPF_PROG(pt_fork, struct task_struct *parent, struct task_struct *child)
+{
+	__u32 ptgid = parent->tgid, ctgid = child->tgid;
+
+	if (!follow_children || ptgid == ctgid || !bpf_map_lookup_elem(&tgids, &ptgid))
+		return 0;
+	proc_event(PT_REC_FORK, ptgid, ctgid);
+	return 0;
+}
+
+/* A traced process replaced its image: its probes and state are gone. */
+SEC("tp_btf/sched_process_exec")
+int BPF_PROG(pt_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm *bprm)
+{
+	__u32 tgid = p->tgid;
+
+	if (bpf_map_lookup_elem(&tgids, &tgid))
+		proc_event(PT_REC_EXEC, tgid, 0);
 	return 0;
 }

@@ -21,6 +21,19 @@
 /* Low 32 bits of a uprobe's BPF cookie carry the function id (fid). */
 #define PT_COOKIE_FID_MASK 0xffffffffULL
 
+/*
+ * Several processes (-p PID,PID..., --children) share one BPF object. Each
+ * gets an index (0..PT_MAX_PROCS-1) that rides in the high bits of its
+ * fids: fids are unique across processes, and every probe hit checks that
+ * its process is the one the probe was attached for (the procs map), so a
+ * forked child or an exec'ed image never reports as its parent.
+ */
+#define PT_MAX_PROCS 256
+#define PT_FID_PROC_SHIFT 20
+#define PT_FID_LOCAL_MASK ((1u << PT_FID_PROC_SHIFT) - 1)
+#define PT_FID_PROC(fid) ((fid) >> PT_FID_PROC_SHIFT)
+#define PT_FID_MAKE(pidx, local) (((__u32)(pidx) << PT_FID_PROC_SHIFT) | (__u32)(local))
+
 enum pt_rec_type {
 	PT_REC_ENTRY = 1, /* a probed function was entered */
 	PT_REC_EXIT = 2,  /* it returned: t_entry..t_exit is the whole call */
@@ -29,6 +42,8 @@ enum pt_rec_type {
 	PT_REC_SAMPLE = 5, /* struct pt_sample: on-CPU Python stack (pysample.bpf.c) */
 	PT_REC_OFFCPU = 6, /* struct pt_sample: a thread's off-CPU interval */
 	PT_REC_VALUES = 7, /* struct pt_rec_vals: values read at a call's entry or exit */
+	PT_REC_FORK = 8, /* a traced process forked: pid the parent, tid the child's pid */
+	PT_REC_EXEC = 9, /* a traced process (pid) replaced its image: exec */
 };
 
 /*
@@ -44,6 +59,14 @@ enum pt_rec_type {
  */
 #define PT_FID_PY_NONE 0xffffffffu
 #define PT_FID_PY_PENDING 0xfffffffeu
+
+/* py_codes' key: code addresses are per process (forked workers share
+ * them), so the process is part of the key. */
+struct pt_py_key {
+	__u32 tgid;
+	__u32 pad;
+	__u64 code;
+};
 
 /* PT_REC_PYCODE: the code object and the fingerprint BPF saw, so user
  * space can tell when the object it reads later is no longer that one
@@ -235,6 +258,14 @@ struct pt_sample_thread {
 	struct pt_sample s; /* the stack it went off the CPU with */
 };
 
+/* A sampled process (the sampler's tgids map): &_PyRuntime in it, and
+ * when its sampling began (threads asleep since before are off the CPU
+ * from then on, with no known stack). */
+struct pt_sample_proc {
+	__u64 runtime;
+	__u64 attach_ns;
+};
+
 /* The sampler's counters (.bss of pysample.bpf.c). */
 struct pt_sample_counters {
 	__u64 samples;       /* on-CPU samples taken */
@@ -254,6 +285,9 @@ _Static_assert(sizeof(struct pt_rec) == 48, "pt_rec is part of the ABI");
 _Static_assert(sizeof(struct pt_rec_pycode) == sizeof(struct pt_rec), "one record size");
 _Static_assert(sizeof(struct pt_counters) == 64, "pt_counters is part of the ABI");
 _Static_assert(sizeof(struct pt_py_code) == 32, "pt_py_code is part of the ABI");
+_Static_assert(sizeof(struct pt_py_key) == 16, "pt_py_key is part of the ABI");
+_Static_assert(PT_FID_MAKE(PT_MAX_PROCS - 1, PT_FID_LOCAL_MASK) < PT_FID_PY_PENDING,
+	       "process fids stay below the Python markers");
 _Static_assert(sizeof(struct pt_val) == 32, "pt_val is part of the ABI");
 _Static_assert(sizeof(struct pt_rec_vals) == 128, "pt_rec_vals is part of the ABI");
 _Static_assert(sizeof(struct pt_val_spec) == 20, "pt_val_spec is part of the ABI");

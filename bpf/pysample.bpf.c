@@ -25,12 +25,10 @@
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
-const volatile __u32 targ_tgid = 0;
 const volatile __u64 period_ns = 1000000; /* weight of one on-CPU sample */
 const volatile bool offcpu = true;
 
 /* Where the interpreter keeps things (user/pylayout.h), set before load. */
-const volatile __u64 py_runtime = 0;         /* &_PyRuntime */
 const volatile __u32 runtime_interp_head = 0; /* -> PyInterpreterState * */
 const volatile __u32 interp_tstate_head = 0;  /* -> PyThreadState * */
 const volatile __u32 tstate_next = 0;
@@ -54,8 +52,15 @@ const volatile __u32 owner_cstack = 256; /* owner value of C-stack shim frames t
 #define RECHECK_NS 10000000ull
 
 struct pt_sample_counters counters = {};
-/* Set by user space just before the programs are attached. */
-__u64 attach_ns = 0;
+/* The sampled processes: tgid -> where its interpreter's state is and
+ * when sampling it began (struct pt_sample_proc). All run the same Python
+ * minor version: the layout above is shared. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, PT_MAX_PROCS);
+	__type(key, __u32);
+	__type(value, struct pt_sample_proc);
+} tgids SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
@@ -96,7 +101,7 @@ static __always_inline __u64 fsbase_of(struct task_struct *t)
 }
 
 /* The thread state whose thread_id is fs, or 0. */
-static __always_inline __u64 find_tstate(__u64 fs)
+static __always_inline __u64 find_tstate(__u64 py_runtime, __u64 fs)
 {
 	__u64 interp = rd_ptr(py_runtime + runtime_interp_head);
 	__u64 ts;
@@ -114,13 +119,14 @@ static __always_inline __u64 find_tstate(__u64 fs)
 }
 
 /* The current thread's thread state, through its cache entry. */
-static __always_inline __u64 tstate_of(struct pt_sample_thread *ts, __u64 fs, __u64 now)
+static __always_inline __u64 tstate_of(const struct pt_sample_proc *p,
+				       struct pt_sample_thread *ts, __u64 fs, __u64 now)
 {
 	if (ts->tstate && rd_ptr(ts->tstate + tstate_thread_id) == fs)
 		return ts->tstate;
 	if (!ts->tstate && ts->checked_ns && now - ts->checked_ns < RECHECK_NS)
 		return 0;
-	ts->tstate = find_tstate(fs);
+	ts->tstate = find_tstate(p->runtime, fs);
 	ts->checked_ns = now;
 	return ts->tstate;
 }
@@ -193,10 +199,12 @@ int pt_sample(struct bpf_perf_event_data *ctx)
 	struct task_struct *task;
 	struct scratch *sc;
 	struct pt_sample_thread *ts;
-	__u32 zero = 0;
+	struct pt_sample_proc *p;
+	__u32 zero = 0, tgid = id >> 32;
 
 	/* inherited events follow fork()ed children too: not ours */
-	if ((id >> 32) != targ_tgid)
+	p = bpf_map_lookup_elem(&tgids, &tgid);
+	if (!p)
 		return 0;
 	sc = bpf_map_lookup_elem(&scratch, &zero);
 	if (!sc)
@@ -215,7 +223,7 @@ int pt_sample(struct bpf_perf_event_data *ctx)
 	sc->s.weight = period_ns;
 	sc->s.flags = 0;
 	sc->s.pad = 0;
-	walk(&sc->s, sc->frame, tstate_of(ts, fsbase_of(task), now));
+	walk(&sc->s, sc->frame, tstate_of(p, ts, fsbase_of(task), now));
 	__sync_fetch_and_add(&counters.samples, 1);
 	send(&sc->s);
 	return 0;
@@ -226,14 +234,19 @@ SEC("tp_btf/sched_switch")
 int BPF_PROG(pt_switch, bool preempt, struct task_struct *prev, struct task_struct *next)
 {
 	struct pt_sample_thread *ts;
+	struct pt_sample_proc *p;
 	struct scratch *sc;
-	__u32 zero = 0;
+	__u32 zero = 0, tgid;
 	__u64 now;
 
 	if (!offcpu)
 		return 0;
 	now = bpf_ktime_get_ns();
-	if (next->tgid == targ_tgid) {
+	tgid = next->tgid;
+	p = bpf_map_lookup_elem(&tgids, &tgid);
+	if (p) {
+		__u64 attach_ns = p->attach_ns;
+
 		ts = bpf_task_storage_get(&threads, next, 0, 0);
 		if (!ts && next->start_time < attach_ns) {
 			/* Asleep since before we attached: the time since
@@ -257,7 +270,9 @@ int BPF_PROG(pt_switch, bool preempt, struct task_struct *prev, struct task_stru
 			send(&ts->s);
 		}
 	}
-	if (prev->tgid != targ_tgid)
+	tgid = prev->tgid;
+	p = bpf_map_lookup_elem(&tgids, &tgid);
+	if (!p)
 		return 0;
 	sc = bpf_map_lookup_elem(&scratch, &zero);
 	ts = bpf_task_storage_get(&threads, prev, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
@@ -270,7 +285,7 @@ int BPF_PROG(pt_switch, bool preempt, struct task_struct *prev, struct task_stru
 	ts->s.tid = prev->pid;
 	ts->s.flags = 0;
 	ts->s.pad = 0;
-	walk(&ts->s, sc->frame, tstate_of(ts, fsbase_of(prev), now));
+	walk(&ts->s, sc->frame, tstate_of(p, ts, fsbase_of(prev), now));
 	/* Threads without Python frames (pools of native workers) sleep
 	 * most of the time: their idle time is not host time of the server. */
 	if (ts->s.flags & PT_SAMPLEF_NOT_PYTHON)

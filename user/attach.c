@@ -15,15 +15,20 @@
 #include "python.h"
 #include "resolve.h"
 
+struct link {
+	struct bpf_link *l;
+	int session_fd; /* a uprobe session link (no bpf_link): its fd, else -1 */
+};
+
 struct pt_attach {
 	struct proftrace_bpf *skel;
 	struct ring_buffer *rb;
-	struct bpf_link **links; /* two per function, plus the dl hook */
+	struct link *links; /* two per function, the dl hook, the frame probe */
 	size_t nlinks, cap;
 	size_t nattached;
 	struct pt_attach_opts opts;
 	bool py_session;   /* the frame evaluator is probed as a uprobe session */
-	int session_fd;    /* its link, -1 when none */
+	struct bpf_link *fork_link, *exec_link;
 };
 
 /* Kernel ABI values newer than the system's libbpf 1.1 headers. */
@@ -63,14 +68,13 @@ int pt_attach__open(struct pt_attach **out, const struct pt_attach_opts *opts, c
 	if (!a)
 		return -ENOMEM;
 	a->opts = *opts;
-	a->session_fd = -1;
 	a->skel = proftrace_bpf__open();
 	if (!a->skel) {
 		e = -errno;
 		snprintf(err, errlen, "cannot open the BPF object: %s", strerror(-e));
 		goto fail;
 	}
-	a->skel->rodata->targ_tgid = (__u32)opts->pid;
+	a->skel->rodata->follow_children = opts->follow_children;
 	a->skel->rodata->wakeup_each = opts->wakeup_each;
 	if (opts->py) {
 		const struct pt_py_layout *L = &opts->py->L;
@@ -92,6 +96,7 @@ int pt_attach__open(struct pt_attach **out, const struct pt_attach_opts *opts, c
 	bpf_program__set_autoload(a->skel->progs.pt_py_entry, opts->py && !a->py_session);
 	bpf_program__set_autoload(a->skel->progs.pt_py_exit, opts->py && !a->py_session);
 	bpf_program__set_autoload(a->skel->progs.pt_py_session, a->py_session);
+	bpf_program__set_autoload(a->skel->progs.pt_fork, opts->follow_children);
 	if (a->py_session)
 		bpf_program__set_expected_attach_type(
 			a->skel->progs.pt_py_session,
@@ -129,6 +134,17 @@ int pt_attach__open(struct pt_attach **out, const struct pt_attach_opts *opts, c
 		snprintf(err, errlen, "cannot open the ring buffer: %s", strerror(-e));
 		goto fail;
 	}
+	/* exec of a traced process: always (its probes are gone with the
+	 * old image); forks: only for --children */
+	a->exec_link = bpf_program__attach(a->skel->progs.pt_exec);
+	if (a->exec_link && opts->follow_children)
+		a->fork_link = bpf_program__attach(a->skel->progs.pt_fork);
+	if (!a->exec_link || (opts->follow_children && !a->fork_link)) {
+		e = -errno;
+		snprintf(err, errlen, "cannot attach to the sched_process_%s tracepoint: %s",
+			 a->exec_link ? "fork" : "exec", strerror(-e));
+		goto fail;
+	}
 	*out = a;
 	return 0;
 fail:
@@ -141,38 +157,69 @@ void pt_attach__free(struct pt_attach *a)
 	if (!a)
 		return;
 	ring_buffer__free(a->rb);
-	if (a->session_fd >= 0)
-		close(a->session_fd);
-	for (size_t i = 0; i < a->nlinks; i++)
-		bpf_link__destroy(a->links[i]);
+	for (size_t i = 0; i < a->nlinks; i++) {
+		bpf_link__destroy(a->links[i].l);
+		if (a->links[i].session_fd >= 0)
+			close(a->links[i].session_fd);
+	}
+	bpf_link__destroy(a->fork_link);
+	bpf_link__destroy(a->exec_link);
 	free(a->links);
 	proftrace_bpf__destroy(a->skel);
 	free(a);
 }
 
-static int keep_link(struct pt_attach *a, struct bpf_link *l)
+static int keep_link(struct pt_attach *a, struct bpf_link *l, int session_fd)
 {
 	if (a->nlinks == a->cap) {
 		size_t cap = a->cap ? a->cap * 2 : 64;
-		struct bpf_link **v = realloc(a->links, cap * sizeof(*v));
+		struct link *v = realloc(a->links, cap * sizeof(*v));
 
 		if (!v) {
 			bpf_link__destroy(l);
+			if (session_fd >= 0)
+				close(session_fd);
 			return -ENOMEM;
 		}
 		a->links = v;
 		a->cap = cap;
 	}
-	a->links[a->nlinks++] = l;
+	a->links[a->nlinks++] = (struct link){ .l = l, .session_fd = session_fd };
 	return 0;
 }
 
-static struct bpf_link *uprobe(struct pt_attach *a, struct bpf_program *prog, const char *path,
-			       uint64_t off, uint64_t cookie, bool ret)
+static struct bpf_link *uprobe(struct bpf_program *prog, int pid, const char *path, uint64_t off,
+			       uint64_t cookie, bool ret)
 {
 	LIBBPF_OPTS(bpf_uprobe_opts, o, .bpf_cookie = cookie, .retprobe = ret);
 
-	return bpf_program__attach_uprobe_opts(prog, a->opts.pid, path, off, &o);
+	return bpf_program__attach_uprobe_opts(prog, pid, path, off, &o);
+}
+
+int pt_attach__add_proc(struct pt_attach *a, unsigned int pidx, int pid)
+{
+	__u32 k = pidx, v = (__u32)pid;
+	int e;
+
+	if (pidx >= PT_MAX_PROCS)
+		return -E2BIG;
+	e = bpf_map__update_elem(a->skel->maps.tgids, &v, sizeof(v), &k, sizeof(k), BPF_ANY);
+	if (!e)
+		e = bpf_map__update_elem(a->skel->maps.procs, &k, sizeof(k), &v, sizeof(v),
+					 BPF_ANY);
+	return e;
+}
+
+void pt_attach__end_proc(struct pt_attach *a, unsigned int pidx, int pid)
+{
+	__u32 k = pidx, v = (__u32)pid, zero = 0;
+
+	/* Its hits are dropped from now on by the process check. The links
+	 * stay until the end: taking a uprobe out waits for the kernel's
+	 * RCU grace periods (~0.1 s each), and a process that exited has no
+	 * breakpoints left to hit anyway. */
+	bpf_map__update_elem(a->skel->maps.procs, &k, sizeof(k), &zero, sizeof(zero), BPF_ANY);
+	bpf_map__delete_elem(a->skel->maps.tgids, &v, sizeof(v), 0);
 }
 
 int pt_attach__val_spec(struct pt_attach *a, uint32_t fid, const struct pt_val_spec *spec)
@@ -181,29 +228,31 @@ int pt_attach__val_spec(struct pt_attach *a, uint32_t fid, const struct pt_val_s
 				    BPF_ANY);
 }
 
-int pt_attach__func(struct pt_attach *a, const struct pt_func *f, char *err, size_t errlen)
+int pt_attach__func(struct pt_attach *a, unsigned int pidx, int pid, const struct pt_func *f,
+		    char *err, size_t errlen)
 {
 	uint64_t off = f->file_off + f->site.skip;
 	/* the values flag saves every other function a map lookup */
-	uint64_t cookie = (uint64_t)f->fid | (f->vals_spec >= 0 ? PT_COOKIE_VALS : 0);
+	uint64_t cookie = (uint64_t)PT_FID_MAKE(pidx, f->fid) |
+			  (f->vals_spec >= 0 ? PT_COOKIE_VALS : 0);
 	struct bpf_link *in, *out;
 	int e;
 
 	/* Return probe first: an entry without its return would leave a
 	 * frame open on every call until the exit probe lands. */
-	out = uprobe(a, a->skel->progs.pt_exit, f->host_path, off, cookie, true);
+	out = uprobe(a->skel->progs.pt_exit, pid, f->host_path, off, cookie, true);
 	if (!out)
 		goto fail;
-	e = keep_link(a, out);
+	e = keep_link(a, out, -1);
 	if (e)
 		return e;
-	in = uprobe(a, a->skel->progs.pt_entry, f->host_path, off, cookie, false);
+	in = uprobe(a->skel->progs.pt_entry, pid, f->host_path, off, cookie, false);
 	if (!in) {
 		e = -errno;
-		bpf_link__destroy(a->links[--a->nlinks]);
+		bpf_link__destroy(a->links[--a->nlinks].l);
 		goto msg;
 	}
-	e = keep_link(a, in);
+	e = keep_link(a, in, -1);
 	if (e)
 		return e;
 	a->nattached++;
@@ -216,13 +265,15 @@ msg:
 	return e ? e : -EINVAL;
 }
 
-int pt_attach__dl_hook(struct pt_attach *a, const char *path, uint64_t file_off)
+int pt_attach__dl_hook(struct pt_attach *a, unsigned int pidx, int pid, const char *path,
+		       uint64_t file_off)
 {
-	struct bpf_link *l = uprobe(a, a->skel->progs.pt_dlopen, path, file_off, 0, false);
+	struct bpf_link *l = uprobe(a->skel->progs.pt_dlopen, pid, path, file_off,
+				    PT_FID_MAKE(pidx, 0), false);
 
 	if (!l)
 		return -errno;
-	return keep_link(a, l);
+	return keep_link(a, l, -1);
 }
 
 /*
@@ -245,10 +296,12 @@ struct pt_link_create_uprobe_multi {
 	__u32 pad[17]; /* zero up to 128 bytes: the kernel checks unused bytes */
 };
 
-static int session_attach(struct pt_attach *a, const char *path, uint64_t off)
+static int session_attach(struct pt_attach *a, unsigned int pidx, int pid, const char *path,
+			  uint64_t off)
 {
 	struct pt_link_create_uprobe_multi attr;
 	unsigned long offs[1] = { (unsigned long)off };
+	__u64 cookies[1] = { PT_FID_MAKE(pidx, 0) };
 	long fd;
 
 	memset(&attr, 0, sizeof(attr));
@@ -256,13 +309,13 @@ static int session_attach(struct pt_attach *a, const char *path, uint64_t off)
 	attr.attach_type = PT_BPF_TRACE_UPROBE_SESSION;
 	attr.path = (__u64)(uintptr_t)path;
 	attr.offsets = (__u64)(uintptr_t)offs;
+	attr.cookies = (__u64)(uintptr_t)cookies;
 	attr.cnt = 1;
-	attr.pid = (__u32)a->opts.pid;
+	attr.pid = (__u32)pid;
 	fd = syscall(__NR_bpf, PT_BPF_LINK_CREATE, &attr, sizeof(attr));
 	if (fd < 0)
 		return -errno;
-	a->session_fd = (int)fd;
-	return 0;
+	return keep_link(a, NULL, (int)fd);
 }
 
 const char *pt_attach__py_probe(const struct pt_attach *a)
@@ -270,15 +323,21 @@ const char *pt_attach__py_probe(const struct pt_attach *a)
 	return a->py_session ? "session" : "pair";
 }
 
-int pt_attach__python(struct pt_attach *a, char *err, size_t errlen)
+int pt_attach__python(struct pt_attach *a, unsigned int pidx, int pid, const struct pt_python *py,
+		      char *err, size_t errlen)
 {
-	const struct pt_python *py = a->opts.py;
 	uint64_t off = py->evalframe_off + py->site.skip;
+	uint64_t cookie = PT_FID_MAKE(pidx, 0);
 	struct bpf_link *l;
 	int e;
 
+	if (!a->opts.py || a->opts.py->L.minor != py->L.minor) {
+		snprintf(err, errlen, "Python %s: the frame probe was loaded for %s", py->version,
+			 a->opts.py ? a->opts.py->version : "no Python");
+		return -ENOTSUP;
+	}
 	if (a->py_session) {
-		e = session_attach(a, py->host_path, off);
+		e = session_attach(a, pidx, pid, py->host_path, off);
 		if (e)
 			snprintf(err, errlen,
 				 "cannot attach a uprobe session to _PyEval_EvalFrameDefault in %s "
@@ -287,11 +346,11 @@ int pt_attach__python(struct pt_attach *a, char *err, size_t errlen)
 		return e;
 	}
 
-	l = uprobe(a, a->skel->progs.pt_py_exit, py->host_path, off, 0, true);
-	if (!l || (e = keep_link(a, l)))
+	l = uprobe(a->skel->progs.pt_py_exit, pid, py->host_path, off, cookie, true);
+	if (!l || (e = keep_link(a, l, -1)))
 		goto fail;
-	l = uprobe(a, a->skel->progs.pt_py_entry, py->host_path, off, 0, false);
-	if (!l || (e = keep_link(a, l)))
+	l = uprobe(a->skel->progs.pt_py_entry, pid, py->host_path, off, cookie, false);
+	if (!l || (e = keep_link(a, l, -1)))
 		goto fail;
 	return 0;
 fail:
@@ -301,9 +360,11 @@ fail:
 	return e ? e : -EINVAL;
 }
 
-int pt_attach__py_code(struct pt_attach *a, uint64_t code, const struct pt_py_code *val)
+int pt_attach__py_code(struct pt_attach *a, int pid, uint64_t code, const struct pt_py_code *val)
 {
-	return bpf_map__update_elem(a->skel->maps.py_codes, &code, sizeof(code), val, sizeof(*val),
+	struct pt_py_key k = { .tgid = (__u32)pid, .code = code };
+
+	return bpf_map__update_elem(a->skel->maps.py_codes, &k, sizeof(k), val, sizeof(*val),
 				    BPF_ANY);
 }
 

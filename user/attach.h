@@ -18,12 +18,18 @@ struct pt_func;
 struct pt_python;
 struct pt_py_code;
 
+/*
+ * One object serves every traced process: each is added with an index
+ * (pidx < PT_MAX_PROCS) that its probes carry in their fids (proftrace.h),
+ * and BPF drops hits of any other process.
+ */
 struct pt_attach_opts {
-	int pid;
 	unsigned int ringbuf_mb;
 	bool wakeup_each;
-	/* The target's interpreter when the config has py: probes, else
-	 * NULL: its layout goes into the BPF programs at load. */
+	bool follow_children; /* report forks of traced processes (PT_REC_FORK) */
+	/* The interpreter when the config has py: probes, else NULL: its
+	 * layout goes into the BPF programs at load, so every process whose
+	 * frames are probed must run this minor version. */
 	const struct pt_python *py;
 	bool py_session; /* use a uprobe session when the kernel has them */
 	/* Called for each record; return non-zero to stop draining. */
@@ -38,18 +44,30 @@ int pt_attach__open(struct pt_attach **out, const struct pt_attach_opts *opts, c
 		    size_t errlen);
 void pt_attach__free(struct pt_attach *a);
 
-/* What to read at fid's calls (before its probes go in). 0 or -errno. */
+/* Trace process pid as index pidx. 0 or -errno. */
+int pt_attach__add_proc(struct pt_attach *a, unsigned int pidx, int pid);
+/* pid (index pidx) exited or exec'ed: its probes come off, hits still in
+ * flight are dropped. */
+void pt_attach__end_proc(struct pt_attach *a, unsigned int pidx, int pid);
+/* What to read at calls of fid (PT_FID_MAKE: process and local fid),
+ * before its probes go in. 0 or -errno. */
 int pt_attach__val_spec(struct pt_attach *a, uint32_t fid, const struct pt_val_spec *spec);
-/* Entry and return probe for one function. 0 or -errno (message in err).
- * f->vals_spec >= 0: its pt_val_spec must be in place. */
-int pt_attach__func(struct pt_attach *a, const struct pt_func *f, char *err, size_t errlen);
+/* Entry and return probe for function f of process pid (index pidx).
+ * 0 or -errno (message in err). f->vals_spec >= 0: its pt_val_spec must
+ * be in place. */
+int pt_attach__func(struct pt_attach *a, unsigned int pidx, int pid, const struct pt_func *f,
+		    char *err, size_t errlen);
 /* Probe the dynamic linker's r_brk hook (see pt_dlopen in the BPF code). */
-int pt_attach__dl_hook(struct pt_attach *a, const char *path, uint64_t file_off);
-/* Entry and return probe on _PyEval_EvalFrameDefault (py: probes): one
- * uprobe session, or a uprobe/uretprobe pair (pt_attach__py_mechanism). */
-int pt_attach__python(struct pt_attach *a, char *err, size_t errlen);
-/* Tell BPF what a code object is (PT_REC_PYCODE answered). 0 or -errno. */
-int pt_attach__py_code(struct pt_attach *a, uint64_t code, const struct pt_py_code *val);
+int pt_attach__dl_hook(struct pt_attach *a, unsigned int pidx, int pid, const char *path,
+		       uint64_t file_off);
+/* Entry and return probe on _PyEval_EvalFrameDefault of py in process
+ * pid (py: probes): one uprobe session, or a uprobe/uretprobe pair.
+ * -ENOTSUP when py is not the minor version the object was loaded for. */
+int pt_attach__python(struct pt_attach *a, unsigned int pidx, int pid, const struct pt_python *py,
+		      char *err, size_t errlen);
+/* Tell BPF what a code object of process pid is (PT_REC_PYCODE answered;
+ * val->fid is a PT_FID_MAKE fid). 0 or -errno. */
+int pt_attach__py_code(struct pt_attach *a, int pid, uint64_t code, const struct pt_py_code *val);
 /* "session" or "pair": how the frame evaluator is probed. */
 const char *pt_attach__py_probe(const struct pt_attach *a);
 /* Number of functions attached. */

@@ -9,14 +9,20 @@
 #include "cli.h"
 
 static const char usage[] =
-	"Usage: proftrace -p PID --targets FILE|NAME [-d SEC] [-o DIR] [--json] [-v] [-q]\n"
+	"Usage: proftrace -p PID[,PID...] [--children] --targets FILE|NAME [-d SEC] [-o DIR]\n"
+	"                 [--json] [-v] [-q]\n"
 	"                 [--gpu auto|on|off] [--trace [--trace-max-events N]] [--dry-run]\n"
 	"       proftrace --list-targets\n"
 	"\n"
 	"Attach to a running process and time the functions named in FILE exactly,\n"
 	"grouped into steps and buckets. Writes summary.json and report.md.\n"
 	"\n"
-	"  -p, --pid PID        process to attach to\n"
+	"  -p, --pid PID[,PID...]\n"
+	"                       processes to attach to (-p may be repeated); with\n"
+	"                       several, summary.json has a section per process\n"
+	"                       (processes[]) and the top level merges them\n"
+	"      --children       also every descendant of those processes, including\n"
+	"                       ones started after attach (the workers of a server)\n"
 	"  -t, --targets FILE   targets.conf (see docs/targets.md), or the NAME of a\n"
 	"                       bundled one (vllm, sglang, trtllm, nccl, cuda, ...;\n"
 	"                       see --list-targets) when no file FILE exists\n"
@@ -48,6 +54,7 @@ static const char usage[] =
 	"Examples:\n"
 	"  sudo proftrace -p $(pgrep -f my_server) --targets targets/demo.conf -d 10\n"
 	"  sudo proftrace -p 1234 --targets t.conf --dry-run\n"
+	"  sudo proftrace -p $(pgrep -f 'vllm serve') --children --targets vllm -d 30\n"
 	"  sudo proftrace -p $(pgrep -f 'sglang::scheduler') --targets sglang -d 30\n"
 	"\n"
 	"Exit codes: 0 ok; 2 bad usage, bad config, unresolvable probe, no such process,\n"
@@ -65,6 +72,7 @@ int pt_cli__parse(struct pt_env *env, int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{ "pid", required_argument, NULL, 'p' },
+		{ "children", no_argument, NULL, 'C' },
 		{ "targets", required_argument, NULL, 't' },
 		{ "duration", required_argument, NULL, 'd' },
 		{ "output", required_argument, NULL, 'o' },
@@ -89,12 +97,23 @@ int pt_cli__parse(struct pt_env *env, int argc, char **argv)
 	while ((c = getopt_long(argc, argv, ":p:t:d:o:vqh", opts, NULL)) != -1) {
 		switch (c) {
 		case 'p':
-			errno = 0;
-			v = strtol(optarg, &end, 10);
-			if (errno || *end || v <= 0 || v > 0x3fffffff)
-				return bad("bad PID '%s': give the numeric id of a running process",
-					   optarg);
-			env->pid = (int)v;
+			for (const char *q = optarg;; q = end + 1) {
+				errno = 0;
+				v = strtol(q, &end, 10);
+				if (errno || end == q || (*end && *end != ',') || v <= 0 ||
+				    v > 0x3fffffff)
+					return bad("bad PID list '%s': give numeric ids of running "
+						   "processes, e.g. -p 1234 or -p 1234,1240", optarg);
+				if (env->npids == PT_CLI_MAX_PIDS)
+					return bad("too many processes in '%s' (at most 256)", optarg);
+				env->pids[env->npids++] = (int)v;
+				if (!*end)
+					break;
+			}
+			env->pid = env->pids[0];
+			break;
+		case 'C':
+			env->children = true;
 			break;
 		case 't':
 			env->targets = optarg;
@@ -161,6 +180,14 @@ int pt_cli__parse(struct pt_env *env, int argc, char **argv)
 		return 0;
 	if (!env->pid)
 		return bad("%s", "no process given: use -p PID");
+	for (int i = 0; i < env->npids; i++)
+		for (int k = 0; k < i; k++)
+			if (env->pids[i] == env->pids[k]) {
+				char buf[16];
+
+				snprintf(buf, sizeof(buf), "%d", env->pids[i]);
+				return bad("process %s is given twice", buf);
+			}
 	if (!env->targets)
 		return bad("%s", "no targets file given: use --targets FILE, or --targets NAME "
 				 "for a bundled one (see --list-targets)");

@@ -7,8 +7,13 @@
 
 enum { PT_GPU_AUTO = 0, PT_GPU_ON, PT_GPU_OFF };
 
+#define PT_CLI_MAX_PIDS 256
+
 struct pt_env {
-	int pid;
+	int pid; /* pids[0] */
+	int pids[PT_CLI_MAX_PIDS]; /* -p PID[,PID...], in the order given */
+	int npids;
+	bool children; /* --children: and every descendant, now and later */
 	const char *targets;
 	double duration_s; /* 0: until the target exits or a signal */
 	const char *output; /* NULL: proftrace_out/<comm>-<pid>-<time>/ */

@@ -68,6 +68,15 @@ struct pt_report_trace {
 	bool truncated;
 };
 
+/* A descendant that was not traced (--children), and why. */
+struct pt_report_skipped {
+	int pid;
+	const char *comm;
+	const char *why;
+};
+
+#define PT_REPORT_MAX_SKIPPED 64
+
 struct pt_report_meta {
 	const char *tool;    /* "proftrace" */
 	const char *version; /* PT_VERSION */
@@ -84,6 +93,23 @@ struct pt_report_meta {
 	const struct pt_report_python *python; /* NULL: no py: probes */
 	const struct pt_report_sampling *sampling; /* NULL: no sampling */
 	const struct pt_report_trace *trace; /* NULL: no --trace */
+	/* Several processes. The merged document: every pid traced, in the
+	 * order they were added, whether --children was given, and the
+	 * descendants not traced (the first PT_REPORT_MAX_SKIPPED). */
+	const int *pids; /* NULL: one process */
+	size_t npids;
+	bool children;
+	struct pt_report_skipped skipped[PT_REPORT_MAX_SKIPPED];
+	size_t nskipped;
+	/* A process's own document (processes[]): rank and local rank from
+	 * its environment (-1: not set), when it was attached (s after the
+	 * start), and how it ended ("exited", "exec"; NULL: traced to the
+	 * end) and when. */
+	bool process;
+	int rank, local_rank;
+	double added_s;
+	const char *ended;
+	double ended_s;
 };
 
 /* One row of `functions`: a resolved function (fid) or a probe that
@@ -133,6 +159,10 @@ struct pt_report_bucket {
 };
 
 struct pt_report_health {
+	/* A process's own document: the BPF object's counters (drops, depth,
+	 * unwound, orphans, Python frames and map) are shared by every
+	 * process and shown only in the merged document. */
+	bool process;
 	uint64_t events;         /* records read from the ring buffer */
 	uint64_t dropped_events; /* records BPF could not write */
 	uint64_t depth_overflow;
@@ -171,6 +201,22 @@ struct pt_report {
 
 /* Build summary.json's document. NULL on allocation failure. */
 struct cJSON *pt_summary__build(const struct pt_report *r);
+
+/* One process's line of `skew` (processes with counted steps). */
+struct pt_report_skew_proc {
+	int pid;
+	int rank;        /* -1: not set */
+	size_t steps;    /* counted */
+	size_t first;    /* its step compared as index 0 */
+	size_t slowest;  /* indices where it was the slowest */
+	size_t fastest;
+};
+
+struct pt_skew;
+/* Add `skew` to the merged document: k NULL when fewer than two
+ * processes had steps (the object says so). 0 or -ENOMEM. */
+int pt_summary__add_skew(struct cJSON *doc, const struct pt_skew *k,
+			 const struct pt_report_skew_proc *procs, size_t n);
 
 struct pt_emitter {
 	const char *filename; /* "summary.json", "report.md" */

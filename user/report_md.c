@@ -256,6 +256,111 @@ static void put_header(FILE *f, const cJSON *doc)
 	put_python(f, pt_jget(meta, "python"));
 }
 
+/* Several processes: what the pooled figures below are made of. */
+static void put_pooled(FILE *f, const cJSON *doc)
+{
+	const cJSON *meta = pt_jget(doc, "meta"), *pids = pt_jarr(meta, "pids"), *it;
+	double n = (double)cJSON_GetArraySize(pids), sk;
+
+	if (!pids)
+		return;
+	fprintf(f, "**%.0f process%s", n, n == 1 ? "" : "es");
+	if (cJSON_IsTrue(pt_jget(meta, "children")))
+		fputs(" (--children: the named ones and their descendants)", f);
+	fputs("**: pids", f);
+	cJSON_ArrayForEach(it, pids)
+		fprintf(f, " %.0f", it->valuedouble);
+	fputs(". The figures below pool them all (steps, buckets and functions of every "
+	      "process together); each one's own are under Processes and in summary.json "
+	      "`processes[]`.", f);
+	if (pt_jnum(meta, "processes_skipped_total", &sk) && sk > 0)
+		fprintf(f, " %.0f descendant%s not traced (nothing the targets file names in "
+			   "%s; see `meta.processes_skipped`).", sk, plural(sk),
+			sk == 1 ? "it" : "them");
+	fputs("\n\n", f);
+}
+
+/* The processes' own figures side by side, then the skew across them. */
+static void put_processes(FILE *f, const cJSON *doc)
+{
+	const cJSON *procs = pt_jarr(doc, "processes"), *k = pt_jget(doc, "skew"), *it;
+	static const struct cell cols[] = {
+		{ C_COUNT, "steps" }, { C_RATE, "steps_per_s" }, { C_MS, "mean_ms" },
+		{ C_MS, "p50_ms" },   { C_MS, "p99_ms" },
+	};
+	double v;
+
+	if (!procs)
+		return;
+	fputs("## Processes\n\n", f);
+	fputs("| pid | rank | comm | attached s | ended | steps | steps/s | mean ms | p50 ms | "
+	      "p99 ms |\n|---:|---:|---|---:|---|---:|---:|---:|---:|---:|\n", f);
+	cJSON_ArrayForEach(it, procs)
+	{
+		const cJSON *m = pt_jget(it, "meta"), *st = pt_jget(it, "stats");
+
+		fputs("| ", f);
+		put_count(f, m, "pid");
+		CELL(f);
+		put_count(f, m, "rank");
+		CELL(f);
+		put_code(f, pt_jstr(m, "comm"));
+		CELL(f);
+		put_fixed(f, m, "attached_at_s", 3);
+		CELL(f);
+		if (pt_jstr(m, "ended")) {
+			put_text(f, pt_jstr(m, "ended"));
+			fputs(" at ", f);
+			put_fixed(f, m, "ended_at_s", 3);
+			fputs(" s", f);
+		} else {
+			fputs("no", f);
+		}
+		CELL(f);
+		put_cells(f, st, cols, NCELLS(cols));
+		fputs(" |\n", f);
+	}
+	fputs("\n", f);
+	if (!k)
+		return;
+	fputs("### Step-time skew across processes\n\n", f);
+	if (!pt_jnum(k, "steps_compared", &v) || v == 0) {
+		fputs("Not measured: ", f);
+		put_text(f, pt_jstr(k, "why"));
+		fputs(".\n\n", f);
+		return;
+	}
+	fprintf(f, "Per step index where the processes' steps line up in time (%.0f compared", v);
+	if (pt_jnum(k, "steps_not_compared", &v) && v > 0)
+		fprintf(f, ", %.0f not", v);
+	fputs("): slowest minus fastest step time. Mean ", f);
+	put_ms(f, k, "mean_ms");
+	fputs(" ms · p50 ", f);
+	put_ms(f, k, "p50_ms");
+	fputs(" · p90 ", f);
+	put_ms(f, k, "p90_ms");
+	fputs(" · p99 ", f);
+	put_ms(f, k, "p99_ms");
+	fputs(" · max ", f);
+	put_ms(f, k, "max_ms");
+	fputs(" ms · ", f);
+	put_share(f, k, "share_of_slowest");
+	fputs(" of the slowest process's step time.\n\n| pid | rank | steps | slowest | fastest "
+	      "|\n|---:|---:|---:|---:|---:|\n", f);
+	cJSON_ArrayForEach(it, pt_jarr(k, "per_process"))
+	{
+		static const struct cell c[] = {
+			{ C_COUNT, "pid" },     { C_COUNT, "rank" },    { C_COUNT, "steps" },
+			{ C_COUNT, "slowest" }, { C_COUNT, "fastest" },
+		};
+
+		fputs("| ", f);
+		put_cells(f, it, c, NCELLS(c));
+		fputs(" |\n", f);
+	}
+	fputs("\n", f);
+}
+
 /* trace.json (--trace): one line, bold when it was cut at the bound. */
 static void put_trace(FILE *f, const cJSON *doc)
 {
@@ -1282,10 +1387,12 @@ int pt_report_md__write(FILE *f, const struct cJSON *summary)
 	if (!f || !summary)
 		return -EINVAL;
 	put_header(f, summary);
+	put_pooled(f, summary);
 	put_trace(f, summary);
 	put_steps(f, summary);
 	put_tokens(f, summary);
 	put_buckets(f, summary);
+	put_processes(f, summary);
 	put_runs(f, summary);
 	put_gpu(f, summary);
 	put_functions(f, summary);

@@ -21,14 +21,26 @@
 #define PIDFD_THREAD O_EXCL /* pidfd of a thread, not a process (6.9+) */
 #endif
 
+struct sproc {
+	int pid;
+	uint64_t attach_ns; /* sampling of it began */
+	bool ended;         /* exited or exec'ed: not sampled any more */
+};
+
+struct thread {
+	int tid, pid;
+};
+
 struct pt_sampler {
 	struct pysample_bpf *skel;
 	struct ring_buffer *rb;
 	struct bpf_link **links; /* one per thread event */
 	size_t nlinks, cap;
 	struct bpf_link *sw;     /* sched_switch */
-	int *tids;               /* threads given an event, sorted */
+	struct thread *tids;     /* threads given an event */
 	size_t ntids;
+	struct sproc *procs;
+	size_t nprocs;
 	struct pt_sampler_opts o;
 	struct pt_sampler_stats st;
 	bool stopped;
@@ -85,10 +97,8 @@ int pt_sampler__open(struct pt_sampler **out, const struct pt_sampler_opts *o, c
 		snprintf(err, errlen, "cannot open the sampler's BPF object: %s", strerror(-e));
 		goto fail;
 	}
-	s->skel->rodata->targ_tgid = (__u32)o->pid;
 	s->skel->rodata->period_ns = 1000000000ull / o->hz;
 	s->skel->rodata->offcpu = o->offcpu;
-	s->skel->rodata->py_runtime = o->py->runtime;
 	s->skel->rodata->runtime_interp_head = L->runtime_interp_head;
 	s->skel->rodata->interp_tstate_head = L->interp_tstate_head;
 	s->skel->rodata->tstate_next = L->tstate_next;
@@ -128,7 +138,7 @@ fail:
 static bool has_tid(const struct pt_sampler *s, int tid)
 {
 	for (size_t i = 0; i < s->ntids; i++)
-		if (s->tids[i] == tid)
+		if (s->tids[i].tid == tid)
 			return true;
 	return false;
 }
@@ -149,17 +159,19 @@ static int add_link(struct pt_sampler *s, struct bpf_link *l)
 }
 
 /* One cpu-clock event on thread tid; threads it creates inherit it. */
-static int sample_thread(struct pt_sampler *s, int tid)
+static int sample_thread(struct pt_sampler *s, int pid, int tid)
 {
 	struct perf_event_attr a = { 0 };
 	struct bpf_link *l;
-	int *v, fd, e;
+	struct thread *v;
+	int fd, e;
 
 	v = realloc(s->tids, (s->ntids + 1) * sizeof(*v));
 	if (!v)
 		return -ENOMEM;
 	s->tids = v;
-	s->tids[s->ntids++] = tid; /* tried: not again, even on failure */
+	/* tried: not again, even on failure */
+	s->tids[s->ntids++] = (struct thread){ .tid = tid, .pid = pid };
 	a.type = PERF_TYPE_SOFTWARE;
 	a.size = sizeof(a);
 	a.config = PERF_COUNT_SW_CPU_CLOCK;
@@ -190,18 +202,19 @@ static int sample_thread(struct pt_sampler *s, int tid)
  * had no event yet, shows up in the next listing: list until nothing is
  * new.
  */
-static int sample_all(struct pt_sampler *s, char *err, size_t errlen)
+static int sample_all(struct pt_sampler *s, int pid, char *err, size_t errlen)
 {
+	unsigned int before = s->st.threads;
 	char path[64];
 	int added = 1, pass;
 
-	snprintf(path, sizeof(path), "/proc/%d/task", s->o.pid);
+	snprintf(path, sizeof(path), "/proc/%d/task", pid);
 	for (pass = 0; added && pass < 16; pass++) {
 		DIR *d = opendir(path);
 		struct dirent *de;
 
 		if (!d) {
-			snprintf(err, errlen, "cannot list the threads of %d: %s", s->o.pid,
+			snprintf(err, errlen, "cannot list the threads of %d: %s", pid,
 				 strerror(errno));
 			return -errno;
 		}
@@ -212,7 +225,7 @@ static int sample_all(struct pt_sampler *s, char *err, size_t errlen)
 			if (tid <= 0 || has_tid(s, tid))
 				continue;
 			added++;
-			e = sample_thread(s, tid);
+			e = sample_thread(s, pid, tid);
 			if (e == -ENOMEM) {
 				closedir(d);
 				snprintf(err, errlen, "out of memory");
@@ -223,9 +236,8 @@ static int sample_all(struct pt_sampler *s, char *err, size_t errlen)
 		}
 		closedir(d);
 	}
-	if (!s->st.threads) {
-		snprintf(err, errlen, "no thread of %d could be sampled (perf_event_open)",
-			 s->o.pid);
+	if (s->st.threads == before) {
+		snprintf(err, errlen, "no thread of %d could be sampled (perf_event_open)", pid);
 		return -EPERM;
 	}
 	return 0;
@@ -233,11 +245,8 @@ static int sample_all(struct pt_sampler *s, char *err, size_t errlen)
 
 int pt_sampler__attach(struct pt_sampler *s, char *err, size_t errlen)
 {
-	struct timespec ts;
 	int e;
 
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	s->skel->bss->attach_ns = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 	if (s->o.offcpu) {
 		s->sw = bpf_program__attach(s->skel->progs.pt_switch);
 		if (!s->sw) {
@@ -246,7 +255,52 @@ int pt_sampler__attach(struct pt_sampler *s, char *err, size_t errlen)
 			return e;
 		}
 	}
-	return sample_all(s, err, errlen);
+	return 0;
+}
+
+static struct sproc *find_proc(struct pt_sampler *s, int pid)
+{
+	for (size_t i = s->nprocs; i-- > 0;)
+		if (s->procs[i].pid == pid)
+			return &s->procs[i];
+	return NULL;
+}
+
+int pt_sampler__add_process(struct pt_sampler *s, int pid, uint64_t runtime, char *err,
+			    size_t errlen)
+{
+	struct pt_sample_proc v = { .runtime = runtime };
+	struct timespec ts;
+	struct sproc *p;
+	__u32 key = (__u32)pid;
+	int e;
+
+	p = realloc(s->procs, (s->nprocs + 1) * sizeof(*p));
+	if (!p) {
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	s->procs = p;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	v.attach_ns = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+	e = bpf_map__update_elem(s->skel->maps.tgids, &key, sizeof(key), &v, sizeof(v), BPF_ANY);
+	if (e) {
+		snprintf(err, errlen, "cannot add process %d to the sampler: %s", pid, strerror(-e));
+		return e;
+	}
+	s->procs[s->nprocs++] = (struct sproc){ .pid = pid, .attach_ns = v.attach_ns };
+	return sample_all(s, pid, err, errlen);
+}
+
+void pt_sampler__end_process(struct pt_sampler *s, int pid)
+{
+	struct sproc *p = s ? find_proc(s, pid) : NULL;
+	__u32 key = (__u32)pid;
+
+	if (!p || p->ended)
+		return;
+	p->ended = true;
+	bpf_map__delete_elem(s->skel->maps.tgids, &key, sizeof(key), 0);
 }
 
 int pt_sampler__ring_fd(const struct pt_sampler *s)
@@ -261,16 +315,16 @@ int pt_sampler__drain(struct pt_sampler *s)
 
 /* A thread that was there at attach and neither ran nor switched since
  * (no task storage): off the CPU the whole window, stack unknown. */
-static void whole_window(struct pt_sampler *s, int tid, uint64_t t_end,
+static void whole_window(struct pt_sampler *s, const struct sproc *p, int tid, uint64_t t_end,
 			 struct pt_sample_thread *v)
 {
-	uint64_t t0 = s->skel->bss->attach_ns;
+	uint64_t t0 = p->attach_ns;
 
 	if (!has_tid(s, tid) || t0 >= t_end)
 		return;
 	memset(&v->s, 0, PT_SAMPLE_HDR_SIZE);
 	v->s.type = PT_REC_OFFCPU;
-	v->s.pid = (uint32_t)s->o.pid;
+	v->s.pid = (uint32_t)p->pid;
 	v->s.tid = (uint32_t)tid;
 	v->s.t = t_end;
 	v->s.weight = t_end - t0;
@@ -281,16 +335,16 @@ static void whole_window(struct pt_sampler *s, int tid, uint64_t t_end,
 
 /* Threads off the CPU now: their interval so far, with the stack they
  * left with. Read through a pidfd, the key of task storage. */
-static void close_open_intervals(struct pt_sampler *s, uint64_t t_end)
+static void close_open_intervals(struct pt_sampler *s, const struct sproc *p, uint64_t t_end,
+				 struct pt_sample_thread *v)
 {
 	int mfd = bpf_map__fd(s->skel->maps.threads);
-	struct pt_sample_thread *v = malloc(sizeof(*v));
 	char path[64];
 	struct dirent *de;
 	DIR *d;
 
-	snprintf(path, sizeof(path), "/proc/%d/task", s->o.pid);
-	d = v ? opendir(path) : NULL;
+	snprintf(path, sizeof(path), "/proc/%d/task", p->pid);
+	d = opendir(path);
 	while (d && (de = readdir(d))) {
 		int tid = atoi(de->d_name), pfd;
 
@@ -301,7 +355,7 @@ static void close_open_intervals(struct pt_sampler *s, uint64_t t_end)
 			continue;
 		if (bpf_map_lookup_elem(mfd, &pfd, v)) {
 			if (errno == ENOENT)
-				whole_window(s, tid, t_end, v);
+				whole_window(s, p, tid, t_end, v);
 		} else if (v->t_out && v->t_out < t_end && v->s.nframes <= PT_SAMPLE_MAX_FRAMES) {
 			v->s.t = t_end;
 			v->s.weight = t_end - v->t_out;
@@ -312,7 +366,6 @@ static void close_open_intervals(struct pt_sampler *s, uint64_t t_end)
 	}
 	if (d)
 		closedir(d);
-	free(v);
 }
 
 void pt_sampler__stop(struct pt_sampler *s, uint64_t t_end)
@@ -327,8 +380,14 @@ void pt_sampler__stop(struct pt_sampler *s, uint64_t t_end)
 		bpf_link__destroy(s->links[i]);
 	s->nlinks = 0;
 	ring_buffer__consume(s->rb);
-	if (s->o.offcpu)
-		close_open_intervals(s, t_end);
+	if (s->o.offcpu) {
+		struct pt_sample_thread *v = malloc(sizeof(*v));
+
+		for (size_t i = 0; v && i < s->nprocs; i++)
+			if (!s->procs[i].ended)
+				close_open_intervals(s, &s->procs[i], t_end, v);
+		free(v);
+	}
 }
 
 void pt_sampler__stats(const struct pt_sampler *s, struct pt_sampler_stats *out)
@@ -348,5 +407,6 @@ void pt_sampler__free(struct pt_sampler *s)
 	pysample_bpf__destroy(s->skel);
 	free(s->links);
 	free(s->tids);
+	free(s->procs);
 	free(s);
 }

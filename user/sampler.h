@@ -18,9 +18,10 @@
 struct pt_python;
 
 struct pt_sampler_opts {
-	int pid;
 	unsigned int hz;
 	bool offcpu;
+	/* The interpreter's layout, shared by every process sampled: they
+	 * must all run this minor version. */
 	const struct pt_python *py;
 	unsigned int ringbuf_mb;
 	/* Called per record (struct pt_sample, size bytes, nframes checked
@@ -42,8 +43,14 @@ struct pt_sampler;
 /* Load the programs. -errno with a one-line message. */
 int pt_sampler__open(struct pt_sampler **out, const struct pt_sampler_opts *o, char *err,
 		     size_t errlen);
-/* Start sampling every thread. 0 or -errno with a message. */
+/* Start the off-CPU program. 0 or -errno with a message. */
 int pt_sampler__attach(struct pt_sampler *s, char *err, size_t errlen);
+/* Sample every thread of process pid (its &_PyRuntime at runtime), now
+ * and threads it creates later. 0 or -errno with a message. */
+int pt_sampler__add_process(struct pt_sampler *s, int pid, uint64_t runtime, char *err,
+			    size_t errlen);
+/* Stop sampling pid (it exited or exec'ed). */
+void pt_sampler__end_process(struct pt_sampler *s, int pid);
 int pt_sampler__ring_fd(const struct pt_sampler *s);
 int pt_sampler__drain(struct pt_sampler *s);
 /* Stop sampling, deliver what is in the ring, then close the off-CPU

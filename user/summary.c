@@ -13,6 +13,7 @@
 #include <cjson/cJSON.h>
 
 #include "report.h"
+#include "skew.h"
 #include "report_lines.h"
 
 /*
@@ -197,6 +198,48 @@ static void build_trace(struct jb *b, cJSON *meta, const struct pt_report_trace 
 	jb_bool(b, o, "truncated", t->truncated);
 }
 
+/* Several processes: the merged document lists them; a process's own
+ * says which it is. One process: none of these keys. */
+static void build_procs_meta(struct jb *b, cJSON *o, const struct pt_report_meta *m)
+{
+	cJSON *arr;
+
+	if (m->pids) {
+		arr = add_arr(b, o, "pids");
+		for (size_t i = 0; arr && i < m->npids; i++)
+			jb_check(b, cJSON_AddItemToArray(arr, cJSON_CreateNumber(m->pids[i]))
+					    ? arr : NULL);
+		jb_bool(b, o, "children", m->children);
+		arr = add_arr(b, o, "processes_skipped");
+		for (size_t i = 0; arr && i < m->nskipped && i < PT_REPORT_MAX_SKIPPED; i++) {
+			cJSON *e = arr_obj(b, arr);
+
+			if (!e)
+				continue;
+			jb_num(b, e, "pid", m->skipped[i].pid);
+			jb_str(b, e, "comm", m->skipped[i].comm);
+			jb_str(b, e, "why", m->skipped[i].why);
+		}
+		jb_num(b, o, "processes_skipped_total", (double)m->nskipped);
+	}
+	if (!m->process)
+		return;
+	if (m->rank >= 0)
+		jb_num(b, o, "rank", m->rank);
+	else
+		jb_null(b, o, "rank");
+	if (m->local_rank >= 0)
+		jb_num(b, o, "local_rank", m->local_rank);
+	else
+		jb_null(b, o, "local_rank");
+	jb_num(b, o, "attached_at_s", round6(m->added_s));
+	jb_str(b, o, "ended", m->ended);
+	if (m->ended)
+		jb_num(b, o, "ended_at_s", round6(m->ended_s));
+	else
+		jb_null(b, o, "ended_at_s");
+}
+
 static void build_meta(struct jb *b, cJSON *root, const struct pt_report_meta *m)
 {
 	cJSON *o = add_obj(b, root, "meta");
@@ -215,6 +258,7 @@ static void build_meta(struct jb *b, cJSON *root, const struct pt_report_meta *m
 	jb_num(b, o, "warmup_steps", m->warmup_steps);
 	jb_str(b, o, "step_probe", m->step_probe);
 	jb_str(b, o, "step_mode", m->step_mode);
+	build_procs_meta(b, o, m);
 	build_sampling(b, o, m);
 	build_trace(b, o, m->trace);
 	if (!m->python) {
@@ -833,12 +877,14 @@ static void build_health(struct jb *b, cJSON *root, const struct pt_report *r)
 	if (!o)
 		return;
 	jb_num(b, o, "events", (double)h->events);
-	jb_num(b, o, "dropped_events", (double)h->dropped_events);
-	jb_num(b, o, "depth_overflow", (double)h->depth_overflow);
-	jb_num(b, o, "unwound", (double)h->unwound);
-	jb_num(b, o, "orphan_returns", (double)h->orphan_returns);
-	jb_num(b, o, "py_unreadable_frames", (double)h->py_unreadable);
-	jb_num(b, o, "py_code_map_full", (double)h->py_map_full);
+	if (!h->process) {
+		jb_num(b, o, "dropped_events", (double)h->dropped_events);
+		jb_num(b, o, "depth_overflow", (double)h->depth_overflow);
+		jb_num(b, o, "unwound", (double)h->unwound);
+		jb_num(b, o, "orphan_returns", (double)h->orphan_returns);
+		jb_num(b, o, "py_unreadable_frames", (double)h->py_unreadable);
+		jb_num(b, o, "py_code_map_full", (double)h->py_map_full);
+	}
 	jb_num(b, o, "py_calls_unresolved", (double)h->py_unresolved);
 	jb_num(b, o, "lost_calls", (double)h->lost_calls);
 	jb_num(b, o, "steps_incomplete", (double)h->steps_incomplete);
@@ -899,6 +945,51 @@ struct cJSON *pt_summary__build(const struct pt_report *r)
 		return NULL;
 	}
 	return root;
+}
+
+int pt_summary__add_skew(struct cJSON *doc, const struct pt_skew *k,
+			 const struct pt_report_skew_proc *procs, size_t n)
+{
+	struct jb b = { 0 };
+	cJSON *o = add_obj(&b, doc, "skew"), *arr;
+
+	if (!o)
+		return -ENOMEM;
+	jb_num(&b, o, "processes", (double)n);
+	if (!k || !k->aligned) {
+		jb_num(&b, o, "steps_compared", 0);
+		jb_str(&b, o, "why", !k ? "fewer than two processes have counted steps" : k->why);
+	} else {
+		jb_num(&b, o, "steps_compared", (double)k->aligned);
+		jb_num(&b, o, "steps_not_compared", (double)k->unaligned);
+		jb_num(&b, o, "mean_ms", round6(k->skew.mean / 1e6));
+		jb_num(&b, o, "p50_ms", round6(pt_dist__quantile(&k->skew, 0.5) / 1e6));
+		jb_num(&b, o, "p90_ms", round6(pt_dist__quantile(&k->skew, 0.9) / 1e6));
+		jb_num(&b, o, "p99_ms", round6(pt_dist__quantile(&k->skew, 0.99) / 1e6));
+		jb_num(&b, o, "max_ms", round6((double)k->skew.max / 1e6));
+		/* the time lost waiting for the slowest, as a share of it */
+		jb_num(&b, o, "share_of_slowest",
+		       k->slowest_ms_sum > 0 ? round6(k->skew_ms_sum / k->slowest_ms_sum) : 0);
+	}
+	arr = add_arr(&b, o, "per_process");
+	for (size_t i = 0; arr && i < n; i++) {
+		cJSON *e = arr_obj(&b, arr);
+
+		if (!e)
+			continue;
+		jb_num(&b, e, "pid", procs[i].pid);
+		if (procs[i].rank >= 0)
+			jb_num(&b, e, "rank", procs[i].rank);
+		else
+			jb_null(&b, e, "rank");
+		jb_num(&b, e, "steps", (double)procs[i].steps);
+		if (k && k->aligned) {
+			jb_num(&b, e, "first_step_compared", (double)procs[i].first);
+			jb_num(&b, e, "slowest", (double)procs[i].slowest);
+			jb_num(&b, e, "fastest", (double)procs[i].fastest);
+		}
+	}
+	return b.err ? -ENOMEM : 0;
 }
 
 int pt_summary__write_json(FILE *f, const struct cJSON *summary)

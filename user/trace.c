@@ -23,14 +23,30 @@ struct ev {
 	uint64_t arg;     /* bucket mask | step aux index | bytes | cbid */
 	uint32_t track;   /* index into tracks */
 	uint32_t corr;    /* GPU correlation id, 0: none */
+	uint32_t proc;    /* GPU and API: index into procs */
 	uint8_t kind;     /* enum ev_kind */
 	uint8_t sub;      /* copy kind; API: 1 driver */
 };
+_Static_assert(sizeof(struct ev) == 48, "struct ev grew");
 
 struct track {
-	uint8_t cls;  /* enum trk_cls */
-	uint32_t id;  /* host tid, or the stream */
-	uint32_t dev; /* GPU device */
+	uint8_t cls;   /* enum trk_cls */
+	uint32_t id;   /* host tid, or the stream */
+	uint32_t dev;  /* GPU device */
+	uint32_t proc; /* GPU: index into procs */
+};
+
+#define NO_SLOT UINT32_MAX
+
+/* A process as it came to pt_trace (pid 0: procs[0] of the write). */
+struct proc {
+	uint32_t pid;
+	uint32_t gslot; /* order of its first GPU work, NO_SLOT: none yet */
+};
+
+struct thr {
+	char *name;    /* NULL: not named (only its pid is known) */
+	uint32_t proc; /* index into procs + 1, 0: unknown */
 };
 
 struct step_aux {
@@ -66,10 +82,14 @@ struct pt_trace {
 	struct track *trk;
 	size_t ntrk, ctrk;
 	struct map trk_map;  /* track key -> index */
-	struct map name_map; /* tid -> index into names */
-	char **names;
-	size_t nnames, cnames;
-	struct map corr_map; /* correlation id -> CF_* */
+	struct map name_map; /* tid -> index into thr */
+	struct thr *thr;
+	size_t nthr, cthr;
+	struct proc *procs;  /* in the order they came */
+	size_t nprocs, cprocs;
+	struct map proc_map; /* pid -> index into procs */
+	uint32_t ngslots;
+	struct map corr_map; /* proc index << 32 | correlation id -> CF_* */
 };
 
 static size_t slot_of(const struct map *m, uint64_t key)
@@ -173,33 +193,84 @@ void pt_trace__free(struct pt_trace *t)
 	free(t->aux);
 	free(t->bns);
 	free(t->trk);
-	for (size_t i = 0; i < t->nnames; i++)
-		free(t->names[i]);
-	free(t->names);
+	for (size_t i = 0; i < t->nthr; i++)
+		free(t->thr[i].name);
+	free(t->thr);
+	free(t->procs);
 	map_free(&t->trk_map);
 	map_free(&t->name_map);
+	map_free(&t->proc_map);
 	map_free(&t->corr_map);
 	free(t);
 }
 
-static uint64_t trk_key(uint8_t cls, uint32_t dev, uint32_t id)
+/* Index of pid's process, added when new; -ENOMEM. */
+static long proc_idx(struct pt_trace *t, uint32_t pid)
 {
-	return (uint64_t)cls << 56 | (uint64_t)(dev & 0xffffffu) << 32 | id;
+	uint32_t *v = map_get(&t->proc_map, pid);
+
+	if (v)
+		return *v;
+	if (grow((void **)&t->procs, &t->cprocs, t->nprocs, sizeof(*t->procs), 0) ||
+	    !map_put(&t->proc_map, pid, (uint32_t)t->nprocs))
+		return -ENOMEM;
+	t->procs[t->nprocs] = (struct proc){ .pid = pid, .gslot = NO_SLOT };
+	return (long)t->nprocs++;
 }
 
-/* Index of the track, added when new; -ENOMEM. */
-static long track(struct pt_trace *t, uint8_t cls, uint32_t dev, uint32_t id)
+/* Index of tid's entry, added (unnamed, no pid) when new; -ENOMEM. */
+static long thr_idx(struct pt_trace *t, uint32_t tid)
 {
-	uint64_t key = trk_key(cls, dev, id);
-	uint32_t *v = map_get(&t->trk_map, key);
+	uint32_t *v = map_get(&t->name_map, tid);
 
+	if (v)
+		return *v;
+	if (grow((void **)&t->thr, &t->cthr, t->nthr, sizeof(*t->thr), 0) ||
+	    !map_put(&t->name_map, tid, (uint32_t)t->nthr))
+		return -ENOMEM;
+	t->thr[t->nthr] = (struct thr){ 0 };
+	return (long)t->nthr++;
+}
+
+/*
+ * Host tracks are keyed by tid alone (a tid is one thread of one process
+ * at a time; its pid is looked up when writing); GPU ones by the GPU slot
+ * of their process, the device and the stream.
+ */
+static uint64_t trk_key(uint8_t cls, uint32_t gslot, uint32_t dev, uint32_t id)
+{
+	_Static_assert(TRK_GPU < 8 && PT_TRACE_GPU_SLOTS <= 1u << 16, "trk_key fields");
+	return (uint64_t)cls << 61 | (uint64_t)(gslot & 0xffffu) << 45 |
+	       (uint64_t)(dev & 0x1fffu) << 32 | id;
+}
+
+/* Index of the track, added when new; -ENOMEM, -E2BIG (out of GPU slots). */
+static long track(struct pt_trace *t, uint8_t cls, uint32_t proc, uint32_t dev, uint32_t id)
+{
+	uint32_t gslot = 0, *v;
+	uint64_t key;
+
+	if (cls == TRK_GPU) {
+		gslot = t->procs[proc].gslot;
+		if (gslot == NO_SLOT)
+			gslot = t->ngslots;
+		if (gslot >= PT_TRACE_GPU_SLOTS)
+			return -E2BIG;
+	} else {
+		proc = 0;
+		dev = 0;
+	}
+	key = trk_key(cls, gslot, dev, id);
+	v = map_get(&t->trk_map, key);
 	if (v)
 		return *v;
 	if (grow((void **)&t->trk, &t->ctrk, t->ntrk, sizeof(*t->trk), 0))
 		return -ENOMEM;
 	if (!map_put(&t->trk_map, key, (uint32_t)t->ntrk))
 		return -ENOMEM;
-	t->trk[t->ntrk] = (struct track){ .cls = cls, .id = id, .dev = dev & 0xffffffu };
+	if (cls == TRK_GPU && t->procs[proc].gslot == NO_SLOT)
+		t->procs[proc].gslot = t->ngslots++;
+	t->trk[t->ntrk] = (struct track){ .cls = cls, .id = id, .dev = dev, .proc = proc };
 	return (long)t->ntrk++;
 }
 
@@ -217,9 +288,10 @@ static uint64_t used(const struct pt_trace *t)
 	return t->nev + 2 * t->nflows;
 }
 
-/* A new event on track (cls, dev, id), or NULL when dropped (*e says why). */
-static struct ev *add(struct pt_trace *t, uint8_t cls, uint32_t dev, uint32_t id, uint64_t ts,
-		      uint64_t te, int *e)
+/* A new event on track (cls, proc, dev, id), or NULL when dropped (*e
+ * says why). */
+static struct ev *add(struct pt_trace *t, uint8_t cls, uint32_t proc, uint32_t dev, uint32_t id,
+		      uint64_t ts, uint64_t te, int *e)
 {
 	struct ev *v;
 	long k;
@@ -230,14 +302,17 @@ static struct ev *add(struct pt_trace *t, uint8_t cls, uint32_t dev, uint32_t id
 	*e = -ENOMEM;
 	if (grow((void **)&t->ev, &t->cev, t->nev, sizeof(*t->ev), t->max))
 		return NULL;
-	k = track(t, cls, dev, id);
-	if (k < 0)
+	k = track(t, cls, proc, dev, id);
+	if (k < 0) {
+		*e = (int)k;
 		return NULL;
+	}
 	v = &t->ev[t->nev];
 	memset(v, 0, sizeof(*v));
 	v->ts = ts;
 	v->dur = te > ts ? te - ts : 0;
 	v->track = (uint32_t)k;
+	v->proc = proc;
 	*e = 0;
 	return v;
 }
@@ -248,7 +323,7 @@ int pt_trace__slice(struct pt_trace *t, uint32_t tid, uint64_t t0, uint64_t t1,
 	struct ev *v;
 	int e;
 
-	v = add(t, TRK_HOST, 0, tid, t0, t1, &e);
+	v = add(t, TRK_HOST, 0, 0, tid, t0, t1, &e);
 	if (!v)
 		return drop(t, t0, 1, e);
 	v->name = name;
@@ -264,7 +339,7 @@ int pt_trace__step(struct pt_trace *t, const struct pt_step *s)
 	struct ev *v;
 	int e;
 
-	v = add(t, TRK_STEPS, 0, s->tid, s->t_start, s->t_end, &e);
+	v = add(t, TRK_STEPS, 0, 0, s->tid, s->t_start, s->t_end, &e);
 	if (!v)
 		return drop(t, s->t_start, 1, e);
 	if (grow((void **)&t->aux, &t->caux, t->naux, sizeof(*t->aux), 0))
@@ -295,15 +370,20 @@ int pt_trace__step(struct pt_trace *t, const struct pt_step *s)
 	return 0;
 }
 
-/* A kept event with correlation id c at one end of a launch: reserve the
- * arrow once both ends are there. */
-static void note_corr(struct pt_trace *t, uint32_t c, uint32_t end, uint64_t ts)
+static uint64_t corr_key(uint32_t proc, uint32_t c)
+{
+	return (uint64_t)proc << 32 | c;
+}
+
+/* A kept event of process proc with correlation id c at one end of a
+ * launch: reserve the arrow once both ends are there. */
+static void note_corr(struct pt_trace *t, uint32_t proc, uint32_t c, uint32_t end, uint64_t ts)
 {
 	uint32_t *st;
 
 	if (!c)
 		return;
-	st = map_put(&t->corr_map, c, 0);
+	st = map_put(&t->corr_map, corr_key(proc, c), 0);
 	if (!st)
 		return; /* no arrow for it: the slices are there */
 	if (*st & end)
@@ -319,14 +399,26 @@ static void note_corr(struct pt_trace *t, uint32_t c, uint32_t end, uint64_t ts)
 	t->nflows++;
 }
 
-int pt_trace__api(struct pt_trace *t, const struct pt_gpu_rec *g)
+int pt_trace__api(struct pt_trace *t, const struct pt_gpu_rec *g, uint32_t pid)
 {
 	struct ev *v;
+	long p, k;
 	int e;
 
 	if (g->kind != PT_GPU_API)
 		return 0;
-	v = add(t, TRK_API, 0, g->api.tid, g->start_ns, g->end_ns, &e);
+	p = proc_idx(t, pid);
+	if (p < 0)
+		return drop(t, g->start_ns, 1, (int)p);
+	if (pid) {
+		/* the thread's process, unless it was named with one */
+		k = thr_idx(t, g->api.tid);
+		if (k < 0)
+			return drop(t, g->start_ns, 1, (int)k);
+		if (!t->thr[k].proc)
+			t->thr[k].proc = (uint32_t)p + 1;
+	}
+	v = add(t, TRK_API, (uint32_t)p, 0, g->api.tid, g->start_ns, g->end_ns, &e);
 	if (!v)
 		return drop(t, g->start_ns, 1, e);
 	v->kind = EV_API;
@@ -334,19 +426,20 @@ int pt_trace__api(struct pt_trace *t, const struct pt_gpu_rec *g)
 	v->arg = g->api.cbid;
 	v->corr = g->correlation_id;
 	t->nev++;
-	note_corr(t, g->correlation_id, CF_API, g->start_ns);
+	note_corr(t, (uint32_t)p, g->correlation_id, CF_API, g->start_ns);
 	return 0;
 }
 
-int pt_trace__gpu(struct pt_trace *t, const struct pt_gpu_rec *g)
+int pt_trace__gpu(struct pt_trace *t, const struct pt_gpu_rec *g, uint32_t pid)
 {
 	uint32_t dev, stream;
 	struct ev *v;
+	long p;
 	int e;
 
 	switch (g->kind) {
 	case PT_GPU_API:
-		return pt_trace__api(t, g);
+		return pt_trace__api(t, g, pid);
 	case PT_GPU_KERNEL:
 		dev = g->kernel.device_id;
 		stream = g->kernel.stream_id;
@@ -362,7 +455,10 @@ int pt_trace__gpu(struct pt_trace *t, const struct pt_gpu_rec *g)
 	default:
 		return 0;
 	}
-	v = add(t, TRK_GPU, dev, stream, g->start_ns, g->end_ns, &e);
+	p = proc_idx(t, pid);
+	if (p < 0)
+		return drop(t, g->start_ns, 1, (int)p);
+	v = add(t, TRK_GPU, (uint32_t)p, dev, stream, g->start_ns, g->end_ns, &e);
 	if (!v)
 		return drop(t, g->start_ns, 1, e);
 	v->corr = g->correlation_id;
@@ -382,56 +478,75 @@ int pt_trace__gpu(struct pt_trace *t, const struct pt_gpu_rec *g)
 		break;
 	}
 	t->nev++;
-	note_corr(t, g->correlation_id, CF_WORK, g->start_ns);
+	note_corr(t, (uint32_t)p, g->correlation_id, CF_WORK, g->start_ns);
 	return 0;
 }
 
-int pt_trace__thread_name(struct pt_trace *t, uint32_t tid, const char *name)
+int pt_trace__thread_name(struct pt_trace *t, uint32_t tid, uint32_t pid, const char *name)
 {
-	uint32_t *v = map_get(&t->name_map, tid);
-	char *s = strdup(name ? name : "");
+	long p = pid ? proc_idx(t, pid) : 0;
+	long k = p < 0 ? p : thr_idx(t, tid);
+	char *s;
 
+	if (k < 0)
+		return (int)k;
+	s = strdup(name ? name : "");
 	if (!s)
 		return -ENOMEM;
-	if (v) {
-		free(t->names[*v]);
-		t->names[*v] = s;
-		return 0;
-	}
-	if (grow((void **)&t->names, &t->cnames, t->nnames, sizeof(*t->names), 0) ||
-	    !map_put(&t->name_map, tid, (uint32_t)t->nnames)) {
-		free(s);
-		return -ENOMEM;
-	}
-	t->names[t->nnames++] = s;
+	free(t->thr[k].name);
+	t->thr[k].name = s;
+	if (pid)
+		t->thr[k].proc = (uint32_t)p + 1;
 	return 0;
 }
 
 bool pt_trace__has_thread_name(const struct pt_trace *t, uint32_t tid)
 {
-	return map_get(&t->name_map, tid) != NULL;
+	uint32_t *v = map_get(&t->name_map, tid);
+
+	return v && t->thr[*v].name;
 }
 
 /* ---- stats ---- */
 
-static size_t ndevices(const struct pt_trace *t)
+/* Whether track i is the first of its GPU (process, device). */
+static bool first_of_gpu(const struct pt_trace *t, size_t i)
+{
+	const struct track *k = &t->trk[i];
+
+	if (k->cls != TRK_GPU)
+		return false;
+	for (size_t j = 0; j < i; j++)
+		if (t->trk[j].cls == TRK_GPU && t->trk[j].proc == k->proc && t->trk[j].dev == k->dev)
+			return false;
+	return true;
+}
+
+/* GPU pseudo processes: one per (process, device). */
+static size_t ngpus(const struct pt_trace *t)
 {
 	size_t n = 0;
 
-	for (size_t i = 0; i < t->ntrk; i++) {
-		bool seen = false;
-
-		if (t->trk[i].cls != TRK_GPU)
-			continue;
-		for (size_t j = 0; j < i && !seen; j++)
-			seen = t->trk[j].cls == TRK_GPU && t->trk[j].dev == t->trk[i].dev;
-		n += !seen;
-	}
+	for (size_t i = 0; i < t->ntrk; i++)
+		n += first_of_gpu(t, i);
 	return n;
+}
+
+/* Host processes as the write will have them if its procs are the pids
+ * that came here (pid 0 stands for procs[0]). */
+static size_t nhosts(const struct pt_trace *t)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < t->nprocs; i++)
+		n += t->procs[i].pid != 0;
+	return n ? n : 1;
 }
 
 void pt_trace__stats(const struct pt_trace *t, struct pt_trace_stats *st)
 {
+	uint64_t n;
+
 	memset(st, 0, sizeof(*st));
 	if (!t)
 		return;
@@ -440,9 +555,11 @@ void pt_trace__stats(const struct pt_trace *t, struct pt_trace_stats *st)
 	st->dropped = t->dropped;
 	st->max_events = t->max;
 	st->truncated = t->dropped > 0;
-	/* process_name of the host and of each GPU, thread_name per track,
-	 * the truncation marker */
-	st->events = st->kept + 1 + ndevices(t) + t->ntrk + st->truncated;
+	/* process_name of each host process and of each GPU, with
+	 * process_sort_index when several host processes, thread_name per
+	 * track, the truncation marker */
+	n = nhosts(t) + ngpus(t);
+	st->events = st->kept + n + (nhosts(t) > 1 ? n : 0) + t->ntrk + st->truncated;
 }
 
 /* ---- writing ---- */
@@ -670,36 +787,49 @@ struct wctx {
 	FILE *f;
 	const struct pt_trace_write_opts *o;
 	bool first;
+	uint32_t *tpid;  /* pid in the file of each track */
+	uint32_t *hosts; /* host processes: procs, then pids not listed */
+	size_t nhosts;
 };
 
-static void track_ids(const struct wctx *w, const struct track *k, uint32_t *pid, uint32_t *tid)
+/* The real pid of process index p (pid 0: procs[0]). */
+static uint32_t real_pid(const struct wctx *w, uint32_t p)
 {
-	*pid = (uint32_t)w->o->pid;
+	uint32_t pid = w->t->procs[p].pid;
+
+	return pid ? pid : (uint32_t)w->o->procs[0].pid;
+}
+
+static uint32_t track_pid(const struct wctx *w, const struct track *k)
+{
+	const struct pt_trace *t = w->t;
+	uint32_t *v;
+
+	if (k->cls == TRK_GPU)
+		return PT_TRACE_GPU_PID + t->procs[k->proc].gslot * 256 + k->dev;
+	v = map_get(&t->name_map, k->id);
+	if (!v || !t->thr[*v].proc)
+		return (uint32_t)w->o->procs[0].pid;
+	return real_pid(w, t->thr[*v].proc - 1);
+}
+
+static uint32_t track_tid(const struct track *k)
+{
 	switch (k->cls) {
-	case TRK_HOST:
-		*tid = k->id;
-		break;
 	case TRK_STEPS:
-		*tid = PT_TRACE_STEPS_TID + k->id;
-		break;
+		return PT_TRACE_STEPS_TID + k->id;
 	case TRK_API:
-		*tid = PT_TRACE_API_TID + k->id;
-		break;
+		return PT_TRACE_API_TID + k->id;
 	default:
-		*pid = PT_TRACE_GPU_PID + k->dev;
-		*tid = k->id;
-		break;
+		return k->id; /* the tid, or the stream */
 	}
 }
 
 /* Start an event: `{"ph":"X","pid":..,"tid":..` with the separator. */
-static void ev_open(struct wctx *w, const char *ph, const struct track *k)
+static void ev_open(struct wctx *w, const char *ph, uint32_t track)
 {
-	uint32_t pid, tid;
-
-	track_ids(w, k, &pid, &tid);
-	fprintf(w->f, "%s\n{\"ph\":\"%s\",\"pid\":%u,\"tid\":%u", w->first ? "" : ",", ph, pid,
-		tid);
+	fprintf(w->f, "%s\n{\"ph\":\"%s\",\"pid\":%u,\"tid\":%u", w->first ? "" : ",", ph,
+		w->tpid[track], track_tid(&w->t->trk[track]));
 	w->first = false;
 }
 
@@ -707,37 +837,96 @@ static const char *host_name(const struct pt_trace *t, uint32_t tid)
 {
 	uint32_t *v = map_get(&t->name_map, tid);
 
-	return v && t->names[*v][0] ? t->names[*v] : NULL;
+	return v && t->thr[*v].name && t->thr[*v].name[0] ? t->thr[*v].name : NULL;
+}
+
+static size_t host_pos(const struct wctx *w, uint32_t pid)
+{
+	size_t i = 0;
+
+	while (i < w->nhosts && w->hosts[i] != pid)
+		i++;
+	return i;
+}
+
+/* The host processes in file order: procs as given, then the pids that
+ * came to pt_trace without being listed (once each). 0 or -ENOMEM. */
+static int list_hosts(struct wctx *w)
+{
+	const struct pt_trace *t = w->t;
+
+	w->hosts = calloc(w->o->nprocs + t->nprocs, sizeof(*w->hosts));
+	if (!w->hosts)
+		return -ENOMEM;
+	for (size_t i = 0; i < w->o->nprocs; i++) {
+		uint32_t pid = (uint32_t)w->o->procs[i].pid;
+
+		if (host_pos(w, pid) == w->nhosts)
+			w->hosts[w->nhosts++] = pid;
+	}
+	for (size_t i = 0; i < t->nprocs; i++) {
+		uint32_t pid = t->procs[i].pid;
+
+		if (pid && host_pos(w, pid) == w->nhosts)
+			w->hosts[w->nhosts++] = pid;
+	}
+	return 0;
+}
+
+static void put_proc_meta(struct wctx *w, uint32_t pid, const char *name, int rank,
+			  long sort_index)
+{
+	FILE *f = w->f;
+
+	fprintf(f, "%s\n{\"ph\":\"M\",\"pid\":%u,\"name\":\"process_name\",\"args\":{\"name\":\"",
+		w->first ? "" : ",", pid);
+	put_esc(f, name);
+	if (rank >= 0)
+		fprintf(f, " rank %d", rank);
+	fputs("\"}}", f);
+	w->first = false;
+	if (sort_index >= 0)
+		fprintf(f, ",\n{\"ph\":\"M\",\"pid\":%u,\"name\":\"process_sort_index\","
+			   "\"args\":{\"sort_index\":%ld}}",
+			pid, sort_index);
 }
 
 static void put_meta(struct wctx *w)
 {
 	struct pt_trace *t = w->t;
+	bool sorted = w->nhosts > 1, several_gpus = t->ngslots > 1;
 	FILE *f = w->f;
+	char name[64];
 
-	fprintf(f, "\n{\"ph\":\"M\",\"pid\":%d,\"name\":\"process_name\",\"args\":{\"name\":",
-		w->o->pid);
-	put_str(f, w->o->process_name ? w->o->process_name : "process");
-	fputs("}}", f);
-	w->first = false;
+	for (size_t i = 0; i < w->nhosts; i++) {
+		const struct pt_trace_proc *p = NULL;
+
+		for (size_t j = 0; j < w->o->nprocs && !p; j++)
+			if ((uint32_t)w->o->procs[j].pid == w->hosts[i])
+				p = &w->o->procs[j];
+		put_proc_meta(w, w->hosts[i], p && p->name ? p->name : "process", p ? p->rank : -1,
+			      sorted ? (long)i : -1);
+	}
+	/* each process's GPUs after all host processes, in host order */
 	for (size_t i = 0; i < t->ntrk; i++) {
 		const struct track *k = &t->trk[i];
-		bool seen = false;
+		uint32_t pid;
 
-		if (k->cls != TRK_GPU)
+		if (!first_of_gpu(t, i))
 			continue;
-		for (size_t j = 0; j < i && !seen; j++)
-			seen = t->trk[j].cls == TRK_GPU && t->trk[j].dev == k->dev;
-		if (!seen)
-			fprintf(f, ",\n{\"ph\":\"M\",\"pid\":%u,\"name\":\"process_name\","
-				   "\"args\":{\"name\":\"GPU %u\"}}",
-				PT_TRACE_GPU_PID + k->dev, k->dev);
+		pid = real_pid(w, k->proc);
+		if (several_gpus)
+			snprintf(name, sizeof(name), "GPU %u (pid %u)", k->dev, pid);
+		else
+			snprintf(name, sizeof(name), "GPU %u", k->dev);
+		put_proc_meta(w, w->tpid[i], name, -1,
+			      sorted ? (long)(w->nhosts + host_pos(w, pid) * 256 + k->dev) : -1);
 	}
 	for (size_t i = 0; i < t->ntrk; i++) {
 		const struct track *k = &t->trk[i];
 		const char *hn = k->cls != TRK_GPU ? host_name(t, k->id) : NULL;
 
-		ev_open(w, "M", k);
+		ev_open(w, "M", (uint32_t)i);
 		fputs(",\"name\":\"thread_name\",\"args\":{\"name\":\"", f);
 		if (k->cls == TRK_GPU)
 			fprintf(f, "stream %u", k->id);
@@ -805,7 +994,7 @@ static char flow_end(struct pt_trace *t, const struct ev *e)
 	if (!e->corr || (e->kind != EV_API && e->kind != EV_KERNEL && e->kind != EV_MEMCPY &&
 			 e->kind != EV_MEMSET))
 		return 0;
-	st = map_get(&t->corr_map, e->corr);
+	st = map_get(&t->corr_map, corr_key(e->proc, e->corr));
 	if (!st || !(*st & CF_FLOW))
 		return 0;
 	bit = e->kind == EV_API ? CF_S_DONE : CF_F_DONE;
@@ -822,7 +1011,7 @@ static void put_event(struct wctx *w, const struct ev *e)
 	FILE *f = w->f;
 	char fe;
 
-	ev_open(w, "X", k);
+	ev_open(w, "X", e->track);
 	fputs(",\"ts\":", f);
 	put_us(f, ts);
 	fputs(",\"dur\":", f);
@@ -875,11 +1064,12 @@ static void put_event(struct wctx *w, const struct ev *e)
 		return;
 	/* s at the launch call's start, bound to it; f at the work's start,
 	 * bound to the slice enclosing it (bp e): the work itself */
-	ev_open(w, fe == 's' ? "s" : "f", k);
+	ev_open(w, fe == 's' ? "s" : "f", e->track);
 	fputs(",\"ts\":", f);
 	put_us(f, ts);
-	fprintf(f, ",\"id\":%u,\"name\":\"launch\",\"cat\":\"cuda_flow\"%s}", e->corr,
-		fe == 'f' ? ",\"bp\":\"e\"" : "");
+	/* ids unique across processes, the correlation id for the first */
+	fprintf(f, ",\"id\":%" PRIu64 ",\"name\":\"launch\",\"cat\":\"cuda_flow\"%s}",
+		corr_key(e->proc, e->corr), fe == 'f' ? ",\"bp\":\"e\"" : "");
 }
 
 static int ev_cmp(const void *a, const void *b)
@@ -898,10 +1088,20 @@ static int ev_cmp(const void *a, const void *b)
 int pt_trace__write(struct pt_trace *t, FILE *f, const struct pt_trace_write_opts *o)
 {
 	struct wctx w = { .t = t, .f = f, .o = o, .first = true };
+	const struct pt_trace_proc *main_proc;
 	struct pt_trace_stats st;
 
-	if (!t || !f || !o)
+	if (!t || !f || !o || !o->procs || !o->nprocs)
 		return -EINVAL;
+	main_proc = &o->procs[0];
+	w.tpid = calloc(t->ntrk + 1, sizeof(*w.tpid));
+	if (!w.tpid || list_hosts(&w)) {
+		free(w.tpid);
+		free(w.hosts);
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < t->ntrk; i++)
+		w.tpid[i] = track_pid(&w, &t->trk[i]);
 	pt_trace__stats(t, &st);
 	if (t->nev)
 		qsort(t->ev, t->nev, sizeof(*t->ev), ev_cmp);
@@ -913,8 +1113,8 @@ int pt_trace__write(struct pt_trace *t, FILE *f, const struct pt_trace_write_opt
 		put_event(&w, &t->ev[i]);
 	if (st.truncated) {
 		/* a global instant where the trace stops being complete */
-		fprintf(f, ",\n{\"ph\":\"i\",\"s\":\"g\",\"pid\":%d,\"tid\":%d,\"ts\":", o->pid,
-			o->pid);
+		fprintf(f, ",\n{\"ph\":\"i\",\"s\":\"g\",\"pid\":%d,\"tid\":%d,\"ts\":",
+			main_proc->pid, main_proc->pid);
 		put_us(f, (int64_t)(t->first_drop_ts - o->t0));
 		fprintf(f, ",\"name\":\"proftrace: trace cut at %" PRIu64 " events "
 			   "(--trace-max-events), %" PRIu64 " dropped from here on\","
@@ -924,8 +1124,8 @@ int pt_trace__write(struct pt_trace *t, FILE *f, const struct pt_trace_write_opt
 	fputs("\n],\n\"displayTimeUnit\":\"ms\",\n"
 	      "\"otherData\":{\"tool\":\"proftrace\",\"version\":", f);
 	put_str(f, o->version ? o->version : "");
-	fprintf(f, ",\"pid\":%d,\"comm\":", o->pid);
-	put_str(f, o->process_name);
+	fprintf(f, ",\"pid\":%d,\"comm\":", main_proc->pid);
+	put_str(f, main_proc->name);
 	fprintf(f, ",\"t0_mono_ns\":%" PRIu64 ",\"start_unix_ns\":%" PRIu64
 		   ",\"time_unit\":\"ts and dur in microseconds since proftrace attached "
 		   "(start_unix_ns)\",\"max_events\":%" PRIu64 ",\"events\":%" PRIu64
@@ -938,6 +1138,8 @@ int pt_trace__write(struct pt_trace *t, FILE *f, const struct pt_trace_write_opt
 			   "--trace-max-events for the whole run\"",
 			st.max_events, st.dropped);
 	fputs("}}\n", f);
+	free(w.tpid);
+	free(w.hosts);
 	if (fflush(f) == EOF || ferror(f))
 		return -EIO;
 	return 0;

@@ -23,10 +23,13 @@
 
 static const char *const bnames[] = { "engine.schedule", "engine.forward", "model.layer" };
 
-/* Write t and parse it; *text keeps the file's bytes. */
-static cJSON *render(struct pt_trace *t, char **text)
+static const struct pt_trace_proc one_proc = { .pid = PID, .name = "engine", .rank = -1 };
+
+/* Write t for processes procs and parse it; *text keeps the file's bytes. */
+static cJSON *render_procs(struct pt_trace *t, const struct pt_trace_proc *procs, size_t nprocs,
+			   char **text)
 {
-	struct pt_trace_write_opts o = { .pid = PID, .process_name = "engine", .t0 = T0,
+	struct pt_trace_write_opts o = { .procs = procs, .nprocs = nprocs, .t0 = T0,
 					 .start_unix_ns = 1700000000000000000ull,
 					 .version = "test", .bucket_names = bnames };
 	size_t len = 0;
@@ -40,6 +43,11 @@ static cJSON *render(struct pt_trace *t, char **text)
 	if (!doc)
 		fail_msg("not JSON near: %.80s", cJSON_GetErrorPtr());
 	return doc;
+}
+
+static cJSON *render(struct pt_trace *t, char **text)
+{
+	return render_procs(t, &one_proc, 1, text);
 }
 
 static const cJSON *events(const cJSON *doc)
@@ -160,7 +168,7 @@ static void test_slices_nesting(void **state)
 
 	/* step [1000, 9000) holds forward [1000, 8000) holds layer x2; the
 	 * first layer starts with forward (equal bounds) */
-	pt_trace__thread_name(t, TID, "worker");
+	pt_trace__thread_name(t, TID, PID, "worker");
 	assert_true(pt_trace__has_thread_name(t, TID));
 	assert_false(pt_trace__has_thread_name(t, TID + 1));
 	assert_int_equal(pt_trace__slice(t, TID, T0 + 1000, T0 + 3000, "model_layer", false, 4), 0);
@@ -237,7 +245,7 @@ static void test_escaping(void **state)
 	for (size_t i = 0; i < n; i++)
 		pt_trace__slice(t, TID, T0 + 1000 * (i + 1), T0 + 1000 * (i + 1) + 10, names[i].in,
 				false, 0);
-	pt_trace__thread_name(t, TID, "we\"ird\\\n");
+	pt_trace__thread_name(t, TID, PID, "we\"ird\\\n");
 	doc = render(t, &text);
 	for (size_t i = 0; i < n; i++) {
 		const cJSON *e = find(doc, "X", NULL, (int)i);
@@ -267,7 +275,7 @@ static void test_steps(void **state)
 	char *text = NULL;
 	cJSON *doc;
 
-	pt_trace__thread_name(t, TID, "engine");
+	pt_trace__thread_name(t, TID, PID, "engine");
 	assert_int_equal(pt_trace__step(t, &s), 0);
 	bns[1] = 0; /* copied: the aggregator reuses its array */
 	s.index = 8;
@@ -365,10 +373,11 @@ static void check_flows(const cJSON *doc, size_t want)
 		assert_non_null(api);
 		assert_non_null(work);
 		assert_string_equal(str(api, "cat"), "cuda_api");
+		/* the id's low half: the correlation id, in every process */
 		assert_int_equal(num(cJSON_GetObjectItemCaseSensitive(api, "args"), "correlation"),
-				 num(s, "id"));
+				 (uint64_t)num(s, "id") & 0xffffffffu);
 		assert_int_equal(num(cJSON_GetObjectItemCaseSensitive(work, "args"), "correlation"),
-				 num(s, "id"));
+				 (uint64_t)num(s, "id") & 0xffffffffu);
 	}
 	assert_int_equal(n, want);
 	assert_int_equal(count_ph(doc, "f"), want);
@@ -383,18 +392,18 @@ static void test_gpu_and_flows(void **state)
 	struct pt_trace_stats st;
 	cJSON *doc;
 
-	pt_trace__thread_name(t, TID, "engine");
+	pt_trace__thread_name(t, TID, PID, "engine");
 	/* 1: launch then kernel (the usual order: activity comes late) */
 	r = api(1, T0 + 1000, T0 + 2000, 211);
-	assert_int_equal(pt_trace__gpu(t, &r), 0);
+	assert_int_equal(pt_trace__gpu(t, &r, PID), 0);
 	r = kernel(1, T0 + 3000, T0 + 9000, "attn_fwd<\"half\">");
-	assert_int_equal(pt_trace__gpu(t, &r), 0);
+	assert_int_equal(pt_trace__gpu(t, &r, PID), 0);
 	/* 2: a launch whose kernel never came */
 	r = api(2, T0 + 10000, T0 + 11000, 211);
-	pt_trace__api(t, &r);
+	pt_trace__api(t, &r, PID);
 	/* 3: a kernel whose launch was not seen */
 	r = kernel(3, T0 + 12000, T0 + 13000, NULL);
-	pt_trace__gpu(t, &r);
+	pt_trace__gpu(t, &r, PID);
 	/* 4: a copy first, then its call (a driver call, named) */
 	r = (struct pt_gpu_rec){ .kind = PT_GPU_MEMCPY, .correlation_id = 4,
 				 .start_ns = T0 + 15000, .end_ns = T0 + 16000 };
@@ -402,26 +411,26 @@ static void test_gpu_and_flows(void **state)
 	r.memcpy.copy_kind = 1;
 	r.memcpy.device_id = 1;
 	r.memcpy.stream_id = 7;
-	pt_trace__gpu(t, &r);
+	pt_trace__gpu(t, &r, PID);
 	r = api(4, T0 + 14000, T0 + 14500, 279);
 	r.api.driver = true;
-	pt_trace__gpu(t, &r);
+	pt_trace__gpu(t, &r, PID);
 	/* 5: a runtime call and the driver call under it share the id: the
 	 * arrow starts at the outer one; an unknown cbid gets a number */
 	r = api(5, T0 + 20000, T0 + 21000, 99999);
 	r.api.driver = true;
-	pt_trace__gpu(t, &r);
+	pt_trace__gpu(t, &r, PID);
 	r = api(5, T0 + 19000, T0 + 22000, 211);
-	pt_trace__gpu(t, &r);
+	pt_trace__gpu(t, &r, PID);
 	r = (struct pt_gpu_rec){ .kind = PT_GPU_MEMSET, .correlation_id = 5,
 				 .start_ns = T0 + 23000, .end_ns = T0 + 24000 };
 	r.memset.bytes = 4096;
 	r.memset.device_id = 0;
 	r.memset.stream_id = 3;
-	pt_trace__gpu(t, &r);
+	pt_trace__gpu(t, &r, PID);
 	/* sync records are not drawn */
 	r = (struct pt_gpu_rec){ .kind = PT_GPU_SYNC, .start_ns = T0, .end_ns = T0 + 1 };
-	assert_int_equal(pt_trace__gpu(t, &r), 0);
+	assert_int_equal(pt_trace__gpu(t, &r, PID), 0);
 	pt_trace__stats(t, &st);
 	assert_int_equal(st.flows, 3);
 	assert_int_equal(st.kept, 9 + 6);
@@ -452,6 +461,13 @@ static void test_gpu_and_flows(void **state)
 	e = find(doc, "M", "process_name", 1);
 	assert_int_equal(num(e, "pid"), PT_TRACE_GPU_PID + 1);
 	assert_string_equal(str(cJSON_GetObjectItemCaseSensitive(e, "args"), "name"), "GPU 1");
+	e = find(doc, "M", "process_name", 2);
+	assert_int_equal(num(e, "pid"), PT_TRACE_GPU_PID + 0);
+	assert_string_equal(str(cJSON_GetObjectItemCaseSensitive(e, "args"), "name"), "GPU 0");
+	assert_null(find(doc, "M", "process_name", 3));
+	/* one process: flow ids are the correlation ids, no sort indices */
+	assert_null(find(doc, "M", "process_sort_index", 0));
+	assert_int_equal(num(find(doc, "s", NULL, 0), "id"), 1);
 	check_count(t, doc);
 	cJSON_Delete(doc);
 	free(text);
@@ -511,13 +527,13 @@ static void test_flow_bound(void **state)
 	cJSON *doc;
 
 	r = api(1, T0 + 1000, T0 + 2000, 211);
-	pt_trace__gpu(t, &r);
+	pt_trace__gpu(t, &r, PID);
 	r = kernel(1, T0 + 3000, T0 + 4000, "k");
-	pt_trace__gpu(t, &r); /* kept, but the arrow does not fit: 2 + 2 > 3 */
+	pt_trace__gpu(t, &r, PID); /* kept, but the arrow does not fit: 2 + 2 > 3 */
 	r = api(2, T0 + 5000, T0 + 6000, 211);
-	pt_trace__gpu(t, &r); /* kept: the third */
+	pt_trace__gpu(t, &r, PID); /* kept: the third */
 	r = kernel(2, T0 + 7000, T0 + 8000, "k");
-	assert_int_equal(pt_trace__gpu(t, &r), -ENOSPC);
+	assert_int_equal(pt_trace__gpu(t, &r, PID), -ENOSPC);
 	pt_trace__stats(t, &st);
 	assert_int_equal(st.flows, 0);
 	assert_int_equal(st.kept, 3);
@@ -533,11 +549,11 @@ static void test_flow_bound(void **state)
 	/* room for exactly one slice pair and its arrow */
 	t = pt_trace__new(4, 0);
 	r = api(1, T0 + 1000, T0 + 2000, 211);
-	pt_trace__gpu(t, &r);
+	pt_trace__gpu(t, &r, PID);
 	r = kernel(1, T0 + 3000, T0 + 4000, "k");
-	pt_trace__gpu(t, &r);
+	pt_trace__gpu(t, &r, PID);
 	r = kernel(9, T0 + 5000, T0 + 6000, "k");
-	assert_int_equal(pt_trace__gpu(t, &r), -ENOSPC);
+	assert_int_equal(pt_trace__gpu(t, &r, PID), -ENOSPC);
 	pt_trace__stats(t, &st);
 	assert_int_equal(st.flows, 1);
 	assert_int_equal(st.kept, 4);
@@ -560,7 +576,7 @@ static void test_many(void **state)
 	for (uint32_t tid = 1; tid <= 300; tid++) {
 		snprintf(name, sizeof(name), "w%u", tid);
 		if (tid % 2)
-			pt_trace__thread_name(t, tid, name);
+			pt_trace__thread_name(t, tid, PID, name);
 		for (int i = 0; i < 50; i++)
 			pt_trace__slice(t, tid, T0 + 100 * (uint64_t)i, T0 + 100 * (uint64_t)i + 50,
 					"f", false, 0);
@@ -568,9 +584,9 @@ static void test_many(void **state)
 	for (uint32_t c = 1; c <= 2000; c++) {
 		struct pt_gpu_rec r = kernel(c, T0 + c * 10, T0 + c * 10 + 5, "k");
 
-		pt_trace__gpu(t, &r);
+		pt_trace__gpu(t, &r, PID);
 		r = api(c, T0 + c * 10 - 3, T0 + c * 10 - 1, 211);
-		pt_trace__gpu(t, &r);
+		pt_trace__gpu(t, &r, PID);
 	}
 	pt_trace__stats(t, &st);
 	assert_int_equal(st.flows, 2000);
@@ -585,6 +601,354 @@ static void test_many(void **state)
 	pt_trace__free(t);
 }
 
+/* ---- several processes in one file ---- */
+
+#define PID2 5151
+#define TID2 5152
+
+/* args.name of the process_name M event of pid (there is at most one). */
+static const char *proc_name(const cJSON *doc, double pid)
+{
+	const char *name = NULL;
+	const cJSON *e;
+
+	cJSON_ArrayForEach(e, events(doc))
+	{
+		if (!is(e, "M") || strcmp(str(e, "name"), "process_name") || num(e, "pid") != pid)
+			continue;
+		assert_null(name);
+		name = str(cJSON_GetObjectItemCaseSensitive(e, "args"), "name");
+	}
+	return name;
+}
+
+/* args.sort_index of the process_sort_index M event of pid, -1: none. */
+static double sort_index(const cJSON *doc, double pid)
+{
+	const cJSON *e;
+
+	cJSON_ArrayForEach(e, events(doc))
+	{
+		if (is(e, "M") && !strcmp(str(e, "name"), "process_sort_index") &&
+		    num(e, "pid") == pid)
+			return num(cJSON_GetObjectItemCaseSensitive(e, "args"), "sort_index");
+	}
+	return -1;
+}
+
+static size_t count_meta(const cJSON *doc, const char *name)
+{
+	const cJSON *e;
+	size_t n = 0;
+
+	cJSON_ArrayForEach(e, events(doc)) n += is(e, "M") && !strcmp(str(e, "name"), name);
+	return n;
+}
+
+/* Threads of two processes: each thread's tracks under its own pid. */
+static void test_procs_threads(void **state)
+{
+	static const struct pt_trace_proc procs[] = { { PID, "engine", 0 }, { PID2, "engine", 1 } };
+	static const struct pt_trace_proc rev[] = { { PID2, "rank1", -1 }, { PID, NULL, 3 } };
+	struct pt_trace *t = pt_trace__new(100, 0);
+	struct pt_step st = { .index = 1, .pid = PID2, .tid = TID2, .t_start = T0 + 1000,
+			      .t_end = T0 + 4000 };
+	struct pt_gpu_rec r;
+	const cJSON *e;
+	char *text = NULL;
+	cJSON *doc;
+
+	assert_int_equal(pt_trace__thread_name(t, TID, PID, "w0"), 0);
+	assert_int_equal(pt_trace__thread_name(t, TID2, PID2, "w1"), 0);
+	assert_int_equal(pt_trace__slice(t, TID, T0 + 1000, T0 + 2000, "f0", false, 0), 0);
+	assert_int_equal(pt_trace__slice(t, TID2, T0 + 1500, T0 + 2500, "f1", false, 0), 0);
+	assert_int_equal(pt_trace__step(t, &st), 0);
+	r = api(1, T0 + 1600, T0 + 1700, 211);
+	r.api.tid = TID2;
+	assert_int_equal(pt_trace__api(t, &r, PID2), 0);
+	/* a thread seen only in a CUDA call goes under that call's pid, and
+	 * is still to be named */
+	r = api(2, T0 + 1800, T0 + 1900, 211);
+	r.api.tid = 6000;
+	assert_int_equal(pt_trace__gpu(t, &r, PID2), 0);
+	assert_false(pt_trace__has_thread_name(t, 6000));
+	/* named again without a pid: the new name, the pid known so far */
+	assert_int_equal(pt_trace__thread_name(t, TID2, 0, "w1b"), 0);
+	doc = render_procs(t, procs, 2, &text);
+
+	e = find(doc, "X", "f0", 0);
+	assert_int_equal(num(e, "pid"), PID);
+	assert_int_equal(num(e, "tid"), TID);
+	e = find(doc, "X", "f1", 0);
+	assert_int_equal(num(e, "pid"), PID2);
+	assert_int_equal(num(e, "tid"), TID2);
+	e = find(doc, "X", "step 1", 0);
+	assert_int_equal(num(e, "pid"), PID2);
+	assert_int_equal(num(e, "tid"), PT_TRACE_STEPS_TID + TID2);
+	e = find(doc, "X", "cudaLaunchKernel", 0);
+	assert_int_equal(num(e, "pid"), PID2);
+	assert_int_equal(num(e, "tid"), PT_TRACE_API_TID + TID2);
+	e = find(doc, "X", "cudaLaunchKernel", 1);
+	assert_int_equal(num(e, "pid"), PID2);
+	assert_int_equal(num(e, "tid"), PT_TRACE_API_TID + 6000);
+
+	assert_int_equal(count_meta(doc, "process_name"), 2);
+	assert_string_equal(proc_name(doc, PID), "engine rank 0");
+	assert_string_equal(proc_name(doc, PID2), "engine rank 1");
+	assert_int_equal(count_meta(doc, "process_sort_index"), 2);
+	assert_true(sort_index(doc, PID) == 0 && sort_index(doc, PID2) == 1);
+	assert_string_equal(thread_name(doc, PID, TID), "w0");
+	assert_string_equal(thread_name(doc, PID2, TID2), "w1b");
+	assert_string_equal(thread_name(doc, PID2, PT_TRACE_STEPS_TID + TID2), "w1b steps");
+	assert_string_equal(thread_name(doc, PID2, PT_TRACE_API_TID + TID2), "w1b CUDA API");
+	assert_string_equal(thread_name(doc, PID2, PT_TRACE_API_TID + 6000),
+			    "thread 6000 CUDA API");
+	assert_null(thread_name(doc, PID, TID2));
+	assert_int_equal(num(other(doc), "pid"), PID);
+	assert_string_equal(str(other(doc), "comm"), "engine");
+	check_count(t, doc);
+	cJSON_Delete(doc);
+	free(text);
+
+	/* the order given is the sort order; no comm: "process" */
+	doc = render_procs(t, rev, 2, &text);
+	assert_string_equal(proc_name(doc, PID2), "rank1");
+	assert_string_equal(proc_name(doc, PID), "process rank 3");
+	assert_true(sort_index(doc, PID2) == 0 && sort_index(doc, PID) == 1);
+	assert_int_equal(num(other(doc), "pid"), PID2);
+	assert_int_equal(num(find(doc, "X", "f0", 0), "pid"), PID);
+	check_count(t, doc);
+	cJSON_Delete(doc);
+	free(text);
+	pt_trace__free(t);
+}
+
+static struct pt_gpu_rec api_of(uint32_t corr, uint64_t s, uint32_t tid)
+{
+	struct pt_gpu_rec r = api(corr, s, s + 100, 211);
+
+	r.api.tid = tid;
+	return r;
+}
+
+static struct pt_gpu_rec kernel_on(uint32_t corr, uint64_t s, uint32_t dev, const char *name)
+{
+	struct pt_gpu_rec r = kernel(corr, s, s + 200, name);
+
+	r.kernel.device_id = dev;
+	return r;
+}
+
+/*
+ * Two processes on their device 0, with the same correlation ids: two GPU
+ * pseudo processes, and every arrow stays within its process.
+ */
+static void test_procs_gpu(void **state)
+{
+	static const struct pt_trace_proc procs[] = { { PID, "engine", 0 }, { PID2, "engine", 1 } };
+	const double gpu1 = PT_TRACE_GPU_PID + 256, gpu2 = PT_TRACE_GPU_PID; /* PID2's came first */
+	struct pt_trace *t = pt_trace__new(100, 0);
+	const double want_ids[] = { 1, 2, 4294967297.0, 4294967298.0 };
+	struct pt_trace_stats st;
+	struct pt_gpu_rec r;
+	const cJSON *s, *e;
+	char *text = NULL;
+	size_t nids = 0;
+	double ids[8];
+	cJSON *doc;
+
+	pt_trace__thread_name(t, TID, PID, "r0");
+	pt_trace__thread_name(t, TID2, PID2, "r1");
+	/* correlation 1 in both; PID2's GPU work comes first */
+	r = api_of(1, T0 + 1000, TID2);
+	assert_int_equal(pt_trace__gpu(t, &r, PID2), 0);
+	r = kernel_on(1, T0 + 1500, 0, "k1 of r1");
+	assert_int_equal(pt_trace__gpu(t, &r, PID2), 0);
+	r = api_of(1, T0 + 1100, TID);
+	assert_int_equal(pt_trace__api(t, &r, PID), 0);
+	r = kernel_on(1, T0 + 1600, 0, "k1 of r0");
+	assert_int_equal(pt_trace__gpu(t, &r, PID), 0);
+	/* correlation 2 in both, the kernels before their launches */
+	r = kernel_on(2, T0 + 3500, 0, "k2 of r0");
+	pt_trace__gpu(t, &r, PID);
+	r = kernel_on(2, T0 + 3600, 0, "k2 of r1");
+	pt_trace__gpu(t, &r, PID2);
+	r = api_of(2, T0 + 3000, TID);
+	pt_trace__gpu(t, &r, PID);
+	r = api_of(2, T0 + 3100, TID2);
+	pt_trace__gpu(t, &r, PID2);
+	/* correlation 3: a launch in one, a kernel in the other: no arrow */
+	r = api_of(3, T0 + 5000, TID);
+	pt_trace__gpu(t, &r, PID);
+	r = kernel_on(3, T0 + 5500, 0, "k3 of r1");
+	pt_trace__gpu(t, &r, PID2);
+	pt_trace__stats(t, &st);
+	assert_int_equal(st.flows, 4);
+	doc = render_procs(t, procs, 2, &text);
+
+	check_flows(doc, 4);
+	/* each arrow from a process's launch to its own GPU's work */
+	cJSON_ArrayForEach(s, events(doc))
+	{
+		const cJSON *f = NULL, *work = NULL;
+		char want[32];
+
+		if (!is(s, "s"))
+			continue;
+		cJSON_ArrayForEach(e, events(doc))
+		{
+			if (is(e, "f") && num(e, "id") == num(s, "id"))
+				f = e;
+		}
+		assert_non_null(f);
+		assert_true(num(s, "pid") == PID || num(s, "pid") == PID2);
+		assert_true(num(f, "pid") == (num(s, "pid") == PID ? gpu1 : gpu2));
+		cJSON_ArrayForEach(e, events(doc))
+		{
+			if (is(e, "X") && num(e, "pid") == num(f, "pid") && num(e, "ts") == num(f, "ts"))
+				work = e;
+		}
+		assert_non_null(work);
+		snprintf(want, sizeof(want), "k%u of r%d",
+			 (unsigned int)((uint64_t)num(s, "id") & 0xffffffffu),
+			 num(s, "pid") == PID ? 0 : 1);
+		assert_string_equal(str(work, "name"), want);
+		for (size_t i = 0; i < nids; i++)
+			assert_true(ids[i] != num(s, "id")); /* unique across processes */
+		ids[nids++] = num(s, "id");
+	}
+	assert_int_equal(nids, 4);
+	for (size_t i = 0; i < 4; i++) {
+		bool found = false;
+
+		for (size_t j = 0; j < nids; j++)
+			found |= ids[j] == want_ids[i];
+		assert_true(found);
+	}
+	/* the kernel without its launch is there, with no arrow */
+	e = find(doc, "X", "k3 of r1", 0);
+	assert_non_null(e);
+	assert_true(num(e, "pid") == gpu2);
+
+	/* a pseudo process per (process, device), named with its pid */
+	assert_true(num(find(doc, "X", "k1 of r0", 0), "pid") == gpu1);
+	assert_true(num(find(doc, "X", "k1 of r1", 0), "pid") == gpu2);
+	assert_int_equal(num(find(doc, "X", "k1 of r1", 0), "tid"), 7);
+	assert_int_equal(count_meta(doc, "process_name"), 4);
+	assert_string_equal(proc_name(doc, gpu1), "GPU 0 (pid 4242)");
+	assert_string_equal(proc_name(doc, gpu2), "GPU 0 (pid 5151)");
+	assert_string_equal(thread_name(doc, gpu1, 7), "stream 7");
+	assert_string_equal(thread_name(doc, gpu2, 7), "stream 7");
+	/* the GPUs after the hosts, in the hosts' order */
+	assert_true(sort_index(doc, PID) == 0 && sort_index(doc, PID2) == 1);
+	assert_true(sort_index(doc, gpu1) > 1);
+	assert_true(sort_index(doc, gpu2) > sort_index(doc, gpu1));
+	check_count(t, doc);
+	cJSON_Delete(doc);
+	free(text);
+	pt_trace__free(t);
+}
+
+/* Two processes, one with GPU work: its GPUs are named as for one. */
+static void test_procs_one_gpu(void **state)
+{
+	static const struct pt_trace_proc procs[] = { { PID, "a", -1 }, { PID2, "b", -1 } };
+	struct pt_trace *t = pt_trace__new(100, 0);
+	struct pt_gpu_rec r;
+	char *text = NULL;
+	cJSON *doc;
+
+	pt_trace__thread_name(t, TID, PID, "a");
+	pt_trace__thread_name(t, TID2, PID2, "b");
+	pt_trace__slice(t, TID, T0 + 100, T0 + 200, "f", false, 0);
+	r = kernel_on(1, T0 + 1000, 2, "k");
+	pt_trace__gpu(t, &r, PID2);
+	r = kernel_on(2, T0 + 2000, 3, "k");
+	pt_trace__gpu(t, &r, PID2);
+	doc = render_procs(t, procs, 2, &text);
+	assert_string_equal(proc_name(doc, PT_TRACE_GPU_PID + 2), "GPU 2");
+	assert_string_equal(proc_name(doc, PT_TRACE_GPU_PID + 3), "GPU 3");
+	assert_int_equal(count_meta(doc, "process_name"), 4);
+	assert_true(sort_index(doc, PT_TRACE_GPU_PID + 2) > 1);
+	check_count(t, doc);
+	cJSON_Delete(doc);
+	free(text);
+	pt_trace__free(t);
+}
+
+/* Threads whose pid never came, and records with pid 0: procs[0]. */
+static void test_unnamed_thread(void **state)
+{
+	static const struct pt_trace_proc procs[] = { { PID2, "b", -1 }, { PID, "a", -1 } };
+	struct pt_trace *t = pt_trace__new(100, 0);
+	struct pt_step st = { .index = 4, .tid = 7777, .t_start = T0 + 100, .t_end = T0 + 900 };
+	struct pt_gpu_rec r;
+	const cJSON *e;
+	char *text = NULL;
+	cJSON *doc;
+
+	pt_trace__thread_name(t, TID, PID, "a0");
+	pt_trace__thread_name(t, PID2, PID2, "b"); /* its main thread: counted */
+	pt_trace__slice(t, TID, T0 + 100, T0 + 200, "of a", false, 0);
+	pt_trace__slice(t, 7777, T0 + 300, T0 + 400, "never named", false, 0);
+	pt_trace__step(t, &st);
+	pt_trace__thread_name(t, 7778, 0, "no pid");
+	pt_trace__slice(t, 7778, T0 + 500, T0 + 600, "named, no pid", false, 0);
+	r = api_of(5, T0 + 700, 7779);
+	pt_trace__api(t, &r, 0);
+	r = kernel_on(5, T0 + 800, 1, "k");
+	pt_trace__gpu(t, &r, 0);
+	doc = render_procs(t, procs, 2, &text);
+
+	assert_int_equal(num(find(doc, "X", "of a", 0), "pid"), PID);
+	e = find(doc, "X", "never named", 0);
+	assert_int_equal(num(e, "pid"), PID2);
+	assert_int_equal(num(e, "tid"), 7777);
+	assert_int_equal(num(find(doc, "X", "step 4", 0), "pid"), PID2);
+	assert_int_equal(num(find(doc, "X", "named, no pid", 0), "pid"), PID2);
+	assert_int_equal(num(find(doc, "X", "cudaLaunchKernel", 0), "pid"), PID2);
+	assert_string_equal(thread_name(doc, PID2, 7777), "thread 7777");
+	assert_string_equal(thread_name(doc, PID2, PT_TRACE_STEPS_TID + 7777), "thread 7777 steps");
+	assert_string_equal(thread_name(doc, PID2, 7778), "no pid");
+	assert_string_equal(thread_name(doc, PID, TID), "a0");
+	/* pid 0's GPU is procs[0]'s, the only one with GPU work */
+	assert_int_equal(num(find(doc, "X", "k", 0), "pid"), PT_TRACE_GPU_PID + 1);
+	assert_string_equal(proc_name(doc, PT_TRACE_GPU_PID + 1), "GPU 1");
+	check_flows(doc, 1);
+	assert_int_equal(count_meta(doc, "process_name"), 3);
+	check_count(t, doc);
+	cJSON_Delete(doc);
+	free(text);
+	pt_trace__free(t);
+}
+
+/* A pid that came here but is not listed still gets its name; no
+ * processes to write: -EINVAL. */
+static void test_procs_unlisted(void **state)
+{
+	struct pt_trace_write_opts o = { .procs = &one_proc, .nprocs = 0 };
+	struct pt_trace *t = pt_trace__new(100, 0);
+	char *text = NULL;
+	cJSON *doc;
+
+	pt_trace__thread_name(t, TID, PID, "main");
+	pt_trace__thread_name(t, TID2, PID2, "child");
+	pt_trace__slice(t, TID2, T0 + 100, T0 + 200, "f", false, 0);
+	doc = render(t, &text);
+	assert_int_equal(num(find(doc, "X", "f", 0), "pid"), PID2);
+	assert_string_equal(proc_name(doc, PID), "engine");
+	assert_string_equal(proc_name(doc, PID2), "process");
+	assert_true(sort_index(doc, PID) == 0 && sort_index(doc, PID2) == 1);
+	check_count(t, doc);
+	cJSON_Delete(doc);
+	free(text);
+	assert_int_equal(pt_trace__write(t, stdout, &o), -EINVAL);
+	o.nprocs = 1;
+	o.procs = NULL;
+	assert_int_equal(pt_trace__write(t, stdout, &o), -EINVAL);
+	pt_trace__free(t);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -596,6 +960,11 @@ int main(void)
 		cmocka_unit_test(test_truncation),
 		cmocka_unit_test(test_flow_bound),
 		cmocka_unit_test(test_many),
+		cmocka_unit_test(test_procs_threads),
+		cmocka_unit_test(test_procs_gpu),
+		cmocka_unit_test(test_procs_one_gpu),
+		cmocka_unit_test(test_unnamed_thread),
+		cmocka_unit_test(test_procs_unlisted),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
