@@ -94,6 +94,7 @@ struct proc {
 	int rank, local_rank; /* RANK, LOCAL_RANK in its environment; -1: not set */
 	int pidfd;            /* readable when it exits; -1: checked each tick */
 	bool ended;           /* exited or exec'ed: its probes are off */
+	bool exec_seen;       /* it exec'ed: ended by the event loop, not in a callback */
 	const char *end_why;  /* "exited" | "exec" */
 	uint64_t t_added, t_ended; /* CLOCK_MONOTONIC ns */
 	uint64_t events;
@@ -2502,11 +2503,8 @@ static void on_proc_event(struct run *r, const struct pt_rec *rec)
 		return;
 	}
 	p = proc_of(r, rec->pid);
-	if (!p)
-		return;
-	end_proc(p, "exec");
-	if (r->multi)
-		add_cand(r, p->tgt.pid, now_ns(CLOCK_MONOTONIC)); /* its new image */
+	if (p)
+		p->exec_seen = true; /* ending it drains the ring: not from in here */
 }
 
 static bool all_ended(const struct run *r)
@@ -2588,6 +2586,11 @@ static int event_loop(struct run *r, const sigset_t *mask)
 		for (size_t i = 0; i < r->nprocs; i++) {
 			struct proc *p = r->procs[i];
 
+			if (p->exec_seen && !p->ended) {
+				end_proc(p, "exec");
+				if (r->multi) /* its new image */
+					add_cand(r, p->tgt.pid, now_ns(CLOCK_MONOTONIC));
+			}
 			if (p->ended)
 				continue;
 			if (p->gpu_attached) {

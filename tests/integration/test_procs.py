@@ -173,6 +173,25 @@ def test_children_started_after_attach():
     eq(s["stats"]["steps"], 2 * n + late_steps, "merged steps")
 
 
+def test_children_exec_gets_a_new_section():
+    """A traced process that exec's: its old image's section ends ("exec"),
+    the new image gets a section of its own, both exact."""
+    n, late_steps = 30, 40
+    s, truth, workers, late, err = _run(lambda launcher, w: str(launcher), ["--children"],
+                                        ["--ranks", 2, "--steps", n, "--late", late_steps,
+                                         "--late-exec"], 3)
+    secs = [p for p in s["processes"] if p["meta"]["pid"] == late]
+    eq(len(secs), 2, "sections of the exec'ing worker:\n" + err)
+    eq(secs[0]["meta"]["ended"], "exec", "first image ended by exec")
+    eq(secs[1]["meta"]["ended"], "exited", "second image exited")
+    assert secs[1]["meta"]["attached_at_s"] >= secs[0]["meta"]["ended_at_s"], "in order"
+    with open("%s.2.pre" % truth) as f:
+        pre = json.load(f)
+    _check_proc(secs[0], pre, "before exec")
+    _check_proc(secs[1], _truth(truth, 2), "after exec")
+    eq(s["stats"]["steps"], 2 * n + late_steps, "merged steps")
+
+
 def test_pid_lists():
     tmp = tempfile.mkdtemp(prefix="pt-it-")
     conf = write_conf(tmp, CONF)

@@ -18,7 +18,9 @@
  * --ranks) that sets itself up for 0.5 s (as a real worker loads its
  * model), runs K steps on its own, without the lockstep, and exits: a
  * child started after proftrace attached. Its pid is printed as
- * "late <pid>".
+ * "late <pid>". --late-exec: the late worker runs half its steps, writes
+ * that truth to <truth>.<rank>.pre and exec's itself (the same pid, a new
+ * image) to run the other half after another 0.5 s.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -77,11 +79,14 @@ static void put_truth(FILE *f, const char *name, const struct vt_truth *t, int l
 }
 
 /* A worker: one step per "g" line on stdin, "d" on stdout after each. */
-static int worker(int rank, int steps, const char *truth, int alone)
+static int worker(int rank, int steps, const char *truth, int alone, int reexec)
 {
 	char path[4096], line[16];
 	FILE *f;
 	int n = 0;
+
+	if (reexec)
+		steps /= 2;
 
 	if (!alone) {
 		printf("ready %d\n", getpid());
@@ -110,7 +115,7 @@ static int worker(int rank, int steps, const char *truth, int alone)
 			nanosleep(&ts, NULL);
 		}
 	}
-	snprintf(path, sizeof(path), "%s.%d", truth, rank);
+	snprintf(path, sizeof(path), "%s.%d%s", truth, rank, reexec ? ".pre" : "");
 	f = fopen(path, "w");
 	if (!f)
 		return 1;
@@ -128,7 +133,18 @@ static int worker(int rank, int steps, const char *truth, int alone)
 	for (int i = 0; i < n; i++)
 		fprintf(f, "%s%llu", i ? "," : "", (unsigned long long)step_outer_ns[i]);
 	fprintf(f, "]}\n");
-	return fclose(f) ? 1 : 0;
+	if (fclose(f))
+		return 1;
+	if (reexec) {
+		char r[16], st[16];
+
+		snprintf(r, sizeof(r), "%d", rank);
+		snprintf(st, sizeof(st), "%d", steps);
+		execl("/proc/self/exe", "victim_ranks", "--worker", r, "--steps", st, "--truth",
+		      truth, "--alone", (char *)NULL);
+		return 1;
+	}
+	return 0;
 }
 
 struct child {
@@ -136,7 +152,8 @@ struct child {
 	FILE *to, *from;
 };
 
-static int spawn(struct child *c, int rank, int steps, const char *truth, int alone)
+static int spawn(struct child *c, int rank, int steps, const char *truth, int alone,
+		 int reexec)
 {
 	int in[2], out[2];
 	char r[16], s[16];
@@ -156,7 +173,8 @@ static int spawn(struct child *c, int rank, int steps, const char *truth, int al
 		close(in[1]);
 		close(out[0]);
 		execl("/proc/self/exe", "victim_ranks", "--worker", r, "--steps", s, "--truth",
-		      truth, alone ? "--alone" : NULL, (char *)NULL);
+		      truth, alone ? "--alone" : "--lockstep", reexec ? "--reexec" : NULL,
+		      (char *)NULL);
 		_exit(127);
 	}
 	close(in[0]);
@@ -169,7 +187,7 @@ static int spawn(struct child *c, int rank, int steps, const char *truth, int al
 int main(int argc, char **argv)
 {
 	const char *truth = NULL;
-	int ranks = 2, steps = 200, rank = -1, late = 0, alone = 0, nk = 0;
+	int ranks = 2, steps = 200, rank = -1, late = 0, alone = 0, nk = 0, reexec = 0;
 	struct child k[MAX_RANKS + 1];
 	char line[64];
 
@@ -186,6 +204,8 @@ int main(int argc, char **argv)
 			late = atoi(argv[++i]);
 		else if (!strcmp(argv[i], "--alone"))
 			alone = 1;
+		else if (!strcmp(argv[i], "--reexec") || !strcmp(argv[i], "--late-exec"))
+			reexec = 1;
 	}
 	if (!truth || ranks < 1 || ranks > MAX_RANKS || steps < 1 || steps > MAX_STEPS) {
 		fprintf(stderr, "usage: victim_ranks --truth PATH [--ranks N<=8] [--steps N] "
@@ -193,10 +213,10 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	if (rank >= 0)
-		return worker(rank, steps, truth, alone);
+		return worker(rank, steps, truth, alone, reexec);
 
 	for (int r = 0; r < ranks; r++, nk++)
-		if (spawn(&k[r], r, steps, truth, 0) || !fgets(line, sizeof(line), k[r].from))
+		if (spawn(&k[r], r, steps, truth, 0, 0) || !fgets(line, sizeof(line), k[r].from))
 			return 1;
 	printf("ready %d\npids", getpid());
 	for (int r = 0; r < ranks; r++)
@@ -206,7 +226,7 @@ int main(int argc, char **argv)
 	if (!fgets(line, sizeof(line), stdin))
 		return 1;
 	if (late) {
-		if (spawn(&k[nk], ranks, late, truth, 1))
+		if (spawn(&k[nk], ranks, late, truth, 1, reexec))
 			return 1;
 		printf("late %d\n", k[nk].pid);
 		fflush(stdout);
