@@ -1103,6 +1103,61 @@ static void test_gpu_none(void **state)
 	}
 }
 
+
+/* Several processes: the pooled line, the Processes table, the skew. */
+static void test_processes_section(void **state)
+{
+	cJSON *doc = cJSON_Parse(
+		"{\"meta\":{\"comm\":\"python3\",\"pid\":41,\"pids\":[41,42],"
+		"\"children\":true,\"processes_skipped_total\":1},"
+		"\"processes\":[{\"meta\":{\"pid\":41,\"rank\":0,\"comm\":\"python3\","
+		"\"attached_at_s\":0,\"ended\":null},\"stats\":{\"steps\":10,"
+		"\"steps_per_s\":5.5,\"mean_ms\":1.5,\"p50_ms\":1.25,\"p99_ms\":2}},"
+		"{\"meta\":{\"pid\":42,\"rank\":null,\"comm\":\"w\",\"attached_at_s\":1.5,"
+		"\"ended\":\"exec\",\"ended_at_s\":3},\"stats\":{\"steps\":4,"
+		"\"steps_per_s\":2,\"mean_ms\":2,\"p50_ms\":2,\"p99_ms\":2}}],"
+		"\"skew\":{\"processes\":2,\"steps_compared\":9,\"steps_not_compared\":1,"
+		"\"mean_ms\":0.4,\"p50_ms\":0.4,\"p90_ms\":0.45,\"p99_ms\":0.5,"
+		"\"max_ms\":0.5,\"share_of_slowest\":0.2,\"per_process\":[{\"pid\":41,"
+		"\"rank\":0,\"steps\":10,\"slowest\":0,\"fastest\":9},{\"pid\":42,"
+		"\"rank\":null,\"steps\":4,\"slowest\":9,\"fastest\":0}]}}");
+	char *md;
+
+	assert_non_null(doc);
+	md = render(doc);
+	assert_line(md, "**2 processes (--children: the named ones and their descendants)**: "
+			"pids 41 42. The figures below pool them all (steps, buckets and "
+			"functions of every process together); each one's own are under "
+			"Processes and in summary.json `processes[]`. 1 descendant not traced "
+			"(nothing the targets file names in it; see `meta.processes_skipped`).");
+	assert_line(md, "## Processes");
+	assert_line(md, "| 41 | 0 | `python3` | 0.000 | no | 10 | 5.500 | 1.500 | 1.250 | 2.000 |");
+	assert_line(md, "| 42 | – | `w` | 1.500 | exec at 3.000 s | 4 | 2.000 | 2.000 | 2.000 | "
+			"2.000 |");
+	assert_line(md, "### Step-time skew across processes");
+	assert_line(md, "Per step index where the processes' steps line up in time (9 compared, "
+			"1 not): slowest minus fastest step time. Mean 0.400 ms · p50 0.400 · "
+			"p90 0.450 · p99 0.500 · max 0.500 ms · 20.0% of the slowest process's "
+			"step time.");
+	assert_line(md, "| 42 | – | 4 | 9 | 0 |");
+	free(md);
+	/* no figures: why */
+	cJSON_ReplaceItemInObject(doc, "skew",
+				  cJSON_Parse("{\"processes\":2,\"steps_compared\":0,\"why\":"
+					      "\"they do not run in lockstep\"}"));
+	md = render(doc);
+	assert_line(md, "Not measured: they do not run in lockstep.");
+	free(md);
+	cJSON_Delete(doc);
+	/* one process: no such section */
+	doc = load_fixture("full.json");
+	md = render(doc);
+	assert_no_substr(md, "## Processes");
+	assert_no_substr(md, "pool them all");
+	free(md);
+	cJSON_Delete(doc);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1133,6 +1188,7 @@ int main(void)
 		cmocka_unit_test(test_gpu_section),
 		cmocka_unit_test(test_gpu_conflict),
 		cmocka_unit_test(test_gpu_none),
+		cmocka_unit_test(test_processes_section),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -20,6 +20,7 @@
 
 #include "report.h"
 #include "report_lines.h"
+#include "skew.h"
 
 #define MS 1000000ULL
 #define PID 100
@@ -627,6 +628,120 @@ static void test_no_agg(void **state)
 	check_null(nth(item(doc, "buckets"), 0), "share");
 	cJSON_Delete(doc);
 	assert_null(pt_summary__build(NULL));
+}
+
+
+/* Several processes: the merged document lists them, a process's own
+ * says which it is and leaves the shared BPF counters to the top. */
+static void test_processes_meta(void **state)
+{
+	struct fixture *fx = *state;
+	struct pt_report r = fx->r;
+	const int pids[] = { 41, 42, 57 };
+	const cJSON *m, *sk;
+	cJSON *doc;
+
+	r.meta.pids = pids;
+	r.meta.npids = 3;
+	r.meta.children = true;
+	for (int i = 0; i < PT_REPORT_MAX_SKIPPED; i++)
+		r.meta.skipped[i] = (struct pt_report_skipped){ 60 + i, "sh", "no CPython" };
+	r.meta.nskipped = 70; /* more than kept: the total says so */
+	doc = pt_summary__build(&r);
+	assert_non_null(doc);
+	m = item(doc, "meta");
+	assert_int_equal(cJSON_GetArraySize(item(m, "pids")), 3);
+	assert_int_equal(nth(item(m, "pids"), 2)->valuedouble, 57);
+	assert_true(cJSON_IsTrue(item(m, "children")));
+	sk = item(m, "processes_skipped");
+	assert_int_equal(cJSON_GetArraySize(sk), PT_REPORT_MAX_SKIPPED);
+	check_num(nth(sk, 0), "pid", 60);
+	check_num(nth(sk, 63), "pid", 123);
+	check_str(nth(sk, 0), "why", "no CPython");
+	check_num(m, "processes_skipped_total", 70);
+	assert_null(cJSON_GetObjectItemCaseSensitive(m, "rank"));
+	assert_non_null(cJSON_GetObjectItemCaseSensitive(item(doc, "health"), "dropped_events"));
+	cJSON_Delete(doc);
+
+	r = fx->r;
+	r.meta.process = true;
+	r.meta.rank = 3;
+	r.meta.local_rank = -1;
+	r.meta.added_s = 1.5;
+	r.meta.ended = "exec";
+	r.meta.ended_s = 2.25;
+	r.health.process = true;
+	doc = pt_summary__build(&r);
+	assert_non_null(doc);
+	m = item(doc, "meta");
+	check_num(m, "rank", 3);
+	check_null(m, "local_rank");
+	check_num(m, "attached_at_s", 1.5);
+	check_str(m, "ended", "exec");
+	check_num(m, "ended_at_s", 2.25);
+	assert_null(cJSON_GetObjectItemCaseSensitive(m, "pids"));
+	/* the shared object's counters are not a process's */
+	assert_null(cJSON_GetObjectItemCaseSensitive(item(doc, "health"), "dropped_events"));
+	assert_null(cJSON_GetObjectItemCaseSensitive(item(doc, "health"), "unwound"));
+	check_num(item(doc, "health"), "events", r.health.events);
+	cJSON_Delete(doc);
+
+	/* one process: none of these keys */
+	doc = pt_summary__build(&fx->r);
+	m = item(doc, "meta");
+	assert_null(cJSON_GetObjectItemCaseSensitive(m, "pids"));
+	assert_null(cJSON_GetObjectItemCaseSensitive(m, "rank"));
+	assert_null(cJSON_GetObjectItemCaseSensitive(m, "ended"));
+	cJSON_Delete(doc);
+}
+
+static void test_skew_object(void **state)
+{
+	struct pt_skew_steps a = { 0 }, b = { 0 };
+	const struct pt_skew_steps *v[2] = { &a, &b };
+	struct pt_report_skew_proc pp[2] = { { .pid = 41, .rank = 0, .steps = 10 },
+					     { .pid = 42, .rank = -1, .steps = 10 } };
+	const cJSON *k;
+	struct pt_skew sk;
+	cJSON *doc;
+
+	for (int i = 0; i < 10; i++) {
+		pt_skew__add(&a, 1000000ull * i * 3, 1000000ull * i * 3 + 1000000);
+		pt_skew__add(&b, 1000000ull * i * 3 + 1000, 1000000ull * i * 3 + 1251000);
+	}
+	assert_int_equal(pt_skew__compute(v, 2, &sk), 0);
+	for (int i = 0; i < 2; i++) {
+		pp[i].first = sk.first[i];
+		pp[i].slowest = sk.slowest[i];
+		pp[i].fastest = sk.fastest[i];
+	}
+	doc = cJSON_CreateObject();
+	assert_int_equal(pt_summary__add_skew(doc, &sk, pp, 2), 0);
+	k = item(doc, "skew");
+	check_num(k, "processes", 2);
+	check_num(k, "steps_compared", 10);
+	check_num(k, "steps_not_compared", 0);
+	check_num(k, "mean_ms", 0.25);
+	check_num(k, "max_ms", 0.25);
+	check_num(k, "share_of_slowest", 0.2);
+	check_num(nth(item(k, "per_process"), 1), "slowest", 10);
+	check_num(nth(item(k, "per_process"), 0), "fastest", 10);
+	check_null(nth(item(k, "per_process"), 1), "rank");
+	assert_null(cJSON_GetObjectItemCaseSensitive(k, "why"));
+	cJSON_Delete(doc);
+	pt_skew__free_result(&sk);
+
+	/* fewer than two processes with steps: said, no figures */
+	doc = cJSON_CreateObject();
+	assert_int_equal(pt_summary__add_skew(doc, NULL, pp, 1), 0);
+	k = item(doc, "skew");
+	check_num(k, "steps_compared", 0);
+	check_str(k, "why", "fewer than two processes have counted steps");
+	assert_null(cJSON_GetObjectItemCaseSensitive(k, "mean_ms"));
+	assert_null(cJSON_GetObjectItemCaseSensitive(nth(item(k, "per_process"), 0), "slowest"));
+	cJSON_Delete(doc);
+	pt_skew__free(&a);
+	pt_skew__free(&b);
 }
 
 /* py: rows and meta.python: file, qualname, line, timing label. */
@@ -1911,6 +2026,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_gpu_section, setup_fed, teardown),
 		cmocka_unit_test_setup_teardown(test_gpu_conflict, setup_fed, teardown),
 		cmocka_unit_test_setup_teardown(test_gpu_none, setup_fed, teardown),
+		cmocka_unit_test_setup_teardown(test_processes_meta, setup_fed, teardown),
+		cmocka_unit_test(test_skew_object),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
