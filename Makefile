@@ -40,8 +40,11 @@ SKELS := $(patsubst bpf/%.bpf.c,$(OUTPUT)/%.skel.h,$(BPF_SRCS))
 
 USER_SRCS := $(wildcard user/*.c)
 USER_OBJS := $(patsubst user/%.c,$(OUTPUT)/user/%.o,$(USER_SRCS))
-# Everything but main() goes into a library the unit tests link against.
-LIB_OBJS := $(filter-out $(OUTPUT)/user/main.o,$(USER_OBJS))
+# The program is main.c and run_*.c (one run: its processes, records and
+# reports); every module they use goes into a library the unit tests link
+# against.
+BIN_OBJS := $(OUTPUT)/user/main.o $(filter $(OUTPUT)/user/run_%.o,$(USER_OBJS))
+LIB_OBJS := $(filter-out $(BIN_OBJS),$(USER_OBJS))
 LIBPT := $(OUTPUT)/libpt.a
 
 UNIT_SRCS := $(wildcard tests/unit/test_*.c)
@@ -115,7 +118,7 @@ $(LIBPT): $(LIB_OBJS)
 	$(call msg,AR,$@)
 	$(Q)rm -f $@ && ar rcs $@ $^
 
-$(BIN): $(OUTPUT)/user/main.o $(LIBPT)
+$(BIN): $(BIN_OBJS) $(LIBPT)
 	$(call msg,BINARY,$@)
 	$(Q)$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
 

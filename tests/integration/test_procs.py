@@ -61,6 +61,7 @@ def _run(pid_arg, extra, args, attached):
             pt.kill()
     with open(os.path.join(out, "summary.json")) as f:
         s = json.load(f)
+    s["_out"] = out
     return s, truth, workers, late, err
 
 
@@ -92,7 +93,7 @@ def _check_proc(p, t, what):
 
 def test_two_processes_exact_and_skew():
     n = 150
-    s, truth, workers, _, _ = _run(lambda launcher, w: ",".join(map(str, w)), [],
+    s, truth, workers, _, _ = _run(lambda launcher, w: ",".join(map(str, w)), ["--trace"],
                                    ["--ranks", 2, "--steps", n], 2)
     t = [_truth(truth, r) for r in range(2)]
     eq(s["meta"]["pids"], workers, "meta.pids")
@@ -113,6 +114,21 @@ def test_two_processes_exact_and_skew():
         eq(_fn(s, sym)["calls"], t[0][sym]["calls"] + t[1][sym]["calls"], "merged " + sym)
     eq(bucket(s, "engine.forward")["calls"], 2 * n, "merged forward calls")
 
+    # trace.json: each process's slices and steps under its own pid (the
+    # workers are single-threaded: tid == pid), one named process each
+    with open(os.path.join(s["_out"], "trace.json")) as f:
+        tr = json.load(f)["traceEvents"]
+    names = {e["pid"]: e["args"]["name"] for e in tr
+             if e["ph"] == "M" and e["name"] == "process_name"}
+    for r in range(2):
+        eq(names.get(workers[r]), "exe rank %d" % r, "trace process name")
+        calls = [e for e in tr if e["ph"] == "X" and e["pid"] == workers[r] and e.get("cat") == "native"]
+        assert all(e["tid"] == workers[r] for e in calls), "slices on the process's thread"
+        eq(len(calls), sum(t[r][f]["calls"] for f in ("rank_step", "rank_compute", "rank_comm")),
+           "rank %d slices" % r)
+        eq(len([e for e in tr if e["ph"] == "X" and e["pid"] == workers[r] and
+                e.get("cat") == "step"]), n, "rank %d step slices" % r)
+
     # skew: rank 1 is the slower by ~0.4 ms. Steps are compared where
     # they line up in time (overlap for half the shorter one): by the
     # victim's own step intervals, all but the odd first step, whose start
@@ -128,10 +144,19 @@ def test_two_processes_exact_and_skew():
         b0, b1 = t[1]["step_t0"][i], t[1]["step_t0"][i] + t[1]["step_ns"][i]
         return 2 * max(0, min(a1, b1) - max(a0, b0)) >= min(a1 - a0, b1 - b0)
     S = [i for i in range(n) if lines_up(i)]
-    assert len(S) >= 0.9 * n, "the victim's steps line up: %d of %d" % (len(S), n)
+    eq(k["steps_compared"] + k["steps_not_compared"] if k["steps_compared"] else n, n,
+       "steps compared or not")
+    # a loaded machine can delay one rank's start (2 CPUs, 4 processes):
+    # then the victim itself is not in lockstep, and proftrace must say so
+    if len(S) < 0.9 * n - 2:
+        eq(k["steps_compared"], 0, "no figures when the victim's steps do not line up "
+           "(%d of %d do)" % (len(S), n))
+        assert k["why"], "why no figures"
+        return
+    if len(S) <= 0.9 * n + 2:
+        return  # at the threshold: proftrace's intervals may fall either side
     assert abs(k["steps_compared"] - len(S)) <= 1, \
         "steps compared %d, the victim's line up %d" % (k["steps_compared"], len(S))
-    eq(k["steps_compared"] + k["steps_not_compared"], n, "steps compared or not")
     true = [abs(t[0]["step_ns"][i] - t[1]["step_ns"][i]) for i in S]
     eps = [(t[0]["step_outer_ns"][i] - t[0]["step_ns"][i]) +
            (t[1]["step_outer_ns"][i] - t[1]["step_ns"][i]) + 2 * CLOCK_SLACK_NS for i in S]
