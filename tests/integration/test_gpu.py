@@ -124,3 +124,58 @@ def test_real_shim_without_driver_reports_the_conflict():
     assert "CUPTI could not be enabled" in err, err
     with open(os.path.join(s["_out"], "report.md")) as f:
         assert "**CUPTI conflict:**" in f.read()
+
+
+def test_gpu_two_processes():
+    """Each process its own GPU stream (its own shim segment, correlation
+    ids that collide across them): each section exact, and the merged
+    top level says where the GPU figures are."""
+    import json
+    from harness import PROFTRACE, Proc, write_conf
+    tmp = tempfile.mkdtemp(prefix="pt-it-")
+    conf = write_conf(tmp, CONF)
+    out = os.path.join(tmp, "out")
+    steps = (60, 90)
+    vs = [victim("victim_gpu_synth", "--truth", os.path.join(tmp, "t%d" % i), "--steps", n)
+          for i, n in enumerate(steps)]
+    pt = None
+    try:
+        pt = Proc([PROFTRACE, "-p", ",".join(str(v.pid) for v in vs), "--targets", conf,
+                   "-o", out, "--trace"], stdin=False, stdout=True, stderr=True)
+        for _ in vs:
+            pt.wait_line("proftrace: attached", "err")
+        for v in vs:
+            v.send("go\n")
+        for v in vs:
+            assert v.wait(60) == 0, "victim failed"
+        rc = pt.wait(60)
+        err = pt.rest("err")
+        assert rc == 0, "proftrace exit %d:\n%s" % (rc, err)
+    finally:
+        for v in vs:
+            v.kill()
+        if pt:
+            pt.kill()
+    with open(os.path.join(out, "summary.json")) as f:
+        s = json.load(f)
+    assert "processes[].gpu" in s["gpu"]["why"], s["gpu"]
+    for v, n, i in zip(vs, steps, range(2)):
+        p = [x for x in s["processes"] if x["meta"]["pid"] == v.pid][0]
+        with open(os.path.join(tmp, "t%d" % i)) as f:
+            t = json.load(f)
+        g = p["gpu"]
+        eq((g["kernels"], g["copies"], g["api_calls"]), (4 * n, n, t["api"]), "pid %d" % v.pid)
+        eq((g["unmatched"], g["outside_steps"]), (0, 0), "unmatched, outside steps")
+        close(g["steps"]["busy_ms"], n * t["busy_ns_per_step"] / 1e6, "busy ms")
+        eq(g["launch_delay"]["count"], 4 * n, "launch delays")
+        close(g["launch_delay"]["max_ms"], 0.01, "launch delay max")
+    # trace.json: one GPU process per (process, device), each flow within
+    # its own process
+    with open(os.path.join(out, "trace.json")) as f:
+        tr = json.load(f)["traceEvents"]
+    gpu_names = sorted(e["args"]["name"] for e in tr if e["ph"] == "M" and
+                       e["name"] == "process_name" and e["args"]["name"].startswith("GPU"))
+    eq(gpu_names, sorted("GPU 0 (pid %d)" % v.pid for v in vs), "GPU tracks")
+    starts = [e for e in tr if e["ph"] == "s"]
+    eq(len(starts), 5 * sum(steps), "one arrow per launch")
+    eq(len({e["id"] for e in starts}), len(starts), "arrow ids unique across processes")
