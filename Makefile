@@ -219,7 +219,7 @@ $(OUTPUT)/tests/test_gpuring: tests/unit/test_gpuring.c shim/ring.c shim/ring.h 
 # Runs over a copy of the seeds, so tests/fuzz/corpus/ only changes by hand;
 # failing inputs land in $(OUTPUT)/fuzz/<name>-{crash,leak,timeout,oom}-*.
 FUZZ_SECONDS ?= 20
-FUZZ_NAMES := maps elf config pycode pyline folded gpuring
+FUZZ_NAMES := maps elf config pycode pyline folded gpuring pyattr
 FUZZ_BINS := $(patsubst %,$(OUTPUT)/fuzz/fuzz_%,$(FUZZ_NAMES))
 FUZZ_CFLAGS := -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
 	       -std=gnu11 -D_GNU_SOURCE -Iuser -Ibpf
@@ -241,6 +241,10 @@ $(OUTPUT)/fuzz/fuzz_config: tests/fuzz/fuzz_config.c user/config.c user/config.h
 $(OUTPUT)/fuzz/fuzz_pycode: tests/fuzz/fuzz_pycode.c user/pycode.c user/pylayout.c user/pycode.h user/pylayout.h | $(OUTPUT)/fuzz
 	$(call msg,FUZZ-CC,$@)
 	$(Q)$(CLANG) $(FUZZ_CFLAGS) tests/fuzz/fuzz_pycode.c user/pycode.c user/pylayout.c -o $@
+# builds its own CPython images (no seeds needed): tests/fuzz/fuzz_pyattr.c
+$(OUTPUT)/fuzz/fuzz_pyattr: tests/fuzz/fuzz_pyattr.c user/pyattr.c user/pyattr.h user/pycode.h user/pylayout.c user/pylayout.h | $(OUTPUT)/fuzz
+	$(call msg,FUZZ-CC,$@)
+	$(Q)$(CLANG) $(FUZZ_CFLAGS) tests/fuzz/fuzz_pyattr.c user/pyattr.c user/pylayout.c -o $@
 $(OUTPUT)/fuzz/fuzz_pyline: tests/fuzz/fuzz_pyline.c user/pyline.c user/pyline.h | $(OUTPUT)/fuzz
 	$(call msg,FUZZ-CC,$@)
 	$(Q)$(CLANG) $(FUZZ_CFLAGS) tests/fuzz/fuzz_pyline.c user/pyline.c -o $@
@@ -266,7 +270,7 @@ fuzz: $(FUZZ_BINS)
 	for n in $(FUZZ_NAMES); do \
 		d=$(OUTPUT)/fuzz/corpus-$$n; log=$(OUTPUT)/fuzz/$$n.log; \
 		eval "args=\$$args_$$n"; \
-		mkdir -p $$d && cp tests/fuzz/corpus/$$n/* $$d/ || exit 1; \
+		mkdir -p $$d && { [ ! -d tests/fuzz/corpus/$$n ] || cp tests/fuzz/corpus/$$n/* $$d/; } || exit 1; \
 		if $(OUTPUT)/fuzz/fuzz_$$n -max_total_time=$(FUZZ_SECONDS) -timeout=10 \
 			-print_final_stats=1 -artifact_prefix=$(OUTPUT)/fuzz/$$n- \
 			$$args $$d > $$log 2>&1; then res=ok; \

@@ -5,9 +5,27 @@
 
 #include "pylayout.h"
 
+/* Offsets the same on 3.8-3.13 (gdb ptype/o): PyTypeObject, descriptors,
+ * str hash, tuples, PyDictObject. */
+#define TYPE_ATTR_COMMON                                                                  \
+	.type_name = 24, .type_basicsize = 32, .type_itemsize = 40, .type_getattro = 144,   \
+	.type_flags = 168, .type_methods = 232, .type_members = 240, .type_getset = 248,    \
+	.type_dict = 264, .type_descr_set = 280, .type_dictoffset = 288, .type_mro = 344,   \
+	.descr_type = 16, .descr_member = 40, .str_hash = 24, .tuple_size = 16,             \
+	.tuple_item = 24, .dict_keys = 32, .dict_values = 40
+/* PyDictKeysObject < 3.11: dk_refcnt, dk_size, dk_lookup, dk_usable,
+ * dk_nentries, dk_indices */
+#define KEYS_V1 .keys_size = 8, .keys_nentries = 32, .keys_indices = 40
+/* 3.11+: dk_refcnt, u8 dk_log2_size, u8 dk_log2_index_bytes, u8 dk_kind,
+ * u32 dk_version, dk_usable, dk_nentries, dk_indices */
+#define KEYS_V2                                                                      \
+	.keys_log2_size = 8, .keys_log2_index_bytes = 9, .keys_kind = 10, .keys_nentries = 24, \
+	.keys_indices = 32
+
 /* Byte offsets on x86-64; see ../shared/notes/cpython-offsets-x86_64.txt.
  * eval_frame: gdb `&((PyInterpreterState *)0)->eval_frame` (3.12.1: 1744,
- * 3.13.0: 8472); only needed where the perf trampoline matters (3.12+). */
+ * 3.13.0: 8472); only needed where the perf trampoline matters (3.12+).
+ * Attribute fields: docs/pyattr-notes.md. */
 static const struct pt_py_layout layouts[] = {
 	{ .minor = 8, .frame_arg = 1, .frame_code = 32, .code_filename = 104, .code_name = 112,
 	  .code_firstlineno = 40, .code_flags = 36, .ob_type = 8, .str_length = 16, .str_state = 32,
@@ -17,7 +35,9 @@ static const struct pt_py_layout layouts[] = {
 	  .interp_tstate_head = 8, .tstate_next = 8, .tstate_thread_id = 176, .tstate_frame = 24,
 	  .cframe_frame = -1, .frame_back = 24, .frame_lasti = 104, .owner_cstack = 256,
 	  .frame_size = 112,
-	  .frame_localsplus = 360, .code_varnames = 72, .long_tag = false },
+	  .frame_localsplus = 360, .code_varnames = 72, .long_tag = false,
+	  TYPE_ATTR_COMMON, KEYS_V1, .ht_cached_keys = 872, .func_code = 16, .code_names = 64,
+	  .code_consts = 56, .idict = PT_PY_IDICT_OFFSET },
 	{ .minor = 9, .frame_arg = 2, .frame_code = 32, .code_filename = 104, .code_name = 112,
 	  .code_firstlineno = 40, .code_flags = 36, .ob_type = 8, .str_length = 16, .str_state = 32,
 	  .code_linetable = 120, .bytes_size = 16, .bytes_sval = 32,
@@ -26,7 +46,9 @@ static const struct pt_py_layout layouts[] = {
 	  .interp_tstate_head = 8, .tstate_next = 8, .tstate_thread_id = 176, .tstate_frame = 24,
 	  .cframe_frame = -1, .frame_back = 24, .frame_lasti = 104, .owner_cstack = 256,
 	  .frame_size = 112,
-	  .frame_localsplus = 360, .code_varnames = 72, .long_tag = false },
+	  .frame_localsplus = 360, .code_varnames = 72, .long_tag = false,
+	  TYPE_ATTR_COMMON, KEYS_V1, .ht_cached_keys = 864, .func_code = 16, .code_names = 64,
+	  .code_consts = 56, .idict = PT_PY_IDICT_OFFSET },
 	{ .minor = 10, .frame_arg = 2, .frame_code = 32, .code_filename = 104, .code_name = 112,
 	  .code_firstlineno = 40, .code_flags = 36, .ob_type = 8, .str_length = 16, .str_state = 32,
 	  .code_linetable = 120, .bytes_size = 16, .bytes_sval = 32,
@@ -35,7 +57,9 @@ static const struct pt_py_layout layouts[] = {
 	  .interp_tstate_head = 8, .tstate_next = 8, .tstate_thread_id = 176, .tstate_frame = 24,
 	  .cframe_frame = -1, .frame_back = 24, .frame_lasti = 96, .owner_cstack = 256,
 	  .frame_size = 104,
-	  .frame_localsplus = 352, .code_varnames = 72, .long_tag = false },
+	  .frame_localsplus = 352, .code_varnames = 72, .long_tag = false,
+	  TYPE_ATTR_COMMON, KEYS_V1, .ht_cached_keys = 872, .func_code = 48, .code_names = 64,
+	  .code_consts = 56, .idict = PT_PY_IDICT_OFFSET },
 	{ .minor = 11, .frame_arg = 2, .frame_code = 32, .code_filename = 112, .code_name = 120,
 	  .code_qualname = 128, .code_firstlineno = 72, .code_flags = 48, .gen_frames = true,
 	  .code_linetable = 136, .bytes_size = 16, .bytes_sval = 32,
@@ -45,7 +69,10 @@ static const struct pt_py_layout layouts[] = {
 	  .interp_tstate_head = 16, .tstate_next = 8, .tstate_thread_id = 152, .tstate_frame = 56,
 	  .cframe_frame = 8, .frame_back = 48, .frame_owner = 69, .owner_cstack = 256,
 	  .frame_size = 72,
-	  .frame_localsplus = 72, .code_varnames = 96, .long_tag = false },
+	  .frame_localsplus = 72, .code_varnames = 96, .long_tag = false,
+	  TYPE_ATTR_COMMON, KEYS_V2, .ht_cached_keys = 872, .func_code = 48, .code_names = 32,
+	  .code_consts = 24, .idict = PT_PY_IDICT_VALUES, .managed_dict = -24, .managed_values = -32,
+	  .tpf_managed_dict = 1u << 4 },
 	{ .minor = 12, .frame_arg = 2, .frame_code = 0, .code_filename = 112, .code_name = 120,
 	  .code_qualname = 128, .code_firstlineno = 68, .code_flags = 48, .gen_frames = true,
 	  .code_linetable = 136, .bytes_size = 16, .bytes_sval = 32,
@@ -55,7 +82,10 @@ static const struct pt_py_layout layouts[] = {
 	  .interp_tstate_head = 72, .tstate_next = 8, .tstate_thread_id = 136, .tstate_frame = 56,
 	  .cframe_frame = 0, .frame_back = 8, .frame_owner = 70, .owner_cstack = 3,
 	  .frame_size = 72,
-	  .frame_localsplus = 72, .code_varnames = 96, .long_tag = true },
+	  .frame_localsplus = 72, .code_varnames = 96, .long_tag = true,
+	  TYPE_ATTR_COMMON, KEYS_V2, .ht_cached_keys = 880, .func_code = 48, .code_names = 32,
+	  .code_consts = 24, .idict = PT_PY_IDICT_TAGGED, .managed_dict = -24,
+	  .tpf_managed_dict = 1u << 4 },
 	{ .minor = 13, .frame_arg = 2, .frame_code = 0, .code_filename = 112, .code_name = 120,
 	  .code_qualname = 128, .code_firstlineno = 68, .code_flags = 48, .gen_frames = true,
 	  .code_linetable = 136, .bytes_size = 16, .bytes_sval = 32,
@@ -65,7 +95,10 @@ static const struct pt_py_layout layouts[] = {
 	  .interp_tstate_head = 7344, .tstate_next = 8, .tstate_thread_id = 152, .tstate_frame = 72,
 	  .cframe_frame = -1, .frame_back = 8, .frame_owner = 70, .owner_cstack = 3,
 	  .frame_size = 72,
-	  .frame_localsplus = 72, .code_varnames = 96, .long_tag = true },
+	  .frame_localsplus = 72, .code_varnames = 96, .long_tag = true,
+	  TYPE_ATTR_COMMON, KEYS_V2, .ht_cached_keys = 880, .func_code = 48, .code_names = 32,
+	  .code_consts = 24, .values_items = 8, .values_header = true, .idict = PT_PY_IDICT_INLINE,
+	  .managed_dict = -24, .tpf_managed_dict = 1u << 4, .tpf_inline_values = 1u << 2 },
 };
 
 const struct pt_py_layout *pt_py_layout__get(unsigned int minor)
@@ -103,6 +136,15 @@ enum {
 	DO_CODE_LOCALSPLUSNAMES = 41,
 	DO_CODE_ADAPTIVE = 43,
 	DO_PYOBJECT_OB_TYPE = 45,
+	DO_TYPE_SIZE = 46,
+	DO_TYPE_TP_NAME = 47,
+	DO_TYPE_TP_FLAGS = 49,
+	DO_TUPLE_SIZE = 50,
+	DO_TUPLE_OB_ITEM = 51,
+	DO_TUPLE_OB_SIZE = 52,
+	DO_DICT_SIZE = 56,
+	DO_DICT_MA_KEYS = 57,
+	DO_DICT_MA_VALUES = 58,
 	DO_BYTES_SIZE = 64,
 	DO_BYTES_OB_SIZE = 65,
 	DO_BYTES_OB_SVAL = 66,
@@ -166,7 +208,14 @@ int pt_py_layout__from_debug_offsets(struct pt_py_layout *L, const void *buf, si
 	    !fits(w[DO_FRAME_PREVIOUS], 8, w[DO_FRAME_SIZE]) ||
 	    !fits(w[DO_FRAME_OWNER], 1, w[DO_FRAME_SIZE]) || w[DO_FRAME_OWNER] == 0 ||
 	    !fits(w[DO_FRAME_LOCALSPLUS], 0, w[DO_FRAME_SIZE]) ||
-	    !fits(w[DO_CODE_LOCALSPLUSNAMES], 8, w[DO_CODE_SIZE])) {
+	    !fits(w[DO_CODE_LOCALSPLUSNAMES], 8, w[DO_CODE_SIZE]) ||
+	    /* what pyattr.c reads of types, tuples and dicts */
+	    w[DO_TYPE_SIZE] > 4096 || !fits(w[DO_TYPE_TP_NAME], 8, w[DO_TYPE_SIZE]) ||
+	    !fits(w[DO_TYPE_TP_FLAGS], 8, w[DO_TYPE_SIZE]) || w[DO_TUPLE_SIZE] > 4096 ||
+	    !fits(w[DO_TUPLE_OB_SIZE], 8, w[DO_TUPLE_SIZE]) ||
+	    !fits(w[DO_TUPLE_OB_ITEM], 0, w[DO_TUPLE_SIZE]) || w[DO_DICT_SIZE] > 4096 ||
+	    !fits(w[DO_DICT_MA_KEYS], 8, w[DO_DICT_SIZE]) ||
+	    !fits(w[DO_DICT_MA_VALUES], 8, w[DO_DICT_SIZE])) {
 		snprintf(err, errlen, "_Py_DebugOffsets holds implausible offsets");
 		return -EINVAL;
 	}
@@ -196,6 +245,15 @@ int pt_py_layout__from_debug_offsets(struct pt_py_layout *L, const void *buf, si
 	L->frame_owner = (unsigned int)w[DO_FRAME_OWNER];
 	L->frame_localsplus = (unsigned int)w[DO_FRAME_LOCALSPLUS];
 	L->code_varnames = (unsigned int)w[DO_CODE_LOCALSPLUSNAMES];
+	/* The rest of PyTypeObject and the dict internals pyattr.c reads
+	 * are not in _Py_DebugOffsets: they come from the row (the same
+	 * values as these on 3.13.0). */
+	L->type_name = (unsigned int)w[DO_TYPE_TP_NAME];
+	L->type_flags = (unsigned int)w[DO_TYPE_TP_FLAGS];
+	L->tuple_size = (unsigned int)w[DO_TUPLE_OB_SIZE];
+	L->tuple_item = (unsigned int)w[DO_TUPLE_OB_ITEM];
+	L->dict_keys = (unsigned int)w[DO_DICT_MA_KEYS];
+	L->dict_values = (unsigned int)w[DO_DICT_MA_VALUES];
 	/* The sampler reads one frame prefix holding every field it uses. */
 	L->frame_size = 0;
 	if (L->frame_size < L->frame_code + 8)

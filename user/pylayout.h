@@ -66,6 +66,76 @@ struct pt_py_layout {
 	unsigned int frame_localsplus;
 	unsigned int code_varnames;
 	bool long_tag; /* ints carry lv_tag (3.12+), not a signed ob_size */
+
+	/*
+	 * Attributes of objects (pyattr.c, docs/pyattr-notes.md). Checked
+	 * with gdb on the pyenv builds and against live interpreters by
+	 * tests/integration/test_pyattr.py (Debian's 3.11.2 included).
+	 *
+	 * PyTypeObject: the same offsets on 3.8-3.13.
+	 */
+	unsigned int type_name;       /* tp_name: const char * */
+	unsigned int type_basicsize;  /* tp_basicsize: Py_ssize_t */
+	unsigned int type_itemsize;   /* tp_itemsize: != 0 for var-sized instances */
+	unsigned int type_getattro;   /* tp_getattro: PyObject_GenericGetAttr unless customised */
+	unsigned int type_flags;      /* tp_flags: unsigned long */
+	unsigned int type_methods;    /* tp_methods: PyMethodDef[] ({name, meth, flags, doc}) */
+	unsigned int type_members;    /* tp_members: PyMemberDef[] (see pyattr.c) */
+	unsigned int type_getset;     /* tp_getset: PyGetSetDef[] ({name, get, set, doc, closure}) */
+	unsigned int type_dict;       /* tp_dict; NULL for static builtin types on 3.12+
+				       * (their dict lives in the interpreter state) */
+	unsigned int type_descr_set;  /* tp_descr_set: non-NULL makes a data descriptor */
+	unsigned int type_dictoffset; /* tp_dictoffset: Py_ssize_t; > 0 the dict pointer's
+				       * offset, < 0 counted from the end of a var-sized
+				       * object (3.8-3.11) or -1 with a managed dict (3.12+) */
+	unsigned int type_mro;        /* tp_mro: a tuple, the type itself first */
+	/* PyHeapTypeObject.ht_cached_keys: the keys instances share
+	 * (872, 864, 872, 872, 880, 880 on 3.8..3.13) */
+	unsigned int ht_cached_keys;
+	unsigned int descr_type;   /* PyDescrObject.d_type: the type it applies to */
+	unsigned int descr_member; /* PyMemberDescrObject.d_member: its PyMemberDef * */
+	unsigned int func_code;    /* PyFunctionObject.func_code (16 < 3.10, else 48) */
+	unsigned int code_names;   /* co_names tuple (64 < 3.11, else 32) */
+	unsigned int code_consts;  /* co_consts tuple (56 < 3.11, else 24) */
+	unsigned int str_hash;     /* PyASCIIObject.hash: Py_hash_t, -1 until computed */
+	unsigned int tuple_size;   /* PyTupleObject.ob_size */
+	unsigned int tuple_item;   /* PyTupleObject.ob_item[0] */
+	unsigned int dict_keys;    /* PyDictObject.ma_keys */
+	unsigned int dict_values;  /* PyDictObject.ma_values: NULL for a combined table */
+	/*
+	 * PyDictKeysObject. < 3.11: dk_size (Py_ssize_t, a power of 2) at
+	 * keys_size, entries {hash, key, value} (24 bytes) after dk_size
+	 * indices of 1, 2, 4 or 8 bytes. 3.11+ (keys_size 0): u8
+	 * dk_log2_size, u8 dk_log2_index_bytes, u8 dk_kind (0 general:
+	 * {hash, key, value}; 1 unicode, 2 split: {key, value}, 16 bytes);
+	 * entries after 1 << dk_log2_index_bytes bytes of indices.
+	 */
+	unsigned int keys_size;        /* dk_size (< 3.11), else 0 */
+	unsigned int keys_log2_size;   /* dk_log2_size (3.11+), else 0 */
+	unsigned int keys_log2_index_bytes;
+	unsigned int keys_kind;
+	unsigned int keys_nentries;    /* dk_nentries: entries used (live or deleted) */
+	unsigned int keys_indices;     /* dk_indices: also the header's size */
+	/* PyDictValues: values[0] at values_items (3.13 puts a header
+	 * {u8 capacity, size, embedded, valid} first) */
+	unsigned int values_items;
+	bool values_header;            /* 3.13: capacity at +0, valid at +3 */
+	/* Where instances of a type with a managed dict keep it
+	 * (Py_TPFLAGS_MANAGED_DICT, 3.11+): relative to the object. */
+	enum pt_py_idict {
+		PT_PY_IDICT_OFFSET = 0, /* < 3.11: only tp_dictoffset > 0 */
+		PT_PY_IDICT_VALUES,     /* 3.11: PyDictValues * at managed_values,
+					 * else the dict * at managed_dict */
+		PT_PY_IDICT_TAGGED,     /* 3.12: one word at managed_dict: low bit
+					 * set: values pointer - 1, else the dict */
+		PT_PY_IDICT_INLINE,     /* 3.13: with Py_TPFLAGS_INLINE_VALUES the
+					 * PyDictValues at obj + tp_basicsize (used
+					 * while valid), else the dict * at managed_dict */
+	} idict;
+	int managed_dict;      /* -24 (3.11+), 0 */
+	int managed_values;    /* -32 (3.11), 0 */
+	uint64_t tpf_managed_dict;  /* Py_TPFLAGS_MANAGED_DICT (1 << 4, 3.11+), 0 */
+	uint64_t tpf_inline_values; /* Py_TPFLAGS_INLINE_VALUES (1 << 2, 3.13), 0 */
 };
 
 /* The row for 3.<minor>, NULL when unsupported. */

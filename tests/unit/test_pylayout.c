@@ -124,6 +124,76 @@ static void test_rows_match_gdb(void **state)
 	assert_int_equal(pt_py_layout__get(13)->gen_new_lim, 1);
 }
 
+/* Attribute reading (pyattr.c): gdb ptype/o of PyHeapTypeObject,
+ * PyFunctionObject, PyCodeObject, PyDictKeysObject, PyDictValues on the
+ * pyenv builds (docs/pyattr-notes.md). */
+static const struct {
+	unsigned int minor, ht_cached_keys, func_code, code_names, code_consts, keys_nentries,
+		keys_indices, values_items;
+	enum pt_py_idict idict;
+} attr_dump[] = {
+	{ 8, 872, 16, 64, 56, 32, 40, 0, PT_PY_IDICT_OFFSET },
+	{ 9, 864, 16, 64, 56, 32, 40, 0, PT_PY_IDICT_OFFSET },
+	{ 10, 872, 48, 64, 56, 32, 40, 0, PT_PY_IDICT_OFFSET },
+	{ 11, 872, 48, 32, 24, 24, 32, 0, PT_PY_IDICT_VALUES },
+	{ 12, 880, 48, 32, 24, 24, 32, 0, PT_PY_IDICT_TAGGED },
+	{ 13, 880, 48, 32, 24, 24, 32, 8, PT_PY_IDICT_INLINE },
+};
+
+static void test_rows_attr_fields(void **state)
+{
+	for (size_t i = 0; i < sizeof(attr_dump) / sizeof(attr_dump[0]); i++) {
+		const struct pt_py_layout *L = pt_py_layout__get(attr_dump[i].minor);
+		unsigned int m = attr_dump[i].minor;
+
+		assert_non_null(L);
+		/* PyTypeObject: the same on every version */
+		assert_int_equal(L->type_name, 24);
+		assert_int_equal(L->type_basicsize, 32);
+		assert_int_equal(L->type_itemsize, 40);
+		assert_int_equal(L->type_getattro, 144);
+		assert_int_equal(L->type_flags, 168);
+		assert_int_equal(L->type_methods, 232);
+		assert_int_equal(L->type_members, 240);
+		assert_int_equal(L->type_getset, 248);
+		assert_int_equal(L->type_dict, 264);
+		assert_int_equal(L->type_descr_set, 280);
+		assert_int_equal(L->type_dictoffset, 288);
+		assert_int_equal(L->type_mro, 344);
+		assert_int_equal(L->descr_type, 16);
+		assert_int_equal(L->descr_member, 40);
+		assert_int_equal(L->str_hash, 24);
+		assert_int_equal(L->tuple_size, 16);
+		assert_int_equal(L->tuple_item, 24);
+		assert_int_equal(L->dict_keys, 32);
+		assert_int_equal(L->dict_values, 40);
+		/* per version */
+		assert_int_equal(L->ht_cached_keys, attr_dump[i].ht_cached_keys);
+		assert_int_equal(L->func_code, attr_dump[i].func_code);
+		assert_int_equal(L->code_names, attr_dump[i].code_names);
+		assert_int_equal(L->code_consts, attr_dump[i].code_consts);
+		assert_int_equal(L->keys_nentries, attr_dump[i].keys_nentries);
+		assert_int_equal(L->keys_indices, attr_dump[i].keys_indices);
+		assert_int_equal(L->values_items, attr_dump[i].values_items);
+		assert_int_equal(L->idict, attr_dump[i].idict);
+		/* the keys header: dk_size before 3.11, log2 bytes after */
+		assert_int_equal(L->keys_size, m < 11 ? 8 : 0);
+		assert_int_equal(L->keys_log2_size, m < 11 ? 0 : 8);
+		assert_int_equal(L->keys_log2_index_bytes, m < 11 ? 0 : 9);
+		assert_int_equal(L->keys_kind, m < 11 ? 0 : 10);
+		assert_true(L->keys_nentries + 8 <= L->keys_indices);
+		assert_int_equal(L->values_header, m >= 13);
+		/* managed dicts (3.11+) before the object; values pointer 3.11 */
+		assert_int_equal(L->managed_dict, m < 11 ? 0 : -24);
+		assert_int_equal(L->managed_values, m == 11 ? -32 : 0);
+		assert_int_equal(L->tpf_managed_dict, m < 11 ? 0 : 1u << 4);
+		assert_int_equal(L->tpf_inline_values, m < 13 ? 0 : 1u << 2);
+		/* co_names and co_consts come before the filename on every version */
+		assert_true(L->code_names + 8 <= L->code_filename);
+		assert_true(L->code_consts + 8 <= L->code_filename);
+	}
+}
+
 /* ---- _Py_DebugOffsets ---- */
 
 /* cpython-3.13-debug-offsets.txt (gdb `p _PyRuntime.debug_offsets`, 3.13.0),
@@ -187,6 +257,15 @@ _Static_assert(8 + sizeof(do_3130) == PT_PY_DEBUG_OFFSETS_LEN,
 #define AT_CODE_FIRSTLINENO 312
 #define AT_CODE_ADAPTIVE 344
 #define AT_OB_TYPE 360
+#define AT_TYPE_SIZE 368
+#define AT_TP_NAME 376
+#define AT_TP_FLAGS 392
+#define AT_TUPLE_SIZE 400
+#define AT_TUPLE_OB_ITEM 408
+#define AT_TUPLE_OB_SIZE 416
+#define AT_DICT_SIZE 448
+#define AT_DICT_MA_KEYS 456
+#define AT_DICT_MA_VALUES 464
 #define AT_BYTES_SIZE 512
 #define AT_BYTES_OB_SIZE 520
 #define AT_BYTES_OB_SVAL 528
@@ -233,6 +312,15 @@ static void test_synthetic_layout_is_3130(void **state)
 	assert_int_equal(get64(b, AT_CODE_FIRSTLINENO), 68);
 	assert_int_equal(get64(b, AT_CODE_ADAPTIVE), 200);
 	assert_int_equal(get64(b, AT_OB_TYPE), 8);
+	assert_int_equal(get64(b, AT_TYPE_SIZE), 416);
+	assert_int_equal(get64(b, AT_TP_NAME), 24);
+	assert_int_equal(get64(b, AT_TP_FLAGS), 168);
+	assert_int_equal(get64(b, AT_TUPLE_SIZE), 32);
+	assert_int_equal(get64(b, AT_TUPLE_OB_ITEM), 24);
+	assert_int_equal(get64(b, AT_TUPLE_OB_SIZE), 16);
+	assert_int_equal(get64(b, AT_DICT_SIZE), 48);
+	assert_int_equal(get64(b, AT_DICT_MA_KEYS), 32);
+	assert_int_equal(get64(b, AT_DICT_MA_VALUES), 40);
 	assert_int_equal(get64(b, AT_BYTES_SIZE), 40);
 	assert_int_equal(get64(b, AT_BYTES_OB_SIZE), 16);
 	assert_int_equal(get64(b, AT_BYTES_OB_SVAL), 32);
@@ -266,6 +354,21 @@ static void assert_same_layout(const struct pt_py_layout *a, const struct pt_py_
 	assert_int_equal(a->runtime_interp_head, b->runtime_interp_head);
 	assert_int_equal(a->interp_eval_frame, b->interp_eval_frame);
 	assert_int_equal(a->evalframe_all_calls, b->evalframe_all_calls);
+	/* what pyattr.c reads */
+	assert_int_equal(a->type_name, b->type_name);
+	assert_int_equal(a->type_flags, b->type_flags);
+	assert_int_equal(a->type_dictoffset, b->type_dictoffset);
+	assert_int_equal(a->type_mro, b->type_mro);
+	assert_int_equal(a->ht_cached_keys, b->ht_cached_keys);
+	assert_int_equal(a->tuple_size, b->tuple_size);
+	assert_int_equal(a->tuple_item, b->tuple_item);
+	assert_int_equal(a->dict_keys, b->dict_keys);
+	assert_int_equal(a->dict_values, b->dict_values);
+	assert_int_equal(a->keys_indices, b->keys_indices);
+	assert_int_equal(a->values_items, b->values_items);
+	assert_int_equal(a->idict, b->idict);
+	assert_int_equal(a->managed_dict, b->managed_dict);
+	assert_int_equal(a->tpf_inline_values, b->tpf_inline_values);
 }
 
 static int parse(const void *buf, size_t len, struct pt_py_layout *L, uint32_t *hex, char *err,
@@ -328,6 +431,12 @@ static void test_offsets_are_used(void **state)
 	put64(b, AT_CODE_LINETABLE, 144);
 	put64(b, AT_BYTES_OB_SIZE, 8);
 	put64(b, AT_BYTES_OB_SVAL, 24);
+	put64(b, AT_TP_NAME, 32);
+	put64(b, AT_TP_FLAGS, 176);
+	put64(b, AT_TUPLE_OB_ITEM, 16);
+	put64(b, AT_TUPLE_OB_SIZE, 8);
+	put64(b, AT_DICT_MA_KEYS, 24);
+	put64(b, AT_DICT_MA_VALUES, 32);
 	assert_int_equal(parse(b, sizeof(b), &L, &hex, err, sizeof(err)), 0);
 	assert_int_equal(L.runtime_interp_head, 640);
 	assert_int_equal(L.frame_code, 8);
@@ -344,7 +453,15 @@ static void test_offsets_are_used(void **state)
 	assert_int_equal(L.code_linetable, 144);
 	assert_int_equal(L.bytes_size, 8);
 	assert_int_equal(L.bytes_sval, 24);
+	assert_int_equal(L.type_name, 32);
+	assert_int_equal(L.type_flags, 176);
+	assert_int_equal(L.tuple_item, 16);
+	assert_int_equal(L.tuple_size, 8);
+	assert_int_equal(L.dict_keys, 24);
+	assert_int_equal(L.dict_values, 32);
 	/* what _Py_DebugOffsets does not carry comes from the 3.13 row */
+	assert_int_equal(L.type_dictoffset, pt_py_layout__get(13)->type_dictoffset);
+	assert_int_equal(L.ht_cached_keys, pt_py_layout__get(13)->ht_cached_keys);
 	assert_int_equal(L.minor, 13);
 	assert_int_equal(L.code_flags, pt_py_layout__get(13)->code_flags);
 	assert_int_equal(L.interp_eval_frame, pt_py_layout__get(13)->interp_eval_frame);
@@ -438,6 +555,18 @@ static void test_offsets_implausible(void **state)
 		{ AT_BYTES_OB_SIZE, 33 },
 		{ AT_BYTES_OB_SVAL, 40 },
 		{ AT_BYTES_OB_SVAL, 1ull << 32 },
+		{ AT_TYPE_SIZE, 4097 },
+		{ AT_TYPE_SIZE, 100 }, /* smaller than tp_flags + 8 */
+		{ AT_TP_NAME, 416 },
+		{ AT_TP_FLAGS, 409 },
+		{ AT_TP_FLAGS, -8ull },
+		{ AT_TUPLE_SIZE, 4097 },
+		{ AT_TUPLE_OB_SIZE, 32 },
+		{ AT_TUPLE_OB_ITEM, 33 },
+		{ AT_DICT_SIZE, 40 }, /* smaller than ma_values + 8 */
+		{ AT_DICT_MA_KEYS, 48 },
+		{ AT_DICT_MA_VALUES, 41 },
+		{ AT_DICT_MA_VALUES, 1ull << 63 },
 	};
 	uint8_t b[PT_PY_DEBUG_OFFSETS_LEN];
 	size_t i;
@@ -676,6 +805,7 @@ int main(void)
 		cmocka_unit_test(test_rows_exist),
 		cmocka_unit_test(test_rows_invariants),
 		cmocka_unit_test(test_rows_match_gdb),
+		cmocka_unit_test(test_rows_attr_fields),
 		cmocka_unit_test(test_synthetic_layout_is_3130),
 		cmocka_unit_test(test_offsets_synthetic),
 		cmocka_unit_test(test_offsets_are_used),
