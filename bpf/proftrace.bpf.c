@@ -41,6 +41,22 @@ const volatile __s32 py_new_lim = 0;
 const volatile __u32 py_localsplus_off = 0; /* frame -> localsplus[0] */
 const volatile bool py_long_tag = false;    /* 3.12+: lv_tag, not a signed ob_size */
 
+/* Attributes: dicts and managed values (struct pt_py_layout, whose fields
+ * these are; user/pyattr.c reads the same way). py_keys_hdr 0: none. */
+const volatile __u32 py_keys_hdr = 0;      /* PyDictKeysObject header: the indices follow */
+const volatile __u32 py_keys_size = 0;     /* dk_size (< 3.11), else 0: log2 fields */
+const volatile __u32 py_keys_log2 = 0;     /* dk_log2_size (3.11+) */
+const volatile __u32 py_keys_log2ix = 0;   /* dk_log2_index_bytes */
+const volatile __u32 py_keys_kind = 0;     /* dk_kind */
+const volatile __u32 py_keys_nentries = 0; /* dk_nentries */
+const volatile __u32 py_dict_keys = 0;     /* PyDictObject.ma_keys */
+const volatile __u32 py_dict_values = 0;   /* .ma_values */
+const volatile __u32 py_values_items = 0;  /* PyDictValues: values[0] */
+const volatile bool py_values_hdr = false; /* 3.13: a capacity byte at values + 0 */
+const volatile __s32 py_managed_dict = 0;  /* dict * (or 3.12's tagged word) before obj */
+const volatile __s32 py_managed_values = 0; /* 3.11: PyDictValues * before obj */
+const volatile __u32 py_str_hash = 0;      /* PyASCIIObject.hash */
+
 /* CO_GENERATOR | CO_COROUTINE | CO_ITERABLE_COROUTINE | CO_ASYNC_GENERATOR */
 #define PY_CO_GENLIKE (0x20 | 0x80 | 0x100 | 0x200)
 
@@ -122,6 +138,16 @@ struct {
 	__type(key, __u32);
 	__type(value, struct pt_val_spec);
 } val_specs SEC(".maps");
+
+/* (type, fid, expression) -> where objects of that type keep the
+ * attribute (struct pt_pyattr_loc); kind NONE: not readable or being
+ * found (vst says which). */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 4096);
+	__type(key, struct pt_attr_key);
+	__type(value, struct pt_pyattr_loc);
+} attr_locs SEC(".maps");
 
 /* A value record is built here (it is too big for the stack) and copied
  * into the ring with its used length. One slot per CPU, indexed by CPU:
@@ -389,6 +415,295 @@ static __always_inline void read_obj(__u64 obj, __u8 op, struct pt_val *v, __u32
 		*nelem = c.n;
 }
 
+/*
+ * ---- Attributes (user/pyattr.c: pt_pyattr__read() is this code's
+ * reference, verified against every interpreter) ----
+ */
+#define DKIX_EMPTY (-1)
+#define DKIX_DUMMY (-2)
+
+enum { AT_OK, AT_MISSING, AT_FAULT, AT_UNDECIDED };
+
+struct probe_ctx {
+	__u64 indices, entries, mask, perturb, i, key, hash;
+	__u64 nentries;
+	__u32 ixw, esize;
+	__s64 found;
+	int st;
+};
+
+/* One step of the dict's own probe sequence (lookdict). */
+static long probe_cb(__u32 n, void *data)
+{
+	struct probe_ctx *c = data;
+	__u64 e[3] = {}, ekey, ehash;
+	__s64 ix;
+
+	if (c->ixw == 1) {
+		__s8 x;
+
+		if (bpf_probe_read_user(&x, 1, (void *)(c->indices + c->i)))
+			goto fault;
+		ix = x;
+	} else if (c->ixw == 2) {
+		__s16 x;
+
+		if (bpf_probe_read_user(&x, 2, (void *)(c->indices + c->i * 2)))
+			goto fault;
+		ix = x;
+	} else {
+		__s32 x;
+
+		if (bpf_probe_read_user(&x, 4, (void *)(c->indices + c->i * 4)))
+			goto fault;
+		ix = x;
+	}
+	if (ix == DKIX_EMPTY) {
+		c->st = AT_MISSING;
+		return 1;
+	}
+	if (ix >= 0) {
+		if ((__u64)ix >= c->nentries) {
+			c->st = AT_UNDECIDED;
+			return 1;
+		}
+		if (c->esize == 24) {
+			if (bpf_probe_read_user(e, 24, (void *)(c->entries + (__u64)ix * 24)))
+				goto fault;
+			ekey = e[1];
+			ehash = e[0];
+		} else {
+			if (bpf_probe_read_user(e, 16, (void *)(c->entries + (__u64)ix * 16)))
+				goto fault;
+			ekey = e[0];
+			ehash = ~c->hash; /* a deleted entry: no key */
+			if (ekey && ekey != c->key &&
+			    bpf_probe_read_user(&ehash, 8, (void *)(ekey + py_str_hash)))
+				goto fault;
+		}
+		if (ekey == c->key) {
+			c->found = ix;
+			c->st = AT_OK;
+			return 1;
+		}
+		if (ehash == c->hash) { /* equal hash, another object: not decided */
+			c->st = AT_UNDECIDED;
+			return 1;
+		}
+	} else if (ix != DKIX_DUMMY) {
+		c->st = AT_UNDECIDED;
+		return 1;
+	}
+	c->perturb >>= 5;
+	c->i = (c->i * 5 + c->perturb + 1) & c->mask;
+	return 0;
+fault:
+	c->st = AT_FAULT;
+	return 1;
+}
+
+/* The attribute loc of the object at obj: *out its value object. */
+static __always_inline __u16 read_attr(const struct pt_pyattr_loc *loc, __u64 obj, __u64 *out)
+{
+	struct probe_ctx c = {};
+	__u64 dict = 0, keys = 0, values = 0, w = 0, v = 0, d[6] = {};
+	__u8 h[48] = {}, vh[4] = {};
+	int cap = -1;
+	__s64 n;
+
+	/* the layout's offsets fit the buffers (constants at load time) */
+	if (py_dict_keys > 40 || py_dict_values > 40 || py_keys_hdr > sizeof(h) ||
+	    py_keys_size > 40 || py_keys_nentries > 40 || py_keys_log2 > 47 ||
+	    py_keys_log2ix > 47 || py_keys_kind > 47)
+		return PT_VST_ATTR_UNREADABLE;
+	if (loc->kind == PT_PYATTR_K_SLOT) {
+		if (bpf_probe_read_user(&v, 8, (void *)(obj + loc->off)))
+			return PT_VST_FAULT;
+		if (!v)
+			return (loc->flags & PT_PYATTR_F_NONE_IF_NULL) ? PT_VST_TYPE
+								     : PT_VST_ATTR_MISSING;
+		*out = v;
+		return PT_VST_OK;
+	}
+	/* 1. where this instance's attributes are */
+	switch (loc->kind) {
+	case PT_PYATTR_K_DICTPTR:
+		if (bpf_probe_read_user(&dict, 8, (void *)(obj + loc->off)))
+			return PT_VST_FAULT;
+		break;
+	case PT_PYATTR_K_MANAGED_311:
+		if (bpf_probe_read_user(&values, 8, (void *)(obj + (__s64)py_managed_values)))
+			return PT_VST_FAULT;
+		if (!values && bpf_probe_read_user(&dict, 8, (void *)(obj + (__s64)py_managed_dict)))
+			return PT_VST_FAULT;
+		break;
+	case PT_PYATTR_K_MANAGED_312:
+		if (bpf_probe_read_user(&w, 8, (void *)(obj + (__s64)py_managed_dict)))
+			return PT_VST_FAULT;
+		if (w & 1)
+			values = w + 1; /* stored as (char *)values - 1 */
+		else
+			dict = w;
+		break;
+	case PT_PYATTR_K_INLINE_313:
+		if (bpf_probe_read_user(vh, 4, (void *)(obj + loc->off)))
+			return PT_VST_FAULT;
+		if (vh[3]) { /* valid */
+			values = obj + loc->off;
+			cap = vh[0];
+		} else if (bpf_probe_read_user(&dict, 8, (void *)(obj + (__s64)py_managed_dict))) {
+			return PT_VST_FAULT;
+		}
+		break;
+	case PT_PYATTR_K_MANAGED_313:
+		if (bpf_probe_read_user(&dict, 8, (void *)(obj + (__s64)py_managed_dict)))
+			return PT_VST_FAULT;
+		break;
+	default:
+		return PT_VST_ATTR_UNREADABLE;
+	}
+	if (values) {
+		if (!loc->shared_keys)
+			return PT_VST_ATTR_UNDECIDED;
+		keys = loc->shared_keys;
+	} else {
+		if (!dict)
+			return PT_VST_ATTR_MISSING; /* no attribute set yet */
+		if (bpf_probe_read_user(d, sizeof(d), (void *)dict))
+			return PT_VST_FAULT;
+		if (loc->dict_type && d[1] != loc->dict_type) /* ob_type */
+			return PT_VST_ATTR_UNDECIDED;
+		keys = d[py_dict_keys / 8];
+		values = d[py_dict_values / 8];
+		if (values && py_values_hdr) {
+			if (bpf_probe_read_user(vh, 4, (void *)values))
+				return PT_VST_FAULT;
+			cap = vh[0];
+		}
+	}
+	/* 2. the keys' geometry, from their header */
+	if (bpf_probe_read_user(h, py_keys_hdr, (void *)keys))
+		return PT_VST_FAULT;
+	c.indices = keys + py_keys_hdr;
+	if (py_keys_size) {
+		__s64 size = *(__s64 *)&h[py_keys_size];
+
+		if (size < 1 || size > (1LL << PT_PYATTR_LOG2_MAX) || (size & (size - 1)))
+			return PT_VST_ATTR_UNDECIDED;
+		c.mask = (__u64)size - 1;
+		c.ixw = size <= 0xff ? 1 : size <= 0xffff ? 2 : 4;
+		c.entries = c.indices + (__u64)size * c.ixw;
+		c.esize = 24;
+	} else {
+		__u8 lg = h[py_keys_log2], lib = h[py_keys_log2ix];
+		__u8 kind = h[py_keys_kind];
+
+		if (lg > PT_PYATTR_LOG2_MAX || kind > 2)
+			return PT_VST_ATTR_UNDECIDED;
+		c.ixw = lg < 8 ? 1 : lg < 16 ? 2 : 4;
+		if (lib != lg + (c.ixw == 1 ? 0 : c.ixw == 2 ? 1 : 2))
+			return PT_VST_ATTR_UNDECIDED;
+		c.mask = (1ULL << lg) - 1;
+		c.entries = c.indices + (1ULL << (lib & 63));
+		c.esize = kind == 0 ? 24 : 16;
+	}
+	n = *(__s64 *)&h[py_keys_nentries];
+	if (n < 0 || (__u64)n > ((c.mask + 1) << 1) / 3)
+		return PT_VST_ATTR_UNDECIDED;
+	c.nentries = (__u64)n;
+	c.key = loc->key;
+	c.hash = (__u64)loc->hash;
+	c.found = -1;
+	c.st = AT_UNDECIDED; /* no answer within PT_PYATTR_PROBE_MAX probes */
+	/* 3. the shared index: right while these are the type's keys */
+	if (values && keys == loc->shared_keys && loc->index >= 0 &&
+	    (__u64)loc->index < c.nentries) {
+		if (bpf_probe_read_user(&w, 8, (void *)(c.entries + (__u64)loc->index * c.esize +
+							c.esize - 16)))
+			return PT_VST_FAULT;
+		if (w == loc->key) {
+			c.found = loc->index;
+			c.st = AT_OK;
+		}
+	}
+	/* 4. else the probe sequence */
+	if (c.found < 0) {
+		c.i = c.hash & c.mask;
+		c.perturb = c.hash;
+		bpf_loop(PT_PYATTR_PROBE_MAX, probe_cb, &c, 0);
+	}
+	if (c.st == AT_MISSING)
+		return PT_VST_ATTR_MISSING;
+	if (c.st == AT_FAULT)
+		return PT_VST_FAULT;
+	if (c.st != AT_OK || c.found < 0)
+		return PT_VST_ATTR_UNDECIDED;
+	/* 5. the value */
+	if (values) {
+		if (cap >= 0 && c.found >= cap)
+			return PT_VST_ATTR_UNDECIDED;
+		if (bpf_probe_read_user(&v, 8, (void *)(values + py_values_items + c.found * 8)))
+			return PT_VST_FAULT;
+	} else if (bpf_probe_read_user(&v, 8, (void *)(c.entries + c.found * c.esize +
+						      c.esize - 8))) {
+		return PT_VST_FAULT;
+	}
+	if (!v) /* deleted from a split table */
+		return PT_VST_ATTR_MISSING;
+	*out = v;
+	return PT_VST_OK;
+}
+
+/* Ask user space where objects of this type keep expression k's
+ * attribute; meanwhile the entry says "pending", so once is enough. */
+static __always_inline void ask_attr(__u64 id, __u32 fid, __u32 k, __u64 type, __u64 obj,
+				     const struct pt_attr_key *key)
+{
+	struct pt_pyattr_loc pend = { .kind = PT_PYATTR_K_NONE, .vst = PT_VST_ATTR_PENDING };
+	struct pt_rec_attr *r;
+
+	if (bpf_map_update_elem(&attr_locs, key, &pend, BPF_NOEXIST))
+		return; /* another CPU asked first, or the map is full */
+	r = bpf_ringbuf_reserve(&events, sizeof(*r), 0);
+	if (!r) {
+		__sync_fetch_and_add(&counters.dropped, 1);
+		bpf_map_delete_elem(&attr_locs, key); /* ask again next time */
+		return;
+	}
+	r->type = PT_REC_ATTR;
+	r->fid = fid;
+	r->pid = id >> 32;
+	r->tid = (__u32)id;
+	r->obj_type = type;
+	r->obj = obj;
+	r->k = k;
+	r->pad = 0;
+	r->pad2 = 0;
+	bpf_ringbuf_submit(r, BPF_RB_FORCE_WAKEUP);
+}
+
+/* Expression k's attribute of the object *obj, in place of it. */
+static __always_inline __u16 attr_of(__u64 id, __u32 fid, __u32 k, __u64 *obj)
+{
+	struct pt_attr_key key = { .fid = fid, .k = k };
+	const struct pt_pyattr_loc *loc;
+
+	if (!*obj)
+		return PT_VST_UNSET;
+	if (!py_keys_hdr)
+		return PT_VST_ATTR_UNREADABLE;
+	if (bpf_probe_read_user(&key.type, 8, (void *)(*obj + 8)))
+		return PT_VST_FAULT;
+	loc = bpf_map_lookup_elem(&attr_locs, &key);
+	if (!loc) {
+		ask_attr(id, fid, k, key.type, *obj, &key);
+		return PT_VST_ATTR_PENDING;
+	}
+	if (loc->kind == PT_PYATTR_K_NONE)
+		return loc->vst ? loc->vst : PT_VST_ATTR_PENDING;
+	return read_attr(loc, *obj, obj);
+}
+
 /* Integer argument n (0..5) in the x86-64 SysV order. Read through a
  * helper: the compiler folds a switch over ctx fields into one load at a
  * variable offset from ctx, which the verifier refuses. */
@@ -454,7 +769,11 @@ static __always_inline void send_vals(struct pt_regs *ctx, __u64 id, __u32 fid, 
 			v->kind = PT_VKIND_SCALAR;
 			break;
 		case PT_VSRC_PYRET:
-			read_obj(PT_REGS_RC(ctx), e.op, v, &nelem);
+			obj = PT_REGS_RC(ctx);
+			if (e.attr)
+				v->status = attr_of(id, fid, i, &obj);
+			if (!v->status)
+				read_obj(obj, e.op, v, &nelem);
 			break;
 		case PT_VSRC_PYARG:
 			if (!pc || !py_localsplus_off || pc->slot[i] < 0) {
@@ -467,7 +786,10 @@ static __always_inline void send_vals(struct pt_regs *ctx, __u64 id, __u32 fid, 
 				v->status = PT_VST_FAULT;
 				break;
 			}
-			read_obj(obj, e.op, v, &nelem);
+			if (e.attr && obj)
+				v->status = attr_of(id, fid, i, &obj);
+			if (!v->status)
+				read_obj(obj, e.op, v, &nelem);
 			break;
 		default:
 			v->status = PT_VST_TYPE;

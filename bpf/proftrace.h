@@ -44,6 +44,7 @@ enum pt_rec_type {
 	PT_REC_VALUES = 7, /* struct pt_rec_vals: values read at a call's entry or exit */
 	PT_REC_FORK = 8, /* a traced process forked: pid the parent, tid the child's pid */
 	PT_REC_EXEC = 9, /* a traced process (pid) replaced its image: exec */
+	PT_REC_ATTR = 10, /* struct pt_rec_attr: where does this type keep that attribute? */
 };
 
 /*
@@ -157,6 +158,8 @@ struct pt_val_expr {
 	__u8 op;  /* enum pt_val_op */
 	__u8 argn;
 	__u8 width; /* enum pt_val_width (native) */
+	__u8 attr;  /* py: read an attribute of the object first (attr_locs) */
+	__u8 pad[3];
 };
 
 struct pt_val_spec {
@@ -164,6 +167,79 @@ struct pt_val_spec {
 	__u32 pad;
 	struct pt_val_expr e[PT_MAX_VALS];
 };
+
+/*
+ * Attributes (`arg:req.num_tokens`): one level, on ordinary instances.
+ * Where an object keeps the attribute depends on its type; BPF asks user
+ * space once per (type, function, expression) with a PT_REC_ATTR record
+ * and meanwhile counts the value as PT_VST_ATTR_PENDING; user space works
+ * out the location (user/pyattr.c, which also holds the reference of the
+ * read path BPF runs) and stores it in the attr_locs map.
+ */
+/* Where instances keep the attribute (struct pt_pyattr_loc.kind). */
+enum pt_pyattr_kind {
+	PT_PYATTR_K_NONE = 0,
+	PT_PYATTR_K_SLOT,	 /* a T_OBJECT(_EX) member: PyObject * at obj + off */
+	PT_PYATTR_K_DICTPTR,	 /* dict * at obj + off (tp_dictoffset > 0) */
+	PT_PYATTR_K_MANAGED_311, /* values * at obj + L->managed_values, else dict *
+				  * at obj + L->managed_dict */
+	PT_PYATTR_K_MANAGED_312, /* w = *(obj + L->managed_dict): w & 1 ? values
+				  * at w + 1 : dict w */
+	PT_PYATTR_K_INLINE_313,	 /* values inline at obj + off while their valid
+				  * byte is set, else dict * at obj + L->managed_dict */
+	PT_PYATTR_K_MANAGED_313, /* dict * at obj + L->managed_dict */
+};
+
+/* struct pt_pyattr_loc.flags. NONE_IF_NULL: a T_OBJECT member, whose NULL
+ * reads as None. CLASS: the MRO has a non-data descriptor or a plain class
+ * attribute of that name, which applies when the instance has none.
+ * GETATTR: a Python __getattr__ runs when the lookup fails. */
+#define PT_PYATTR_F_NONE_IF_NULL 0x1
+#define PT_PYATTR_F_CLASS 0x2
+#define PT_PYATTR_F_GETATTR 0x4
+
+struct pt_pyattr_loc {
+	__u64 type;	      /* the type this location is for */
+	__u64 key;	      /* dict kinds: the interned name (a str object) */
+	__s64 hash;	      /* dict kinds: its hash */
+	__u64 shared_keys; /* dict kinds: the type's ht_cached_keys, 0 */
+	__u64 dict_type;   /* dict kinds: &PyDict_Type (a dict's ob_type must
+			       * be it), 0: not checked */
+	__s64 off;	      /* SLOT: member offset; DICTPTR: tp_dictoffset;
+			       * INLINE_313: tp_basicsize */
+	__s32 index;	      /* dict kinds: the name's entry in shared_keys, -1 */
+	__u8 kind;	      /* enum pt_pyattr_kind */
+	__u8 flags;	      /* PT_PYATTR_F_* */
+	__u8 vst;	      /* kind NONE: the enum pt_val_status BPF reports
+			       * (pending, not readable, no such attribute) */
+	__u8 pad;
+};
+
+
+
+struct pt_attr_key {
+	__u64 type; /* the object's ob_type */
+	__u32 fid;
+	__u32 k; /* expression index in the fid's pt_val_spec */
+};
+
+/* PT_REC_ATTR: an attribute is wanted from an object of a type not in
+ * attr_locs. Same size as pt_rec. */
+struct pt_rec_attr {
+	__u32 type; /* PT_REC_ATTR */
+	__u32 fid;
+	__u32 pid;
+	__u32 tid;
+	__u64 obj_type;
+	__u64 obj; /* an instance: the key may only be found in its dict */
+	__u32 k;
+	__u32 pad;
+	__u64 pad2;
+};
+
+/* Bounds of the read path (user/pyattr.h). */
+#define PT_PYATTR_PROBE_MAX 32
+#define PT_PYATTR_LOG2_MAX 30
 
 enum pt_val_status {
 	PT_VST_OK = 0,
@@ -174,6 +250,13 @@ enum pt_val_status {
 	PT_VST_NONAME = 5,  /* the code object has no argument or local of that name */
 	PT_VST_UNSET = 6,   /* the local has no value at entry */
 	PT_VST_TRUNC = 7,   /* a list longer than PT_VAL_MAX_ELEMS: not summed */
+	PT_VST_ATTR_PENDING = 8,    /* a type not seen before: its location is being found */
+	PT_VST_ATTR_MISSING = 9,    /* the object has no such attribute (unset, deleted, only
+				     * on the class, or left to __getattr__) */
+	PT_VST_ATTR_UNREADABLE = 10, /* the type computes it (property, __getattribute__...)
+				      * or keeps it where it cannot be read */
+	PT_VST_ATTR_UNDECIDED = 11, /* the instance's dict did not tell (a key that is not
+				     * the interned name, too many probes, implausible) */
 	PT_VST_MAX
 };
 
@@ -290,7 +373,10 @@ _Static_assert(PT_FID_MAKE(PT_MAX_PROCS - 1, PT_FID_LOCAL_MASK) < PT_FID_PY_PEND
 	       "process fids stay below the Python markers");
 _Static_assert(sizeof(struct pt_val) == 32, "pt_val is part of the ABI");
 _Static_assert(sizeof(struct pt_rec_vals) == 128, "pt_rec_vals is part of the ABI");
-_Static_assert(sizeof(struct pt_val_spec) == 20, "pt_val_spec is part of the ABI");
+_Static_assert(sizeof(struct pt_val_spec) == 32, "pt_val_spec is part of the ABI");
+_Static_assert(sizeof(struct pt_pyattr_loc) == 56, "a BPF map value: no implicit padding");
+_Static_assert(sizeof(struct pt_attr_key) == 16, "pt_attr_key is part of the ABI");
+_Static_assert(sizeof(struct pt_rec_attr) == sizeof(struct pt_rec), "one record size");
 #endif
 
 #endif /* PT_ABI_H */

@@ -89,6 +89,20 @@ int pt_attach__open(struct pt_attach **out, const struct pt_attach_opts *opts, c
 		a->skel->rodata->py_new_lim = (int)L->gen_new_lim;
 		a->skel->rodata->py_localsplus_off = L->frame_localsplus;
 		a->skel->rodata->py_long_tag = L->long_tag;
+		/* attributes (user/pyattr.c reads the same way) */
+		a->skel->rodata->py_keys_hdr = L->keys_indices;
+		a->skel->rodata->py_keys_size = L->keys_size;
+		a->skel->rodata->py_keys_log2 = L->keys_log2_size;
+		a->skel->rodata->py_keys_log2ix = L->keys_log2_index_bytes;
+		a->skel->rodata->py_keys_kind = L->keys_kind;
+		a->skel->rodata->py_keys_nentries = L->keys_nentries;
+		a->skel->rodata->py_dict_keys = L->dict_keys;
+		a->skel->rodata->py_dict_values = L->dict_values;
+		a->skel->rodata->py_values_items = L->values_items;
+		a->skel->rodata->py_values_hdr = L->values_header;
+		a->skel->rodata->py_managed_dict = L->managed_dict;
+		a->skel->rodata->py_managed_values = L->managed_values;
+		a->skel->rodata->py_str_hash = L->str_hash;
 		a->py_session = opts->py_session && kernel_has_uprobe_session();
 	}
 	/* Load only the Python programs in use (the session one needs a
@@ -358,6 +372,18 @@ fail:
 	snprintf(err, errlen, "cannot attach to _PyEval_EvalFrameDefault in %s at 0x%llx: %s",
 		 py->path, (unsigned long long)off, strerror(-e));
 	return e ? e : -EINVAL;
+}
+
+int pt_attach__attr_loc(struct pt_attach *a, const struct pt_attr_key *key,
+			const struct pt_pyattr_loc *loc)
+{
+	return bpf_map__update_elem(a->skel->maps.attr_locs, key, sizeof(*key), loc, sizeof(*loc),
+				    BPF_ANY);
+}
+
+int pt_attach__attr_forget(struct pt_attach *a, const struct pt_attr_key *key)
+{
+	return bpf_map__delete_elem(a->skel->maps.attr_locs, key, sizeof(*key), 0);
 }
 
 int pt_attach__py_code(struct pt_attach *a, int pid, uint64_t code, const struct pt_py_code *val)

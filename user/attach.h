@@ -68,6 +68,13 @@ int pt_attach__python(struct pt_attach *a, unsigned int pidx, int pid, const str
 /* Tell BPF what a code object of process pid is (PT_REC_PYCODE answered;
  * val->fid is a PT_FID_MAKE fid). 0 or -errno. */
 int pt_attach__py_code(struct pt_attach *a, int pid, uint64_t code, const struct pt_py_code *val);
+/* Where objects of key->type keep the attribute of expression key->k
+ * (PT_REC_ATTR answered), or a kind NONE loc with the status to report.
+ * 0 or -errno. */
+int pt_attach__attr_loc(struct pt_attach *a, const struct pt_attr_key *key,
+			const struct pt_pyattr_loc *loc);
+/* Ask again at the next such object (its location was not found yet). */
+int pt_attach__attr_forget(struct pt_attach *a, const struct pt_attr_key *key);
 /* "session" or "pair": how the frame evaluator is probed. */
 const char *pt_attach__py_probe(const struct pt_attach *a);
 /* Number of functions attached. */

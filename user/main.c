@@ -214,6 +214,8 @@ static int event_loop(struct run *r, const sigset_t *mask)
 			}
 			if (p->ended)
 				continue;
+			if (p->nretries)
+				pt_run__attr_retries(p, now);
 			if (p->gpu_attached) {
 				/* the shim goes dormant after 1 s without a heartbeat */
 				pt_gpuring__heartbeat(p->gr, now);
@@ -471,6 +473,7 @@ cleanup:
 	free(r.mf);
 	free(r.cands);
 	free(r.skipped);
+	free(r.attr_warned);
 	free(r.sf);
 	free(r.msf);
 	free(r.labels);

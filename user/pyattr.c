@@ -974,8 +974,13 @@ static int resolve(struct ctx *c, uint64_t type_addr, struct pt_pyattr_loc *loc)
 		if (!crd64(c, type_addr, L->type_dict, &dict))
 			is_builtin(c, dict, &c->dict_type, "dict", TPF_DICT_SUBCLASS);
 	}
-	if ((c->flags & TPF_HEAPTYPE) && crd64(c, type_addr, L->ht_cached_keys, &loc->shared_keys))
-		return say(c, -EFAULT, "%s: cannot read ht_cached_keys", c->tname);
+	if (c->flags & TPF_HEAPTYPE) {
+		uint64_t keys;
+
+		if (crd64(c, type_addr, L->ht_cached_keys, &keys))
+			return say(c, -EFAULT, "%s: cannot read ht_cached_keys", c->tname);
+		loc->shared_keys = keys;
+	}
 	if (!loc->shared_keys && loc->kind != PT_PYATTR_K_DICTPTR &&
 	    loc->kind != PT_PYATTR_K_MANAGED_313)
 		return say(c, -EINVAL, "%s: a managed dict without shared keys", c->tname);

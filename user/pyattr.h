@@ -22,47 +22,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "../bpf/proftrace.h"
 #include "pycode.h"
 #include "pylayout.h"
 
-/* Where instances keep the attribute (struct pt_pyattr_loc.kind). */
-enum pt_pyattr_kind {
-	PT_PYATTR_K_NONE = 0,
-	PT_PYATTR_K_SLOT,	 /* a T_OBJECT(_EX) member: PyObject * at obj + off */
-	PT_PYATTR_K_DICTPTR,	 /* dict * at obj + off (tp_dictoffset > 0) */
-	PT_PYATTR_K_MANAGED_311, /* values * at obj + L->managed_values, else dict *
-				  * at obj + L->managed_dict */
-	PT_PYATTR_K_MANAGED_312, /* w = *(obj + L->managed_dict): w & 1 ? values
-				  * at w + 1 : dict w */
-	PT_PYATTR_K_INLINE_313,	 /* values inline at obj + off while their valid
-				  * byte is set, else dict * at obj + L->managed_dict */
-	PT_PYATTR_K_MANAGED_313, /* dict * at obj + L->managed_dict */
-};
-
-/* struct pt_pyattr_loc.flags. NONE_IF_NULL: a T_OBJECT member, whose NULL
- * reads as None. CLASS: the MRO has a non-data descriptor or a plain class
- * attribute of that name, which applies when the instance has none.
- * GETATTR: a Python __getattr__ runs when the lookup fails. */
-#define PT_PYATTR_F_NONE_IF_NULL 0x1
-#define PT_PYATTR_F_CLASS 0x2
-#define PT_PYATTR_F_GETATTR 0x4
-
-struct pt_pyattr_loc {
-	uint64_t type;	      /* the type this location is for */
-	uint64_t key;	      /* dict kinds: the interned name (a str object) */
-	int64_t hash;	      /* dict kinds: its hash */
-	uint64_t shared_keys; /* dict kinds: the type's ht_cached_keys, 0 */
-	uint64_t dict_type;   /* dict kinds: &PyDict_Type (a dict's ob_type must
-			       * be it), 0: not checked */
-	int64_t off;	      /* SLOT: member offset; DICTPTR: tp_dictoffset;
-			       * INLINE_313: tp_basicsize */
-	int32_t index;	      /* dict kinds: the name's entry in shared_keys, -1 */
-	uint8_t kind;	      /* enum pt_pyattr_kind */
-	uint8_t flags;	      /* PT_PYATTR_F_* */
-	uint8_t pad[2];
-};
-
-_Static_assert(sizeof(struct pt_pyattr_loc) == 56, "a BPF map value: no implicit padding");
+/* struct pt_pyattr_loc, its kinds and flags: bpf/proftrace.h (a BPF map
+ * value). */
 
 /* Outcome of a read (pt_pyattr__read()). */
 enum pt_pyattr_status {
@@ -86,13 +51,12 @@ enum pt_pyattr_status {
 /* Bounds. The read path's only loop is the dict probe: a dict is at
  * most 2/3 full, so 32 probes fail for about 1 lookup in 2^18 with
  * uniform hashes; the failure is PT_PYATTR_PROBES, never a guess. */
-#define PT_PYATTR_PROBE_MAX 32
+/* PT_PYATTR_PROBE_MAX (32) and PT_PYATTR_LOG2_MAX (30): bpf/proftrace.h */
 /* Reads of one pt_pyattr__read(), at most: locating the dict (4: 3.13's
  * valid byte, the dict pointer, the dict, its values' header), the keys
  * header, the shared-index check, per probe the index, the entry and a
  * colliding key's hash, the value. */
 #define PT_PYATTR_READS_MAX (4 + 1 + 1 + 3 * PT_PYATTR_PROBE_MAX + 1)
-#define PT_PYATTR_LOG2_MAX 30	/* dict index tables of up to 2^30 slots */
 #define PT_PYATTR_MRO_MAX 32	/* resolve: types in an MRO */
 #define PT_PYATTR_SCAN_MAX 4096 /* resolve: entries of one dict, items of one tuple */
 #define PT_PYATTR_NAME_MAX 255	/* attribute names (ASCII) */

@@ -66,6 +66,12 @@ struct view {
 	struct pt_stacks *stk; /* NULL: not sampled */
 };
 
+/* A type whose attribute location was not found yet: asked again at. */
+struct attr_retry {
+	struct pt_attr_key key;
+	uint64_t due; /* CLOCK_MONOTONIC ns */
+};
+
 /* One traced process. */
 struct proc {
 	struct run *run;
@@ -112,6 +118,8 @@ struct proc {
 	char gpu_why[256]; /* no GPU stream: why */
 
 	struct pt_tmem tmem; /* its memory (frame slots of py: values) */
+	struct attr_retry *retries;
+	size_t nretries;
 };
 
 /* A function of the merged view: the same probe, object and symbol (or
@@ -171,6 +179,8 @@ struct run {
 
 	/* --trace: trace.json's events */
 	struct pt_trace *trace;
+
+	uint8_t *attr_warned; /* per spec and expression: a missing attribute was said */
 };
 
 /* epoll tags; TAG_PID + i is process i's pidfd */
@@ -213,6 +223,8 @@ int pt_run__declare_func(struct proc *p, size_t i);
 void pt_run__mark_attached(struct proc *p, size_t i);
 /* What BPF reads at f's calls, when its probe has values. */
 void pt_run__set_val_spec(struct proc *p, const struct pt_func *f);
+/* Attribute locations not found yet: BPF asks again once they are due. */
+void pt_run__attr_retries(struct proc *p, uint64_t now);
 
 /* run_procs.c: processes */
 int pt_run__open_proc(struct run *r, int pid, bool strict, struct proc **out, char *err,

@@ -493,6 +493,7 @@ void pt_run__free_proc(struct proc *p)
 		free(p->fs[i].reason);
 	free(p->fs);
 	free(p->mfid);
+	free(p->retries);
 	if (p->pidfd >= 0)
 		close(p->pidfd);
 	free(p);

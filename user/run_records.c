@@ -12,6 +12,8 @@
 
 #include "run.h"
 
+#include "pyattr.h"
+
 static void on_proc_event(struct run *r, const struct pt_rec *rec);
 
 /* The merged view's fid of p's function f, added when new; -1: out of
@@ -305,6 +307,108 @@ static void on_call(struct proc *p, const struct pt_rec *rec)
 		p->gpu_oom = true;
 }
 
+/* Ask BPF to ask again about key in a second: the type's location was
+ * not found yet (no instance holds the name yet, or it was freed). */
+static void retry_attr(struct proc *p, const struct pt_attr_key *key)
+{
+	struct attr_retry *v = realloc(p->retries, (p->nretries + 1) * sizeof(*v));
+
+	if (!v)
+		return; /* it stays pending: counted, never guessed */
+	p->retries = v;
+	v[p->nretries++] = (struct attr_retry){ .key = *key,
+						.due = now_ns(CLOCK_MONOTONIC) + 1000000000ull };
+}
+
+void pt_run__attr_retries(struct proc *p, uint64_t now)
+{
+	size_t k = 0;
+
+	for (size_t i = 0; i < p->nretries; i++) {
+		if (p->retries[i].due > now)
+			p->retries[k++] = p->retries[i];
+		else
+			pt_attach__attr_forget(p->run->att, &p->retries[i].key);
+	}
+	p->nretries = k;
+}
+
+/* Was the attribute of expression k of spec said missing already? */
+static bool warned_once(struct run *r, size_t spec, unsigned int k)
+{
+	size_t i = spec * PT_MAX_VALS + k;
+
+	if (!r->attr_warned)
+		r->attr_warned = calloc(r->cfg.nprobes * PT_MAX_VALS + 1, 1);
+	if (!r->attr_warned || r->attr_warned[i])
+		return true;
+	r->attr_warned[i] = 1;
+	return false;
+}
+
+/* An attribute is wanted from an object of a type BPF has no location
+ * for: find where that type keeps it (user/pyattr.c), once. */
+static void on_attr(struct proc *p, const struct pt_rec_attr *a)
+{
+	struct pt_attr_key key = { .type = a->obj_type, .fid = a->fid, .k = a->k };
+	uint32_t fid = a->fid & PT_FID_LOCAL_MASK;
+	const struct pt_probe_spec *ps;
+	struct pt_pyattr_loc loc;
+	const struct pt_func *f;
+	const char *attr;
+	char why[256];
+	int ret;
+
+	if (PT_FID_PROC(a->fid) != p->idx || fid >= p->nfs || !p->have_py)
+		return;
+	f = pt_resolver__func(p->res, fid);
+	ps = f->vals_spec >= 0 ? &p->run->cfg.probes[f->vals_spec] : NULL;
+	if (!ps || a->k >= ps->nvals || !ps->vals[a->k].attr)
+		return;
+	attr = ps->vals[a->k].attr;
+	/* the instance BPF saw helps find the name's key; if it was freed
+	 * and its memory reused meanwhile, the type alone must do */
+	ret = pt_pyattr__resolve_obj(&p->tmem, &p->py.L, a->obj, attr, &loc, why, sizeof(why));
+	if (ret != -EOPNOTSUPP && ret != -ENOENT && (ret || loc.type != a->obj_type))
+		ret = pt_pyattr__resolve(&p->tmem, &p->py.L, a->obj_type, attr, &loc, why,
+					 sizeof(why));
+	if (ret == -EFAULT) { /* the type went away under us: ask again */
+		retry_attr(p, &key);
+		pt_run__vlog("proftrace: pid %d: %s.%s: %s (asking again)\n", p->tgt.pid,
+			     f->symbol, attr, why);
+		return;
+	}
+	if (ret == -EAGAIN) {
+		/* Neither the type nor this instance has the name: objects of
+		 * the type lack it for now. Asked again each second, so the
+		 * first instance that has it gets it read. */
+		memset(&loc, 0, sizeof(loc));
+		loc.kind = PT_PYATTR_K_NONE;
+		loc.vst = PT_VST_ATTR_MISSING;
+		retry_attr(p, &key);
+		if (!warned_once(p->run, (size_t)f->vals_spec, a->k)) {
+			pt_run__clear_status();
+			fprintf(stderr, "proftrace: warning: %s=%s in %s (pid %d): %s: counted as "
+					"no_attribute until an object has it\n",
+				pt_vexpr__role_name(ps->vals[a->k].role), ps->vals[a->k].text,
+				f->symbol, p->tgt.pid, why);
+		}
+	} else if (ret) {
+		memset(&loc, 0, sizeof(loc));
+		loc.kind = PT_PYATTR_K_NONE;
+		loc.vst = ret == -ENOENT ? PT_VST_ATTR_MISSING : PT_VST_ATTR_UNREADABLE;
+		pt_run__clear_status();
+		fprintf(stderr, "proftrace: warning: %s=%s in %s (pid %d): %s: counted as %s\n",
+			pt_vexpr__role_name(ps->vals[a->k].role), ps->vals[a->k].text, f->symbol,
+			p->tgt.pid, why, pt_vexpr__status_name(loc.vst));
+	} else {
+		pt_run__vlog("proftrace: pid %d: %s.%s: %s\n", p->tgt.pid, f->symbol, attr, why);
+	}
+	loc.type = a->obj_type;
+	if (pt_attach__attr_loc(p->run->att, &key, &loc))
+		retry_attr(p, &key); /* the map is full: stays pending */
+}
+
 int pt_run__on_rec(void *ctx, const struct pt_rec *rec, size_t size)
 {
 	struct run *r = ctx;
@@ -331,6 +435,9 @@ int pt_run__on_rec(void *ctx, const struct pt_rec *rec, size_t size)
 		return 0;
 	case PT_REC_VALUES:
 		on_values(p, (const struct pt_rec_vals *)rec, size);
+		return 0;
+	case PT_REC_ATTR:
+		on_attr(p, (const struct pt_rec_attr *)rec);
 		return 0;
 	}
 	copy = *rec;

@@ -39,6 +39,10 @@ const char *pt_vexpr__status_name(unsigned int status)
 		[PT_VST_NONAME] = "no_such_argument",
 		[PT_VST_UNSET] = "unset",
 		[PT_VST_TRUNC] = "list_too_long",
+		[PT_VST_ATTR_PENDING] = "type_pending",
+		[PT_VST_ATTR_MISSING] = "no_attribute",
+		[PT_VST_ATTR_UNREADABLE] = "attribute_not_readable",
+		[PT_VST_ATTR_UNDECIDED] = "attribute_undecided",
 	};
 
 	return status < PT_VST_MAX ? names[status] : "?";
@@ -69,11 +73,12 @@ static bool ident(const char *s, size_t n)
 }
 
 #define PY_FORMS "arg:<name>, ret, len(X), sum(X), mean(X), min(X), max(X), p50(X) or p90(X) " \
-		 "with X arg:<name> or ret"
+		 "with X arg:<name>, ret, arg:<name>.<attr> or ret.<attr>"
 #define NATIVE_FORMS "argN (integer argument N, 0..5) or ret (integer return value), " \
 		     "with :i32 or :u32 for a 32-bit int"
 
-/* The operand: arg:<name> / ret (py), argN / ret (native). */
+/* The operand: arg:<name> / ret (py), argN / ret (native). A py:
+ * operand may end in one attribute, .<attr>. */
 /* A native register's width: ":i32", ":u32" (the upper half of the
  * register is not part of a 32-bit value: x86-64 leaves it undefined) or
  * ":i64" (the default). Cut from the end of [s, s+*n). */
@@ -100,6 +105,30 @@ static int width(const char *s, size_t *n, struct pt_vexpr *e, char *why, size_t
 
 static int operand(const char *s, size_t n, bool py, struct pt_vexpr *e, char *why, size_t len)
 {
+	const char *dot = memchr(s, '.', n);
+
+	if (dot && py) {
+		/* one attribute of an ordinary instance (docs/targets.md) */
+		size_t an = n - (size_t)(dot + 1 - s);
+		const char *dot2 = memchr(dot + 1, '.', an);
+
+		if (dot2)
+			return fail(why, len, "one attribute level at most (hint: read an object "
+					      "nearer the value, e.g. %.*s)", (int)(dot2 - s), s);
+		if (!ident(dot + 1, an))
+			return fail(why, len, "not a Python attribute name after '.' (hint: "
+					      "arg:<name>.<attr>, e.g. arg:req.num_tokens)");
+		if (an > PT_VEXPR_ATTR_MAX)
+			return fail(why, len, "attribute name longer than %d characters",
+				    PT_VEXPR_ATTR_MAX);
+		n = (size_t)(dot - s);
+		if (!(n == 3 && !strncmp(s, "ret", 3)) && !(n > 4 && !strncmp(s, "arg:", 4)))
+			return fail(why, len, "an attribute of what? (hint: arg:<name>.<attr> or "
+					      "ret.<attr>)");
+		e->attr = strndup(dot + 1, an);
+		if (!e->attr)
+			return -ENOMEM;
+	}
 	if (!py && strncmp(s, "arg:", 4) && width(s, &n, e, why, len))
 		return -EINVAL;
 	if (n == 3 && !strncmp(s, "ret", 3)) {
@@ -121,13 +150,6 @@ static int operand(const char *s, size_t n, bool py, struct pt_vexpr *e, char *w
 		return fail(why, len, "unknown value (hint: a native probe takes " NATIVE_FORMS ")");
 	}
 	if (n > 4 && !strncmp(s, "arg:", 4)) {
-		const char *dot = memchr(s + 4, '.', n - 4);
-
-		if (dot)
-			return fail(why, len,
-				    "attribute access is not supported (hint: read an argument that "
-				    "holds the number or the list itself, e.g. arg:%.*s)",
-				    (int)(dot - (s + 4)), s + 4);
 		if (!ident(s + 4, n - 4))
 			return fail(why, len, "not a Python name (hint: arg:<name>, the name of an "
 					      "argument of the function)");
@@ -192,7 +214,8 @@ void pt_vexpr__free(struct pt_vexpr *e)
 {
 	free(e->name);
 	free(e->text);
-	e->name = e->text = NULL;
+	free(e->attr);
+	e->name = e->text = e->attr = NULL;
 }
 
 enum pt_vfn pt_vexpr__reduce_fn(const struct pt_vexpr *e, enum pt_vfn kv_reduce)
@@ -205,7 +228,7 @@ enum pt_vfn pt_vexpr__reduce_fn(const struct pt_vexpr *e, enum pt_vfn kv_reduce)
 struct pt_val_expr pt_vexpr__bpf(const struct pt_vexpr *e, enum pt_vfn kv_reduce)
 {
 	struct pt_val_expr x = { .src = e->src, .argn = e->argn, .op = PT_VOP_INT,
-				 .width = e->width };
+				 .width = e->width, .attr = e->attr != NULL };
 	enum pt_vfn fn = pt_vexpr__reduce_fn(e, kv_reduce);
 	bool pct = fn == PT_VFN_P50 || fn == PT_VFN_P90;
 

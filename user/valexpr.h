@@ -7,7 +7,8 @@
  *   native:  argN (integer argument N, 0..5)   ret (integer return value),
  *            either with :i32, :u32 or :i64 (default) for the integer's width
  *   py:      arg:<name>   ret   len(X)   sum(X) mean(X) min(X) max(X)
- *            p50(X) p90(X)        where X is arg:<name> or ret
+ *            p50(X) p90(X)        where X is arg:<name> or ret, or one
+ *            attribute of either: arg:<name>.<attr>, ret.<attr>
  *
  * Parsing is pure (config.c reports errors with file:line:col); the
  * reading happens in BPF (struct pt_val_expr) and pt_vexpr__reduce()
@@ -31,6 +32,8 @@ enum pt_vrole {
 	PT_VROLE_MAX
 };
 
+#define PT_VEXPR_ATTR_MAX 255 /* longest attribute name */
+
 enum pt_vfn {
 	PT_VFN_NONE = 0, /* bare: an int (kv_len: or a list, reduced by kv_len_reduce) */
 	PT_VFN_LEN,
@@ -49,6 +52,7 @@ struct pt_vexpr {
 	uint8_t argn; /* PT_VSRC_ARG */
 	uint8_t width; /* native: enum pt_val_width */
 	char *name;   /* PT_VSRC_PYARG: the argument's name */
+	char *attr;   /* py: the attribute read from the object, or NULL */
 	char *text;   /* as written */
 	int line, col;
 };

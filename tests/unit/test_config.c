@@ -1251,10 +1251,9 @@ static void test_err_value_columns(void **state)
 			   "t.conf:1:21: error: bad value expression: unbalanced parentheses "
 			   "'arg:x)'");
 	/* tabs count as one column */
-	assert_parse_error("\tstep\tpy:m::f\tkv_len=arg:a.b\n",
-			   "t.conf:1:22: error: bad value expression: attribute access is not "
-			   "supported 'arg:a.b' (hint: read an argument that holds the number or "
-			   "the list itself, e.g. arg:a)");
+	assert_parse_error("\tstep\tpy:m::f\tkv_len=arg:a.b.c\n",
+			   "t.conf:1:22: error: bad value expression: one attribute level at most "
+			   "'arg:a.b.c' (hint: read an object nearer the value, e.g. arg:a.b)");
 	assert_parse_error("# c\n\n   step py:m::f   tokens=foo(ret)\n",
 			   "t.conf:3:26: error: bad value expression: unknown function 'foo' "
 			   "'foo(ret)' (hint: len, sum, mean, min, max, p50 or p90)");

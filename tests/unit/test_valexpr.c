@@ -24,7 +24,7 @@
 	"for a 32-bit int"
 #define PY_HINT                                                                           \
 	"arg:<name>, ret, len(X), sum(X), mean(X), min(X), max(X), p50(X) or p90(X) with X " \
-	"arg:<name> or ret"
+	"arg:<name>, ret, arg:<name>.<attr> or ret.<attr>"
 
 /* ---- parsing ---- */
 
@@ -93,6 +93,33 @@ static void test_native_accepted(void **state)
 	check_ok("ret", false, PT_VSRC_RET, PT_VFN_NONE, 0, NULL);
 }
 
+/* An attribute expression: its parts, and the BPF side's attr flag. */
+static void check_attr(const char *s, unsigned int src, enum pt_vfn fn, const char *name,
+		       const char *attr)
+{
+	struct pt_vexpr e;
+	char why[256] = "";
+
+	if (pt_vexpr__parse(s, true, &e, why, sizeof(why)))
+		fail_msg("'%s' rejected: %s", s, why);
+	assert_int_equal(e.src, src);
+	assert_int_equal(e.fn, fn);
+	if (name)
+		assert_string_equal(e.name, name);
+	else
+		assert_null(e.name);
+	assert_string_equal(e.attr, attr);
+	assert_string_equal(e.text, s);
+	assert_int_equal(pt_vexpr__bpf(&e, PT_VFN_NONE).attr, 1);
+	pt_vexpr__free(&e);
+	assert_null(e.attr);
+	/* no attribute: no flag */
+	assert_int_equal(pt_vexpr__parse("arg:x", true, &e, why, sizeof(why)), 0);
+	assert_null(e.attr);
+	assert_int_equal(pt_vexpr__bpf(&e, PT_VFN_NONE).attr, 0);
+	pt_vexpr__free(&e);
+}
+
 static void test_py_accepted(void **state)
 {
 	static const struct {
@@ -109,6 +136,10 @@ static void test_py_accepted(void **state)
 	check_ok("arg:_x9", true, PT_VSRC_PYARG, PT_VFN_NONE, 0, "_x9");
 	check_ok("arg:N", true, PT_VSRC_PYARG, PT_VFN_NONE, 0, "N");
 	check_ok("ret", true, PT_VSRC_PYRET, PT_VFN_NONE, 0, NULL);
+	check_attr("arg:req.num_tokens", PT_VSRC_PYARG, PT_VFN_NONE, "req", "num_tokens");
+	check_attr("ret.n", PT_VSRC_PYRET, PT_VFN_NONE, NULL, "n");
+	check_attr("len(arg:batch.reqs)", PT_VSRC_PYARG, PT_VFN_LEN, "batch", "reqs");
+	check_attr("p90(ret._seq_lens)", PT_VSRC_PYRET, PT_VFN_P90, NULL, "_seq_lens");
 	for (size_t i = 0; i < sizeof(fns) / sizeof(fns[0]); i++) {
 		snprintf(s, sizeof(s), "%s(arg:reqs)", fns[i].fn);
 		check_ok(s, true, PT_VSRC_PYARG, fns[i].v, 0, "reqs");
@@ -193,12 +224,21 @@ static void test_py_rejected(void **state)
 	check_bad("arg0", true, "a Python probe names its argument (hint: arg:<name>)");
 	check_bad("arg5", true, "a Python probe names its argument (hint: arg:<name>)");
 	check_bad("len(arg1)", true, "a Python probe names its argument (hint: arg:<name>)");
-	check_bad("arg:a.b", true,
-		  "attribute access is not supported (hint: read an argument that holds the number "
-		  "or the list itself, e.g. arg:a)");
-	check_bad("len(arg:req.tokens)", true,
-		  "attribute access is not supported (hint: read an argument that holds the number "
-		  "or the list itself, e.g. arg:req)");
+	check_bad("arg:a.b.c", true,
+		  "one attribute level at most (hint: read an object nearer the value, e.g. arg:a.b)");
+	check_bad("len(arg:req.sched.tokens)", true,
+		  "one attribute level at most (hint: read an object nearer the value, e.g. "
+		  "arg:req.sched)");
+	check_bad("arg:a.", true, "not a Python attribute name after '.' (hint: "
+				  "arg:<name>.<attr>, e.g. arg:req.num_tokens)");
+	check_bad("arg:a.1x", true, "not a Python attribute name after '.' (hint: "
+				    "arg:<name>.<attr>, e.g. arg:req.num_tokens)");
+	check_bad("foo.bar", true, "an attribute of what? (hint: arg:<name>.<attr> or "
+				   "ret.<attr>)");
+	check_bad("arg:.x", true, "an attribute of what? (hint: arg:<name>.<attr> or "
+				  "ret.<attr>)");
+	check_bad("arg:1x.y", true, "not a Python name (hint: arg:<name>, the name of an "
+				    "argument of the function)");
 	check_bad("arg:1x", true, "not a Python name (hint: arg:<name>, the name of an argument "
 				  "of the function)");
 	check_bad("arg:a-b", true, "not a Python name (hint: arg:<name>, the name of an argument "
