@@ -129,7 +129,7 @@ def pyenv(minor):
     return hits[-1] if hits else None
 
 
-def py_run(python, which, tool, env_extra=None, conf_extra=""):
+def py_run(python, which, tool, env_extra=None, conf_extra="", probe="hot"):
     """ns per call of hot()/cold() in a Python loop, with tool attached.
     Returns (ns, calls proftrace counted for hot or None)."""
     env = dict(os.environ)
@@ -144,12 +144,13 @@ def py_run(python, which, tool, env_extra=None, conf_extra=""):
     try:
         pid = int(readline(b.stdout, "ready").split()[1])
         if tool == "proftrace":
-            t = start_proftrace(pid, "bucket py.hot py:py_bench::hot\n" + conf_extra, tmp)
+            t = start_proftrace(pid, "bucket py.hot py:py_bench::%s\n" % probe + conf_extra,
+                                tmp)
         b.stdin.write(b"go\n")
         b.stdin.flush()
         ns = float(readline(b.stdout, "ns_per_call", timeout=300).split()[1])
         b.wait(30)
-        return ns, proftrace_calls(t, tmp, "hot") if tool == "proftrace" else None
+        return ns, proftrace_calls(t, tmp, probe) if tool == "proftrace" else None
     finally:
         for p in (b, t):
             if p and p.poll() is None:
@@ -157,8 +158,8 @@ def py_run(python, which, tool, env_extra=None, conf_extra=""):
                 p.wait()
 
 
-def py_measure(python, which, tool, env_extra=None, conf_extra=""):
-    runs = [py_run(python, which, tool, env_extra, conf_extra) for _ in range(REPEAT)]
+def py_measure(python, which, tool, env_extra=None, conf_extra="", probe="hot"):
+    runs = [py_run(python, which, tool, env_extra, conf_extra, probe) for _ in range(REPEAT)]
     return statistics.median(r[0] for r in runs), runs[-1][1]
 
 
@@ -198,6 +199,26 @@ def python_tables():
               [["skip the return probe of frames that are not configured",
                 "%.0f" % (ses - base), "%.0f" % (pair - base),
                 "%.2fx" % ((pair - base) / max(1.0, ses - base))]])
+
+    # values read at each call: an int argument vs an attribute of an
+    # object argument (the per-type location lookup and the dict probe)
+    rows = []
+    for label, python, env in (("3.10 (pyenv)", pyenv(10), None),
+                               ("3.12 (pyenv) -X perf", pyenv(12), {"PYTHONPERFSUPPORT": "1"}),
+                               ("3.13 (pyenv) -X perf", pyenv(13), {"PYTHONPERFSUPPORT": "1"})):
+        if not python:
+            continue
+        step = "step py:py_bench::hot_obj"
+        none, _ = py_measure(python, "hot_obj", "proftrace", env, step + "\n", "hot_obj")
+        arg, _ = py_measure(python, "hot_obj", "proftrace", env, step + " tokens=arg:n\n",
+                            "hot_obj")
+        attr, _ = py_measure(python, "hot_obj", "proftrace", env, step + " tokens=arg:o.n\n",
+                             "hot_obj")
+        rows.append([label, "%.0f" % none, "%.0f" % arg, "%.0f" % attr,
+                     "%.0f" % (arg - none), "%.0f" % (attr - none)])
+    table("Python values: a probed step call with no value, `tokens=arg:n` (an int "
+          "argument) and `tokens=arg:o.n` (an instance attribute), ns per call",
+          ["interpreter", "no value", "arg:n", "arg:o.n", "arg:n cost", "arg:o.n cost"], rows)
 
     deb = "/usr/bin/python3.11"
     have_lp = subprocess.run([deb, "-c", "import line_profiler"],

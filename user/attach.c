@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: BSD-2-Clause
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,6 +19,7 @@
 struct link {
 	struct bpf_link *l;
 	int session_fd; /* a uprobe session link (no bpf_link): its fd, else -1 */
+	unsigned int pidx;
 };
 
 struct pt_attach {
@@ -29,6 +31,14 @@ struct pt_attach {
 	struct pt_attach_opts opts;
 	bool py_session;   /* the frame evaluator is probed as a uprobe session */
 	struct bpf_link *fork_link, *exec_link;
+	pthread_t *reapers; /* threads taking out the probes of exec'ed processes */
+	size_t nreapers;
+};
+
+/* Links to take out, by a thread of their own. */
+struct reap {
+	struct link *v;
+	size_t n;
 };
 
 /* Kernel ABI values newer than the system's libbpf 1.1 headers. */
@@ -166,16 +176,24 @@ fail:
 	return e ? e : -EINVAL;
 }
 
+static void destroy_links(struct link *v, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		bpf_link__destroy(v[i].l);
+		if (v[i].session_fd >= 0)
+			close(v[i].session_fd);
+	}
+}
+
 void pt_attach__free(struct pt_attach *a)
 {
 	if (!a)
 		return;
 	ring_buffer__free(a->rb);
-	for (size_t i = 0; i < a->nlinks; i++) {
-		bpf_link__destroy(a->links[i].l);
-		if (a->links[i].session_fd >= 0)
-			close(a->links[i].session_fd);
-	}
+	for (size_t i = 0; i < a->nreapers; i++)
+		pthread_join(a->reapers[i], NULL);
+	free(a->reapers);
+	destroy_links(a->links, a->nlinks);
 	bpf_link__destroy(a->fork_link);
 	bpf_link__destroy(a->exec_link);
 	free(a->links);
@@ -183,7 +201,7 @@ void pt_attach__free(struct pt_attach *a)
 	free(a);
 }
 
-static int keep_link(struct pt_attach *a, struct bpf_link *l, int session_fd)
+static int keep_link(struct pt_attach *a, unsigned int pidx, struct bpf_link *l, int session_fd)
 {
 	if (a->nlinks == a->cap) {
 		size_t cap = a->cap ? a->cap * 2 : 64;
@@ -198,7 +216,7 @@ static int keep_link(struct pt_attach *a, struct bpf_link *l, int session_fd)
 		a->links = v;
 		a->cap = cap;
 	}
-	a->links[a->nlinks++] = (struct link){ .l = l, .session_fd = session_fd };
+	a->links[a->nlinks++] = (struct link){ .l = l, .session_fd = session_fd, .pidx = pidx };
 	return 0;
 }
 
@@ -224,16 +242,60 @@ int pt_attach__add_proc(struct pt_attach *a, unsigned int pidx, int pid)
 	return e;
 }
 
-void pt_attach__end_proc(struct pt_attach *a, unsigned int pidx, int pid)
+static void *reaper(void *arg)
+{
+	struct reap *r = arg;
+
+	destroy_links(r->v, r->n);
+	free(r->v);
+	free(r);
+	return NULL;
+}
+
+void pt_attach__end_proc(struct pt_attach *a, unsigned int pidx, int pid, bool detach)
 {
 	__u32 k = pidx, v = (__u32)pid, zero = 0;
+	struct reap *r = NULL;
+	pthread_t *t;
+	size_t n = 0;
 
-	/* Its hits are dropped from now on by the process check. The links
-	 * stay until the end: taking a uprobe out waits for the kernel's
-	 * RCU grace periods (~0.1 s each), and a process that exited has no
-	 * breakpoints left to hit anyway. */
+	/* Its hits are dropped from now on by the process check. */
 	bpf_map__update_elem(a->skel->maps.procs, &k, sizeof(k), &zero, sizeof(zero), BPF_ANY);
 	bpf_map__delete_elem(a->skel->maps.tgids, &v, sizeof(v), 0);
+	/* An exited process has no breakpoints left to hit: its links wait
+	 * for the end. A new image may map the same files: its old probes
+	 * would still trap on every call, so they come out now, by a thread
+	 * (taking a uprobe out waits for RCU grace periods, ~0.1 s each:
+	 * records must not wait meanwhile). */
+	if (!detach)
+		return;
+	r = calloc(1, sizeof(*r));
+	if (r)
+		r->v = calloc(a->nlinks + 1, sizeof(*r->v));
+	for (size_t i = 0; i < a->nlinks; i++) {
+		if (a->links[i].pidx != pidx)
+			a->links[n++] = a->links[i];
+		else if (r && r->v)
+			r->v[r->n++] = a->links[i];
+		else
+			destroy_links(&a->links[i], 1); /* out of memory: here, then */
+	}
+	a->nlinks = n;
+	if (!r || !r->v || !r->n)
+		goto done;
+	t = realloc(a->reapers, (a->nreapers + 1) * sizeof(*t));
+	if (t) {
+		a->reapers = t;
+		if (!pthread_create(&t[a->nreapers], NULL, reaper, r)) {
+			a->nreapers++;
+			return;
+		}
+	}
+	destroy_links(r->v, r->n);
+done:
+	if (r)
+		free(r->v);
+	free(r);
 }
 
 int pt_attach__val_spec(struct pt_attach *a, uint32_t fid, const struct pt_val_spec *spec)
@@ -257,7 +319,7 @@ int pt_attach__func(struct pt_attach *a, unsigned int pidx, int pid, const struc
 	out = uprobe(a->skel->progs.pt_exit, pid, f->host_path, off, cookie, true);
 	if (!out)
 		goto fail;
-	e = keep_link(a, out, -1);
+	e = keep_link(a, pidx, out, -1);
 	if (e)
 		return e;
 	in = uprobe(a->skel->progs.pt_entry, pid, f->host_path, off, cookie, false);
@@ -266,7 +328,7 @@ int pt_attach__func(struct pt_attach *a, unsigned int pidx, int pid, const struc
 		bpf_link__destroy(a->links[--a->nlinks].l);
 		goto msg;
 	}
-	e = keep_link(a, in, -1);
+	e = keep_link(a, pidx, in, -1);
 	if (e)
 		return e;
 	a->nattached++;
@@ -287,7 +349,7 @@ int pt_attach__dl_hook(struct pt_attach *a, unsigned int pidx, int pid, const ch
 
 	if (!l)
 		return -errno;
-	return keep_link(a, l, -1);
+	return keep_link(a, pidx, l, -1);
 }
 
 /*
@@ -329,7 +391,7 @@ static int session_attach(struct pt_attach *a, unsigned int pidx, int pid, const
 	fd = syscall(__NR_bpf, PT_BPF_LINK_CREATE, &attr, sizeof(attr));
 	if (fd < 0)
 		return -errno;
-	return keep_link(a, NULL, (int)fd);
+	return keep_link(a, pidx, NULL, (int)fd);
 }
 
 const char *pt_attach__py_probe(const struct pt_attach *a)
@@ -361,10 +423,10 @@ int pt_attach__python(struct pt_attach *a, unsigned int pidx, int pid, const str
 	}
 
 	l = uprobe(a->skel->progs.pt_py_exit, pid, py->host_path, off, cookie, true);
-	if (!l || (e = keep_link(a, l, -1)))
+	if (!l || (e = keep_link(a, pidx, l, -1)))
 		goto fail;
 	l = uprobe(a->skel->progs.pt_py_entry, pid, py->host_path, off, cookie, false);
-	if (!l || (e = keep_link(a, l, -1)))
+	if (!l || (e = keep_link(a, pidx, l, -1)))
 		goto fail;
 	return 0;
 fail:

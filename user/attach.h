@@ -46,9 +46,10 @@ void pt_attach__free(struct pt_attach *a);
 
 /* Trace process pid as index pidx. 0 or -errno. */
 int pt_attach__add_proc(struct pt_attach *a, unsigned int pidx, int pid);
-/* pid (index pidx) exited or exec'ed: its probes come off, hits still in
- * flight are dropped. */
-void pt_attach__end_proc(struct pt_attach *a, unsigned int pidx, int pid);
+/* pid (index pidx) exited or exec'ed: hits still in flight are dropped;
+ * detach: its probes come off now (exec: the new image may map the same
+ * files), else at pt_attach__free() (it exited: nothing left to hit). */
+void pt_attach__end_proc(struct pt_attach *a, unsigned int pidx, int pid, bool detach);
 /* What to read at calls of fid (PT_FID_MAKE: process and local fid),
  * before its probes go in. 0 or -errno. */
 int pt_attach__val_spec(struct pt_attach *a, uint32_t fid, const struct pt_val_spec *spec);

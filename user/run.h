@@ -125,11 +125,11 @@ struct proc {
 /* A function of the merged view: the same probe, object and symbol (or
  * file, qualified name and line) in any process. */
 struct mfunc {
-	const struct pt_func *f; /* as the first process that has it resolved it */
-	struct proc *p;
+	struct proc *p; /* the first process that resolved it */
+	int fid;        /* its fid there (the resolver's array moves as it grows:
+			 * no pointer into it is kept) */
 	bool attached;
 	double at_s;
-	const char *reason;
 	unsigned int last_line;
 };
 

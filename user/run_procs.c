@@ -675,7 +675,7 @@ void pt_run__end_proc(struct proc *p, const char *why)
 	p->ended = true;
 	p->end_why = why;
 	p->t_ended = now_ns(CLOCK_MONOTONIC);
-	pt_attach__end_proc(r->att, p->idx, p->tgt.pid);
+	pt_attach__end_proc(r->att, p->idx, p->tgt.pid, !strcmp(why, "exec"));
 	pt_sampler__end_process(r->smp, p->tgt.pid);
 	if (p->gpu_attached) {
 		pt_gpuring__drain(p->gr, pt_run__on_gpu_rec, p);

@@ -23,7 +23,7 @@ static int64_t merged_fid(struct run *r, struct proc *p, const struct pt_func *f
 	struct mfunc *v;
 
 	for (size_t i = 0; i < r->nmf; i++) {
-		const struct pt_func *g = r->mf[i].f;
+		const struct pt_func *g = pt_resolver__func(r->mf[i].p->res, r->mf[i].fid);
 
 		if (g->spec == f->spec && g->py == f->py && g->py_line == f->py_line &&
 		    !strcmp(g->symbol, f->symbol) && !strcmp(g->object, f->object))
@@ -33,7 +33,7 @@ static int64_t merged_fid(struct run *r, struct proc *p, const struct pt_func *f
 	if (!v)
 		return -1;
 	r->mf = v;
-	r->mf[r->nmf] = (struct mfunc){ .f = f, .p = p };
+	r->mf[r->nmf] = (struct mfunc){ .p = p, .fid = f->fid };
 	if (pt_agg__set_func(r->all.agg, (uint32_t)r->nmf, f->is_step, f->bucket_mask))
 		return -1;
 	if (f->lines_spec >= 0 && r->all.stk)

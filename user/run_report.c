@@ -431,13 +431,10 @@ static struct fref *merged_frefs(struct run *r, size_t *n)
 	for (size_t i = 0; i < r->nmf; i++) {
 		const struct mfunc *m = &r->mf[i];
 		struct proc *p = m->p;
-		const char *reason = NULL;
 
-		for (size_t k = 0; k < p->nfs && !m->attached; k++)
-			if (pt_resolver__func(p->res, k) == m->f)
-				reason = p->fs[k].reason;
-		v[i] = (struct fref){ .f = m->f, .p = p, .fid = (int)i, .attached = m->attached,
-				      .at_s = m->at_s, .reason = reason,
+		v[i] = (struct fref){ .f = pt_resolver__func(p->res, m->fid), .p = p, .fid = (int)i,
+				      .attached = m->attached, .at_s = m->at_s,
+				      .reason = m->attached ? NULL : p->fs[m->fid].reason,
 				      .last_line = m->last_line };
 	}
 	*n = r->nmf;
