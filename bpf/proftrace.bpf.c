@@ -666,7 +666,8 @@ static __always_inline void ask_attr(__u64 id, __u32 fid, __u32 k, __u64 type, _
 		return; /* another CPU asked first, or the map is full */
 	r = bpf_ringbuf_reserve(&events, sizeof(*r), 0);
 	if (!r) {
-		__sync_fetch_and_add(&counters.dropped, 1);
+		/* not a call record: a value one (lost calls are counted apart) */
+		__sync_fetch_and_add(&counters.val_dropped, 1);
 		bpf_map_delete_elem(&attr_locs, key); /* ask again next time */
 		return;
 	}
