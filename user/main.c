@@ -367,6 +367,13 @@ int main(int argc, char **argv)
 		if (r.procs[i]->have_py)
 			pyp = r.procs[i];
 	r.py0 = pyp ? &pyp->py : NULL;
+	if (!pyp && r.env.children && (r.want_py || r.cfg.nlines)) {
+		fprintf(stderr, "proftrace: the targets file has py: probes, but no CPython runs in "
+				"pid %d or its descendants (hint: attach once the Python workers "
+				"run, or -p a worker)\n", r.env.pid);
+		ret = EXIT_USAGE;
+		goto cleanup;
+	}
 	if (r.env.dry_run) {
 		for (size_t i = 0; i < r.nprocs; i++)
 			pt_run__print_dry_run(r.procs[i]);

@@ -560,7 +560,10 @@ int pt_run__open_proc(struct run *r, int pid, bool strict, struct proc **out, ch
 		char perr[512];
 
 		e = pt_python__find(&p->py, &maps, pid, perr, sizeof(perr));
-		if (e && strict && (r->want_py || r->cfg.nlines)) {
+		/* with --children the interpreter may be in the descendants
+		 * only (a launcher: mpirun, a shell): main() checks that one
+		 * process has it */
+		if (e && strict && !r->env.children && (r->want_py || r->cfg.nlines)) {
 			snprintf(err, errlen, "%s", perr);
 			e = e == -ENOMEM ? -ENOMEM : -EINVAL;
 			goto fail;

@@ -238,3 +238,43 @@ def test_pid_lists():
         assert "pid %d" % v.pid in out and "pid %d" % workers[0] in out, out
     finally:
         v.kill()
+
+
+def test_children_of_a_launcher_without_python():
+    """--children on a launcher that is no Python (a shell, mpirun): the
+    interpreter comes from its descendants; with none, one clear error."""
+    import subprocess
+    from harness import ROOT
+    tmp = tempfile.mkdtemp(prefix="pt-it-")
+    engine = os.path.join(ROOT, "tests", "victims", "demo_engine.py")
+    sh = subprocess.Popen(["/bin/sh", "-c", "/usr/bin/python3 %s --seed 3; true" % engine],
+                          stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    child = None
+    try:
+        child = int(sh.stdout.readline().split()[1])  # "ready PID" once it serves
+        out = os.path.join(tmp, "out")
+        rc, _, err = run_proftrace(["-p", str(sh.pid), "--children", "--targets", "demo",
+                                    "-o", out, "-d", "2", "-q"], timeout=60)
+        eq(rc, 0, "proftrace:\n" + err)
+        with open(os.path.join(out, "summary.json")) as f:
+            s = json.load(f)
+        eq(s["meta"]["pids"], [sh.pid, child], "the shell and its Python child")
+        py = _section(s, child)
+        assert py["stats"]["steps"] > 50, py["stats"]
+        eq(_section(s, sh.pid)["stats"]["steps"], 0, "the shell runs no steps")
+        eq(s["stats"]["steps"], py["stats"]["steps"], "merged steps")
+    finally:
+        if child:
+            os.kill(child, 9)  # the engine serves forever
+        sh.kill()
+        sh.wait()
+    sleeper = subprocess.Popen(["/bin/sh", "-c", "sleep 30; true"])
+    try:
+        rc, _, err = run_proftrace(["-p", str(sleeper.pid), "--children", "--targets", "demo",
+                                    "-d", "1"], timeout=30)
+        eq(rc, 2, "no Python anywhere: " + err)
+        assert "no CPython runs in pid %d or its descendants" % sleeper.pid in err, err
+        eq(err.count("\n"), 1, "one line")
+    finally:
+        sleeper.kill()
+        sleeper.wait()
