@@ -247,8 +247,9 @@ def test_children_of_a_launcher_without_python():
     from harness import ROOT
     tmp = tempfile.mkdtemp(prefix="pt-it-")
     engine = os.path.join(ROOT, "tests", "victims", "demo_engine.py")
-    sh = subprocess.Popen(["/bin/sh", "-c", "/usr/bin/python3 %s --seed 3; true" % engine],
-                          stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    # a sleep beside the engine: a descendant with nothing to trace
+    sh = subprocess.Popen(["/bin/sh", "-c", "sleep 60 & /usr/bin/python3 %s --seed 3; true"
+                           % engine], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
     child = None
     try:
         child = int(sh.stdout.readline().split()[1])  # "ready PID" once it serves
@@ -263,7 +264,12 @@ def test_children_of_a_launcher_without_python():
         assert py["stats"]["steps"] > 50, py["stats"]
         eq(_section(s, sh.pid)["stats"]["steps"], 0, "the shell runs no steps")
         eq(s["stats"]["steps"], py["stats"]["steps"], "merged steps")
+        sk = s["meta"]["processes_skipped"]
+        eq([x["comm"] for x in sk], ["sleep"], "the sleep is skipped")
+        assert "no CPython" in sk[0]["why"], sk
+        eq(s["meta"]["processes_skipped_total"], 1, "skipped total")
     finally:
+        subprocess.run(["pkill", "-P", str(sh.pid), "sleep"])
         if child:
             os.kill(child, 9)  # the engine serves forever
         sh.kill()
