@@ -11,10 +11,14 @@ the engine's. Per call, the engine's interval is longer by what runs between
 its clock reads and the frame: the call through fn(*args, **kwargs), frame
 setup and teardown, and the uprobe traps of the frame probe, 2-4 us per call
 on the 2-vCPU test VM. So a bucket total must lie in
-[truth - calls x GAP_NS, truth + calls x CLOCK_SLACK_NS]. GAP_NS (10 us)
-leaves room for a loaded machine; it is under 1% of a forward call (~2 ms)
-and 5-10% of the schedule, prepare and sample calls, but most of a postproc
-call (~15 us), so that bucket's check is mainly its exact call count.
+[truth - calls x GAP_NS - PREEMPT_NS, truth + calls x CLOCK_SLACK_NS].
+GAP_NS (10 us) leaves room for a loaded machine; it is under 1% of a forward
+call (~2 ms) and 5-10% of the schedule, prepare and sample calls, but most
+of a postproc call (~15 us), so that bucket's check is mainly its exact call
+count. Measured gaps: 2-6 us per call. PREEMPT_NS (10 ms, once per total):
+the thread can lose the CPU between a clock read of the wrapper and the
+frame's entry or return (2 vCPUs, proftrace's reader and the engine
+competing); one such time slice, 6 ms, broke the bound once in CI.
 """
 import glob
 import json
@@ -31,6 +35,7 @@ PYTHON = "/usr/bin/python3"  # what `make demo` runs (Debian 12: 3.11)
 PYENV = os.environ.get("PYENV_ROOT") or os.path.expanduser("~/.pyenv")
 N = 600  # steps, ~2.5 ms each
 GAP_NS = 10000
+PREEMPT_NS = 10000000
 
 BUCKETS = {  # bucket -> the engine's phase
     "engine.schedule": "schedule",
@@ -74,10 +79,10 @@ def phase_calls(t, phase, first):
 
 def near(got_ms, want_ns, calls, what):
     """proftrace's total inside the engine's, short of it by at most GAP_NS
-    per call (module docstring)."""
+    per call and one preemption (module docstring)."""
     assert got_ms is not None, "%s: no value" % what
     got = got_ms * 1e6
-    lo, hi = want_ns - calls * GAP_NS, want_ns + calls * CLOCK_SLACK_NS
+    lo, hi = want_ns - calls * GAP_NS - PREEMPT_NS, want_ns + calls * CLOCK_SLACK_NS
     assert lo <= got <= hi, "%s: got %.3f ms, want %.3f ms (allowed %.3f..%.3f, %d calls)" % (
         what, got_ms, want_ns / 1e6, lo / 1e6, hi / 1e6, calls)
 
