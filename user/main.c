@@ -359,6 +359,28 @@ int main(int argc, char **argv)
 		if (pt_run__add_candidates(&r, 0, true))
 			goto cleanup;
 	}
+	if (r.env.children) {
+		/* what strict resolution checks per process, over them all: a
+		 * probe whose object is mapped somewhere must match there */
+		for (size_t s = 0; s < r.cfg.nprobes; s++) {
+			size_t nf = 0, no = 0;
+
+			if (r.cfg.probes[s].kind != PT_PROBE_NATIVE)
+				continue;
+			for (size_t i = 0; i < r.nprocs; i++) {
+				nf += pt_resolver__spec_nfuncs(r.procs[i]->res, s);
+				no += pt_resolver__spec_nobjects(r.procs[i]->res, s);
+			}
+			if (no && !nf) {
+				fprintf(stderr, "proftrace: %s: probe '%s' matches no function in pid %d "
+						"or its descendants, though they map its object (hint: "
+						"check the symbol with --dry-run -p <a worker>)\n",
+					r.cfg.path, r.cfg.probes[s].text, r.env.pid);
+				ret = EXIT_USAGE;
+				goto cleanup;
+			}
+		}
+	}
 	if (r.multi) {
 		if (pt_run__new_view(&r, &r.all, pt_run__on_merged_step, &r))
 			goto cleanup;
@@ -421,10 +443,22 @@ int main(int argc, char **argv)
 		if (e)
 			fprintf(stderr, "proftrace: warning: no stack sampling: %s\n", err);
 	}
-	for (size_t i = 0; i < r.nprocs; i++) {
-		e = pt_run__open_gpu(r.procs[i]);
-		if (e) {
-			ret = e == EXIT_USAGE ? EXIT_USAGE : 1;
+	{
+		bool any_gpu = false;
+
+		for (size_t i = 0; i < r.nprocs; i++) {
+			e = pt_run__open_gpu(r.procs[i]);
+			if (e) {
+				ret = e == EXIT_USAGE ? EXIT_USAGE : 1;
+				goto cleanup;
+			}
+			any_gpu |= r.procs[i]->gpu != NULL;
+		}
+		if (r.env.gpu == PT_GPU_ON && r.env.children && !any_gpu) {
+			fprintf(stderr, "proftrace: --gpu on: no CUPTI shim in pid %d or its "
+					"descendants: start the server with CUDA_INJECTION64_PATH="
+					"/path/to/libproftrace_cupti.so (see docs/gpu.md)\n", r.env.pid);
+			ret = EXIT_USAGE;
 			goto cleanup;
 		}
 	}

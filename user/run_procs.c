@@ -47,11 +47,13 @@ int pt_run__open_gpu(struct proc *p)
 		return 0;
 	}
 	snprintf(p->gpu_why, sizeof(p->gpu_why), "%s", err);
-	if (r->env.gpu == PT_GPU_ON) {
+	/* --children: launchers and helpers have no shim; main() checks that
+	 * one process has */
+	if (r->env.gpu == PT_GPU_ON && !r->env.children) {
 		fprintf(stderr, "proftrace: --gpu on: %s\n", err);
 		return EXIT_USAGE;
 	}
-	if (e != -ENOENT)
+	if (e != -ENOENT || r->env.gpu == PT_GPU_ON)
 		fprintf(stderr, "proftrace: warning: no GPU stream: %s\n", err);
 	return 0;
 }
@@ -551,7 +553,9 @@ int pt_run__open_proc(struct run *r, int pid, bool strict, struct proc **out, ch
 		snprintf(err, errlen, "out of memory");
 		goto fail;
 	}
-	n = pt_resolver__update(p->res, &maps, strict, err, errlen);
+	/* with --children a named process may be a launcher that holds none
+	 * of the functions: main() checks each probe over all processes */
+	n = pt_resolver__update(p->res, &maps, strict && !r->env.children, err, errlen);
 	if (n < 0) {
 		e = n == -ENOMEM ? -ENOMEM : -EINVAL;
 		goto fail;
@@ -863,10 +867,11 @@ int pt_run__add_candidates(struct run *r, uint64_t now, bool at_start)
 		}
 		if (at_start)
 			continue; /* started with the others */
-		if (!pt_run__open_gpu(p))
+		e = pt_run__open_gpu(p); /* none: said (--children), the rest traced */
+		if (!e)
 			e = pt_run__start_proc(p, r->ep);
 		if (e == EXIT_USAGE)
-			e = 0; /* --gpu on: a child without the shim is said, not fatal */
+			e = 0;
 	}
 	r->ncands = k;
 	return e;

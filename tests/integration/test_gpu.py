@@ -179,3 +179,49 @@ def test_gpu_two_processes():
     starts = [e for e in tr if e["ph"] == "s"]
     eq(len(starts), 5 * sum(steps), "one arrow per launch")
     eq(len({e["id"] for e in starts}), len(starts), "arrow ids unique across processes")
+
+
+def test_gpu_on_with_children():
+    """--gpu on --children: the launcher (a shell) has no shim, its child
+    has: traced, the child's GPU exact; with no shim anywhere, one error."""
+    import json
+    import subprocess
+    from harness import PROFTRACE, Proc, VICTIMS, write_conf
+    tmp = tempfile.mkdtemp(prefix="pt-it-")
+    conf = write_conf(tmp, CONF)
+    out = os.path.join(tmp, "out")
+    n = 50
+    synth = os.path.join(VICTIMS, "victim_gpu_synth")
+    sh = Proc(["/bin/sh", "-c", "%s --truth %s/t --steps %d; true" % (synth, tmp, n)])
+    pt = None
+    try:
+        child = int(sh.wait_line("ready ").split()[1])
+        pt = Proc([PROFTRACE, "-p", str(sh.p.pid), "--children", "--gpu", "on",
+                   "--targets", conf, "-o", out], stdin=False, stdout=True, stderr=True)
+        for _ in range(2):
+            pt.wait_line("proftrace: attached", "err")
+        sh.send("go\n")
+        assert sh.wait(60) == 0, "victim failed"
+        rc = pt.wait(60)
+        err = pt.rest("err")
+        assert rc == 0, "proftrace exit %d:\n%s" % (rc, err)
+    finally:
+        sh.kill()
+        if pt:
+            pt.kill()
+    with open(os.path.join(out, "summary.json")) as f:
+        s = json.load(f)
+    p = [x for x in s["processes"] if x["meta"]["pid"] == child][0]
+    eq((p["gpu"]["kernels"], p["gpu"]["copies"]), (4 * n, n), "the child's GPU work")
+    eq(s["gpu"]["kernels"], 4 * n, "the only GPU stream is the top level's too")
+    sleeper = subprocess.Popen(["/bin/sh", "-c", "sleep 30; true"])
+    # a probe on a library not loaded: pending, not an error of its own
+    pending = write_conf(tmp, "bucket cuda.launch native:libcudart.so*:cudaLaunchKernel\n")
+    try:
+        rc, _, err = run_proftrace(["-p", str(sleeper.pid), "--children", "--gpu", "on",
+                                    "--targets", pending, "-d", "1"])
+        eq(rc, 2, "no shim anywhere: " + err)
+        assert "no CUPTI shim in pid %d or its descendants" % sleeper.pid in err, err
+    finally:
+        sleeper.kill()
+        sleeper.wait()

@@ -217,6 +217,23 @@ def test_children_exec_gets_a_new_section():
     eq(s["stats"]["steps"], 2 * n + late_steps, "merged steps")
 
 
+def test_children_probe_matching_nowhere_is_an_error():
+    """--children: the named process may hold none of the functions (a
+    launcher), but a probe that matches in no process at all, though they
+    map its object, is an error, as it is for one process."""
+    tmp = tempfile.mkdtemp(prefix="pt-it-")
+    conf = write_conf(tmp, CONF + "bucket engine.typo native:exe:rank_stpe\n")
+    v, _, workers = _start(tmp, "--ranks", 1, "--steps", 1)
+    try:
+        rc, _, err = run_proftrace(["-p", str(v.pid), "--children", "--targets", conf])
+        eq(rc, 2, "exit code: " + err)
+        assert "probe 'native:exe:rank_stpe' matches no function in pid %d or its " \
+               "descendants" % v.pid in err, err
+        eq(err.count("\n"), 1, "one line")
+    finally:
+        v.kill()
+
+
 def test_pid_lists():
     tmp = tempfile.mkdtemp(prefix="pt-it-")
     conf = write_conf(tmp, CONF)
