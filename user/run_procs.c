@@ -160,7 +160,7 @@ static void hook_dynamic_linker(struct proc *p, const struct pt_maps *maps)
 
 		if (!pt_mapping__is_exec_file(mp) || !is_dynamic_linker(mp->path))
 			continue;
-		p->dl_tried = true; /* one ld.so per process: don't re-read it each pt_run__rescan */
+		p->dl_tried = true; /* one ld.so per process: don't re-read it each rescan */
 		path = pt_resolver__host_path(p->tgt.pid, mp);
 		if (!path || pt_elf__open(&e, path)) {
 			free(path);
@@ -220,7 +220,7 @@ static int read_target(void *ctx, uint64_t addr, void *buf, size_t len)
 	return pt_python__read(*(const int *)ctx, addr, buf, len);
 }
 
-/* Is every Python call seen? Checked at start and on each pt_run__rescan: the
+/* Is every Python call seen? Checked at start and on each rescan: the
  * 3.12+ perf trampoline can be switched on and off at run time. */
 static void update_trampoline(struct proc *p)
 {
@@ -519,7 +519,7 @@ int pt_run__open_proc(struct run *r, int pid, bool strict, struct proc **out, ch
 
 	*out = NULL;
 	if (r->nprocs >= PT_MAX_PROCS) {
-		snprintf(err, errlen, "more than %d processes: pid %d is not pt_run__traced",
+		snprintf(err, errlen, "more than %d processes: pid %d is not traced",
 			 PT_MAX_PROCS, pid);
 		return 1;
 	}
@@ -601,7 +601,7 @@ fail:
 	return e;
 }
 
-/* p is pt_run__traced from now on: its probes go in. Not fatal when a part
+/* p is traced from now on: its probes go in. Not fatal when a part
  * cannot (said): the rest still gives true figures. -ENOMEM, or
  * EXIT_USAGE (--gpu on cannot be honoured). */
 int pt_run__start_proc(struct proc *p, int ep)
@@ -776,7 +776,7 @@ static int read_ppid(int pid)
 }
 
 /* --children: every descendant of the processes named and of those
- * pt_run__traced that is not pt_run__traced yet becomes a candidate. */
+ * traced that is not traced yet becomes a candidate. */
 void pt_run__scan_children(struct run *r, uint64_t now)
 {
 	struct { int pid, ppid; } *all = NULL;
@@ -834,7 +834,7 @@ out:
 	free(set);
 }
 
-/* Candidates old enough are inspected and pt_run__traced, or skipped. */
+/* Candidates old enough are inspected and traced, or skipped. */
 int pt_run__add_candidates(struct run *r, uint64_t now, bool at_start)
 {
 	char err[1024];
