@@ -62,6 +62,20 @@ struct {
 	__type(value, struct pt_sample_proc);
 } tgids SEC(".maps");
 
+/* The one process sampled, 0: none or several (then tgids decides).
+ * pt_switch runs on every context switch of the machine: a compare
+ * spares the others a hash lookup in the usual one-process case. */
+__u32 only_tgid = 0;
+
+static __always_inline struct pt_sample_proc *proc_of(__u32 tgid)
+{
+	__u32 only = only_tgid;
+
+	if (only && tgid != only)
+		return NULL;
+	return bpf_map_lookup_elem(&tgids, &tgid);
+}
+
 struct {
 	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
 	__uint(map_flags, BPF_F_NO_PREALLOC);
@@ -203,7 +217,7 @@ int pt_sample(struct bpf_perf_event_data *ctx)
 	__u32 zero = 0, tgid = id >> 32;
 
 	/* inherited events follow fork()ed children too: not ours */
-	p = bpf_map_lookup_elem(&tgids, &tgid);
+	p = proc_of(tgid);
 	if (!p)
 		return 0;
 	sc = bpf_map_lookup_elem(&scratch, &zero);
@@ -243,7 +257,7 @@ int BPF_PROG(pt_switch, bool preempt, struct task_struct *prev, struct task_stru
 		return 0;
 	now = bpf_ktime_get_ns();
 	tgid = next->tgid;
-	p = bpf_map_lookup_elem(&tgids, &tgid);
+	p = proc_of(tgid);
 	if (p) {
 		__u64 attach_ns = p->attach_ns;
 
@@ -271,7 +285,7 @@ int BPF_PROG(pt_switch, bool preempt, struct task_struct *prev, struct task_stru
 		}
 	}
 	tgid = prev->tgid;
-	p = bpf_map_lookup_elem(&tgids, &tgid);
+	p = proc_of(tgid);
 	if (!p)
 		return 0;
 	sc = bpf_map_lookup_elem(&scratch, &zero);

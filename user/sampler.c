@@ -266,6 +266,20 @@ static struct sproc *find_proc(struct pt_sampler *s, int pid)
 	return NULL;
 }
 
+/* The one live process, or 0: BPF's fast path for the usual case. Set
+ * to 0 before a second process goes in, so none is ever filtered out. */
+static void set_only(struct pt_sampler *s, int adding)
+{
+	int only = adding, n = adding != 0;
+
+	for (size_t i = 0; i < s->nprocs; i++)
+		if (!s->procs[i].ended) {
+			only = s->procs[i].pid;
+			n++;
+		}
+	s->skel->bss->only_tgid = n == 1 ? (__u32)only : 0;
+}
+
 int pt_sampler__add_process(struct pt_sampler *s, int pid, uint64_t runtime, char *err,
 			    size_t errlen)
 {
@@ -283,6 +297,7 @@ int pt_sampler__add_process(struct pt_sampler *s, int pid, uint64_t runtime, cha
 	s->procs = p;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	v.attach_ns = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+	set_only(s, pid);
 	e = bpf_map__update_elem(s->skel->maps.tgids, &key, sizeof(key), &v, sizeof(v), BPF_ANY);
 	if (e) {
 		snprintf(err, errlen, "cannot add process %d to the sampler: %s", pid, strerror(-e));
@@ -301,6 +316,7 @@ void pt_sampler__end_process(struct pt_sampler *s, int pid)
 		return;
 	p->ended = true;
 	bpf_map__delete_elem(s->skel->maps.tgids, &key, sizeof(key), 0);
+	set_only(s, 0);
 }
 
 int pt_sampler__ring_fd(const struct pt_sampler *s)
