@@ -336,6 +336,15 @@ int main(int argc, char **argv)
 		goto cleanup;
 	}
 	r.multi = r.env.npids > 1 || r.env.children;
+	/* descendants are found through the kernel's children lists
+	 * (CONFIG_PROC_CHILDREN): they exist for every thread, ours too */
+	if (r.env.children && access("/proc/thread-self/children", R_OK)) {
+		fprintf(stderr, "proftrace: --children needs /proc/PID/task/TID/children, which this "
+				"kernel does not keep (CONFIG_PROC_CHILDREN) (hint: name the "
+				"processes with -p PID,PID)\n");
+		ret = EXIT_USAGE;
+		goto cleanup;
+	}
 	/* The processes named: each must be there and match the config. */
 	for (int i = 0; i < r.env.npids; i++) {
 		struct proc *p;

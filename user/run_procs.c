@@ -405,11 +405,14 @@ static int probe_python(struct proc *p, char *err, size_t errlen)
 	return e;
 }
 
-/* RANK and LOCAL_RANK from p's environment (as it was at exec). */
+/* RANK and LOCAL_RANK from p's environment (as it was at exec: the
+ * kernel caps it at ARG_MAX-like sizes; more than ENVIRON_MAX is cut). */
+#define ENVIRON_MAX (4u << 20)
+
 static void read_ranks(struct proc *p)
 {
 	char path[64], *buf = NULL;
-	size_t cap = 0, n = 0;
+	size_t cap = 0, n = 0, got;
 	FILE *f;
 
 	p->rank = p->local_rank = -1;
@@ -417,12 +420,10 @@ static void read_ranks(struct proc *p)
 	f = fopen(path, "re");
 	if (!f)
 		return;
-	for (;;) {
-		char *v;
-		size_t got;
+	do {
+		if (n + 1 >= cap) {
+			char *v = cap < ENVIRON_MAX ? realloc(buf, cap + 65536) : NULL;
 
-		if (n + 4096 + 1 > cap) {
-			v = realloc(buf, cap + 65536);
 			if (!v)
 				break;
 			buf = v;
@@ -430,24 +431,25 @@ static void read_ranks(struct proc *p)
 		}
 		got = fread(buf + n, 1, cap - n - 1, f);
 		n += got;
-		if (!got || n > (16u << 20))
-			break;
-	}
+	} while (got);
 	fclose(f);
-	for (size_t i = 0; buf && i < n; i += strlen(buf + i) + 1) {
-		const char *e = buf + i;
-		int *dst = !strncmp(e, "RANK=", 5)	  ? &p->rank
-			   : !strncmp(e, "LOCAL_RANK=", 11) ? &p->local_rank
-							    : NULL;
-		const char *val = dst ? strchr(e, '=') + 1 : NULL;
+	if (!buf)
+		return;
+	buf[n] = 0; /* the target's bytes: a cut last entry ends here too */
+	for (size_t i = 0; i < n; i += strlen(buf + i) + 1) {
+		const char *e = buf + i, *val;
+		int *dst;
 		char *end;
 		long x;
 
-		buf[n] = 0; /* environ ends in NUL; a cut one too, now */
-		if (!dst || !*val)
+		if (!strncmp(e, "RANK=", 5))
+			dst = &p->rank, val = e + 5;
+		else if (!strncmp(e, "LOCAL_RANK=", 11))
+			dst = &p->local_rank, val = e + 11;
+		else
 			continue;
 		x = strtol(val, &end, 10);
-		if (!*end && x >= 0 && x < 1000000)
+		if (*val && !*end && x >= 0 && x < 1000000)
 			*dst = (int)x;
 	}
 	free(buf);
@@ -753,85 +755,88 @@ static void skip_proc(struct run *r, int pid, const char *why)
 	pt_run__vlog("proftrace: not tracing pid %d (%s): %s\n", pid, v->comm, why);
 }
 
-/* pid's parent from /proc/pid/stat; -1 when it cannot be read. */
-static int read_ppid(int pid)
-{
-	char path[64], buf[512], *rp;
-	int ppid = -1;
-	size_t n;
-	FILE *f;
+/* A set of pids (small: the processes of one server). */
+struct pidset {
+	int *v;
+	size_t n, cap;
+};
 
-	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
-	f = fopen(path, "re");
-	if (!f)
-		return -1;
-	n = fread(buf, 1, sizeof(buf) - 1, f);
-	fclose(f);
-	buf[n] = 0;
-	/* comm may hold spaces and parentheses: the state follows the last ')' */
-	rp = strrchr(buf, ')');
-	if (rp && sscanf(rp + 1, " %*c %d", &ppid) != 1)
-		ppid = -1;
-	return ppid;
+static bool pidset_has(const struct pidset *s, int pid)
+{
+	for (size_t i = 0; i < s->n; i++)
+		if (s->v[i] == pid)
+			return true;
+	return false;
+}
+
+static int pidset_add(struct pidset *s, int pid)
+{
+	if (pidset_has(s, pid))
+		return 0;
+	if (s->n == s->cap) {
+		int *v = realloc(s->v, (s->cap = s->cap ? s->cap * 2 : 64) * sizeof(*v));
+
+		if (!v)
+			return -ENOMEM;
+		s->v = v;
+	}
+	s->v[s->n++] = pid;
+	return 1;
+}
+
+/* pid's children into s, from the kernel's list of each of its threads
+ * (/proc/PID/task/TID/children). 0 or -ENOMEM (the rest is found at the
+ * next scan). */
+static int add_children(struct pidset *s, int pid)
+{
+	char path[64];
+	struct dirent *de;
+	int e = 0;
+	DIR *d;
+
+	snprintf(path, sizeof(path), "/proc/%d/task", pid);
+	d = opendir(path);
+	while (d && (de = readdir(d))) {
+		int tid = isdigit((unsigned char)de->d_name[0]) ? atoi(de->d_name) : 0, c;
+		FILE *f;
+
+		if (tid <= 0)
+			continue;
+		snprintf(path, sizeof(path), "/proc/%d/task/%d/children", pid, tid);
+		f = fopen(path, "re");
+		if (!f)
+			continue;
+		while (fscanf(f, "%d", &c) == 1)
+			if (c > 0 && pidset_add(s, c) < 0)
+				e = -ENOMEM;
+		fclose(f);
+	}
+	if (d)
+		closedir(d);
+	return e;
 }
 
 /* --children: every descendant of the processes named and of those
- * traced that is not traced yet becomes a candidate. */
+ * traced that is not traced yet becomes a candidate. Walked down from
+ * them through the kernel's children lists: only their own tree is read,
+ * not every process of the machine, each second. */
 void pt_run__scan_children(struct run *r, uint64_t now)
 {
-	struct { int pid, ppid; } *all = NULL;
-	size_t n = 0, cap = 0;
-	struct dirent *de;
-	int *set = NULL;
-	size_t nset = 0;
-	bool grew = true;
-	DIR *d = opendir("/proc");
+	struct pidset s = { 0 };
+	size_t roots;
 
 	r->scan_children = false;
-	while (d && (de = readdir(d))) {
-		int pid = isdigit((unsigned char)de->d_name[0]) ? atoi(de->d_name) : 0;
-
-		if (pid <= 0)
-			continue;
-		if (n == cap) {
-			void *v = realloc(all, (cap = cap ? cap * 2 : 1024) * sizeof(*all));
-
-			if (!v)
-				goto out;
-			all = v;
-		}
-		all[n].pid = pid;
-		all[n++].ppid = read_ppid(pid);
-	}
-	set = xcalloc(n + r->env.npids + r->nprocs, sizeof(*set));
-	if (!set)
-		goto out;
 	for (int i = 0; i < r->env.npids; i++)
-		set[nset++] = r->env.pids[i];
+		pidset_add(&s, r->env.pids[i]);
 	for (size_t i = 0; i < r->nprocs; i++)
-		set[nset++] = r->procs[i]->tgt.pid;
-	while (grew) { /* the tree is shallow: a few passes */
-		grew = false;
-		for (size_t i = 0; i < n; i++) {
-			bool in = false, parent_in = false;
-
-			for (size_t k = 0; k < nset && !(in && parent_in); k++) {
-				in |= set[k] == all[i].pid;
-				parent_in |= set[k] == all[i].ppid;
-			}
-			if (in || !parent_in)
-				continue;
-			set[nset++] = all[i].pid;
-			grew = true;
-			if (!pt_run__traced(r, all[i].pid))
-				pt_run__add_cand(r, all[i].pid, now);
-		}
-	}
-out:
-	if (d)
-		closedir(d);
-	free(all);
-	free(set);
+		pidset_add(&s, r->procs[i]->tgt.pid);
+	roots = s.n;
+	for (size_t i = 0; i < s.n; i++) /* s grows as it goes: breadth first */
+		add_children(&s, s.v[i]);
+	for (size_t i = roots; i < s.n; i++)
+		if (!pt_run__traced(r, s.v[i]))
+			pt_run__add_cand(r, s.v[i], now);
+	free(s.v);
 }
 
 /* Candidates old enough are inspected and traced, or skipped. */
