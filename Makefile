@@ -22,7 +22,8 @@ VERSION := 0.1.0
 CFLAGS ?= -g -O2
 CFLAGS += -std=gnu11 -D_GNU_SOURCE -Wall -Wextra -Wno-unused-parameter -Wno-missing-field-initializers \
 	  -MMD -MP -DPT_VERSION='"$(VERSION)"' $(SANFLAGS)
-INCLUDES := -I$(OUTPUT) -Ibpf -Iuser
+# Includes name their folder: "aggregate/agg.h", "bpf/proftrace.h".
+INCLUDES := -I$(OUTPUT) -I. -Iuser
 LDLIBS := -lbpf -lelf -lz -lcjson -lm -lcapstone
 LDFLAGS += $(SANFLAGS)
 
@@ -38,17 +39,21 @@ BPF_SRCS := $(wildcard bpf/*.bpf.c)
 BPF_OBJS := $(patsubst bpf/%.bpf.c,$(OUTPUT)/%.bpf.o,$(BPF_SRCS))
 SKELS := $(patsubst bpf/%.bpf.c,$(OUTPUT)/%.skel.h,$(BPF_SRCS))
 
-USER_SRCS := $(wildcard user/*.c)
+# user/: one folder per subsystem, in data-flow order (user/README.md).
+USER_DIRS := util config attach python sample gpu aggregate report run cli
+USER_SRCS := user/main.c $(foreach d,$(USER_DIRS),$(wildcard user/$(d)/*.c))
 USER_OBJS := $(patsubst user/%.c,$(OUTPUT)/user/%.o,$(USER_SRCS))
-# The program is main.c and run_*.c (one run: its processes, records and
+# The program is main.c and run/ (one run: its processes, records and
 # reports); every module they use goes into a library the unit tests link
 # against.
-BIN_OBJS := $(OUTPUT)/user/main.o $(filter $(OUTPUT)/user/run_%.o,$(USER_OBJS))
+BIN_OBJS := $(OUTPUT)/user/main.o $(filter $(OUTPUT)/user/run/%.o,$(USER_OBJS))
 LIB_OBJS := $(filter-out $(BIN_OBJS),$(USER_OBJS))
 LIBPT := $(OUTPUT)/libpt.a
 
-UNIT_SRCS := $(wildcard tests/unit/test_*.c)
-UNIT_BINS := $(patsubst tests/unit/%.c,$(OUTPUT)/tests/%,$(UNIT_SRCS))
+# tests/unit mirrors user/ (and shim/): one driver per module, built flat
+# into $(OUTPUT)/tests.
+UNIT_SRCS := $(wildcard tests/unit/*/test_*.c)
+UNIT_BINS := $(patsubst %.c,$(OUTPUT)/tests/%,$(notdir $(UNIT_SRCS)))
 
 # CUPTI shim (shim/): built when CUDA's CUPTI headers and library are there.
 CUDA_HOME ?= /usr/local/cuda
@@ -110,8 +115,9 @@ $(OUTPUT)/%.skel.h: $(OUTPUT)/%.bpf.o
 # Objects that include a skeleton must wait for it.
 $(USER_OBJS): | $(SKELS)
 
-$(OUTPUT)/user/%.o: user/%.c | $(OUTPUT)/user
+$(OUTPUT)/user/%.o: user/%.c
 	$(call msg,CC,$@)
+	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(CFLAGS) $(INCLUDES) -c $< -o $@
 
 $(LIBPT): $(LIB_OBJS)
@@ -122,10 +128,14 @@ $(BIN): $(BIN_OBJS) $(LIBPT)
 	$(call msg,BINARY,$@)
 	$(Q)$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
 
-# ---- unit tests (cmocka): one driver per module ----
-$(OUTPUT)/tests/%: tests/unit/%.c $(LIBPT) | $(OUTPUT)/tests
-	$(call msg,TEST-CC,$@)
-	$(Q)$(CC) $(CFLAGS) $(INCLUDES) $(LDFLAGS) $< $(LIBPT) $(LDLIBS) -lcmocka -o $@
+# ---- unit tests (cmocka): one driver per module, linked with libpt.a ----
+# (test_shim and test_gpuring have rules of their own, below)
+define unit_rule
+$(OUTPUT)/tests/$(basename $(notdir $(1))): $(1) $(LIBPT) | $(OUTPUT)/tests
+	$$(call msg,TEST-CC,$$@)
+	$$(Q)$$(CC) $$(CFLAGS) $$(INCLUDES) $$(LDFLAGS) $$< $$(LIBPT) $$(LDLIBS) -lcmocka -o $$@
+endef
+$(foreach t,$(filter-out %/test_shim.c %/test_gpuring.c,$(UNIT_SRCS)),$(eval $(call unit_rule,$(t))))
 
 # ---- tools for the integration tests (linked like the unit tests) ----
 $(OUTPUT)/tests-tools/%: tests/tools/%.c $(LIBPT) | $(OUTPUT)/tests-tools
@@ -193,10 +203,10 @@ $(SHIM): $(SHIM_OBJS)
 		-Wl,-rpath,$(CUPTI_LIBDIR) -o $@
 # The shim's logic with a fake CUPTI table, linked with the real libcupti
 # (cuptiActivityGetNextRecord works without a driver).
-$(OUTPUT)/tests/test_shim: tests/unit/test_shim.c $(SHIM_SRCS) $(wildcard shim/*.h) user/gpuring.c user/gpuring.h | $(OUTPUT)/tests
+$(OUTPUT)/tests/test_shim: tests/unit/shim/test_shim.c $(SHIM_SRCS) $(wildcard shim/*.h) user/gpu/gpuring.c user/gpu/gpuring.h | $(OUTPUT)/tests
 	$(call msg,TEST-CC,$@)
-	$(Q)$(CC) $(CFLAGS) -Ishim -Iuser -isystem $(CUPTI_INCDIR) $(LDFLAGS) $< $(SHIM_SRCS) \
-		user/gpuring.c -L$(CUPTI_LIBDIR) -lcupti -Wl,-rpath,$(CUPTI_LIBDIR) -pthread -lcmocka -o $@
+	$(Q)$(CC) $(CFLAGS) -Ishim -I. -Iuser -isystem $(CUPTI_INCDIR) $(LDFLAGS) $< $(SHIM_SRCS) \
+		user/gpu/gpuring.c -L$(CUPTI_LIBDIR) -lcupti -Wl,-rpath,$(CUPTI_LIBDIR) -pthread -lcmocka -o $@
 # The shim's CPU cost per record: the very objects of $(SHIM), with the
 # real libcupti's record iterator.
 $(OUTPUT)/bench/shim_bench: bench/shim_bench.c $(SHIM_OBJS) $(wildcard shim/*.h) | $(OUTPUT)/bench
@@ -210,7 +220,7 @@ $(OUTPUT)/bench/shim_bench:
 	@echo "shim_bench: skipped, no CUDA at $(CUDA_HOME) (set CUDA_HOME)"
 endif
 # The reader against segments made by the shim's own writer (no CUPTI).
-$(OUTPUT)/tests/test_gpuring: tests/unit/test_gpuring.c shim/ring.c shim/ring.h shim/ptgpu.h $(LIBPT) | $(OUTPUT)/tests
+$(OUTPUT)/tests/test_gpuring: tests/unit/gpu/test_gpuring.c shim/ring.c shim/ring.h shim/ptgpu.h $(LIBPT) | $(OUTPUT)/tests
 	$(call msg,TEST-CC,$@)
 	$(Q)$(CC) $(CFLAGS) $(INCLUDES) -Ishim $(LDFLAGS) $< shim/ring.c $(LIBPT) $(LDLIBS) -lcmocka -o $@
 
@@ -219,48 +229,39 @@ $(OUTPUT)/tests/test_gpuring: tests/unit/test_gpuring.c shim/ring.c shim/ring.h 
 # Runs over a copy of the seeds, so tests/fuzz/corpus/ only changes by hand;
 # failing inputs land in $(OUTPUT)/fuzz/<name>-{crash,leak,timeout,oom}-*.
 FUZZ_SECONDS ?= 20
-FUZZ_NAMES := maps elf config pycode pyline folded gpuring pyattr
-FUZZ_BINS := $(patsubst %,$(OUTPUT)/fuzz/fuzz_%,$(FUZZ_NAMES))
 FUZZ_CFLAGS := -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
-	       -std=gnu11 -D_GNU_SOURCE -Iuser -Ibpf
+	       -std=gnu11 -D_GNU_SOURCE -I. -Iuser
+# One harness per reader of target-controlled input: the module(s) it links
+# (only those, so a finding points at one file) and any extra libraries.
+FUZZ_NAMES := maps elf config pycode pyline folded gpuring pyattr
+FUZZ_SRCS_maps := user/attach/maps.c
+FUZZ_SRCS_elf := user/attach/elfsyms.c
+FUZZ_LIBS_elf := -lelf
+FUZZ_SRCS_config := user/config/config.c user/config/valexpr.c
+FUZZ_SRCS_pycode := user/python/pycode.c user/python/pylayout.c
+FUZZ_SRCS_pyline := user/python/pyline.c
+FUZZ_SRCS_folded := user/aggregate/flame.c
+# the segment is written by the profiled process; seeds come from
+# `make fuzz-gpuring-seeds` (the real writer, shim/ring.c)
+FUZZ_SRCS_gpuring := user/gpu/gpuring.c
+# builds its own CPython images (no seeds needed): tests/fuzz/fuzz_pyattr.c
+FUZZ_SRCS_pyattr := user/python/pyattr.c user/python/pylayout.c
 # libFuzzer caps inputs near the largest seed (13 KB for ELF); let them
 # grow enough for big symbol tables.
 FUZZ_ARGS_elf := -max_len=65536
+FUZZ_BINS := $(patsubst %,$(OUTPUT)/fuzz/fuzz_%,$(FUZZ_NAMES))
 
 $(OUTPUT)/fuzz:
 	$(Q)mkdir -p $@
-$(OUTPUT)/fuzz/fuzz_maps: tests/fuzz/fuzz_maps.c user/maps.c user/maps.h | $(OUTPUT)/fuzz
-	$(call msg,FUZZ-CC,$@)
-	$(Q)$(CLANG) $(FUZZ_CFLAGS) tests/fuzz/fuzz_maps.c user/maps.c -o $@
-$(OUTPUT)/fuzz/fuzz_elf: tests/fuzz/fuzz_elf.c user/elfsyms.c user/elfsyms.h | $(OUTPUT)/fuzz
-	$(call msg,FUZZ-CC,$@)
-	$(Q)$(CLANG) $(FUZZ_CFLAGS) tests/fuzz/fuzz_elf.c user/elfsyms.c -lelf -o $@
-$(OUTPUT)/fuzz/fuzz_config: tests/fuzz/fuzz_config.c user/config.c user/config.h user/valexpr.c user/valexpr.h | $(OUTPUT)/fuzz
-	$(call msg,FUZZ-CC,$@)
-	$(Q)$(CLANG) $(FUZZ_CFLAGS) tests/fuzz/fuzz_config.c user/config.c user/valexpr.c -o $@
-$(OUTPUT)/fuzz/fuzz_pycode: tests/fuzz/fuzz_pycode.c user/pycode.c user/pylayout.c user/pycode.h user/pylayout.h | $(OUTPUT)/fuzz
-	$(call msg,FUZZ-CC,$@)
-	$(Q)$(CLANG) $(FUZZ_CFLAGS) tests/fuzz/fuzz_pycode.c user/pycode.c user/pylayout.c -o $@
-# builds its own CPython images (no seeds needed): tests/fuzz/fuzz_pyattr.c
-$(OUTPUT)/fuzz/fuzz_pyattr: tests/fuzz/fuzz_pyattr.c user/pyattr.c user/pyattr.h user/pycode.h user/pylayout.c user/pylayout.h | $(OUTPUT)/fuzz
-	$(call msg,FUZZ-CC,$@)
-	$(Q)$(CLANG) $(FUZZ_CFLAGS) tests/fuzz/fuzz_pyattr.c user/pyattr.c user/pylayout.c -o $@
-$(OUTPUT)/fuzz/fuzz_pyline: tests/fuzz/fuzz_pyline.c user/pyline.c user/pyline.h | $(OUTPUT)/fuzz
-	$(call msg,FUZZ-CC,$@)
-	$(Q)$(CLANG) $(FUZZ_CFLAGS) tests/fuzz/fuzz_pyline.c user/pyline.c -o $@
-
-$(OUTPUT)/fuzz/fuzz_folded: tests/fuzz/fuzz_folded.c user/flame.c user/flame.h | $(OUTPUT)/fuzz
-	$(call msg,FUZZ-CC,$@)
-	$(Q)$(CLANG) $(FUZZ_CFLAGS) tests/fuzz/fuzz_folded.c user/flame.c -o $@
-
-# The segment is written by the profiled process; seeds come from
-# `make fuzz-gpuring-seeds` (the real writer, shim/ring.c).
-$(OUTPUT)/fuzz/fuzz_gpuring: tests/fuzz/fuzz_gpuring.c user/gpuring.c user/gpuring.h shim/ptgpu.h | $(OUTPUT)/fuzz
-	$(call msg,FUZZ-CC,$@)
-	$(Q)$(CLANG) $(FUZZ_CFLAGS) tests/fuzz/fuzz_gpuring.c user/gpuring.c -o $@
+define fuzz_rule
+$(OUTPUT)/fuzz/fuzz_$(1): tests/fuzz/fuzz_$(1).c $(FUZZ_SRCS_$(1)) | $(OUTPUT)/fuzz
+	$$(call msg,FUZZ-CC,$$@)
+	$$(Q)$$(CLANG) $$(FUZZ_CFLAGS) $$< $(FUZZ_SRCS_$(1)) $(FUZZ_LIBS_$(1)) -o $$@
+endef
+$(foreach n,$(FUZZ_NAMES),$(eval $(call fuzz_rule,$(n))))
 .PHONY: fuzz-gpuring-seeds
 fuzz-gpuring-seeds: tests/fuzz/fuzz_gpuring.c shim/ring.c | $(OUTPUT)/fuzz
-	$(Q)$(CC) -g -O1 -std=gnu11 -D_GNU_SOURCE -Iuser -Ishim -DPTG_GEN_SEEDS $^ -o $(OUTPUT)/fuzz/gen_gpuring_seeds
+	$(Q)$(CC) -g -O1 -std=gnu11 -D_GNU_SOURCE -I. -Iuser -Ishim -DPTG_GEN_SEEDS $^ -o $(OUTPUT)/fuzz/gen_gpuring_seeds
 	$(Q)$(OUTPUT)/fuzz/gen_gpuring_seeds tests/fuzz/corpus/gpuring
 
 # One line per harness; non-zero exit when any harness crashed, hung,

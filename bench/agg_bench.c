@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <time.h>
 
-#include "agg.h"
+#include "aggregate/agg.h"
 
 enum { F_STEP, F_A, F_B, F_LEAF, NFIDS };
 

@@ -26,8 +26,8 @@
 
 #include <bpf/libbpf.h>
 
-#include "run.h"
-#include "targets_list.h"
+#include "run/run.h"
+#include "config/targets_list.h"
 
 
 static int verbose;

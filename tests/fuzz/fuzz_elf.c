@@ -11,7 +11,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "elfsyms.h"
+#include "attach/elfsyms.h"
 
 static int memfd = -1;
 

@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "flame.h"
+#include "aggregate/flame.h"
 
 #define CHECK(c)                         \
 	do {                             \

@@ -17,7 +17,7 @@
 
 #ifndef PTG_GEN_SEEDS
 
-#include "gpuring.h"
+#include "gpu/gpuring.h"
 
 static int touch(void *ctx, const struct pt_gpu_rec *rec)
 {

@@ -29,8 +29,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "pyattr.h"
-#include "pylayout.h"
+#include "python/pyattr.h"
+#include "python/pylayout.h"
 
 #define IMAGE_BASE 0x10000ull
 #define IMAGE_LEN 16384

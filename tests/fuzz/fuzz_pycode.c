@@ -22,8 +22,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "pycode.h"
-#include "pylayout.h"
+#include "python/pycode.h"
+#include "python/pylayout.h"
 
 #define IMAGE_BASE 0x10000ull
 #define HDR 8

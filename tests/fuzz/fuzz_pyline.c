@@ -23,7 +23,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "pyline.h"
+#include "python/pyline.h"
 
 #define HDR 13
 #define MAX_RANGES 65536

@@ -34,8 +34,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "pyattr.h"
-#include "pylayout.h"
+#include "python/pyattr.h"
+#include "python/pylayout.h"
 
 struct early {
 	uint64_t type;

@@ -24,7 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "pyline.h"
+#include "python/pyline.h"
 
 struct range {
 	int64_t start, end;

@@ -1,0 +1,234 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * Report emitters. The summary is built once as a cJSON document
+ * (pt_summary__build); every output format renders from that document, so
+ * summary.json and report.md can never disagree. Each format is an entry in
+ * pt_emitters[] (an ops table, not `if (fmt)` in every function).
+ */
+#ifndef PT_REPORT_H
+#define PT_REPORT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "aggregate/agg.h"
+#include "aggregate/gpu.h"
+#include "aggregate/runs.h"
+#include "aggregate/stepvals.h"
+
+struct cJSON;
+
+/* The interpreter behind py: probes, and how they were timed. */
+struct pt_report_python {
+	const char *version;   /* "3.11.7" */
+	const char *path;      /* as the target sees it */
+	const char *mechanism; /* "evalframe" */
+	const char *probe;     /* "session" (one uprobe session) | "pair" (uprobe + uretprobe) */
+	bool perf_trampoline;  /* seen active at every check */
+	const char *timing;    /* "exact" | "c-entry-only": every py: row's */
+	const char *why;       /* one sentence: why that timing */
+	const char *advice;    /* what the user can do, or NULL */
+	uint64_t code_objects; /* resolved while attached */
+	uint64_t matched;
+	uint64_t unreadable;
+	uint64_t no_source;    /* < 3.11: qualname fell back to co_name */
+	const char *no_source_file;
+};
+
+/* Stack sampling (meta.sampling): NULL when it was off. */
+struct pt_report_thread {
+	uint32_t tid;
+	const char *name; /* comm, or NULL */
+	bool python;
+	uint64_t samples;
+	uint64_t on_ns, off_ns;
+};
+
+struct pt_report_sampling {
+	unsigned int hz;
+	uint64_t period_ns;
+	const char *mechanism;
+	const struct pt_report_thread *threads; /* sorted by wall time, longest first */
+	size_t nthreads;
+	uint64_t samples, on_ns, off_ns, intervals;
+	uint64_t python_samples, no_frames, not_python;
+	uint64_t truncated, unreadable, unknown_frames, lost;
+	unsigned int threads_sampled, threads_failed;
+	const char *folded, *svg; /* file names written, or NULL */
+};
+
+/* trace.json (--trace): meta.trace; NULL when it was not asked for. */
+struct pt_report_trace {
+	const char *file;    /* "trace.json" */
+	uint64_t events;     /* in its traceEvents */
+	uint64_t dropped;    /* left out at --trace-max-events */
+	uint64_t max_events;
+	bool truncated;
+};
+
+/* A descendant that was not traced (--children), and why. */
+struct pt_report_skipped {
+	int pid;
+	const char *comm;
+	const char *why;
+};
+
+#define PT_REPORT_MAX_SKIPPED 64
+
+struct pt_report_meta {
+	const char *tool;    /* "proftrace" */
+	const char *version; /* PT_VERSION */
+	int pid;
+	const char *comm;
+	const char *exe;
+	uint64_t start_unix_ns;
+	double duration_s;
+	const char *targets_file;
+	const char *kernel; /* uname -r */
+	unsigned int warmup_steps;
+	const char *step_probe; /* probe text of the step line, or NULL */
+	const char *step_mode;  /* "call" | "iteration" */
+	const struct pt_report_python *python; /* NULL: no py: probes */
+	const struct pt_report_sampling *sampling; /* NULL: no sampling */
+	const struct pt_report_trace *trace; /* NULL: no --trace */
+	/* Several processes. The merged document: every pid traced, in the
+	 * order they were added, whether --children was given, and the
+	 * descendants not traced (the first PT_REPORT_MAX_SKIPPED). */
+	const int *pids; /* NULL: one process */
+	size_t npids;
+	bool children;
+	struct pt_report_skipped skipped[PT_REPORT_MAX_SKIPPED];
+	size_t nskipped;
+	/* A process's own document (processes[]): rank and local rank from
+	 * its environment (-1: not set), when it was attached (s after the
+	 * start), and how it ended ("exited", "exec"; NULL: traced to the
+	 * end) and when. */
+	bool process;
+	int rank, local_rank;
+	double added_s;
+	const char *ended;
+	double ended_s;
+};
+
+/* One row of `functions`: a resolved function (fid) or a probe that
+ * matched nothing (fid < 0, attached false, reason set). */
+struct pt_report_func {
+	int fid;            /* index into the aggregator, -1 if none */
+	const char *probe;  /* probe text from the config */
+	const char *object; /* path as mapped in the target; NULL if unresolved */
+	const char *symbol; /* NULL if unresolved */
+	const char *const *aliases; /* other names at the same address */
+	size_t naliases;
+	uint64_t file_offset; /* of the symbol */
+	unsigned int probe_skip; /* bytes skipped to the probed instruction */
+	const char *probe_insn;  /* pt_insn_class__str() */
+	bool attached;
+	double attached_after_s; /* since proftrace started; valid if attached */
+	const char *reason;      /* why not attached; NULL when attached */
+	bool py;                 /* a py: function: object is its file, symbol its qualname */
+	unsigned int line;       /* py: co_firstlineno */
+	const char *timing;      /* "exact" | "c-entry-only" | "sampled" */
+	/* py: rows while sampling: inclusive sampled time (meta.sampling) */
+	bool sampled;
+	uint64_t s_samples, s_on_ns, s_off_ns;
+};
+
+/* One element of `lines`: a function of a `lines` directive. */
+struct pt_report_line {
+	unsigned int line;
+	const char *text; /* NULL: source unavailable */
+	uint64_t samples, on_ns, off_ns;
+};
+
+struct pt_report_lines_fn {
+	const char *probe, *file, *function;
+	unsigned int first_line, last_line;
+	bool exact;      /* its calls are counted exactly */
+	int fid;         /* for the exact figures in the aggregator */
+	uint64_t samples, on_ns, off_ns;
+	const char *source_error; /* NULL when the source was read */
+	const struct pt_report_line *lines; /* first_line..last_line */
+	size_t nlines;
+};
+
+struct pt_report_bucket {
+	const char *name;
+	const char *domain;
+};
+
+struct pt_report_health {
+	/* A process's own document: the BPF object's counters (drops, depth,
+	 * unwound, orphans, Python frames and map) are shared by every
+	 * process and shown only in the merged document. */
+	bool process;
+	uint64_t events;         /* records read from the ring buffer */
+	uint64_t dropped_events; /* records BPF could not write */
+	uint64_t depth_overflow;
+	uint64_t unwound;
+	uint64_t orphan_returns;
+	uint64_t lost_calls;
+	uint64_t steps_incomplete;
+	uint64_t py_unreadable; /* Python frames whose code BPF could not read */
+	uint64_t py_map_full;   /* code objects BPF's map could not hold */
+	uint64_t py_unresolved; /* Python calls of code freed before it was read */
+	unsigned int probes_requested; /* functions resolved + probes unresolved */
+	unsigned int probes_attached;
+};
+
+struct pt_report {
+	struct pt_report_meta meta;
+	const struct pt_agg *agg;
+	const struct pt_report_bucket *buckets; /* config order; step.other is added */
+	size_t nbuckets;
+	const struct pt_report_func *funcs;
+	size_t nfuncs;
+	const struct pt_report_lines_fn *lines;
+	size_t nlines;
+	/* tokens, kv_len, batch per step; NULL or inactive: not configured */
+	const struct pt_stepvals *vals;
+	uint64_t val_records_dropped; /* value records BPF could not write */
+	/* runs split on idle gaps (NULL: not computed); times relative to t0_mono */
+	const struct pt_runs *runs;
+	uint64_t t0_mono;
+	/* the GPU stream: NULL gpu: none, and gpu_why says why */
+	const struct pt_gpu_result *gpu;
+	const struct pt_gpuring_info *gpu_info;
+	const char *gpu_why;
+	struct pt_report_health health;
+};
+
+/* Build summary.json's document. NULL on allocation failure. */
+struct cJSON *pt_summary__build(const struct pt_report *r);
+
+/* One process's line of `skew` (processes with counted steps). */
+struct pt_report_skew_proc {
+	int pid;
+	int rank;        /* -1: not set */
+	size_t steps;    /* counted */
+	size_t first;    /* its step compared as index 0 */
+	size_t slowest;  /* indices where it was the slowest */
+	size_t fastest;
+};
+
+struct pt_skew;
+/* Add `skew` to the merged document: k NULL when fewer than two
+ * processes had steps (the object says so). 0 or -ENOMEM. */
+int pt_summary__add_skew(struct cJSON *doc, const struct pt_skew *k,
+			 const struct pt_report_skew_proc *procs, size_t n);
+
+struct pt_emitter {
+	const char *filename; /* "summary.json", "report.md" */
+	int (*write)(FILE *f, const struct cJSON *summary); /* 0 or -errno */
+	/* NULL: always written; else only when it returns true */
+	bool (*wanted)(const struct cJSON *summary);
+};
+
+extern const struct pt_emitter pt_emitters[];
+extern const size_t pt_nemitters;
+
+int pt_summary__write_json(FILE *f, const struct cJSON *summary);
+int pt_report_md__write(FILE *f, const struct cJSON *summary);
+
+#endif

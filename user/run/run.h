@@ -1,0 +1,259 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * One proftrace run: the processes it traces and what it keeps of each,
+ * shared by the files that do its parts (main.c: command line and event
+ * loop; run_procs.c: adding, probing and ending processes; run_records.c:
+ * the record streams into the aggregators; run_report.c: the reports).
+ *
+ * Several processes (-p PID,PID, --children) share one BPF object and one
+ * sampler; each has its own resolver, aggregator and figures (struct
+ * proc), and a merged view (struct view of the run) pools them all, its
+ * functions matched across processes by probe, object and symbol.
+ */
+#ifndef PT_RUN_H
+#define PT_RUN_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <time.h>
+
+#include "aggregate/agg.h"
+#include "attach/attach.h"
+#include "cli/cli.h"
+#include "config/config.h"
+#include "aggregate/gpu.h"
+#include "gpu/gpuring.h"
+#include "python/pycode.h"
+#include "python/pyprobe.h"
+#include "sample/pysym.h"
+#include "python/python.h"
+#include "attach/resolve.h"
+#include "aggregate/runs.h"
+#include "sample/sampler.h"
+#include "aggregate/skew.h"
+#include "aggregate/stacks.h"
+#include "aggregate/stepvals.h"
+#include "attach/target.h"
+#include "report/trace.h"
+
+#define EXIT_USAGE 2
+
+/* Fallback maps rescan period: dlopen is seen at once through the
+ * dynamic linker hook, this catches anything else (static binaries,
+ * mmap'ed code without the hook). */
+#define RESCAN_MS 1000
+/* A new child is attached once it is this old: a fork is usually
+ * followed at once by an exec, and the image wanted is the new one. */
+#define CHILD_SETTLE_MS 100
+
+struct fstate {
+	bool attached;
+	double at_s;
+	char *reason; /* owned */
+	unsigned int last_line; /* py: last line per its line table, 0: unknown */
+};
+
+struct run;
+struct proc;
+
+/* Figures of one process, or of all of them merged. */
+struct view {
+	struct pt_agg *agg;
+	struct pt_stepvals sv;
+	struct pt_runs *runs;
+	struct pt_stacks *stk; /* NULL: not sampled */
+};
+
+/* A type whose attribute location was not found yet: asked again at. */
+struct attr_retry {
+	struct pt_attr_key key;
+	uint64_t due; /* CLOCK_MONOTONIC ns */
+};
+
+/* One traced process. */
+struct proc {
+	struct run *run;
+	unsigned int idx; /* in BPF fids (PT_FID_MAKE) */
+	struct pt_target tgt;
+	int rank, local_rank; /* RANK, LOCAL_RANK in its environment; -1: not set */
+	int pidfd;            /* readable when it exits; -1: checked each tick */
+	bool ended;           /* exited or exec'ed: its probes are off */
+	bool exec_seen;       /* it exec'ed: ended by the event loop, not in a callback */
+	const char *end_why;  /* "exited" | "exec" */
+	uint64_t t_added, t_ended; /* CLOCK_MONOTONIC ns */
+	uint64_t events;
+
+	struct pt_resolver *res;
+	struct fstate *fs;
+	size_t nfs;
+	uint32_t *mfid; /* local fid -> fid of the merged view (several processes) */
+	bool rescan;
+	bool dl_hooked;
+	bool dl_tried; /* a dynamic linker was seen: hooked or not, done */
+
+	/* py: probes */
+	bool have_py;   /* it runs CPython (py is valid) */
+	bool py_probed; /* its frame evaluator is probed */
+	bool sampled;   /* its stacks are sampled */
+	struct pt_python py;
+	struct pt_pyprobe *pp;
+	struct pt_pysym *sym;
+	char proc_root[64], proc_cwd[64];
+	int tramp_checks, tramp_on; /* perf trampoline: checks made, seen active */
+	uint64_t py_unresolved; /* calls of code freed before it could be read */
+	const char *py_why_not; /* have_py but not probed or sampled: why */
+
+	struct view v;
+	struct pt_skew_steps steps; /* counted steps, for the skew across processes */
+
+	/* the GPU stream (CUPTI shim) */
+	struct pt_gpuring *gr;
+	struct pt_gpu *gpu;
+	bool gpu_attached;
+	bool gpu_oom; /* a GPU record, step or bucket call could not be kept */
+	bool gpu_joined;
+	const struct pt_gpu_result *gres;
+	char gpu_why[256]; /* no GPU stream: why */
+
+	struct pt_tmem tmem; /* its memory (frame slots of py: values) */
+	struct attr_retry *retries;
+	size_t nretries;
+};
+
+/* A function of the merged view: the same probe, object and symbol (or
+ * file, qualified name and line) in any process. */
+struct mfunc {
+	struct proc *p; /* the first process that resolved it */
+	int fid;        /* its fid there (the resolver's array moves as it grows:
+			 * no pointer into it is kept) */
+	bool attached;
+	double at_s;
+	unsigned int last_line;
+};
+
+/* A descendant seen, attached once it is CHILD_SETTLE_MS old. */
+struct cand {
+	int pid;
+	uint64_t seen;
+};
+
+/* A descendant not traced, and why (summary.json meta.processes_skipped). */
+struct skipped {
+	int pid;
+	char comm[64];
+	char why[160];
+};
+
+struct run {
+	struct pt_env env;
+	struct pt_config cfg;
+	struct pt_attach *att;
+	struct pt_sampler *smp;
+	struct proc **procs;
+	size_t nprocs;
+	bool multi; /* several processes (or --children): merged view + sections */
+	struct proc *last; /* of the last record: most come in runs */
+	struct view all;   /* merged (multi only) */
+	struct mfunc *mf;
+	size_t nmf;
+	const struct pt_python *py0; /* the interpreter BPF's layout is from */
+	bool want_py;
+	bool py_probe_wanted;
+	uint64_t t0_mono, t0_unix, t_end_mono;
+	uint64_t events;
+	uint64_t dropped_seen;
+	int ep; /* the event loop's epoll: pidfds of processes added later */
+
+	/* --children */
+	bool scan_children;
+	struct cand *cands;
+	size_t ncands;
+	struct skipped *skipped;
+	size_t nskipped;
+
+	/* scratch of one sample: its frames and their labels, merged fids */
+	struct pt_sframe *sf, *msf;
+	char (*labels)[256];
+
+	/* --trace: trace.json's events */
+	struct pt_trace *trace;
+
+	uint8_t *attr_warned; /* per spec and expression: a missing attribute was said */
+};
+
+/* epoll tags; TAG_PID + i is process i's pidfd */
+enum { TAG_SIG = 1, TAG_TIMER, TAG_RING, TAG_PID = 16 };
+
+static inline uint64_t now_ns(clockid_t c)
+{
+	struct timespec ts;
+
+	clock_gettime(c, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static inline double since_start_s(const struct run *r)
+{
+	return (double)(now_ns(CLOCK_MONOTONIC) - r->t0_mono) / 1e9;
+}
+
+static inline void *xcalloc(size_t n, size_t size)
+{
+	return calloc(n ? n : 1, size);
+}
+
+/* main.c */
+/* A message on stderr: clears the live status line first. */
+void pt_run__clear_status(void);
+void pt_run__vlog(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+int pt_run__add_fd(int ep, int fd, uint32_t tag);
+
+/* run_records.c: the record streams (on_* are the callbacks given to
+ * attach, sampler, aggregators and GPU ring) */
+int pt_run__on_rec(void *ctx, const struct pt_rec *rec, size_t size);
+int pt_run__on_sample(void *ctx, const struct pt_sample *s);
+void pt_run__on_step(void *ctx, const struct pt_step *s);
+void pt_run__on_merged_step(void *ctx, const struct pt_step *s);
+int pt_run__on_gpu_rec(void *ctx, const struct pt_gpu_rec *g);
+/* Function i of p is known to the aggregators (merged view too). */
+int pt_run__declare_func(struct proc *p, size_t i);
+/* Function i of p has its probes now (or was found, for py:). */
+void pt_run__mark_attached(struct proc *p, size_t i);
+/* What BPF reads at f's calls, when its probe has values. */
+void pt_run__set_val_spec(struct proc *p, const struct pt_func *f);
+/* Attribute locations not found yet: BPF asks again once they are due. */
+void pt_run__attr_retries(struct proc *p, uint64_t now);
+
+/* run_procs.c: processes */
+int pt_run__open_proc(struct run *r, int pid, bool strict, struct proc **out, char *err,
+		      size_t errlen);
+int pt_run__start_proc(struct proc *p, int ep);
+void pt_run__end_proc(struct proc *p, const char *why);
+void pt_run__free_proc(struct proc *p);
+int pt_run__add_procs(struct run *r, struct proc *p);
+bool pt_run__all_ended(const struct run *r);
+int pt_run__new_view(struct run *r, struct view *v,
+		     void (*step_cb)(void *ctx, const struct pt_step *s), void *ctx);
+void pt_run__free_view(struct view *v);
+int pt_run__grow_fstate(struct proc *p);
+int pt_run__attach_new(struct proc *p, size_t from);
+void pt_run__rescan(struct proc *p);
+int pt_run__open_gpu(struct proc *p);
+int pt_run__open_sampler(struct run *r, char *err, size_t errlen);
+bool pt_run__py_exact(const struct proc *p);
+bool pt_run__py_has_roles(const struct pt_config *cfg);
+bool pt_run__want_py_probe(const struct run *r, const struct proc *p);
+const char *pt_run__py_timing(const struct proc *p);
+/* --children */
+void pt_run__scan_children(struct run *r, uint64_t now);
+void pt_run__add_cand(struct run *r, int pid, uint64_t now);
+int pt_run__add_candidates(struct run *r, uint64_t now, bool at_start);
+bool pt_run__traced(const struct run *r, int pid);
+
+/* run_report.c */
+void pt_run__print_dry_run(const struct proc *p);
+int pt_run__write_outputs(struct run *r);
+
+#endif

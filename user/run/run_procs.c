@@ -1,0 +1,891 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * The processes of a run: inspect one (resolve its probes, find its
+ * interpreter), trace it (probes, frame probe, sampler, GPU ring), end it
+ * (exit, exec), and find the descendants --children asks for.
+ */
+#include <ctype.h>
+#include <dirent.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "run.h"
+#include "attach/elfsyms.h"
+#include "attach/maps.h"
+
+static void update_trampoline(struct proc *p);
+static int read_target(void *ctx, uint64_t addr, void *buf, size_t len);
+
+/*
+ * The CUPTI shim's ring, if the process has one (before the clock starts:
+ * attaching is what wakes the shim). 0, or EXIT_USAGE when --gpu on
+ * cannot be honoured.
+ */
+int pt_run__open_gpu(struct proc *p)
+{
+	const struct run *r = p->run;
+	char err[256];
+	int e;
+
+	if (r->env.gpu == PT_GPU_OFF) {
+		snprintf(p->gpu_why, sizeof(p->gpu_why), "--gpu off");
+		return 0;
+	}
+	e = pt_gpuring__open(&p->gr, p->tgt.pid, err, sizeof(err));
+	if (e == -ENOENT)
+		snprintf(err, sizeof(err),
+			 "no CUPTI shim in pid %d: start the server with "
+			 "CUDA_INJECTION64_PATH=/path/to/libproftrace_cupti.so (see docs/gpu.md)",
+			 p->tgt.pid);
+	if (!e) {
+		p->gpu = pt_gpu__new(r->cfg.nbuckets);
+		if (!p->gpu)
+			return -ENOMEM;
+		return 0;
+	}
+	snprintf(p->gpu_why, sizeof(p->gpu_why), "%s", err);
+	/* --children: launchers and helpers have no shim; main() checks that
+	 * one process has */
+	if (r->env.gpu == PT_GPU_ON && !r->env.children) {
+		fprintf(stderr, "proftrace: --gpu on: %s\n", err);
+		return EXIT_USAGE;
+	}
+	if (e != -ENOENT || r->env.gpu == PT_GPU_ON)
+		fprintf(stderr, "proftrace: warning: no GPU stream: %s\n", err);
+	return 0;
+}
+
+static int attach_gpu(struct proc *p)
+{
+	int e;
+
+	if (!p->gr)
+		return 0;
+	e = pt_gpuring__attach(p->gr, now_ns(CLOCK_MONOTONIC));
+	if (!e) {
+		p->gpu_attached = true;
+		return 0;
+	}
+	snprintf(p->gpu_why, sizeof(p->gpu_why),
+		 e == -EBUSY ? "another proftrace is reading this process's CUPTI shim"
+			     : "cannot attach to the CUPTI shim's ring: %s", strerror(-e));
+	pt_gpu__free(p->gpu);
+	p->gpu = NULL;
+	if (p->run->env.gpu == PT_GPU_ON) {
+		fprintf(stderr, "proftrace: --gpu on: %s\n", p->gpu_why);
+		return EXIT_USAGE;
+	}
+	fprintf(stderr, "proftrace: warning: no GPU stream: %s\n", p->gpu_why);
+	return 0;
+}
+
+int pt_run__grow_fstate(struct proc *p)
+{
+	size_t n = pt_resolver__nfuncs(p->res);
+	struct fstate *v;
+	uint32_t *m;
+
+	if (n <= p->nfs)
+		return 0;
+	v = realloc(p->fs, n * sizeof(*v));
+	if (!v)
+		return -ENOMEM;
+	p->fs = v;
+	m = realloc(p->mfid, n * sizeof(*m));
+	if (!m)
+		return -ENOMEM;
+	p->mfid = m;
+	memset(v + p->nfs, 0, (n - p->nfs) * sizeof(*v));
+	for (size_t i = p->nfs; i < n; i++)
+		m[i] = PT_SFID_NONE;
+	p->nfs = n;
+	return 0;
+}
+
+/* Attach every resolved function not tried yet. Returns how many were
+ * attached now. A function that cannot be attached is reported, not
+ * fatal: the others still give true figures. */
+int pt_run__attach_new(struct proc *p, size_t from)
+{
+	char err[512];
+	int n = 0;
+
+	if (pt_run__grow_fstate(p))
+		return -ENOMEM;
+	for (size_t i = from; i < p->nfs; i++) {
+		const struct pt_func *f = pt_resolver__func(p->res, i);
+
+		if (f->py)
+			continue; /* found at run time, served by the frame probe */
+		if (pt_run__declare_func(p, i))
+			return -ENOMEM;
+		pt_run__set_val_spec(p, f);
+		if (f->unusable) {
+			p->fs[i].reason = strdup(f->unusable);
+			continue;
+		}
+		if (pt_attach__func(p->run->att, p->idx, p->tgt.pid, f, err, sizeof(err))) {
+			fprintf(stderr, "proftrace: warning: %s\n", err);
+			p->fs[i].reason = strdup(err);
+			continue;
+		}
+		pt_run__mark_attached(p, i);
+		n++;
+		pt_run__vlog("proftrace: pid %d: probe %s:%s at file offset 0x%llx (+%u, %s)\n",
+		     p->tgt.pid, f->object, f->symbol, (unsigned long long)f->file_off,
+		     f->site.skip, pt_insn_class__str(f->site.cls));
+	}
+	return n;
+}
+
+static bool is_dynamic_linker(const char *path)
+{
+	const char *b = strrchr(path, '/');
+
+	b = b ? b + 1 : path;
+	return strncmp(b, "ld-linux", 8) == 0 || strncmp(b, "ld-", 3) == 0 ||
+	       strncmp(b, "ld.so", 5) == 0;
+}
+
+/* Probe _dl_debug_state() so dlopen'ed libraries are seen at once. */
+static void hook_dynamic_linker(struct proc *p, const struct pt_maps *maps)
+{
+	for (size_t i = 0; i < maps->n && !p->dl_tried; i++) {
+		const struct pt_mapping *mp = &maps->v[i];
+		struct pt_elf *e;
+		char *path;
+
+		if (!pt_mapping__is_exec_file(mp) || !is_dynamic_linker(mp->path))
+			continue;
+		p->dl_tried = true; /* one ld.so per process: don't re-read it each rescan */
+		path = pt_resolver__host_path(p->tgt.pid, mp);
+		if (!path || pt_elf__open(&e, path)) {
+			free(path);
+			continue;
+		}
+		for (size_t k = 0; k < e->nsyms; k++) {
+			if (strcmp(e->syms[k].name, "_dl_debug_state") != 0)
+				continue;
+			if (pt_attach__dl_hook(p->run->att, p->idx, p->tgt.pid, path,
+					       e->syms[k].file_off) == 0)
+				p->dl_hooked = true;
+			break;
+		}
+		pt_elf__free(e);
+		free(path);
+	}
+	if (p->dl_tried && !p->dl_hooked)
+		pt_run__vlog("proftrace: pid %d: no dynamic linker hook; new libraries are seen within "
+		     "%d ms\n", p->tgt.pid, RESCAN_MS);
+}
+
+void pt_run__rescan(struct proc *p)
+{
+	struct pt_maps maps = { 0 };
+	size_t before = pt_resolver__nfuncs(p->res);
+	char err[1024];
+	int n;
+
+	p->rescan = false;
+	if (p->have_py)
+		update_trampoline(p);
+	if (pt_maps__read_pid(&maps, p->tgt.pid))
+		return; /* exiting: the pidfd tells us */
+	if (!p->dl_tried)
+		hook_dynamic_linker(p, &maps);
+	n = pt_resolver__update(p->res, &maps, false, err, sizeof(err));
+	pt_maps__free(&maps);
+	if (n < 0) {
+		pt_run__clear_status();
+		fprintf(stderr, "proftrace: warning: %s\n", err);
+		return;
+	}
+	if (n == 0)
+		return;
+	pt_run__clear_status();
+	n = pt_run__attach_new(p, before);
+	if (n > 0) {
+		const struct pt_func *f = pt_resolver__func(p->res, before);
+
+		fprintf(stderr, "proftrace: attached %d more probe%s (%s) to pid %d at +%.3fs\n", n,
+			n == 1 ? "" : "s", f->object, p->tgt.pid, since_start_s(p->run));
+	}
+}
+
+static int read_target(void *ctx, uint64_t addr, void *buf, size_t len)
+{
+	return pt_python__read(*(const int *)ctx, addr, buf, len);
+}
+
+/* Is every Python call seen? Checked at start and on each rescan: the
+ * 3.12+ perf trampoline can be switched on and off at run time. */
+static void update_trampoline(struct proc *p)
+{
+	int t;
+
+	if (p->py.L.evalframe_all_calls || !p->py.L.interp_eval_frame)
+		return;
+	t = pt_python__trampoline(&p->py, p->tgt.pid);
+	if (t < 0)
+		return;
+	p->tramp_checks++;
+	p->tramp_on += t;
+}
+
+bool pt_run__py_exact(const struct proc *p)
+{
+	return p->py.L.evalframe_all_calls ||
+	       (p->tramp_checks && p->tramp_on == p->tramp_checks);
+}
+
+/* A py: probe that opens steps or bucket intervals needs its entries. */
+bool pt_run__py_has_roles(const struct pt_config *cfg)
+{
+	for (size_t i = 0; i < cfg->nprobes; i++)
+		if (cfg->probes[i].kind == PT_PROBE_PY &&
+		    (cfg->probes[i].is_step || cfg->probes[i].bucket_mask || cfg->probes[i].nvals))
+			return true;
+	return false;
+}
+
+/*
+ * Probe the frame evaluator? python_mode auto: where it sees every call,
+ * or where a py: probe is a step or in a bucket (they need entries), or
+ * when there are no samples to time functions with. Decided on the first
+ * Python process: the BPF object is loaded once.
+ */
+bool pt_run__want_py_probe(const struct run *r, const struct proc *p)
+{
+	if (!r->want_py)
+		return false;
+	switch (r->cfg.python_mode) {
+	case PT_PYMODE_EVALFRAME:
+		return true;
+	case PT_PYMODE_SAMPLED:
+		return false;
+	case PT_PYMODE_AUTO:
+		break;
+	}
+	return pt_run__py_exact(p) || !r->cfg.sample_hz || pt_run__py_has_roles(&r->cfg);
+}
+
+/* How p's py: rows are timed: "exact", "sampled" or "c-entry-only". */
+const char *pt_run__py_timing(const struct proc *p)
+{
+	if (p->py_probed && pt_run__py_exact(p))
+		return "exact";
+	if (p->sampled && p->run->cfg.python_mode != PT_PYMODE_EVALFRAME)
+		return "sampled";
+	return "c-entry-only";
+}
+
+/* Code objects -> py: functions, for the probe and the sampler. */
+static int start_python(struct proc *p)
+{
+	struct pt_pyprobe_opts o = { 0 };
+
+	snprintf(p->proc_root, sizeof(p->proc_root), "/proc/%d/root", p->tgt.pid);
+	snprintf(p->proc_cwd, sizeof(p->proc_cwd), "/proc/%d/cwd", p->tgt.pid);
+	o.cfg = &p->run->cfg;
+	o.res = p->res;
+	o.layout = &p->py.L;
+	o.types.code_type = p->py.code_type;
+	o.types.unicode_type = p->py.unicode_type;
+	o.mem.read = read_target;
+	o.mem.ctx = &p->tgt.pid;
+	o.root = p->proc_root;
+	o.cwd = p->proc_cwd;
+	p->pp = pt_pyprobe__new(&o);
+	return p->pp ? 0 : -ENOMEM;
+}
+
+/* Say once, at attach, when p's py: rows will not be exact. */
+static void warn_py_timing(const struct proc *p)
+{
+	const struct run *r = p->run;
+	const char *why = p->py.L.minor == 11 ? "3.11 runs Python-to-Python calls inside one "
+						"_PyEval_EvalFrameDefault"
+					      : "the perf trampoline is off";
+	const char *fix = p->py.L.minor >= 12 ? "; restart the server with PYTHONPERFSUPPORT=1 "
+						"for exact times"
+					      : "";
+
+	if (!r->want_py || !p->have_py || (p->py_probed && pt_run__py_exact(p)))
+		return;
+	if (!strcmp(pt_run__py_timing(p), "sampled"))
+		fprintf(stderr,
+			"proftrace: warning: Python %s: not every call can be seen (%s); py: rows "
+			"get sampled times (timing \"sampled\")%s\n",
+			p->py.version,
+			p->py_probed || r->cfg.python_mode != PT_PYMODE_SAMPLED ? why
+										 : "python_mode sampled",
+			r->cfg.python_mode == PT_PYMODE_SAMPLED ? "" : fix);
+	else
+		fprintf(stderr,
+			"proftrace: warning: Python %s: only calls made from C code are seen "
+			"(%s); py: rows are marked timing \"c-entry-only\"%s\n",
+			p->py.version, why, fix);
+}
+
+/* Stack sampling of every thread, loaded with the first Python process's
+ * layout. */
+int pt_run__open_sampler(struct run *r, char *err, size_t errlen)
+{
+	struct pt_sampler_opts so = { 0 };
+
+	so.hz = r->cfg.sample_hz;
+	so.offcpu = true;
+	so.py = r->py0;
+	so.ringbuf_mb = r->cfg.ringbuf_mb;
+	so.on_sample = pt_run__on_sample;
+	so.ctx = r;
+	return pt_sampler__open(&r->smp, &so, err, errlen);
+}
+
+/* Sample p too. Not fatal when it cannot be: its probes still give true
+ * figures. */
+static int sample_proc(struct proc *p)
+{
+	struct run *r = p->run;
+	struct pt_pysym_opts yo = { 0 };
+	char err[256];
+	int e;
+
+	if (!r->smp || !p->have_py)
+		return 0;
+	if (p->py.L.minor != r->py0->L.minor) {
+		fprintf(stderr, "proftrace: warning: pid %d runs Python %s, the sampler reads %s: "
+				"its stacks are not sampled\n", p->tgt.pid, p->py.version,
+			r->py0->version);
+		p->py_why_not = "its Python minor version differs from the first process's";
+		return 0;
+	}
+	yo.layout = &p->py.L;
+	yo.types.code_type = p->py.code_type;
+	yo.types.unicode_type = p->py.unicode_type;
+	yo.mem.read = read_target;
+	yo.mem.ctx = &p->tgt.pid;
+	yo.pp = p->pp;
+	p->sym = pt_pysym__new(&yo);
+	p->v.stk = pt_stacks__new();
+	if (!p->sym || !p->v.stk)
+		return -ENOMEM;
+	for (size_t i = 0; i < p->nfs; i++) {
+		const struct pt_func *f = pt_resolver__func(p->res, i);
+
+		if (f->py && f->lines_spec >= 0)
+			pt_stacks__want_lines(p->v.stk, (uint32_t)f->fid);
+	}
+	e = pt_sampler__add_process(r->smp, p->tgt.pid, p->py.runtime, err, sizeof(err));
+	if (e == -ENOMEM)
+		return e;
+	if (e) {
+		fprintf(stderr, "proftrace: warning: no stack sampling of pid %d: %s\n", p->tgt.pid,
+			err);
+		return 0;
+	}
+	p->sampled = true;
+	return 0;
+}
+
+/* The frame evaluator's probe in p, where python_mode wants it. */
+static int probe_python(struct proc *p, char *err, size_t errlen)
+{
+	struct run *r = p->run;
+	int e;
+
+	if (!r->py_probe_wanted || !p->have_py)
+		return 0;
+	e = pt_attach__python(r->att, p->idx, p->tgt.pid, &p->py, err, errlen);
+	if (!e)
+		p->py_probed = true;
+	return e;
+}
+
+/* RANK and LOCAL_RANK from p's environment (as it was at exec: the
+ * kernel caps it at ARG_MAX-like sizes; more than ENVIRON_MAX is cut). */
+#define ENVIRON_MAX (4u << 20)
+
+static void read_ranks(struct proc *p)
+{
+	char path[64], *buf = NULL;
+	size_t cap = 0, n = 0, got;
+	FILE *f;
+
+	p->rank = p->local_rank = -1;
+	snprintf(path, sizeof(path), "/proc/%d/environ", p->tgt.pid);
+	f = fopen(path, "re");
+	if (!f)
+		return;
+	do {
+		if (n + 1 >= cap) {
+			char *v = cap < ENVIRON_MAX ? realloc(buf, cap + 65536) : NULL;
+
+			if (!v)
+				break;
+			buf = v;
+			cap += 65536;
+		}
+		got = fread(buf + n, 1, cap - n - 1, f);
+		n += got;
+	} while (got);
+	fclose(f);
+	if (!buf)
+		return;
+	buf[n] = 0; /* the target's bytes: a cut last entry ends here too */
+	for (size_t i = 0; i < n; i += strlen(buf + i) + 1) {
+		const char *e = buf + i, *val;
+		int *dst;
+		char *end;
+		long x;
+
+		if (!strncmp(e, "RANK=", 5))
+			dst = &p->rank, val = e + 5;
+		else if (!strncmp(e, "LOCAL_RANK=", 11))
+			dst = &p->local_rank, val = e + 11;
+		else
+			continue;
+		x = strtol(val, &end, 10);
+		if (*val && !*end && x >= 0 && x < 1000000)
+			*dst = (int)x;
+	}
+	free(buf);
+}
+
+void pt_run__free_view(struct view *v)
+{
+	pt_agg__free(v->agg);
+	pt_runs__free(v->runs);
+	pt_stacks__free(v->stk);
+	pt_stepvals__free(&v->sv);
+}
+
+int pt_run__new_view(struct run *r, struct view *v,
+		     void (*step_cb)(void *ctx, const struct pt_step *s), void *ctx)
+{
+	struct pt_agg_opts o = { 0 };
+
+	o.nbuckets = r->cfg.nbuckets;
+	o.step_mode = r->cfg.step_mode;
+	o.warmup_steps = r->cfg.warmup_steps;
+	o.on_step = step_cb;
+	o.ctx = ctx;
+	if (pt_stepvals__init(&v->sv, &r->cfg))
+		return -ENOMEM;
+	v->agg = pt_agg__new(&o);
+	v->runs = pt_runs__new(r->cfg.nbuckets, (uint64_t)r->cfg.run_gap_ms * 1000000,
+			       r->cfg.warmup_runs);
+	return v->agg && v->runs ? 0 : -ENOMEM;
+}
+
+void pt_run__free_proc(struct proc *p)
+{
+	if (!p)
+		return;
+	pt_gpuring__close(p->gr);
+	pt_gpu__free(p->gpu);
+	pt_pysym__free(p->sym);
+	pt_pyprobe__free(p->pp);
+	pt_python__free(&p->py);
+	pt_run__free_view(&p->v);
+	pt_skew__free(&p->steps);
+	pt_resolver__free(p->res);
+	for (size_t i = 0; i < p->nfs; i++)
+		free(p->fs[i].reason);
+	free(p->fs);
+	free(p->mfid);
+	free(p->retries);
+	if (p->pidfd >= 0)
+		close(p->pidfd);
+	free(p);
+}
+
+/*
+ * Inspect process pid: resolve the probes against its maps, find its
+ * interpreter, set up its figures. strict (the processes named with -p):
+ * a probe that names a mapped object but matches nothing, or py: probes
+ * without CPython, are errors. Returns 0 (*out set), 1 when a descendant
+ * holds nothing to trace (*out NULL, why in err), or -errno with a
+ * message in err (-ESRCH, -EACCES, -EINVAL: exit 2).
+ */
+int pt_run__open_proc(struct run *r, int pid, bool strict, struct proc **out, char *err,
+		     size_t errlen)
+{
+	struct pt_resolver_opts ropts = { 0 };
+	struct pt_maps maps = { 0 };
+	struct proc *p;
+	int e, n;
+
+	*out = NULL;
+	if (r->nprocs >= PT_MAX_PROCS) {
+		snprintf(err, errlen, "more than %d processes: pid %d is not traced",
+			 PT_MAX_PROCS, pid);
+		return 1;
+	}
+	p = calloc(1, sizeof(*p));
+	if (!p) {
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	p->run = r;
+	p->idx = (unsigned int)r->nprocs;
+	p->pidfd = -1;
+	p->rank = p->local_rank = -1;
+	e = pt_target__open(&p->tgt, pid, err, errlen);
+	if (e)
+		goto fail;
+	e = pt_maps__read_pid(&maps, pid);
+	if (e) {
+		snprintf(err, errlen, "cannot read /proc/%d/maps: %s (hint: %s)", pid, strerror(-e),
+			 e == -EACCES || e == -EPERM ? "run as root, e.g. `sudo proftrace ...`"
+						     : "is the process exiting?");
+		goto fail;
+	}
+	read_ranks(p);
+	ropts.cfg = &r->cfg;
+	ropts.pid = pid;
+	ropts.exe = p->tgt.exe;
+	ropts.root = p->tgt.root;
+	p->res = pt_resolver__new(&ropts);
+	if (!p->res) {
+		e = -ENOMEM;
+		snprintf(err, errlen, "out of memory");
+		goto fail;
+	}
+	/* with --children a named process may be a launcher that holds none
+	 * of the functions: main() checks each probe over all processes */
+	n = pt_resolver__update(p->res, &maps, strict && !r->env.children, err, errlen);
+	if (n < 0) {
+		e = n == -ENOMEM ? -ENOMEM : -EINVAL;
+		goto fail;
+	}
+	if (r->want_py || r->cfg.sample_hz) {
+		char perr[512];
+
+		e = pt_python__find(&p->py, &maps, pid, perr, sizeof(perr));
+		/* with --children the interpreter may be in the descendants
+		 * only (a launcher: mpirun, a shell): main() checks that one
+		 * process has it */
+		if (e && strict && !r->env.children && (r->want_py || r->cfg.nlines)) {
+			snprintf(err, errlen, "%s", perr);
+			e = e == -ENOMEM ? -ENOMEM : -EINVAL;
+			goto fail;
+		}
+		/* Sampling walks Python stacks: nothing to do without them. */
+		if (e)
+			pt_run__vlog("proftrace: pid %d: no Python stacks: %s\n", pid, perr);
+		p->have_py = !e;
+		if (p->have_py)
+			update_trampoline(p);
+	}
+	if (!strict && !n && !p->have_py) {
+		snprintf(err, errlen, "no CPython in it and no function the targets file names");
+		e = 1;
+		goto fail;
+	}
+	p->tmem.read = read_target;
+	p->tmem.ctx = &p->tgt.pid;
+	e = pt_run__new_view(r, &p->v, pt_run__on_step, p);
+	if (e || pt_run__grow_fstate(p)) {
+		snprintf(err, errlen, "out of memory");
+		e = -ENOMEM;
+		goto fail;
+	}
+	pt_maps__free(&maps);
+	*out = p;
+	return 0;
+fail:
+	pt_maps__free(&maps);
+	pt_run__free_proc(p);
+	return e;
+}
+
+/* p is traced from now on: its probes go in. Not fatal when a part
+ * cannot (said): the rest still gives true figures. -ENOMEM, or
+ * EXIT_USAGE (--gpu on cannot be honoured). */
+int pt_run__start_proc(struct proc *p, int ep)
+{
+	struct run *r = p->run;
+	struct pt_maps maps = { 0 };
+	char err[1024];
+	size_t pending = 0;
+	int e, n;
+
+	p->t_added = now_ns(CLOCK_MONOTONIC);
+	e = pt_attach__add_proc(r->att, p->idx, p->tgt.pid);
+	if (e) {
+		fprintf(stderr, "proftrace: warning: cannot trace pid %d: %s\n", p->tgt.pid,
+			strerror(-e));
+		return 0;
+	}
+	e = attach_gpu(p);
+	if (e)
+		return e;
+	if (p->have_py && start_python(p))
+		return -ENOMEM;
+	/* Sampling first: its window is then the whole run. */
+	if (sample_proc(p))
+		return -ENOMEM;
+	if (probe_python(p, err, sizeof(err))) {
+		fprintf(stderr, "proftrace: warning: pid %d: %s\n", p->tgt.pid, err);
+		p->py_why_not = "the frame evaluator could not be probed";
+	}
+	warn_py_timing(p);
+	if (!pt_maps__read_pid(&maps, p->tgt.pid))
+		hook_dynamic_linker(p, &maps);
+	pt_maps__free(&maps);
+	n = pt_run__attach_new(p, 0);
+	if (n < 0)
+		return n;
+	if (r->trace) /* its track carries its name even if it never calls in */
+		pt_trace__thread_name(r->trace, (uint32_t)p->tgt.pid, (uint32_t)p->tgt.pid,
+				      p->tgt.comm);
+	p->pidfd = pt_target__pidfd(&p->tgt);
+	if (p->pidfd >= 0 && ep >= 0)
+		pt_run__add_fd(ep, p->pidfd, TAG_PID + p->idx);
+	for (size_t s = 0; s < r->cfg.nprobes; s++)
+		pending += r->cfg.probes[s].kind == PT_PROBE_NATIVE &&
+			   pt_resolver__spec_nfuncs(p->res, s) == 0;
+	pt_run__clear_status();
+	fprintf(stderr, "proftrace: attached %d probe%s to pid %d (%s)", n, n == 1 ? "" : "s",
+		p->tgt.pid, p->tgt.comm);
+	if (p->rank >= 0)
+		fprintf(stderr, " rank %d", p->rank);
+	if (p->py_probed)
+		fprintf(stderr, "; Python %s frames probed", p->py.version);
+	if (p->sampled)
+		fprintf(stderr, "; stacks sampled at %u Hz", r->cfg.sample_hz);
+	if (p->gpu)
+		fprintf(stderr, "; GPU stream from the CUPTI shim");
+	if (pending)
+		fprintf(stderr, "; %zu probe%s waiting for %s to be loaded", pending,
+			pending == 1 ? "" : "s", pending == 1 ? "its library" : "their libraries");
+	if (r->t0_mono && p->t_added > r->t0_mono + 100000000ull)
+		fprintf(stderr, " at +%.3fs", since_start_s(r));
+	fprintf(stderr, "\n");
+	return 0;
+}
+
+/* p exited or exec'ed: its probes come off, what its GPU ring still
+ * holds is taken. */
+void pt_run__end_proc(struct proc *p, const char *why)
+{
+	struct run *r = p->run;
+
+	if (p->ended)
+		return;
+	/* its last records first: they are in the ring already */
+	pt_attach__drain(r->att);
+	if (r->smp)
+		pt_sampler__drain(r->smp);
+	p->ended = true;
+	p->end_why = why;
+	p->t_ended = now_ns(CLOCK_MONOTONIC);
+	pt_attach__end_proc(r->att, p->idx, p->tgt.pid, !strcmp(why, "exec"));
+	pt_sampler__end_process(r->smp, p->tgt.pid);
+	if (p->gpu_attached) {
+		pt_gpuring__drain(p->gr, pt_run__on_gpu_rec, p);
+		p->gpu_attached = false;
+	}
+	if (p->pidfd >= 0) {
+		close(p->pidfd); /* leaves the epoll set */
+		p->pidfd = -1;
+	}
+	if (r->last == p)
+		r->last = NULL;
+	pt_run__clear_status();
+	fprintf(stderr, "proftrace: process %d %s at +%.3fs\n", p->tgt.pid,
+		!strcmp(why, "exec") ? "replaced its image (exec)" : "exited", since_start_s(r));
+}
+
+int pt_run__add_procs(struct run *r, struct proc *p)
+{
+	struct proc **v = realloc(r->procs, (r->nprocs + 1) * sizeof(*v));
+
+	if (!v)
+		return -ENOMEM;
+	r->procs = v;
+	r->procs[r->nprocs++] = p;
+	return 0;
+}
+
+bool pt_run__traced(const struct run *r, int pid)
+{
+	for (size_t i = 0; i < r->nprocs; i++)
+		if (r->procs[i]->tgt.pid == pid && !r->procs[i]->ended)
+			return true;
+	return false;
+}
+
+void pt_run__add_cand(struct run *r, int pid, uint64_t now)
+{
+	struct cand *v;
+
+	for (size_t i = 0; i < r->ncands; i++)
+		if (r->cands[i].pid == pid)
+			return;
+	for (size_t i = 0; i < r->nskipped; i++)
+		if (r->skipped[i].pid == pid)
+			return;
+	v = realloc(r->cands, (r->ncands + 1) * sizeof(*v));
+	if (!v)
+		return; /* the next scan finds it again */
+	r->cands = v;
+	r->cands[r->ncands++] = (struct cand){ .pid = pid, .seen = now };
+}
+
+static void skip_proc(struct run *r, int pid, const char *why)
+{
+	struct skipped *v = realloc(r->skipped, (r->nskipped + 1) * sizeof(*v));
+	struct pt_target t;
+	char e[64];
+
+	if (!v)
+		return;
+	r->skipped = v;
+	v = &r->skipped[r->nskipped++];
+	v->pid = pid;
+	v->comm[0] = 0;
+	if (!pt_target__open(&t, pid, e, sizeof(e)))
+		snprintf(v->comm, sizeof(v->comm), "%s", t.comm);
+	snprintf(v->why, sizeof(v->why), "%.*s", (int)sizeof(v->why) - 1, why);
+	pt_run__vlog("proftrace: not tracing pid %d (%s): %s\n", pid, v->comm, why);
+}
+
+/* A set of pids (small: the processes of one server). */
+struct pidset {
+	int *v;
+	size_t n, cap;
+};
+
+static bool pidset_has(const struct pidset *s, int pid)
+{
+	for (size_t i = 0; i < s->n; i++)
+		if (s->v[i] == pid)
+			return true;
+	return false;
+}
+
+static int pidset_add(struct pidset *s, int pid)
+{
+	if (pidset_has(s, pid))
+		return 0;
+	if (s->n == s->cap) {
+		int *v = realloc(s->v, (s->cap = s->cap ? s->cap * 2 : 64) * sizeof(*v));
+
+		if (!v)
+			return -ENOMEM;
+		s->v = v;
+	}
+	s->v[s->n++] = pid;
+	return 1;
+}
+
+/* pid's children into s, from the kernel's list of each of its threads
+ * (/proc/PID/task/TID/children). 0 or -ENOMEM (the rest is found at the
+ * next scan). */
+static int add_children(struct pidset *s, int pid)
+{
+	char path[64];
+	struct dirent *de;
+	int e = 0;
+	DIR *d;
+
+	snprintf(path, sizeof(path), "/proc/%d/task", pid);
+	d = opendir(path);
+	while (d && (de = readdir(d))) {
+		int tid = isdigit((unsigned char)de->d_name[0]) ? atoi(de->d_name) : 0, c;
+		FILE *f;
+
+		if (tid <= 0)
+			continue;
+		snprintf(path, sizeof(path), "/proc/%d/task/%d/children", pid, tid);
+		f = fopen(path, "re");
+		if (!f)
+			continue;
+		while (fscanf(f, "%d", &c) == 1)
+			if (c > 0 && pidset_add(s, c) < 0)
+				e = -ENOMEM;
+		fclose(f);
+	}
+	if (d)
+		closedir(d);
+	return e;
+}
+
+/* --children: every descendant of the processes named and of those
+ * traced that is not traced yet becomes a candidate. Walked down from
+ * them through the kernel's children lists: only their own tree is read,
+ * not every process of the machine, each second. */
+void pt_run__scan_children(struct run *r, uint64_t now)
+{
+	struct pidset s = { 0 };
+	size_t roots;
+
+	r->scan_children = false;
+	for (int i = 0; i < r->env.npids; i++)
+		pidset_add(&s, r->env.pids[i]);
+	for (size_t i = 0; i < r->nprocs; i++)
+		pidset_add(&s, r->procs[i]->tgt.pid);
+	roots = s.n;
+	for (size_t i = 0; i < s.n; i++) /* s grows as it goes: breadth first */
+		add_children(&s, s.v[i]);
+	for (size_t i = roots; i < s.n; i++)
+		if (!pt_run__traced(r, s.v[i]))
+			pt_run__add_cand(r, s.v[i], now);
+	free(s.v);
+}
+
+/* Candidates old enough are inspected and traced, or skipped. */
+int pt_run__add_candidates(struct run *r, uint64_t now, bool at_start)
+{
+	char err[1024];
+	size_t k = 0;
+	int e = 0;
+
+	for (size_t i = 0; i < r->ncands; i++) {
+		struct cand c = r->cands[i];
+		struct proc *p;
+
+		if (!at_start && now - c.seen < CHILD_SETTLE_MS * 1000000ull) {
+			r->cands[k++] = c;
+			continue;
+		}
+		if (e || pt_run__traced(r, c.pid))
+			continue;
+		e = pt_run__open_proc(r, c.pid, false, &p, err, sizeof(err));
+		if (e == -ENOMEM)
+			continue;
+		if (e) {
+			if (e != -ESRCH) /* gone already: nothing to say */
+				skip_proc(r, c.pid, err);
+			e = 0;
+			continue;
+		}
+		if (pt_run__add_procs(r, p)) {
+			pt_run__free_proc(p);
+			e = -ENOMEM;
+			continue;
+		}
+		if (at_start)
+			continue; /* started with the others */
+		e = pt_run__open_gpu(p); /* none: said (--children), the rest traced */
+		if (!e)
+			e = pt_run__start_proc(p, r->ep);
+		if (e == EXIT_USAGE)
+			e = 0;
+	}
+	r->ncands = k;
+	return e;
+}
+
+bool pt_run__all_ended(const struct run *r)
+{
+	for (size_t i = 0; i < r->nprocs; i++)
+		if (!r->procs[i]->ended)
+			return false;
+	return true;
+}

@@ -1,0 +1,428 @@
+// SPDX-License-Identifier: BSD-2-Clause
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/perf_event.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+
+#include "python/python.h"
+#include "sampler.h" /* the ABI types, before the skeleton that uses them */
+#include "pysample.skel.h"
+
+#ifndef PIDFD_THREAD
+#define PIDFD_THREAD O_EXCL /* pidfd of a thread, not a process (6.9+) */
+#endif
+
+struct sproc {
+	int pid;
+	uint64_t attach_ns; /* sampling of it began */
+	bool ended;         /* exited or exec'ed: not sampled any more */
+};
+
+struct thread {
+	int tid, pid;
+};
+
+struct pt_sampler {
+	struct pysample_bpf *skel;
+	struct ring_buffer *rb;
+	struct bpf_link **links; /* one per thread event */
+	size_t nlinks, cap;
+	struct bpf_link *sw;     /* sched_switch */
+	struct thread *tids;     /* threads given an event */
+	size_t ntids;
+	struct sproc *procs;
+	size_t nprocs;
+	struct pt_sampler_opts o;
+	struct pt_sampler_stats st;
+	bool stopped;
+};
+
+static int on_rec(void *ctx, void *data, size_t size)
+{
+	struct pt_sampler *s = ctx;
+	const struct pt_sample *r = data;
+
+	if (size < PT_SAMPLE_HDR_SIZE || r->nframes > PT_SAMPLE_MAX_FRAMES ||
+	    size < PT_SAMPLE_HDR_SIZE + r->nframes * sizeof(r->f[0])) {
+		s->st.bad_records++;
+		return 0;
+	}
+	return s->o.on_sample(s->o.ctx, r);
+}
+
+/* The BPF walker reads one frame prefix into a 128-byte buffer and takes
+ * fields at aligned offsets in it (bpf/pysample.bpf.c). */
+static bool layout_fits(const struct pt_py_layout *L)
+{
+	return L->frame_size && L->frame_size <= 128 && L->frame_code % 8 == 0 &&
+	       L->frame_back % 8 == 0 && L->frame_ip % 8 == 0 && L->frame_lasti % 4 == 0 &&
+	       L->frame_code + 8 <= L->frame_size && L->frame_back + 8 <= L->frame_size &&
+	       (L->frame_lasti ? L->frame_lasti + 4 : L->frame_ip + 8) <= L->frame_size &&
+	       L->frame_owner < L->frame_size;
+}
+
+int pt_sampler__open(struct pt_sampler **out, const struct pt_sampler_opts *o, char *err,
+		     size_t errlen)
+{
+	const struct pt_py_layout *L = &o->py->L;
+	struct pt_sampler *s;
+	int e;
+
+	*out = NULL;
+	if (!o->hz || !o->py) {
+		snprintf(err, errlen, "sampling needs a rate and a Python interpreter");
+		return -EINVAL;
+	}
+	if (!layout_fits(L)) {
+		snprintf(err, errlen, "Python %s: frame layout unknown to the sampler",
+			 o->py->version);
+		return -ENOTSUP;
+	}
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		return -ENOMEM;
+	s->o = *o;
+	s->skel = pysample_bpf__open();
+	if (!s->skel) {
+		e = -errno;
+		snprintf(err, errlen, "cannot open the sampler's BPF object: %s", strerror(-e));
+		goto fail;
+	}
+	s->skel->rodata->period_ns = 1000000000ull / o->hz;
+	s->skel->rodata->offcpu = o->offcpu;
+	s->skel->rodata->runtime_interp_head = L->runtime_interp_head;
+	s->skel->rodata->interp_tstate_head = L->interp_tstate_head;
+	s->skel->rodata->tstate_next = L->tstate_next;
+	s->skel->rodata->tstate_thread_id = L->tstate_thread_id;
+	s->skel->rodata->tstate_frame = L->tstate_frame;
+	s->skel->rodata->cframe_frame = L->cframe_frame;
+	s->skel->rodata->frame_read = L->frame_size;
+	s->skel->rodata->frame_back = L->frame_back;
+	s->skel->rodata->frame_code = L->frame_code;
+	s->skel->rodata->frame_lasti = L->frame_lasti;
+	s->skel->rodata->frame_ip = L->frame_ip;
+	s->skel->rodata->code_adaptive = L->code_adaptive;
+	s->skel->rodata->frame_owner = L->frame_owner;
+	s->skel->rodata->owner_cstack = L->owner_cstack;
+	bpf_program__set_autoload(s->skel->progs.pt_switch, o->offcpu);
+	e = bpf_map__set_max_entries(s->skel->maps.samples, o->ringbuf_mb << 20);
+	if (!e)
+		e = pysample_bpf__load(s->skel);
+	if (e) {
+		snprintf(err, errlen, "cannot load the sampler's BPF programs: %s (run with -v "
+			 "for the verifier log)", strerror(-e));
+		goto fail;
+	}
+	s->rb = ring_buffer__new(bpf_map__fd(s->skel->maps.samples), on_rec, s, NULL);
+	if (!s->rb) {
+		e = -errno;
+		snprintf(err, errlen, "cannot open the sample ring: %s", strerror(-e));
+		goto fail;
+	}
+	*out = s;
+	return 0;
+fail:
+	pt_sampler__free(s);
+	return e;
+}
+
+static bool has_tid(const struct pt_sampler *s, int tid)
+{
+	for (size_t i = 0; i < s->ntids; i++)
+		if (s->tids[i].tid == tid)
+			return true;
+	return false;
+}
+
+static int add_link(struct pt_sampler *s, struct bpf_link *l)
+{
+	if (s->nlinks == s->cap) {
+		size_t cap = s->cap ? s->cap * 2 : 16;
+		struct bpf_link **v = realloc(s->links, cap * sizeof(*v));
+
+		if (!v)
+			return -ENOMEM;
+		s->links = v;
+		s->cap = cap;
+	}
+	s->links[s->nlinks++] = l;
+	return 0;
+}
+
+/* One cpu-clock event on thread tid; threads it creates inherit it. */
+static int sample_thread(struct pt_sampler *s, int pid, int tid)
+{
+	struct perf_event_attr a = { 0 };
+	struct bpf_link *l;
+	struct thread *v;
+	int fd, e;
+
+	v = realloc(s->tids, (s->ntids + 1) * sizeof(*v));
+	if (!v)
+		return -ENOMEM;
+	s->tids = v;
+	/* tried: not again, even on failure */
+	s->tids[s->ntids++] = (struct thread){ .tid = tid, .pid = pid };
+	a.type = PERF_TYPE_SOFTWARE;
+	a.size = sizeof(a);
+	a.config = PERF_COUNT_SW_CPU_CLOCK;
+	a.sample_period = 1000000000ull / s->o.hz;
+	a.inherit = 1;
+	a.disabled = 1;
+	fd = (int)syscall(SYS_perf_event_open, &a, tid, -1, -1, PERF_FLAG_FD_CLOEXEC);
+	if (fd < 0)
+		return errno == ESRCH ? 0 : -errno; /* exited meanwhile: nothing to sample */
+	l = bpf_program__attach_perf_event(s->skel->progs.pt_sample, fd);
+	if (!l) {
+		e = -errno;
+		close(fd);
+		return e;
+	}
+	e = add_link(s, l);
+	if (e) {
+		bpf_link__destroy(l);
+		return e;
+	}
+	s->st.threads++;
+	return 0;
+}
+
+/*
+ * Every thread listed gets an event; threads created later inherit one
+ * from their creator. A thread created while we list, by a thread that
+ * had no event yet, shows up in the next listing: list until nothing is
+ * new.
+ */
+static int sample_all(struct pt_sampler *s, int pid, char *err, size_t errlen)
+{
+	unsigned int before = s->st.threads;
+	char path[64];
+	int added = 1, pass;
+
+	snprintf(path, sizeof(path), "/proc/%d/task", pid);
+	for (pass = 0; added && pass < 16; pass++) {
+		DIR *d = opendir(path);
+		struct dirent *de;
+
+		if (!d) {
+			snprintf(err, errlen, "cannot list the threads of %d: %s", pid,
+				 strerror(errno));
+			return -errno;
+		}
+		added = 0;
+		while ((de = readdir(d))) {
+			int tid = atoi(de->d_name), e;
+
+			if (tid <= 0 || has_tid(s, tid))
+				continue;
+			added++;
+			e = sample_thread(s, pid, tid);
+			if (e == -ENOMEM) {
+				closedir(d);
+				snprintf(err, errlen, "out of memory");
+				return e;
+			}
+			if (e)
+				s->st.threads_failed++;
+		}
+		closedir(d);
+	}
+	if (s->st.threads == before) {
+		snprintf(err, errlen, "no thread of %d could be sampled (perf_event_open)", pid);
+		return -EPERM;
+	}
+	return 0;
+}
+
+int pt_sampler__attach(struct pt_sampler *s, char *err, size_t errlen)
+{
+	int e;
+
+	if (s->o.offcpu) {
+		s->sw = bpf_program__attach(s->skel->progs.pt_switch);
+		if (!s->sw) {
+			e = -errno;
+			snprintf(err, errlen, "cannot attach to sched_switch: %s", strerror(-e));
+			return e;
+		}
+	}
+	return 0;
+}
+
+static struct sproc *find_proc(struct pt_sampler *s, int pid)
+{
+	for (size_t i = s->nprocs; i-- > 0;)
+		if (s->procs[i].pid == pid)
+			return &s->procs[i];
+	return NULL;
+}
+
+/* The one live process, or 0: BPF's fast path for the usual case. Set
+ * to 0 before a second process goes in, so none is ever filtered out. */
+static void set_only(struct pt_sampler *s, int adding)
+{
+	int only = adding, n = adding != 0;
+
+	for (size_t i = 0; i < s->nprocs; i++)
+		if (!s->procs[i].ended) {
+			only = s->procs[i].pid;
+			n++;
+		}
+	s->skel->bss->only_tgid = n == 1 ? (__u32)only : 0;
+}
+
+int pt_sampler__add_process(struct pt_sampler *s, int pid, uint64_t runtime, char *err,
+			    size_t errlen)
+{
+	struct pt_sample_proc v = { .runtime = runtime };
+	struct timespec ts;
+	struct sproc *p;
+	__u32 key = (__u32)pid;
+	int e;
+
+	p = realloc(s->procs, (s->nprocs + 1) * sizeof(*p));
+	if (!p) {
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	s->procs = p;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	v.attach_ns = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+	set_only(s, pid);
+	e = bpf_map__update_elem(s->skel->maps.tgids, &key, sizeof(key), &v, sizeof(v), BPF_ANY);
+	if (e) {
+		snprintf(err, errlen, "cannot add process %d to the sampler: %s", pid, strerror(-e));
+		return e;
+	}
+	s->procs[s->nprocs++] = (struct sproc){ .pid = pid, .attach_ns = v.attach_ns };
+	return sample_all(s, pid, err, errlen);
+}
+
+void pt_sampler__end_process(struct pt_sampler *s, int pid)
+{
+	struct sproc *p = s ? find_proc(s, pid) : NULL;
+	__u32 key = (__u32)pid;
+
+	if (!p || p->ended)
+		return;
+	p->ended = true;
+	bpf_map__delete_elem(s->skel->maps.tgids, &key, sizeof(key), 0);
+	set_only(s, 0);
+}
+
+int pt_sampler__ring_fd(const struct pt_sampler *s)
+{
+	return ring_buffer__epoll_fd(s->rb);
+}
+
+int pt_sampler__drain(struct pt_sampler *s)
+{
+	return ring_buffer__consume(s->rb);
+}
+
+/* A thread that was there at attach and neither ran nor switched since
+ * (no task storage): off the CPU the whole window, stack unknown. */
+static void whole_window(struct pt_sampler *s, const struct sproc *p, int tid, uint64_t t_end,
+			 struct pt_sample_thread *v)
+{
+	uint64_t t0 = p->attach_ns;
+
+	if (!has_tid(s, tid) || t0 >= t_end)
+		return;
+	memset(&v->s, 0, PT_SAMPLE_HDR_SIZE);
+	v->s.type = PT_REC_OFFCPU;
+	v->s.pid = (uint32_t)p->pid;
+	v->s.tid = (uint32_t)tid;
+	v->s.t = t_end;
+	v->s.weight = t_end - t0;
+	v->s.flags = PT_SAMPLEF_NO_STACK;
+	s->st.closed_at_end++;
+	s->o.on_sample(s->o.ctx, &v->s);
+}
+
+/* Threads off the CPU now: their interval so far, with the stack they
+ * left with. Read through a pidfd, the key of task storage. */
+static void close_open_intervals(struct pt_sampler *s, const struct sproc *p, uint64_t t_end,
+				 struct pt_sample_thread *v)
+{
+	int mfd = bpf_map__fd(s->skel->maps.threads);
+	char path[64];
+	struct dirent *de;
+	DIR *d;
+
+	snprintf(path, sizeof(path), "/proc/%d/task", p->pid);
+	d = opendir(path);
+	while (d && (de = readdir(d))) {
+		int tid = atoi(de->d_name), pfd;
+
+		if (tid <= 0)
+			continue;
+		pfd = (int)syscall(SYS_pidfd_open, tid, PIDFD_THREAD);
+		if (pfd < 0)
+			continue;
+		if (bpf_map_lookup_elem(mfd, &pfd, v)) {
+			if (errno == ENOENT)
+				whole_window(s, p, tid, t_end, v);
+		} else if (v->t_out && v->t_out < t_end && v->s.nframes <= PT_SAMPLE_MAX_FRAMES) {
+			v->s.t = t_end;
+			v->s.weight = t_end - v->t_out;
+			s->st.closed_at_end++;
+			s->o.on_sample(s->o.ctx, &v->s);
+		}
+		close(pfd);
+	}
+	if (d)
+		closedir(d);
+}
+
+void pt_sampler__stop(struct pt_sampler *s, uint64_t t_end)
+{
+	if (!s || s->stopped)
+		return;
+	s->stopped = true;
+	/* Detach first, so no interval is both in the ring and still open. */
+	bpf_link__destroy(s->sw);
+	s->sw = NULL;
+	for (size_t i = 0; i < s->nlinks; i++)
+		bpf_link__destroy(s->links[i]);
+	s->nlinks = 0;
+	ring_buffer__consume(s->rb);
+	if (s->o.offcpu) {
+		struct pt_sample_thread *v = malloc(sizeof(*v));
+
+		for (size_t i = 0; v && i < s->nprocs; i++)
+			if (!s->procs[i].ended)
+				close_open_intervals(s, &s->procs[i], t_end, v);
+		free(v);
+	}
+}
+
+void pt_sampler__stats(const struct pt_sampler *s, struct pt_sampler_stats *out)
+{
+	*out = s->st;
+	out->bpf = s->skel->bss->counters;
+}
+
+void pt_sampler__free(struct pt_sampler *s)
+{
+	if (!s)
+		return;
+	bpf_link__destroy(s->sw);
+	for (size_t i = 0; i < s->nlinks; i++)
+		bpf_link__destroy(s->links[i]);
+	ring_buffer__free(s->rb);
+	pysample_bpf__destroy(s->skel);
+	free(s->links);
+	free(s->tids);
+	free(s->procs);
+	free(s);
+}
