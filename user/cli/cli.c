@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "config/targets_list.h"
 
 static const char usage[] =
 	"Usage: proftrace -p PID[,PID...] [--children] --targets FILE|NAME [-d SEC] [-o DIR]\n"
@@ -191,5 +192,8 @@ int pt_cli__parse(struct pt_env *env, int argc, char **argv)
 	if (!env->targets)
 		return bad("%s", "no targets file given: use --targets FILE, or --targets NAME "
 				 "for a bundled one (see --list-targets)");
+	/* --targets vllm: a bundled file, when no file of that name exists */
+	if (pt_targets__resolve(env->targets, env->targets_path, sizeof(env->targets_path)) > 0)
+		env->targets = env->targets_path;
 	return 0;
 }

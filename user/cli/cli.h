@@ -2,31 +2,7 @@
 #ifndef PT_CLI_H
 #define PT_CLI_H
 
-#include <limits.h>
-#include <stdbool.h>
-
-enum { PT_GPU_AUTO = 0, PT_GPU_ON, PT_GPU_OFF };
-
-#define PT_CLI_MAX_PIDS 256
-
-struct pt_env {
-	int pid; /* pids[0] */
-	int pids[PT_CLI_MAX_PIDS]; /* -p PID[,PID...], in the order given */
-	int npids;
-	bool children; /* --children: and every descendant, now and later */
-	const char *targets;
-	double duration_s; /* 0: until the target exits or a signal */
-	const char *output; /* NULL: proftrace_out/<comm>-<pid>-<time>/ */
-	bool json;
-	int verbose;
-	bool dry_run;
-	bool quiet; /* no live status line */
-	bool list_targets; /* --list-targets: print the bundled configs, exit */
-	int gpu; /* --gpu: PT_GPU_AUTO (default), PT_GPU_ON, PT_GPU_OFF */
-	bool trace; /* --trace: write trace.json */
-	unsigned long trace_max; /* --trace-max-events (implies --trace); 0: PT_TRACE_DEFAULT_MAX */
-	char targets_path[PATH_MAX]; /* --targets NAME resolved to a bundled file */
-};
+#include "run/env.h"
 
 /* 0 ok, 1 help was printed (exit 0), -EINVAL usage error (message printed,
  * exit 2). With --list-targets, -p and --targets are not required. */

@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "config.h"
+#include "util/util.h"
 
 #define LINE_MAX_CHARS 4096
 /* Every token is at least one char plus one separator. */
@@ -143,7 +144,7 @@ static size_t edit_distance(const char *a, const char *b)
 	size_t la = strlen(a), lb = strlen(b);
 	size_t row[64], i, j, diag, up;
 
-	if (lb >= sizeof(row) / sizeof(row[0]) || la >= 64)
+	if (lb >= ARRAY_SIZE(row) || la >= 64)
 		return SIZE_MAX;
 	for (j = 0; j <= lb; j++)
 		row[j] = j;
@@ -188,7 +189,7 @@ static bool valid_class(const char *s, size_t len)
 	};
 	size_t i;
 
-	for (i = 0; i < sizeof(classes) / sizeof(classes[0]); i++)
+	for (i = 0; i < ARRAY_SIZE(classes); i++)
 		if (strlen(classes[i]) == len && !strncmp(classes[i], s, len))
 			return true;
 	return false;
@@ -855,10 +856,10 @@ static int parse_set(struct parser *p)
 						  PT_VFN_P50, PT_VFN_P90 };
 		size_t k;
 
-		for (k = 0; k < sizeof(ok) / sizeof(ok[0]); k++)
+		for (k = 0; k < ARRAY_SIZE(ok); k++)
 			if (!strcmp(v, pt_vexpr__fn_name(ok[k])))
 				break;
-		if (k == sizeof(ok) / sizeof(ok[0]))
+		if (k == ARRAY_SIZE(ok))
 			return perr(p, t[2].col, v, what,
 				    "mean, max, min, sum, p50 or p90: how a kv_len list becomes "
 				    "one number per step");
@@ -954,7 +955,7 @@ static int parse_line(struct parser *p, char *line, size_t len)
 		return parse_lines(p);
 	if (!strcmp(t[0].s, "count"))
 		return parse_count(p);
-	sugg = closest(t[0].s, keywords, sizeof(keywords) / sizeof(keywords[0]));
+	sugg = closest(t[0].s, keywords, ARRAY_SIZE(keywords));
 	if (sugg)
 		return perr(p, t[0].col, t[0].s, "unknown keyword",
 			    "did you mean %s? a line is step, bucket, lines, count, set or a # comment",
@@ -1010,7 +1011,7 @@ int pt_config__parse(struct pt_config *cfg, FILE *f, const char *path, char *err
 		static const uint64_t bins[] = { 0, 512, 1024, 2048, 4096, 8192, 16384 };
 
 		memcpy(cfg->kv_bins, bins, sizeof(bins));
-		cfg->nkv_bins = sizeof(bins) / sizeof(bins[0]);
+		cfg->nkv_bins = ARRAY_SIZE(bins);
 	}
 	cfg->path = strdup(path);
 	if (!cfg->path) {
@@ -1101,4 +1102,36 @@ void pt_config__free(struct pt_config *cfg)
 	free(cfg->buckets);
 	free(cfg->path);
 	memset(cfg, 0, sizeof(*cfg));
+}
+
+bool pt_config__py_has_roles(const struct pt_config *cfg)
+{
+	for (size_t i = 0; i < cfg->nprobes; i++)
+		if (cfg->probes[i].kind == PT_PROBE_PY &&
+		    (cfg->probes[i].is_step || cfg->probes[i].bucket_mask || cfg->probes[i].nvals))
+			return true;
+	return false;
+}
+
+int pt_config__check_modes(const struct pt_config *cfg, char *err, size_t errlen)
+{
+	if (cfg->nlines && !cfg->sample_hz) {
+		snprintf(err, errlen, "%s: lines needs stack sampling, which `set sample_hz 0` "
+			 "turns off (hint: remove that line)", cfg->path);
+		return -EINVAL;
+	}
+	if (cfg->python_mode != PT_PYMODE_SAMPLED)
+		return 0;
+	if (!cfg->sample_hz) {
+		snprintf(err, errlen, "%s: python_mode sampled needs stack sampling, which `set "
+			 "sample_hz 0` turns off (hint: remove one of the two lines)", cfg->path);
+		return -EINVAL;
+	}
+	if (pt_config__py_has_roles(cfg)) {
+		snprintf(err, errlen, "%s: python_mode sampled cannot time a py: probe used as a "
+			 "step, in a bucket or read for values: they need the frame probe (hint: "
+			 "use python_mode auto or evalframe)", cfg->path);
+		return -EINVAL;
+	}
+	return 0;
 }

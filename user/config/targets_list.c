@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "targets_list.h"
+#include "util/util.h"
 
 #define CONF_EXT ".conf"
 #define CONF_EXT_LEN (sizeof(CONF_EXT) - 1)
@@ -62,7 +63,7 @@ int pt_targets__dir(char *buf, size_t len)
 	if (!slash)
 		return -ENOENT;
 	*slash = 0;
-	for (size_t i = 0; i < sizeof(rel) / sizeof(rel[0]); i++) {
+	for (size_t i = 0; i < ARRAY_SIZE(rel); i++) {
 		if ((size_t)snprintf(buf, len, "%s%s", exe, rel[i]) >= len)
 			return -ENAMETOOLONG;
 		if (is_dir(buf))

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "valexpr.h"
+#include "util/util.h"
 
 static const char *const fn_names[] = {
 	[PT_VFN_NONE] = "", [PT_VFN_LEN] = "len", [PT_VFN_SUM] = "sum", [PT_VFN_MEAN] = "mean",
@@ -92,7 +93,7 @@ static int width(const char *s, size_t *n, struct pt_vexpr *e, char *why, size_t
 
 	if (!colon)
 		return 0;
-	for (size_t i = 0; i < sizeof(ws) / sizeof(ws[0]); i++)
+	for (size_t i = 0; i < ARRAY_SIZE(ws); i++)
 		if ((size_t)(s + *n - colon) == 4 && !strncmp(colon, ws[i].sfx, 4)) {
 			e->width = ws[i].w;
 			*n = (size_t)(colon - s);

@@ -22,6 +22,7 @@
 
 #include "shim/ptgpu.h"
 #include "gpuring.h"
+#include "util/util.h"
 
 _Static_assert((int)PT_GPU_KERNEL == PTGPU_REC_KERNEL && (int)PT_GPU_MEMCPY == PTGPU_REC_MEMCPY &&
 		       (int)PT_GPU_MEMSET == PTGPU_REC_MEMSET && (int)PT_GPU_API == PTGPU_REC_API &&
@@ -80,14 +81,6 @@ static void seterr(char *err, size_t errlen, const char *fmt, ...)
 #define LD_ACQ(p) __atomic_load_n(&(p), __ATOMIC_ACQUIRE)
 #define ST(p, v) __atomic_store_n(&(p), (v), __ATOMIC_RELAXED)
 #define ST_REL(p, v) __atomic_store_n(&(p), (v), __ATOMIC_RELEASE)
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 static bool is_pow2(uint64_t v)
 {
@@ -589,7 +582,7 @@ int pt_gpuring__drain(struct pt_gpuring *r, pt_gpuring_cb cb, void *ctx)
 int pt_gpuring__finish(struct pt_gpuring *r, pt_gpuring_cb cb, void *ctx,
 		       unsigned int timeout_ms)
 {
-	uint64_t deadline = now_ns() + (uint64_t)timeout_ms * 1000000;
+	uint64_t deadline = pt_now_ns(CLOCK_MONOTONIC) + (uint64_t)timeout_ms * 1000000;
 	struct timespec ts = { 0, 5 * 1000 * 1000 };
 	bool was = r->attached;
 	int n, total = 0;
@@ -605,7 +598,7 @@ int pt_gpuring__finish(struct pt_gpuring *r, pt_gpuring_cb cb, void *ctx,
 		if (n < 0)
 			return n;
 		total += n;
-		if (dormant || now_ns() >= deadline)
+		if (dormant || pt_now_ns(CLOCK_MONOTONIC) >= deadline)
 			return total;
 		nanosleep(&ts, NULL);
 	}

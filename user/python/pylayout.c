@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "pylayout.h"
+#include "util/util.h"
 
 /* Offsets the same on 3.8-3.13 (gdb ptype/o): PyTypeObject, descriptors,
  * str hash, tuples, PyDictObject. */
@@ -103,7 +104,7 @@ static const struct pt_py_layout layouts[] = {
 
 const struct pt_py_layout *pt_py_layout__get(unsigned int minor)
 {
-	for (size_t i = 0; i < sizeof(layouts) / sizeof(layouts[0]); i++)
+	for (size_t i = 0; i < ARRAY_SIZE(layouts); i++)
 		if (layouts[i].minor == minor)
 			return &layouts[i];
 	return NULL;

@@ -43,6 +43,7 @@
 #include <string.h>
 
 #include "pysrc.h"
+#include "util/util.h"
 
 /* CPython's tokenizer limits (MAXINDENT, MAXLEVEL): a file nesting deeper
  * fails to compile, so it cannot be the source of a live code object. */
@@ -1153,7 +1154,7 @@ static enum want classify(const char *co_name)
 	};
 	size_t i;
 
-	for (i = 0; i < sizeof(special) / sizeof(special[0]); i++)
+	for (i = 0; i < ARRAY_SIZE(special); i++)
 		if (!strcmp(co_name, special[i].name))
 			return special[i].w;
 	return W_NAME;

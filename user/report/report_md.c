@@ -19,6 +19,7 @@
 
 #include "jread.h"
 #include "report.h"
+#include "util/util.h"
 
 #define NA "–"
 
@@ -136,7 +137,6 @@ static void put_cells(FILE *f, const cJSON *o, const struct cell *c, size_t n)
 	}
 }
 
-#define NCELLS(a) (sizeof(a) / sizeof((a)[0]))
 
 static void put_start(FILE *f, const cJSON *meta)
 {
@@ -317,7 +317,7 @@ static void put_processes(FILE *f, const cJSON *doc)
 			fputs("no", f);
 		}
 		CELL(f);
-		put_cells(f, st, cols, NCELLS(cols));
+		put_cells(f, st, cols, ARRAY_SIZE(cols));
 		fputs(" |\n", f);
 	}
 	fputs("\n", f);
@@ -355,7 +355,7 @@ static void put_processes(FILE *f, const cJSON *doc)
 		};
 
 		fputs("| ", f);
-		put_cells(f, it, c, NCELLS(c));
+		put_cells(f, it, c, ARRAY_SIZE(c));
 		fputs(" |\n", f);
 	}
 	fputs("\n", f);
@@ -440,7 +440,7 @@ static void put_steps(FILE *f, const cJSON *doc)
 	};
 
 	fputs("| ", f);
-	put_cells(f, st, cols, NCELLS(cols));
+	put_cells(f, st, cols, ARRAY_SIZE(cols));
 	fputs(" |\n\n", f);
 
 	fputs("Counted step time ", f);
@@ -483,7 +483,7 @@ static void put_buckets(FILE *f, const cJSON *doc)
 	cJSON_ArrayForEach(b, arr)
 	{
 		fputs("| ", f);
-		put_cells(f, b, cols, NCELLS(cols));
+		put_cells(f, b, cols, ARRAY_SIZE(cols));
 		fputs(" |\n", f);
 		if (pt_jnum(b, "share", &share))
 			sum += share;
@@ -602,7 +602,7 @@ static void put_functions(FILE *f, const cJSON *doc)
 		if (pt_jnum(fn, "line", &line))
 			fprintf(f, ":%.0f", line);
 		CELL(f);
-		put_cells(f, fn, cols, NCELLS(cols));
+		put_cells(f, fn, cols, ARRAY_SIZE(cols));
 		CELL(f);
 		if (pt_jstr(fn, "kind") && !strcmp(pt_jstr(fn, "kind"), "python")) {
 			fputs("python frame", f); /* the interpreter's, shared by all */
@@ -787,7 +787,7 @@ static int put_threads(FILE *f, const cJSON *s)
 		CELL(f);
 		put_yes_no(f, pt_jget(r[i].o, "python"));
 		CELL(f);
-		put_cells(f, r[i].o, cols, NCELLS(cols));
+		put_cells(f, r[i].o, cols, ARRAY_SIZE(cols));
 		fputs(" |\n", f);
 	}
 	fputs("\n", f);
@@ -841,7 +841,7 @@ static int put_sampled_functions(FILE *f, const cJSON *doc)
 		CELL(f);
 		put_text(f, pt_jstr(fn, "timing"));
 		CELL(f);
-		put_cells(f, pt_jget(fn, "sampled"), cols, NCELLS(cols));
+		put_cells(f, pt_jget(fn, "sampled"), cols, ARRAY_SIZE(cols));
 		fputs(" |\n", f);
 	}
 	fputs("\nSampled times are inclusive: a function's time is every sample with it "
@@ -954,7 +954,7 @@ static int put_top_lines(FILE *f, const cJSON *fn)
 		fputs("| ", f);
 		put_count(f, r[i].o, "line");
 		CELL(f);
-		put_cells(f, r[i].o, cols, NCELLS(cols));
+		put_cells(f, r[i].o, cols, ARRAY_SIZE(cols));
 		CELL(f);
 		put_source(f, pt_jstr(r[i].o, "text"));
 		fputs(" |\n", f);
@@ -1037,7 +1037,7 @@ static void put_sampling_health(FILE *f, const cJSON *doc)
 	      "|---:|---:|---:|---:|---:|---:|\n"
 	      "| ",
 	      f);
-	put_cells(f, s, cols, NCELLS(cols));
+	put_cells(f, s, cols, ARRAY_SIZE(cols));
 	fputs(" |\n\n", f);
 }
 
@@ -1059,7 +1059,7 @@ static void put_health(FILE *f, const cJSON *doc)
 	      "|---:|---:|---:|---:|---:|---:|---:|---:|\n",
 	      f);
 	fputs("| ", f);
-	put_cells(f, h, cols, NCELLS(cols));
+	put_cells(f, h, cols, ARRAY_SIZE(cols));
 	fputs("/", f);
 	put_count(f, h, "probes_requested");
 	fputs(" |\n\n", f);
@@ -1168,7 +1168,7 @@ static void put_tokens(FILE *f, const cJSON *doc)
 			else
 				fputs("+", f);
 			CELL(f);
-			put_cells(f, b, cols, NCELLS(cols));
+			put_cells(f, b, cols, ARRAY_SIZE(cols));
 			CELL(f);
 			put_fixed(f, b, "tok_per_s", 1);
 			fputs(" |\n", f);
@@ -1244,7 +1244,7 @@ static void put_runs(FILE *f, const cJSON *doc)
 		if (cJSON_IsTrue(pt_jget(it, "warmup")))
 			fputs(" (warmup)", f);
 		CELL(f);
-		put_cells(f, it, cols, NCELLS(cols));
+		put_cells(f, it, cols, ARRAY_SIZE(cols));
 		if (tok) {
 			CELL(f);
 			put_fixed(f, it, "tok_per_s", 1);
@@ -1252,7 +1252,7 @@ static void put_runs(FILE *f, const cJSON *doc)
 		fputs(" |\n", f);
 	}
 	fputs("\nAcross runs (mean ± std):\n\n| figure | per run |\n|---|---:|\n", f);
-	for (size_t i = 0; i < sizeof(metrics) / sizeof(metrics[0]); i++) {
+	for (size_t i = 0; i < ARRAY_SIZE(metrics); i++) {
 		if (!pt_jget(A, metrics[i][0]))
 			continue;
 		fprintf(f, "| %s | ", metrics[i][1]);
@@ -1283,7 +1283,7 @@ static void put_gpu_health(FILE *f, const cJSON *g)
 	double v;
 	bool any = false;
 
-	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
+	for (size_t i = 0; i < ARRAY_SIZE(keys); i++) {
 		if (!pt_jnum(rec, keys[i], &v) || v <= 0)
 			continue;
 		fprintf(f, "%s%s %.0f", any ? ", " : "GPU records not in these figures: ", keys[i],
@@ -1373,7 +1373,7 @@ static void put_gpu(FILE *f, const cJSON *doc)
 		fputs("| ", f);
 		put_code(f, pt_jstr(it, "name"));
 		CELL(f);
-		put_cells(f, it, cols, NCELLS(cols));
+		put_cells(f, it, cols, ARRAY_SIZE(cols));
 		fputs(" |\n", f);
 	}
 	fputs("\n", f);

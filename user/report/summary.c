@@ -15,6 +15,7 @@
 #include "report.h"
 #include "aggregate/skew.h"
 #include "report_lines.h"
+#include "util/util.h"
 
 /*
  * cJSON_Add*() return NULL on allocation failure and leave the key out.
@@ -92,13 +93,13 @@ static void jb_dist(struct jb *b, cJSON *o, const struct pt_dist *d)
 
 	if (!d || !d->count) {
 		jb_null(b, o, "mean_ms");
-		for (i = 0; i < sizeof(qs) / sizeof(qs[0]); i++)
+		for (i = 0; i < ARRAY_SIZE(qs); i++)
 			jb_null(b, o, qs[i].key);
 		jb_null(b, o, "max_ms");
 		return;
 	}
 	jb_ms(b, o, "mean_ms", d->sum / (double)d->count);
-	for (i = 0; i < sizeof(qs) / sizeof(qs[0]); i++)
+	for (i = 0; i < ARRAY_SIZE(qs); i++)
 		jb_ms(b, o, qs[i].key, pt_dist__quantile(d, qs[i].q));
 	jb_ms(b, o, "max_ms", (double)d->max);
 }
@@ -1020,4 +1021,4 @@ const struct pt_emitter pt_emitters[] = {
 	{ "report.md", pt_report_md__write, NULL },
 	{ "lines.txt", pt_report_lines__write, has_lines },
 };
-const size_t pt_nemitters = sizeof(pt_emitters) / sizeof(pt_emitters[0]);
+const size_t pt_nemitters = ARRAY_SIZE(pt_emitters);

@@ -12,6 +12,7 @@
 
 #include "trace.h"
 #include "config/valexpr.h"
+#include "util/util.h"
 
 enum ev_kind { EV_NATIVE = 1, EV_PY, EV_STEP, EV_KERNEL, EV_MEMCPY, EV_MEMSET, EV_API };
 enum trk_cls { TRK_HOST = 1, TRK_STEPS, TRK_API, TRK_GPU };
@@ -652,12 +653,11 @@ static const struct cbid_name drv_names[] = {
 	{ 799, "cuMemcpy3DBatchAsync_v2_ptsz" }, { 800, "cuCtxSynchronize_v2" },
 };
 
-#define NELEMS(a) (sizeof(a) / sizeof((a)[0]))
 
 static const char *cbid_name(bool driver, uint32_t cbid)
 {
 	const struct cbid_name *v = driver ? drv_names : rt_names;
-	size_t n = driver ? NELEMS(drv_names) : NELEMS(rt_names), lo = 0, hi = n;
+	size_t n = driver ? ARRAY_SIZE(drv_names) : ARRAY_SIZE(rt_names), lo = 0, hi = n;
 
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
@@ -676,7 +676,7 @@ static const char *copy_kind(uint8_t k)
 	static const char *const names[] = { "unknown", "HtoD", "DtoH", "HtoA", "AtoH", "AtoA",
 					     "AtoD",    "DtoA", "DtoD", "HtoH", "PtoP" };
 
-	return k < NELEMS(names) ? names[k] : "unknown";
+	return k < ARRAY_SIZE(names) ? names[k] : "unknown";
 }
 
 /* Length of the valid UTF-8 sequence at p (n bytes left), 0 if invalid. */

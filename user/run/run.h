@@ -17,11 +17,11 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <signal.h>
 #include <time.h>
 
 #include "aggregate/agg.h"
 #include "attach/attach.h"
-#include "cli/cli.h"
 #include "config/config.h"
 #include "aggregate/gpu.h"
 #include "gpu/gpuring.h"
@@ -37,8 +37,10 @@
 #include "aggregate/stepvals.h"
 #include "attach/target.h"
 #include "report/trace.h"
+#include "util/log.h"
+#include "util/util.h"
 
-#define EXIT_USAGE 2
+#include "env.h"
 
 /* Fallback maps rescan period: dlopen is seen at once through the
  * dynamic linker hook, this catches anything else (static binaries,
@@ -165,6 +167,7 @@ struct run {
 	uint64_t events;
 	uint64_t dropped_seen;
 	int ep; /* the event loop's epoll: pidfds of processes added later */
+	sigset_t stop_mask; /* SIGINT, SIGTERM: blocked, read from a signalfd */
 
 	/* --children */
 	bool scan_children;
@@ -186,28 +189,20 @@ struct run {
 /* epoll tags; TAG_PID + i is process i's pidfd */
 enum { TAG_SIG = 1, TAG_TIMER, TAG_RING, TAG_PID = 16 };
 
-static inline uint64_t now_ns(clockid_t c)
-{
-	struct timespec ts;
-
-	clock_gettime(c, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 static inline double since_start_s(const struct run *r)
 {
-	return (double)(now_ns(CLOCK_MONOTONIC) - r->t0_mono) / 1e9;
+	return (double)(pt_now_ns(CLOCK_MONOTONIC) - r->t0_mono) / 1e9;
 }
 
-static inline void *xcalloc(size_t n, size_t size)
-{
-	return calloc(n ? n : 1, size);
-}
+/* run.c: the steps main() takes, each 0 or -errno (-PT_EUSAGE: exit 2),
+ * its error said on stderr. pt_run__free after any of them. */
+int pt_run__open(struct run *r, const struct pt_env *env);
+int pt_run__attach(struct run *r);
+int pt_run__report(struct run *r);
+void pt_run__free(struct run *r);
 
-/* main.c */
-/* A message on stderr: clears the live status line first. */
-void pt_run__clear_status(void);
-void pt_run__vlog(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* loop.c: until --duration, SIGINT/SIGTERM or every process ended */
+int pt_run__loop(struct run *r);
 int pt_run__add_fd(int ep, int fd, uint32_t tag);
 
 /* run_records.c: the record streams (on_* are the callbacks given to
@@ -243,7 +238,6 @@ void pt_run__rescan(struct proc *p);
 int pt_run__open_gpu(struct proc *p);
 int pt_run__open_sampler(struct run *r, char *err, size_t errlen);
 bool pt_run__py_exact(const struct proc *p);
-bool pt_run__py_has_roles(const struct pt_config *cfg);
 bool pt_run__want_py_probe(const struct run *r, const struct proc *p);
 const char *pt_run__py_timing(const struct proc *p);
 /* --children */
@@ -253,7 +247,7 @@ int pt_run__add_candidates(struct run *r, uint64_t now, bool at_start);
 bool pt_run__traced(const struct run *r, int pid);
 
 /* run_report.c */
-void pt_run__print_dry_run(const struct proc *p);
+void pt_run__print_dry_run(const struct run *r);
 int pt_run__write_outputs(struct run *r);
 
 #endif

@@ -4,8 +4,6 @@
  * interpreter), trace it (probes, frame probe, sampler, GPU ring), end it
  * (exit, exec), and find the descendants --children asks for.
  */
-#include <ctype.h>
-#include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,13 +13,14 @@
 #include "run.h"
 #include "attach/elfsyms.h"
 #include "attach/maps.h"
+#include "util/tasks.h"
 
 static void update_trampoline(struct proc *p);
 static int read_target(void *ctx, uint64_t addr, void *buf, size_t len);
 
 /*
  * The CUPTI shim's ring, if the process has one (before the clock starts:
- * attaching is what wakes the shim). 0, or EXIT_USAGE when --gpu on
+ * attaching is what wakes the shim). 0, or -PT_EUSAGE when --gpu on
  * cannot be honoured.
  */
 int pt_run__open_gpu(struct proc *p)
@@ -51,7 +50,7 @@ int pt_run__open_gpu(struct proc *p)
 	 * one process has */
 	if (r->env.gpu == PT_GPU_ON && !r->env.children) {
 		fprintf(stderr, "proftrace: --gpu on: %s\n", err);
-		return EXIT_USAGE;
+		return -PT_EUSAGE;
 	}
 	if (e != -ENOENT || r->env.gpu == PT_GPU_ON)
 		fprintf(stderr, "proftrace: warning: no GPU stream: %s\n", err);
@@ -64,7 +63,7 @@ static int attach_gpu(struct proc *p)
 
 	if (!p->gr)
 		return 0;
-	e = pt_gpuring__attach(p->gr, now_ns(CLOCK_MONOTONIC));
+	e = pt_gpuring__attach(p->gr, pt_now_ns(CLOCK_MONOTONIC));
 	if (!e) {
 		p->gpu_attached = true;
 		return 0;
@@ -76,7 +75,7 @@ static int attach_gpu(struct proc *p)
 	p->gpu = NULL;
 	if (p->run->env.gpu == PT_GPU_ON) {
 		fprintf(stderr, "proftrace: --gpu on: %s\n", p->gpu_why);
-		return EXIT_USAGE;
+		return -PT_EUSAGE;
 	}
 	fprintf(stderr, "proftrace: warning: no GPU stream: %s\n", p->gpu_why);
 	return 0;
@@ -134,7 +133,7 @@ int pt_run__attach_new(struct proc *p, size_t from)
 		}
 		pt_run__mark_attached(p, i);
 		n++;
-		pt_run__vlog("proftrace: pid %d: probe %s:%s at file offset 0x%llx (+%u, %s)\n",
+		pt_vlog("proftrace: pid %d: probe %s:%s at file offset 0x%llx (+%u, %s)\n",
 		     p->tgt.pid, f->object, f->symbol, (unsigned long long)f->file_off,
 		     f->site.skip, pt_insn_class__str(f->site.cls));
 	}
@@ -178,7 +177,7 @@ static void hook_dynamic_linker(struct proc *p, const struct pt_maps *maps)
 		free(path);
 	}
 	if (p->dl_tried && !p->dl_hooked)
-		pt_run__vlog("proftrace: pid %d: no dynamic linker hook; new libraries are seen within "
+		pt_vlog("proftrace: pid %d: no dynamic linker hook; new libraries are seen within "
 		     "%d ms\n", p->tgt.pid, RESCAN_MS);
 }
 
@@ -199,13 +198,12 @@ void pt_run__rescan(struct proc *p)
 	n = pt_resolver__update(p->res, &maps, false, err, sizeof(err));
 	pt_maps__free(&maps);
 	if (n < 0) {
-		pt_run__clear_status();
-		fprintf(stderr, "proftrace: warning: %s\n", err);
+		pt_msg("proftrace: warning: %s\n", err);
 		return;
 	}
 	if (n == 0)
 		return;
-	pt_run__clear_status();
+	pt_log__clear_status();
 	n = pt_run__attach_new(p, before);
 	if (n > 0) {
 		const struct pt_func *f = pt_resolver__func(p->res, before);
@@ -242,15 +240,6 @@ bool pt_run__py_exact(const struct proc *p)
 }
 
 /* A py: probe that opens steps or bucket intervals needs its entries. */
-bool pt_run__py_has_roles(const struct pt_config *cfg)
-{
-	for (size_t i = 0; i < cfg->nprobes; i++)
-		if (cfg->probes[i].kind == PT_PROBE_PY &&
-		    (cfg->probes[i].is_step || cfg->probes[i].bucket_mask || cfg->probes[i].nvals))
-			return true;
-	return false;
-}
-
 /*
  * Probe the frame evaluator? python_mode auto: where it sees every call,
  * or where a py: probe is a step or in a bucket (they need entries), or
@@ -269,7 +258,7 @@ bool pt_run__want_py_probe(const struct run *r, const struct proc *p)
 	case PT_PYMODE_AUTO:
 		break;
 	}
-	return pt_run__py_exact(p) || !r->cfg.sample_hz || pt_run__py_has_roles(&r->cfg);
+	return pt_run__py_exact(p) || !r->cfg.sample_hz || pt_config__py_has_roles(&r->cfg);
 }
 
 /* How p's py: rows are timed: "exact", "sampled" or "c-entry-only". */
@@ -576,7 +565,7 @@ int pt_run__open_proc(struct run *r, int pid, bool strict, struct proc **out, ch
 		}
 		/* Sampling walks Python stacks: nothing to do without them. */
 		if (e)
-			pt_run__vlog("proftrace: pid %d: no Python stacks: %s\n", pid, perr);
+			pt_vlog("proftrace: pid %d: no Python stacks: %s\n", pid, perr);
 		p->have_py = !e;
 		if (p->have_py)
 			update_trampoline(p);
@@ -605,7 +594,7 @@ fail:
 
 /* p is traced from now on: its probes go in. Not fatal when a part
  * cannot (said): the rest still gives true figures. -ENOMEM, or
- * EXIT_USAGE (--gpu on cannot be honoured). */
+ * -PT_EUSAGE (--gpu on cannot be honoured). */
 int pt_run__start_proc(struct proc *p, int ep)
 {
 	struct run *r = p->run;
@@ -614,7 +603,7 @@ int pt_run__start_proc(struct proc *p, int ep)
 	size_t pending = 0;
 	int e, n;
 
-	p->t_added = now_ns(CLOCK_MONOTONIC);
+	p->t_added = pt_now_ns(CLOCK_MONOTONIC);
 	e = pt_attach__add_proc(r->att, p->idx, p->tgt.pid);
 	if (e) {
 		fprintf(stderr, "proftrace: warning: cannot trace pid %d: %s\n", p->tgt.pid,
@@ -649,8 +638,7 @@ int pt_run__start_proc(struct proc *p, int ep)
 	for (size_t s = 0; s < r->cfg.nprobes; s++)
 		pending += r->cfg.probes[s].kind == PT_PROBE_NATIVE &&
 			   pt_resolver__spec_nfuncs(p->res, s) == 0;
-	pt_run__clear_status();
-	fprintf(stderr, "proftrace: attached %d probe%s to pid %d (%s)", n, n == 1 ? "" : "s",
+	pt_msg("proftrace: attached %d probe%s to pid %d (%s)", n, n == 1 ? "" : "s",
 		p->tgt.pid, p->tgt.comm);
 	if (p->rank >= 0)
 		fprintf(stderr, " rank %d", p->rank);
@@ -683,7 +671,7 @@ void pt_run__end_proc(struct proc *p, const char *why)
 		pt_sampler__drain(r->smp);
 	p->ended = true;
 	p->end_why = why;
-	p->t_ended = now_ns(CLOCK_MONOTONIC);
+	p->t_ended = pt_now_ns(CLOCK_MONOTONIC);
 	pt_attach__end_proc(r->att, p->idx, p->tgt.pid, !strcmp(why, "exec"));
 	pt_sampler__end_process(r->smp, p->tgt.pid);
 	if (p->gpu_attached) {
@@ -696,8 +684,7 @@ void pt_run__end_proc(struct proc *p, const char *why)
 	}
 	if (r->last == p)
 		r->last = NULL;
-	pt_run__clear_status();
-	fprintf(stderr, "proftrace: process %d %s at +%.3fs\n", p->tgt.pid,
+	pt_msg("proftrace: process %d %s at +%.3fs\n", p->tgt.pid,
 		!strcmp(why, "exec") ? "replaced its image (exec)" : "exited", since_start_s(r));
 }
 
@@ -752,7 +739,7 @@ static void skip_proc(struct run *r, int pid, const char *why)
 	if (!pt_target__open(&t, pid, e, sizeof(e)))
 		snprintf(v->comm, sizeof(v->comm), "%s", t.comm);
 	snprintf(v->why, sizeof(v->why), "%.*s", (int)sizeof(v->why) - 1, why);
-	pt_run__vlog("proftrace: not tracing pid %d (%s): %s\n", pid, v->comm, why);
+	pt_vlog("proftrace: not tracing pid %d (%s): %s\n", pid, v->comm, why);
 }
 
 /* A set of pids (small: the processes of one server). */
@@ -787,33 +774,36 @@ static int pidset_add(struct pidset *s, int pid)
 /* pid's children into s, from the kernel's list of each of its threads
  * (/proc/PID/task/TID/children). 0 or -ENOMEM (the rest is found at the
  * next scan). */
+struct children_of {
+	struct pidset *s;
+	int pid;
+	int e;
+};
+
+static int add_thread_children(void *ctx, int tid)
+{
+	struct children_of *c = ctx;
+	char path[64];
+	FILE *f;
+	int child;
+
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/children", c->pid, tid);
+	f = fopen(path, "re");
+	if (!f)
+		return 0;
+	while (fscanf(f, "%d", &child) == 1)
+		if (child > 0 && pidset_add(c->s, child) < 0)
+			c->e = -ENOMEM;
+	fclose(f);
+	return 0;
+}
+
 static int add_children(struct pidset *s, int pid)
 {
-	char path[64];
-	struct dirent *de;
-	int e = 0;
-	DIR *d;
+	struct children_of c = { .s = s, .pid = pid };
 
-	snprintf(path, sizeof(path), "/proc/%d/task", pid);
-	d = opendir(path);
-	while (d && (de = readdir(d))) {
-		int tid = isdigit((unsigned char)de->d_name[0]) ? atoi(de->d_name) : 0, c;
-		FILE *f;
-
-		if (tid <= 0)
-			continue;
-		snprintf(path, sizeof(path), "/proc/%d/task/%d/children", pid, tid);
-		f = fopen(path, "re");
-		if (!f)
-			continue;
-		while (fscanf(f, "%d", &c) == 1)
-			if (c > 0 && pidset_add(s, c) < 0)
-				e = -ENOMEM;
-		fclose(f);
-	}
-	if (d)
-		closedir(d);
-	return e;
+	pt_tasks__each(pid, add_thread_children, &c);
+	return c.e;
 }
 
 /* --children: every descendant of the processes named and of those
@@ -875,7 +865,7 @@ int pt_run__add_candidates(struct run *r, uint64_t now, bool at_start)
 		e = pt_run__open_gpu(p); /* none: said (--children), the rest traced */
 		if (!e)
 			e = pt_run__start_proc(p, r->ep);
-		if (e == EXIT_USAGE)
+		if (e == -PT_EUSAGE)
 			e = 0;
 	}
 	r->ncands = k;

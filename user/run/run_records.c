@@ -144,7 +144,7 @@ static void sync_py_funcs(struct proc *p)
 			 * written the target may have exited */
 			pt_pyprobe__source(p->pp, f->object, &len);
 		}
-		pt_run__vlog("proftrace: pid %d: python %s (%s:%u) is fid %d\n", p->tgt.pid, f->symbol,
+		pt_vlog("proftrace: pid %d: python %s (%s:%u) is fid %d\n", p->tgt.pid, f->symbol,
 		     f->object, f->py_line, f->fid);
 	}
 }
@@ -317,7 +317,7 @@ static void retry_attr(struct proc *p, const struct pt_attr_key *key)
 		return; /* it stays pending: counted, never guessed */
 	p->retries = v;
 	v[p->nretries++] = (struct attr_retry){ .key = *key,
-						.due = now_ns(CLOCK_MONOTONIC) + 1000000000ull };
+						.due = pt_now_ns(CLOCK_MONOTONIC) + 1000000000ull };
 }
 
 void pt_run__attr_retries(struct proc *p, uint64_t now)
@@ -374,7 +374,7 @@ static void on_attr(struct proc *p, const struct pt_rec_attr *a)
 					 sizeof(why));
 	if (ret == -EFAULT) { /* the type went away under us: ask again */
 		retry_attr(p, &key);
-		pt_run__vlog("proftrace: pid %d: %s.%s: %s (asking again)\n", p->tgt.pid,
+		pt_vlog("proftrace: pid %d: %s.%s: %s (asking again)\n", p->tgt.pid,
 			     f->symbol, attr, why);
 		return;
 	}
@@ -387,8 +387,7 @@ static void on_attr(struct proc *p, const struct pt_rec_attr *a)
 		loc.vst = PT_VST_ATTR_MISSING;
 		retry_attr(p, &key);
 		if (!warned_once(p->run, (size_t)f->vals_spec, a->k)) {
-			pt_run__clear_status();
-			fprintf(stderr, "proftrace: warning: %s=%s in %s (pid %d): %s: counted as "
+			pt_msg("proftrace: warning: %s=%s in %s (pid %d): %s: counted as "
 					"no_attribute until an object has it\n",
 				pt_vexpr__role_name(ps->vals[a->k].role), ps->vals[a->k].text,
 				f->symbol, p->tgt.pid, why);
@@ -397,12 +396,11 @@ static void on_attr(struct proc *p, const struct pt_rec_attr *a)
 		memset(&loc, 0, sizeof(loc));
 		loc.kind = PT_PYATTR_K_NONE;
 		loc.vst = ret == -ENOENT ? PT_VST_ATTR_MISSING : PT_VST_ATTR_UNREADABLE;
-		pt_run__clear_status();
-		fprintf(stderr, "proftrace: warning: %s=%s in %s (pid %d): %s: counted as %s\n",
+		pt_msg("proftrace: warning: %s=%s in %s (pid %d): %s: counted as %s\n",
 			pt_vexpr__role_name(ps->vals[a->k].role), ps->vals[a->k].text, f->symbol,
 			p->tgt.pid, why, pt_vexpr__status_name(loc.vst));
 	} else {
-		pt_run__vlog("proftrace: pid %d: %s.%s: %s\n", p->tgt.pid, f->symbol, attr, why);
+		pt_vlog("proftrace: pid %d: %s.%s: %s\n", p->tgt.pid, f->symbol, attr, why);
 	}
 	loc.type = a->obj_type;
 	if (pt_attach__attr_loc(p->run->att, &key, &loc))

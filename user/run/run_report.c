@@ -18,7 +18,7 @@
 #include "aggregate/flame.h"
 #include "report/report.h"
 
-void pt_run__print_dry_run(const struct proc *p)
+static void print_dry_run_proc(const struct proc *p)
 {
 	const struct pt_config *cfg = &p->run->cfg;
 
@@ -56,6 +56,12 @@ void pt_run__print_dry_run(const struct proc *p)
 			       "attached when loaded\n",
 			       sp->text, sp->object);
 	}
+}
+
+void pt_run__print_dry_run(const struct run *r)
+{
+	for (size_t i = 0; i < r->nprocs; i++)
+		print_dry_run_proc(r->procs[i]);
 }
 
 static int mkdir_p(const char *dir)
@@ -136,7 +142,7 @@ static int build_sampling(const struct docsrc *d, struct pt_report_sampling *sp,
 	struct pt_report_thread *v;
 
 	pt_sampler__stats(r->smp, &ss);
-	v = xcalloc(n, sizeof(*v));
+	v = pt_zalloc(n, sizeof(*v));
 	if (!v)
 		return -ENOMEM;
 	for (size_t i = 0; i < n; i++) {
@@ -253,7 +259,7 @@ static int build_lines_fn(const struct docsrc *d, const struct fref *fr,
 		if (!l->source_error)
 			return -ENOMEM;
 	}
-	v = xcalloc(last - first + 1, sizeof(*v));
+	v = pt_zalloc(last - first + 1, sizeof(*v));
 	if (!v)
 		return -ENOMEM;
 	l->lines = v;
@@ -282,7 +288,7 @@ static int build_lines_fn(const struct docsrc *d, const struct fref *fr,
 static int build_lines(const struct docsrc *d, struct pt_report_lines_fn **out, size_t *nout)
 {
 	const struct pt_config *cfg = &d->r->cfg;
-	struct pt_report_lines_fn *v = xcalloc(d->nfr + cfg->nprobes, sizeof(*v));
+	struct pt_report_lines_fn *v = pt_zalloc(d->nfr + cfg->nprobes, sizeof(*v));
 	size_t n = 0;
 	int e = 0;
 
@@ -319,7 +325,7 @@ static int write_trace(struct run *r, const char *dir)
 {
 	struct pt_trace_write_opts o = { 0 };
 	const char **bnames = calloc(r->cfg.nbuckets + 1, sizeof(*bnames));
-	struct pt_trace_proc *procs = xcalloc(r->nprocs, sizeof(*procs));
+	struct pt_trace_proc *procs = pt_zalloc(r->nprocs, sizeof(*procs));
 	char path[PATH_MAX + 32];
 	FILE *f;
 	int e;
@@ -407,7 +413,7 @@ static int write_flame(const struct docsrc *d, const char *dir)
 /* The functions of p's own document, in its fid order. */
 static struct fref *proc_frefs(struct proc *p, size_t *n)
 {
-	struct fref *v = xcalloc(p->nfs, sizeof(*v));
+	struct fref *v = pt_zalloc(p->nfs, sizeof(*v));
 
 	if (!v)
 		return NULL;
@@ -424,7 +430,7 @@ static struct fref *proc_frefs(struct proc *p, size_t *n)
  * first process's reason. */
 static struct fref *merged_frefs(struct run *r, size_t *n)
 {
-	struct fref *v = xcalloc(r->nmf, sizeof(*v));
+	struct fref *v = pt_zalloc(r->nmf, sizeof(*v));
 
 	if (!v)
 		return NULL;
@@ -606,8 +612,8 @@ static cJSON *build_doc(const struct docsrc *d, struct docbuf *b)
 		pt_attach__counters(r->att, &c);
 	for (size_t s = 0; s < r->cfg.nprobes; s++)
 		nunres += spec_nfuncs(d, s) == 0;
-	b->rows = xcalloc(d->nfr + nunres + 1, sizeof(*b->rows));
-	b->bks = xcalloc(r->cfg.nbuckets + 1, sizeof(*b->bks));
+	b->rows = pt_zalloc(d->nfr + nunres + 1, sizeof(*b->rows));
+	b->bks = pt_zalloc(r->cfg.nbuckets + 1, sizeof(*b->bks));
 	if (!b->rows || !b->bks)
 		return NULL;
 	/* Rows in config order: each probe's functions, then probes that
@@ -694,7 +700,7 @@ static cJSON *build_doc(const struct docsrc *d, struct docbuf *b)
 		rep->meta.ended = d->p->end_why;
 		rep->meta.ended_s = d->p->ended ? (double)(d->p->t_ended - r->t0_mono) / 1e9 : 0;
 	} else if (r->multi) {
-		b->pids = xcalloc(r->nprocs, sizeof(*b->pids));
+		b->pids = pt_zalloc(r->nprocs, sizeof(*b->pids));
 		if (!b->pids)
 			return NULL;
 		for (size_t i = 0; i < r->nprocs; i++)
@@ -797,8 +803,8 @@ static cJSON *build_doc(const struct docsrc *d, struct docbuf *b)
 /* The skew of step times across the processes with steps. */
 static int build_skew(struct run *r, cJSON *doc)
 {
-	const struct pt_skew_steps **v = xcalloc(r->nprocs, sizeof(*v));
-	struct proc **who = xcalloc(r->nprocs, sizeof(*who));
+	const struct pt_skew_steps **v = pt_zalloc(r->nprocs, sizeof(*v));
+	struct proc **who = pt_zalloc(r->nprocs, sizeof(*who));
 	struct pt_skew k;
 	size_t n = 0;
 	int e = -ENOMEM;
@@ -813,7 +819,7 @@ static int build_skew(struct run *r, cJSON *doc)
 		memset(&k, 0, sizeof(k));
 		e = n >= 2 ? pt_skew__compute(v, n, &k) : 0;
 		if (!e) {
-			struct pt_report_skew_proc *sp = xcalloc(n, sizeof(*sp));
+			struct pt_report_skew_proc *sp = pt_zalloc(n, sizeof(*sp));
 
 			e = -ENOMEM;
 			if (sp) {
@@ -847,8 +853,8 @@ int pt_run__write_outputs(struct run *r)
 	if (r->multi) {
 		td.v = &r->all;
 		td.fr = merged_frefs(r, &td.nfr);
-		pds = xcalloc(r->nprocs, sizeof(*pds));
-		pb = xcalloc(r->nprocs, sizeof(*pb));
+		pds = pt_zalloc(r->nprocs, sizeof(*pds));
+		pb = pt_zalloc(r->nprocs, sizeof(*pb));
 		if (!td.fr || !pds || !pb)
 			goto out;
 	} else {

@@ -1,5 +1,4 @@
 // SPDX-License-Identifier: BSD-2-Clause
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/perf_event.h>
@@ -16,6 +15,7 @@
 #include "python/python.h"
 #include "sampler.h" /* the ABI types, before the skeleton that uses them */
 #include "pysample.skel.h"
+#include "util/tasks.h"
 
 #ifndef PIDFD_THREAD
 #define PIDFD_THREAD O_EXCL /* pidfd of a thread, not a process (6.9+) */
@@ -202,39 +202,45 @@ static int sample_thread(struct pt_sampler *s, int pid, int tid)
  * had no event yet, shows up in the next listing: list until nothing is
  * new.
  */
+struct listing {
+	struct pt_sampler *s;
+	int pid;
+	unsigned int added;
+};
+
+static int sample_new_thread(void *ctx, int tid)
+{
+	struct listing *l = ctx;
+	int e;
+
+	if (has_tid(l->s, tid))
+		return 0;
+	l->added++;
+	e = sample_thread(l->s, l->pid, tid);
+	if (e == -ENOMEM)
+		return e;
+	if (e)
+		l->s->st.threads_failed++;
+	return 0;
+}
+
 static int sample_all(struct pt_sampler *s, int pid, char *err, size_t errlen)
 {
 	unsigned int before = s->st.threads;
-	char path[64];
-	int added = 1, pass;
+	struct listing l = { .s = s, .pid = pid, .added = 1 };
+	int pass, e;
 
-	snprintf(path, sizeof(path), "/proc/%d/task", pid);
-	for (pass = 0; added && pass < 16; pass++) {
-		DIR *d = opendir(path);
-		struct dirent *de;
-
-		if (!d) {
-			snprintf(err, errlen, "cannot list the threads of %d: %s", pid,
-				 strerror(errno));
-			return -errno;
+	for (pass = 0; l.added && pass < 16; pass++) {
+		l.added = 0;
+		e = pt_tasks__each(pid, sample_new_thread, &l);
+		if (e == -ENOMEM) {
+			snprintf(err, errlen, "out of memory");
+			return e;
 		}
-		added = 0;
-		while ((de = readdir(d))) {
-			int tid = atoi(de->d_name), e;
-
-			if (tid <= 0 || has_tid(s, tid))
-				continue;
-			added++;
-			e = sample_thread(s, pid, tid);
-			if (e == -ENOMEM) {
-				closedir(d);
-				snprintf(err, errlen, "out of memory");
-				return e;
-			}
-			if (e)
-				s->st.threads_failed++;
+		if (e) {
+			snprintf(err, errlen, "cannot list the threads of %d: %s", pid, strerror(-e));
+			return e;
 		}
-		closedir(d);
 	}
 	if (s->st.threads == before) {
 		snprintf(err, errlen, "no thread of %d could be sampled (perf_event_open)", pid);
@@ -351,37 +357,42 @@ static void whole_window(struct pt_sampler *s, const struct sproc *p, int tid, u
 
 /* Threads off the CPU now: their interval so far, with the stack they
  * left with. Read through a pidfd, the key of task storage. */
+struct closing {
+	struct pt_sampler *s;
+	const struct sproc *p;
+	uint64_t t_end;
+	struct pt_sample_thread *v;
+};
+
+static int close_interval(void *ctx, int tid)
+{
+	struct closing *c = ctx;
+	struct pt_sample_thread *v = c->v;
+	int pfd = (int)syscall(SYS_pidfd_open, tid, PIDFD_THREAD);
+
+	if (pfd < 0)
+		return 0;
+	if (bpf_map_lookup_elem(bpf_map__fd(c->s->skel->maps.threads), &pfd, v)) {
+		if (errno == ENOENT)
+			whole_window(c->s, c->p, tid, c->t_end, v);
+	} else if (v->t_out && v->t_out < c->t_end && v->s.nframes <= PT_SAMPLE_MAX_FRAMES) {
+		v->s.t = c->t_end;
+		v->s.weight = c->t_end - v->t_out;
+		c->s->st.closed_at_end++;
+		c->s->o.on_sample(c->s->o.ctx, &v->s);
+	}
+	close(pfd);
+	return 0;
+}
+
+/* Threads off the CPU now: their interval so far, with the stack they
+ * left with. Read through a pidfd, the key of task storage. */
 static void close_open_intervals(struct pt_sampler *s, const struct sproc *p, uint64_t t_end,
 				 struct pt_sample_thread *v)
 {
-	int mfd = bpf_map__fd(s->skel->maps.threads);
-	char path[64];
-	struct dirent *de;
-	DIR *d;
+	struct closing c = { .s = s, .p = p, .t_end = t_end, .v = v };
 
-	snprintf(path, sizeof(path), "/proc/%d/task", p->pid);
-	d = opendir(path);
-	while (d && (de = readdir(d))) {
-		int tid = atoi(de->d_name), pfd;
-
-		if (tid <= 0)
-			continue;
-		pfd = (int)syscall(SYS_pidfd_open, tid, PIDFD_THREAD);
-		if (pfd < 0)
-			continue;
-		if (bpf_map_lookup_elem(mfd, &pfd, v)) {
-			if (errno == ENOENT)
-				whole_window(s, p, tid, t_end, v);
-		} else if (v->t_out && v->t_out < t_end && v->s.nframes <= PT_SAMPLE_MAX_FRAMES) {
-			v->s.t = t_end;
-			v->s.weight = t_end - v->t_out;
-			s->st.closed_at_end++;
-			s->o.on_sample(s->o.ctx, &v->s);
-		}
-		close(pfd);
-	}
-	if (d)
-		closedir(d);
+	pt_tasks__each(p->pid, close_interval, &c);
 }
 
 void pt_sampler__stop(struct pt_sampler *s, uint64_t t_end)

@@ -1,0 +1,35 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * What a run is asked to do: the command line's options, as the run reads
+ * them (cli/ fills this in from argv).
+ */
+#ifndef PT_RUN_ENV_H
+#define PT_RUN_ENV_H
+
+#include <limits.h>
+#include <stdbool.h>
+
+enum { PT_GPU_AUTO = 0, PT_GPU_ON, PT_GPU_OFF };
+
+#define PT_CLI_MAX_PIDS 256
+
+struct pt_env {
+	int pid; /* pids[0] */
+	int pids[PT_CLI_MAX_PIDS]; /* -p PID[,PID...], in the order given */
+	int npids;
+	bool children; /* --children: and every descendant, now and later */
+	const char *targets;
+	double duration_s; /* 0: until the target exits or a signal */
+	const char *output; /* NULL: proftrace_out/<comm>-<pid>-<time>/ */
+	bool json;
+	int verbose;
+	bool dry_run;
+	bool quiet; /* no live status line */
+	bool list_targets; /* --list-targets: print the bundled configs, exit */
+	int gpu; /* --gpu: PT_GPU_AUTO (default), PT_GPU_ON, PT_GPU_OFF */
+	bool trace; /* --trace: write trace.json */
+	unsigned long trace_max; /* --trace-max-events (implies --trace); 0: PT_TRACE_DEFAULT_MAX */
+	char targets_path[PATH_MAX]; /* --targets NAME resolved to a bundled file */
+};
+
+#endif

@@ -1,0 +1,240 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * The event loop of a run: drain the rings on a timer (records are
+ * submitted without wakeups), wake at once for dlopen, forks, signals and
+ * the processes' exits, refresh the live status line, and stop on
+ * --duration, SIGINT/SIGTERM or when every process has ended.
+ */
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/signalfd.h>
+#include <sys/timerfd.h>
+#include <unistd.h>
+
+#include "run.h"
+
+/* Tell the aggregators how many records BPF could not write, as it goes.
+ * The count is the BPF object's: with several processes it cannot be
+ * told whose they were, so each aggregator hears of all of them. */
+static void note_drops(struct run *r)
+{
+	struct pt_counters c;
+	uint64_t n;
+
+	pt_attach__counters(r->att, &c);
+	if (c.dropped <= r->dropped_seen)
+		return;
+	if (!r->dropped_seen)
+		pt_msg("proftrace: warning: the ring buffer is full, records are lost (raise `set "
+		       "ringbuf_mb` or lower `set poll_ms`)\n");
+	n = c.dropped - r->dropped_seen;
+	for (size_t i = 0; i < r->nprocs; i++)
+		if (!r->procs[i]->ended)
+			pt_agg__lost(r->procs[i]->v.agg, n);
+	if (r->multi)
+		pt_agg__lost(r->all.agg, n);
+	r->dropped_seen = c.dropped;
+}
+
+/* Live status on a terminal, refreshed each second in place. */
+struct status {
+	bool on;
+	uint64_t last_ns, last_events, last_steps;
+};
+
+static void status_tick(struct run *r, struct status *st, uint64_t now)
+{
+	const struct pt_agg *a = r->multi ? r->all.agg : r->procs[0]->v.agg;
+	const struct pt_agg_step_stats *ss = pt_agg__steps(a);
+	double dt = (double)(now - st->last_ns) / 1e9;
+	uint64_t steps = ss->dur.count;
+	char procs[32] = "", pcts[64] = "";
+
+	if (!st->on || dt < 1.0)
+		return;
+	if (r->multi)
+		snprintf(procs, sizeof(procs), "%zu processes  ", r->nprocs);
+	if (steps)
+		snprintf(pcts, sizeof(pcts), "  p50 %.3f ms  p99 %.3f ms",
+			 pt_dist__quantile(&ss->dur, 0.5) / 1e6, pt_dist__quantile(&ss->dur, 0.99) / 1e6);
+	pt_log__status("proftrace: %.0fs  %ssteps %llu  %.1f steps/s%s  %.0f events/s  drops %llu",
+		       since_start_s(r), procs, (unsigned long long)steps,
+		       (double)(steps - st->last_steps) / dt, pcts,
+		       (double)(r->events - st->last_events) / dt,
+		       (unsigned long long)r->dropped_seen);
+	st->last_ns = now;
+	st->last_events = r->events;
+	st->last_steps = steps;
+}
+
+int pt_run__add_fd(int ep, int fd, uint32_t tag)
+{
+	struct epoll_event ev = { .events = EPOLLIN, .data.u32 = tag };
+
+	return epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev) ? -errno : 0;
+}
+
+enum stop_reason { STOP_NONE, STOP_SIGNAL, STOP_DURATION, STOP_EXIT };
+
+/* The events epoll gave: a stop signal, the timer, the ring, a pidfd. */
+static enum stop_reason on_events(struct run *r, const struct epoll_event *evs, int n, int sfd,
+				  int tfd)
+{
+	enum stop_reason stop = STOP_NONE;
+
+	for (int i = 0; i < n; i++) {
+		uint32_t tag = evs[i].data.u32;
+		struct signalfd_siginfo si;
+		uint64_t junk;
+
+		switch (tag) {
+		case TAG_SIG:
+			if (read(sfd, &si, sizeof(si)) == sizeof(si))
+				pt_vlog("proftrace: %s, stopping\n", strsignal((int)si.ssi_signo));
+			stop = STOP_SIGNAL;
+			break;
+		case TAG_TIMER:
+			/* nothing to read on a spurious wakeup: fine */
+			junk = (uint64_t)read(tfd, &junk, sizeof(junk));
+			break;
+		case TAG_RING:
+			break;
+		default:
+			if (tag >= TAG_PID && tag - TAG_PID < r->nprocs)
+				pt_run__end_proc(r->procs[tag - TAG_PID], "exited");
+			break;
+		}
+	}
+	return stop;
+}
+
+/* Each tick: per-process chores (exec seen, attribute retries, the GPU
+ * ring and its heartbeat, liveness without a pidfd). */
+static void tick_procs(struct run *r, uint64_t now)
+{
+	for (size_t i = 0; i < r->nprocs; i++) {
+		struct proc *p = r->procs[i];
+
+		if (p->exec_seen && !p->ended) {
+			pt_run__end_proc(p, "exec");
+			if (r->multi) /* its new image */
+				pt_run__add_cand(r, p->tgt.pid, pt_now_ns(CLOCK_MONOTONIC));
+		}
+		if (p->ended)
+			continue;
+		if (p->nretries)
+			pt_run__attr_retries(p, now);
+		if (p->gpu_attached) {
+			/* the shim goes dormant after 1 s without a heartbeat */
+			pt_gpuring__heartbeat(p->gr, now);
+			pt_gpuring__drain(p->gr, pt_run__on_gpu_rec, p);
+		}
+		if (p->pidfd < 0 && !pt_target__alive(&p->tgt))
+			pt_run__end_proc(p, "exited");
+	}
+}
+
+/* Maps rescans: every RESCAN_MS, and at once after a dlopen. */
+static void rescan(struct run *r, uint64_t now, uint64_t *last)
+{
+	bool all = now - *last >= RESCAN_MS * 1000000ull;
+
+	for (size_t i = 0; i < r->nprocs; i++)
+		if (!r->procs[i]->ended && (all || r->procs[i]->rescan))
+			pt_run__rescan(r->procs[i]);
+	if (all)
+		*last = now;
+}
+
+/* After the stop: what is still in the rings, and the shims' last records. */
+static void drain_at_stop(struct run *r)
+{
+	r->t_end_mono = pt_now_ns(CLOCK_MONOTONIC);
+	/* Records submitted before the stop are in the ring: take them all. */
+	pt_attach__drain(r->att);
+	pt_sampler__stop(r->smp, r->t_end_mono);
+	note_drops(r);
+	/* detach: the shim disables CUPTI and flushes what it holds */
+	for (size_t i = 0; i < r->nprocs; i++)
+		if (r->procs[i]->gpu_attached)
+			pt_gpuring__finish(r->procs[i]->gr, pt_run__on_gpu_rec, r->procs[i], 1000);
+}
+
+static int open_fds(struct run *r, int *sfd, int *tfd)
+{
+	struct itimerspec its = { 0 };
+
+	*sfd = signalfd(-1, &r->stop_mask, SFD_CLOEXEC | SFD_NONBLOCK);
+	*tfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
+	if (*sfd < 0 || *tfd < 0)
+		return -errno;
+	its.it_interval.tv_nsec = (long)r->cfg.poll_ms * 1000000L;
+	its.it_value = its.it_interval;
+	timerfd_settime(*tfd, 0, &its, NULL);
+	if (pt_run__add_fd(r->ep, *sfd, TAG_SIG) || pt_run__add_fd(r->ep, *tfd, TAG_TIMER) ||
+	    pt_run__add_fd(r->ep, pt_attach__ring_fd(r->att), TAG_RING))
+		return -errno;
+	return 0;
+}
+
+int pt_run__loop(struct run *r)
+{
+	enum stop_reason stop = STOP_NONE;
+	uint64_t last_rescan = pt_now_ns(CLOCK_MONOTONIC), deadline = 0;
+	struct status st = { .on = !r->env.quiet && isatty(STDERR_FILENO),
+			     .last_ns = last_rescan };
+	int sfd = -1, tfd = -1, e;
+
+	e = open_fds(r, &sfd, &tfd);
+	if (r->env.duration_s > 0)
+		deadline = r->t0_mono + (uint64_t)(r->env.duration_s * 1e9);
+	while (!e && stop == STOP_NONE) {
+		struct epoll_event evs[8];
+		int n = epoll_wait(r->ep, evs, 8, 1000);
+		uint64_t now;
+
+		if (n < 0 && errno != EINTR) {
+			e = -errno;
+			break;
+		}
+		stop = on_events(r, evs, n > 0 ? n : 0, sfd, tfd);
+		pt_attach__drain(r->att);
+		if (r->smp)
+			pt_sampler__drain(r->smp);
+		note_drops(r);
+		now = pt_now_ns(CLOCK_MONOTONIC);
+		tick_procs(r, now);
+		if (r->env.children &&
+		    (r->scan_children || now - last_rescan >= RESCAN_MS * 1000000ull))
+			pt_run__scan_children(r, now);
+		if (r->ncands && pt_run__add_candidates(r, now, false) == -ENOMEM) {
+			e = -ENOMEM;
+			break;
+		}
+		if (pt_run__all_ended(r) && !r->ncands) {
+			if (!r->multi && r->procs[0]->end_why && !strcmp(r->procs[0]->end_why, "exec"))
+				pt_msg("proftrace: its probes went with the old image: stopping (give "
+				       "--children to follow it into the new one)\n");
+			stop = STOP_EXIT;
+		}
+		if (stop == STOP_NONE)
+			rescan(r, now, &last_rescan);
+		if (deadline && now >= deadline && stop == STOP_NONE)
+			stop = STOP_DURATION;
+		status_tick(r, &st, now);
+	}
+	if (st.on)
+		pt_log__status_end();
+	/* also after a failure: what was taken is reported */
+	drain_at_stop(r);
+	if (e)
+		pt_msg("proftrace: event loop failed: %s\n", strerror(-e));
+	if (tfd >= 0)
+		close(tfd);
+	if (sfd >= 0)
+		close(sfd);
+	return e;
+}

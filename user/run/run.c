@@ -1,0 +1,294 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * A run's life in four steps, as main() calls them: open (the targets
+ * file and the processes, probes resolved), attach (BPF, the sampler, the
+ * GPU rings, the probes), loop (run/loop.c) and report; then free.
+ * Each prints its own one-line error and returns 0 or -errno
+ * (-PT_EUSAGE: the user's to fix, exit 2).
+ */
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <bpf/libbpf.h>
+
+#include "run.h"
+
+static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list ap)
+{
+	int verbose = pt_log__verbose();
+
+	if (verbose < 2 && level != LIBBPF_WARN)
+		return 0;
+	if (verbose < 1)
+		return 0;
+	return vfprintf(stderr, fmt, ap);
+}
+
+/* The processes named with -p: each must be there and match the config. */
+static int open_named(struct run *r)
+{
+	char err[2048];
+
+	for (int i = 0; i < r->env.npids; i++) {
+		struct proc *p;
+		int e = pt_run__open_proc(r, r->env.pids[i], true, &p, err, sizeof(err));
+
+		if (!e && pt_run__add_procs(r, p)) {
+			pt_run__free_proc(p);
+			e = -ENOMEM;
+		}
+		if (!e)
+			continue;
+		if (r->env.npids > 1 && e != -ENOMEM && !strstr(err, "pid"))
+			pt_msg("proftrace: pid %d: %s\n", r->env.pids[i], err);
+		else
+			pt_msg("proftrace: %s\n", err);
+		return e == -ENOMEM ? e : -PT_EUSAGE;
+	}
+	return 0;
+}
+
+/* --children: what strict resolution checks per process, over them all:
+ * a probe whose object is mapped somewhere must match there. */
+static int check_probes_somewhere(struct run *r)
+{
+	for (size_t s = 0; s < r->cfg.nprobes; s++) {
+		size_t nf = 0, no = 0;
+
+		if (r->cfg.probes[s].kind != PT_PROBE_NATIVE)
+			continue;
+		for (size_t i = 0; i < r->nprocs; i++) {
+			nf += pt_resolver__spec_nfuncs(r->procs[i]->res, s);
+			no += pt_resolver__spec_nobjects(r->procs[i]->res, s);
+		}
+		if (no && !nf) {
+			pt_msg("proftrace: %s: probe '%s' matches no function in pid %d or its "
+			       "descendants, though they map its object (hint: check the symbol "
+			       "with --dry-run -p <a worker>)\n",
+			       r->cfg.path, r->cfg.probes[s].text, r->env.pid);
+			return -PT_EUSAGE;
+		}
+	}
+	return 0;
+}
+
+/* The first process that runs CPython: its layout goes into BPF. */
+static struct proc *first_python(const struct run *r)
+{
+	for (size_t i = 0; i < r->nprocs; i++)
+		if (r->procs[i]->have_py)
+			return r->procs[i];
+	return NULL;
+}
+
+int pt_run__open(struct run *r, const struct pt_env *env)
+{
+	struct proc *pyp;
+	char err[2048];
+	int e;
+
+	memset(r, 0, sizeof(*r));
+	r->ep = -1;
+	r->env = *env;
+	if (env->targets == env->targets_path) /* a bundled file: the copy's path */
+		r->env.targets = r->env.targets_path;
+	libbpf_set_print(libbpf_print);
+	if (pt_config__load(&r->cfg, r->env.targets, err, sizeof(err)) ||
+	    pt_config__check_modes(&r->cfg, err, sizeof(err))) {
+		pt_msg("proftrace: %s\n", err);
+		return -PT_EUSAGE;
+	}
+	for (size_t i = 0; i < r->cfg.nprobes; i++)
+		r->want_py |= r->cfg.probes[i].kind == PT_PROBE_PY;
+	r->multi = r->env.npids > 1 || r->env.children;
+	/* descendants are found through the kernel's children lists
+	 * (CONFIG_PROC_CHILDREN): they exist for every thread, ours too */
+	if (r->env.children && access("/proc/thread-self/children", R_OK)) {
+		pt_msg("proftrace: --children needs /proc/PID/task/TID/children, which this kernel "
+		       "does not keep (CONFIG_PROC_CHILDREN) (hint: name the processes with -p "
+		       "PID,PID)\n");
+		return -PT_EUSAGE;
+	}
+	e = open_named(r);
+	if (!e && r->env.children) {
+		pt_run__scan_children(r, 0);
+		e = pt_run__add_candidates(r, 0, true);
+		if (!e)
+			e = check_probes_somewhere(r);
+	}
+	if (!e && r->multi && pt_run__new_view(r, &r->all, pt_run__on_merged_step, r))
+		e = -ENOMEM;
+	if (e)
+		return e;
+	pyp = first_python(r);
+	r->py0 = pyp ? &pyp->py : NULL;
+	if (!pyp && r->env.children && (r->want_py || r->cfg.nlines)) {
+		pt_msg("proftrace: the targets file has py: probes, but no CPython runs in pid %d or "
+		       "its descendants (hint: attach once the Python workers run, or -p a "
+		       "worker)\n", r->env.pid);
+		return -PT_EUSAGE;
+	}
+	r->py_probe_wanted = pyp && pt_run__want_py_probe(r, pyp);
+	return 0;
+}
+
+static void raise_nofile(void)
+{
+	struct rlimit rl;
+
+	/* Two perf-event fds per probed function. */
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		setrlimit(RLIMIT_NOFILE, &rl);
+	}
+}
+
+static int open_bpf(struct run *r)
+{
+	struct pt_attach_opts aopts = {
+		.ringbuf_mb = r->cfg.ringbuf_mb,
+		.wakeup_each = r->cfg.ringbuf_wakeup,
+		.follow_children = r->env.children,
+		.on_rec = pt_run__on_rec,
+		.ctx = r,
+		.py = r->py_probe_wanted ? r->py0 : NULL,
+		.py_session = r->cfg.py_session,
+	};
+	char err[2048];
+	int e = pt_attach__open(&r->att, &aopts, err, sizeof(err));
+
+	if (!e)
+		return 0;
+	pt_msg("proftrace: %s\n", err);
+	return e == -EPERM || e == -EACCES ? -PT_EUSAGE : e;
+}
+
+/* The CUPTI shims' rings (before the clock starts: attaching wakes them). */
+static int open_gpus(struct run *r)
+{
+	bool any = false;
+
+	for (size_t i = 0; i < r->nprocs; i++) {
+		int e = pt_run__open_gpu(r->procs[i]);
+
+		if (e)
+			return e;
+		any |= r->procs[i]->gpu != NULL;
+	}
+	if (r->env.gpu == PT_GPU_ON && r->env.children && !any) {
+		pt_msg("proftrace: --gpu on: no CUPTI shim in pid %d or its descendants: start the "
+		       "server with CUDA_INJECTION64_PATH=/path/to/libproftrace_cupti.so (see "
+		       "docs/gpu.md)\n", r->env.pid);
+		return -PT_EUSAGE;
+	}
+	return 0;
+}
+
+/* Stack sampling, once the clock runs: a failure leaves the probes,
+ * which still give true figures. */
+static int start_sampling(struct run *r)
+{
+	char err[2048];
+
+	r->sf = pt_zalloc(PT_SAMPLE_MAX_FRAMES, sizeof(*r->sf));
+	r->msf = pt_zalloc(PT_SAMPLE_MAX_FRAMES, sizeof(*r->msf));
+	r->labels = pt_zalloc(PT_SAMPLE_MAX_FRAMES, sizeof(*r->labels));
+	if (r->multi)
+		r->all.stk = pt_stacks__new();
+	if (!r->sf || !r->msf || !r->labels || (r->multi && !r->all.stk))
+		return -ENOMEM;
+	if (!pt_sampler__attach(r->smp, err, sizeof(err)))
+		return 0;
+	pt_msg("proftrace: warning: no stack sampling: %s\n", err);
+	pt_sampler__free(r->smp);
+	r->smp = NULL;
+	pt_stacks__free(r->all.stk);
+	r->all.stk = NULL;
+	return 0;
+}
+
+int pt_run__attach(struct run *r)
+{
+	char err[2048];
+	int e;
+
+	if (geteuid() != 0)
+		pt_vlog("proftrace: not root: this works only with CAP_BPF, CAP_PERFMON and "
+			"CAP_SYS_RESOURCE\n");
+	raise_nofile();
+	/* Block the stop signals before anything is attached, so a signal
+	 * arriving during attach still ends in a full report. */
+	sigemptyset(&r->stop_mask);
+	sigaddset(&r->stop_mask, SIGINT);
+	sigaddset(&r->stop_mask, SIGTERM);
+	sigprocmask(SIG_BLOCK, &r->stop_mask, NULL);
+	if (r->env.trace) {
+		r->trace = pt_trace__new(r->env.trace_max ? r->env.trace_max : PT_TRACE_DEFAULT_MAX,
+					 r->cfg.nbuckets);
+		if (!r->trace)
+			return -ENOMEM;
+	}
+	e = open_bpf(r);
+	if (!e && r->py0 && r->cfg.sample_hz) {
+		/* Loaded before the clock starts: verifying the stack walker
+		 * takes most of a second. */
+		e = pt_run__open_sampler(r, err, sizeof(err));
+		if (e && e != -ENOMEM) {
+			pt_msg("proftrace: warning: no stack sampling: %s\n", err);
+			e = 0;
+		}
+	}
+	if (!e)
+		e = open_gpus(r);
+	if (e)
+		return e;
+	r->ep = epoll_create1(EPOLL_CLOEXEC);
+	if (r->ep < 0)
+		return -errno;
+	r->t0_mono = pt_now_ns(CLOCK_MONOTONIC);
+	r->t0_unix = pt_now_ns(CLOCK_REALTIME);
+	if (r->smp) {
+		e = start_sampling(r);
+		if (e)
+			return e;
+	}
+	for (size_t i = 0; i < r->nprocs && !e; i++)
+		e = pt_run__start_proc(r->procs[i], r->ep);
+	return e;
+}
+
+int pt_run__report(struct run *r)
+{
+	for (size_t i = 0; i < r->nprocs; i++)
+		pt_agg__finish(r->procs[i]->v.agg);
+	if (r->multi)
+		pt_agg__finish(r->all.agg);
+	return pt_run__write_outputs(r);
+}
+
+void pt_run__free(struct run *r)
+{
+	pt_sampler__free(r->smp);
+	pt_attach__free(r->att);
+	for (size_t i = 0; i < r->nprocs; i++)
+		pt_run__free_proc(r->procs[i]);
+	free(r->procs);
+	pt_run__free_view(&r->all);
+	free(r->mf);
+	free(r->cands);
+	free(r->skipped);
+	free(r->attr_warned);
+	free(r->sf);
+	free(r->msf);
+	free(r->labels);
+	pt_trace__free(r->trace);
+	if (r->ep >= 0)
+		close(r->ep);
+	pt_config__free(&r->cfg);
+}

@@ -1,0 +1,13 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* The threads of a process, from /proc/PID/task. */
+#ifndef PT_TASKS_H
+#define PT_TASKS_H
+
+/*
+ * Call fn(ctx, tid) for each thread of pid listed now (threads may come
+ * and go meanwhile). Stops at the first non-zero return of fn and returns
+ * it; -errno when the list cannot be read (the process is gone: -ENOENT).
+ */
+int pt_tasks__each(int pid, int (*fn)(void *ctx, int tid), void *ctx);
+
+#endif

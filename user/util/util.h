@@ -1,0 +1,50 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * Small things every folder uses: array length, the clocks, a calloc that
+ * takes n = 0, and the mapping of errors to exit codes.
+ *
+ * Errors: every function returns 0 or -errno. A failure the user fixes by
+ * changing the command line, the targets file, the pid or the privileges
+ * (bad usage, bad config line, unknown symbol, no such process, no
+ * permission) is -PT_EUSAGE once its one-line message was printed, and
+ * pt_exit_code() turns it into exit code 2; any other error is exit 1.
+ */
+#ifndef PT_UTIL_H
+#define PT_UTIL_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <time.h>
+
+#define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+
+/* Above every errno value, as libbpf's LIBBPF_ERRNO__* are. */
+#define PT_EUSAGE 4000
+
+/* Exit codes (README "Exit codes"). */
+enum { PT_EXIT_OK = 0, PT_EXIT_FAIL = 1, PT_EXIT_USAGE = 2 };
+
+static inline int pt_exit_code(int err)
+{
+	if (!err)
+		return PT_EXIT_OK;
+	return err == -PT_EUSAGE ? PT_EXIT_USAGE : PT_EXIT_FAIL;
+}
+
+static inline uint64_t pt_now_ns(clockid_t c)
+{
+	struct timespec ts;
+
+	clock_gettime(c, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* calloc that gives a real allocation for n == 0 too (so NULL always
+ * means out of memory). */
+static inline void *pt_zalloc(size_t n, size_t size)
+{
+	return calloc(n ? n : 1, size);
+}
+
+#endif
