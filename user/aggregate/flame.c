@@ -59,6 +59,7 @@ struct pt_flame {
 	uint32_t cap_path, path_len;
 	uint32_t max_depth;
 	uint64_t total;
+	uint64_t div; /* weights are written divided by this, rounded */
 	size_t nstacks;
 };
 
@@ -310,6 +311,18 @@ int pt_flame__add(struct pt_flame *fl, const char *const *frames, size_t n, uint
 	return 0;
 }
 
+void pt_flame__set_div(struct pt_flame *fl, uint64_t div)
+{
+	if (fl)
+		fl->div = div ? div : 1;
+}
+
+/* A weight as written: divided by div, rounded half up. */
+static uint64_t scaled(const struct pt_flame *fl, uint64_t w)
+{
+	return fl->div > 1 ? w / fl->div + (w % fl->div >= (fl->div + 1) / 2) : w;
+}
+
 uint64_t pt_flame__total(const struct pt_flame *fl)
 {
 	return fl ? fl->total : 0;
@@ -437,7 +450,8 @@ int pt_flame__write_folded(const struct pt_flame *fl, FILE *f)
 	if (nlines)
 		qsort(lines, nlines, sizeof(*lines), cmp_line);
 	for (k = 0; k < nlines; k++)
-		fprintf(f, "%s %" PRIu64 "\n", lines[k].text, lines[k].weight);
+		if (scaled(fl, lines[k].weight))
+			fprintf(f, "%s %" PRIu64 "\n", lines[k].text, scaled(fl, lines[k].weight));
 	err = fflush(f) || ferror(f) ? -EIO : 0;
 out:
 	free(text.p);
@@ -753,7 +767,7 @@ static void svg_frame(const struct svg *c, const char *name, uint64_t hash, uint
 	frame_rgb(depth ? name : "[all]", hash, rgb);
 	fputs("<g><title>", f);
 	xml_put(f, name, SIZE_MAX);
-	fprintf(f, " (%" PRIu64 " ", w);
+	fprintf(f, " (%" PRIu64 " ", scaled(c->fl, w));
 	xml_put(f, c->unit, SIZE_MAX);
 	fprintf(f, ", %.2f%%)</title>", 100.0 * ((double)w / (double)c->fl->total));
 	fprintf(f, "<rect x=\"%.2f\" y=\"%lu\" width=\"%.2f\" height=\"%u\" "
@@ -939,7 +953,7 @@ int pt_flame__write_svg(const struct pt_flame *fl, FILE *f, const struct pt_flam
 		xml_put(f, sub, SIZE_MAX);
 		fputs("; ", f);
 	}
-	fprintf(f, "total %" PRIu64 " ", fl->total);
+	fprintf(f, "total %" PRIu64 " ", scaled(fl, fl->total));
 	xml_put(f, c.unit, SIZE_MAX);
 	fprintf(f, " in %zu stack%s</text>\n", fl->nstacks, fl->nstacks == 1 ? "" : "s");
 

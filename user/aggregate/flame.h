@@ -58,6 +58,11 @@ int pt_flame__add(struct pt_flame *fl, const char *const *frames, size_t n, uint
 
 /* Sum of all weights added. */
 uint64_t pt_flame__total(const struct pt_flame *fl);
+/* Write weights divided by div (rounded half up, per line: adding ns and
+ * writing us keeps the lines' sum within half a unit per line of the
+ * total, where rounding each stack added would drift). A line whose
+ * weight rounds to 0 is left out of the folded text. 0 or 1: as added. */
+void pt_flame__set_div(struct pt_flame *fl, uint64_t div);
 /* Distinct stacks with weight: the number of lines write_folded writes. */
 size_t pt_flame__nstacks(const struct pt_flame *fl);
 

@@ -41,6 +41,7 @@ struct pt_stacks *pt_stacks__new(void)
 	st->slots = 64;
 	st->thr_slot = calloc(st->slots, sizeof(*st->thr_slot));
 	st->flame = pt_flame__new();
+	pt_flame__set_div(st->flame, 1000); /* ns added, us written */
 	st->path = calloc(PATH_MAX_FRAMES, sizeof(*st->path));
 	if (!st->thr_slot || !st->flame || !st->path) {
 		pt_stacks__free(st);
@@ -248,10 +249,9 @@ static int add_flame(struct pt_stacks *st, const struct pt_stacks_sample *s,
 {
 	char root[96];
 	size_t np = 0, n = s->n < PT_SAMPLE_MAX_FRAMES ? s->n : PT_SAMPLE_MAX_FRAMES;
-	uint64_t us = (s->weight_ns + 500) / 1000;
 
-	if (!us)
-		return 0; /* under half a microsecond: nothing to draw */
+	if (!s->weight_ns)
+		return 0;
 	if (t->name)
 		snprintf(root, sizeof(root), "%s (tid %u)", t->name, t->tid);
 	else
@@ -269,7 +269,7 @@ static int add_flame(struct pt_stacks *st, const struct pt_stacks_sample *s,
 								    : "[no Python frame]";
 	if (s->offcpu)
 		st->path[np++] = "[off-cpu]";
-	return pt_flame__add(st->flame, st->path, np, us);
+	return pt_flame__add(st->flame, st->path, np, s->weight_ns);
 }
 
 int pt_stacks__add(struct pt_stacks *st, const struct pt_stacks_sample *s)

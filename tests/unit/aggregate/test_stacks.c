@@ -455,13 +455,14 @@ static void test_flame_folded(void **state)
 		      "main (tid 7);<module> (app.py:1);Engine.step (engine.py:10) 1000\n"
 		      "main (tid 7);<module> (app.py:1);Engine.step (engine.py:10);"
 		      "Sched.run (sched.py:20) 2000\n"
-		      "main (tid 7);<module> (app.py:1);Engine.step (engine.py:10);[off-cpu] 2500\n"
+		      "main (tid 7);<module> (app.py:1);Engine.step (engine.py:10);[off-cpu] 2501\n"
 		      "main (tid 7);[no Python frame] 1000\n"
 		      "main (tid 7);[truncated: deeper than 128 frames];Sched.run (sched.py:20) 1000\n"
 		      "main (tid 7);[unreadable frame];Sched.run (sched.py:20) 1000\n"
 		      "tid 9;[not a Python thread] 1000\n"
 		      "tid 9;[stack unknown: asleep since attach];[off-cpu] 1235\n");
-	assert_int_equal(pt_flame__total(pt_stacks__flame(st)), 10735);
+	/* ns: written as us, rounded per line (2500400 + 400 ns: 2501 us) */
+	assert_int_equal(pt_flame__total(pt_stacks__flame(st)), 10735367);
 	assert_int_equal(pt_flame__nstacks(pt_stacks__flame(st)), 8);
 	pt_stacks__free(st);
 }
@@ -520,7 +521,7 @@ static void test_flame_rounding(void **state)
 			  "tid 1;c;[off-cpu] 1\n"
 			  "tid 1;d 2\n"
 			  "tid 1;e;[off-cpu] 1000\n");
-	assert_int_equal(pt_flame__total(pt_stacks__flame(st)), 1004);
+	assert_int_equal(pt_flame__total(pt_stacks__flame(st)), 499 + 1 + 500 + 1499 + 1500 + 999999);
 
 	t = pt_stacks__totals(st);
 	assert_time(&t->t, 4, 499 + 0 + 500 + 1500, 1 + 1499 + 999999);
