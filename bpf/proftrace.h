@@ -34,6 +34,68 @@
 #define PT_FID_PROC(fid) ((fid) >> PT_FID_PROC_SHIFT)
 #define PT_FID_MAKE(pidx, local) (((__u32)(pidx) << PT_FID_PROC_SHIFT) | (__u32)(local))
 
+/*
+ * Where one process's CPython keeps what the BPF programs read: byte
+ * offsets from its version's row (user/python/pylayout.c) or from its own
+ * _Py_DebugOffsets, filled by pt_py_layout__offsets(). Each traced process
+ * has its own (proftrace.bpf.c: struct pt_bpf_proc; pysample.bpf.c: struct
+ * pt_sample_proc), so one run can trace processes of different Python
+ * versions. A 0 where an offset cannot be 0 means "this version has none".
+ */
+struct pt_py_offsets {
+	__u32 minor; /* 3.<minor>; 0: the process runs no CPython BPF reads */
+	/* frames: _PyEval_EvalFrameDefault's argument, the sampler's walk */
+	__u32 frame_arg;   /* which argument is the frame, 1-based */
+	__u32 frame_code;  /* frame -> code object (f_code, f_executable) */
+	__u32 frame_back;  /* f_back / previous */
+	__u32 frame_lasti; /* int f_lasti (< 3.11); 0: frame_ip instead */
+	__u32 frame_ip;    /* prev_instr / instr_ptr (3.11+) */
+	__u32 frame_owner; /* owner byte (3.11+); 0: none */
+	__u32 owner_cstack; /* owner of C-stack shim frames (3.12+); 256: none */
+	__u32 frame_size;  /* bytes from the frame start that hold the above */
+	__u32 frame_localsplus; /* localsplus[0]: arguments and locals */
+	__u64 code_mask;   /* the frame's code word & code_mask is the object */
+	/* code objects */
+	__u32 code_filename; /* co_filename; co_name follows at +8 */
+	__u32 code_firstlineno;
+	__u32 code_flags;    /* co_flags; 0: no generator creation frames (< 3.11) */
+	__u32 code_adaptive; /* first instruction (3.11+) */
+	__s32 gen_new_lim;   /* a creation frame: ip - first instruction < this */
+	/* the thread states (stack sampler) */
+	__u32 runtime_interp_head; /* _PyRuntime -> first PyInterpreterState */
+	__u32 interp_tstate_head;  /* -> first PyThreadState */
+	__u32 tstate_next;
+	__u32 tstate_thread_id;    /* pthread_self() of the thread */
+	__u32 tstate_frame;        /* frame (< 3.11), cframe (3.11, 3.12), current_frame */
+	__s32 cframe_frame;        /* >= 0: tstate_frame is a _PyCFrame, the frame here */
+	/* objects read for values (tokens=, arg:, ret) */
+	__u32 type_flags; /* PyTypeObject.tp_flags */
+	__u32 long_tag;   /* 1: ints carry lv_tag (3.12+), not a signed ob_size */
+	/* dicts and instances (attributes); keys_hdr 0: not readable */
+	__u32 str_hash;       /* PyASCIIObject.hash */
+	__u32 dict_keys;      /* PyDictObject.ma_keys */
+	__u32 dict_values;    /* .ma_values */
+	__u32 keys_hdr;       /* PyDictKeysObject header size: the indices follow */
+	__u32 keys_size;      /* dk_size (< 3.11); 0: the log2 fields */
+	__u32 keys_log2;      /* dk_log2_size (3.11+) */
+	__u32 keys_log2ix;    /* dk_log2_index_bytes */
+	__u32 keys_kind;      /* dk_kind */
+	__u32 keys_nentries;  /* dk_nentries */
+	__u32 values_items;   /* PyDictValues: values[0] */
+	__u32 values_hdr;     /* 1: 3.13's capacity byte at values + 0 */
+	__s32 managed_dict;   /* dict * (3.12: a tagged word) before the object */
+	__s32 managed_values; /* 3.11: PyDictValues * before the object */
+	__u32 pad;
+};
+
+/* A traced process, as proftrace.bpf.c's procs map holds it (by process
+ * index): its tgid (0: ended) and its interpreter. */
+struct pt_bpf_proc {
+	__u32 tgid;
+	__u32 pad;
+	struct pt_py_offsets py;
+};
+
 enum pt_rec_type {
 	PT_REC_ENTRY = 1, /* a probed function was entered */
 	PT_REC_EXIT = 2,  /* it returned: t_entry..t_exit is the whole call */
@@ -347,6 +409,7 @@ struct pt_sample_thread {
 struct pt_sample_proc {
 	__u64 runtime;
 	__u64 attach_ns;
+	struct pt_py_offsets py;
 };
 
 /* The sampler's counters (.bss of pysample.bpf.c). */
@@ -364,6 +427,8 @@ _Static_assert(sizeof(struct pt_sample) ==
 		       PT_SAMPLE_HDR_SIZE + PT_SAMPLE_MAX_FRAMES * sizeof(struct pt_sample_frame),
 	       "pt_sample is part of the ABI");
 _Static_assert(sizeof(struct pt_sample_counters) == 40, "pt_sample_counters is part of the ABI");
+_Static_assert(sizeof(struct pt_py_offsets) == 160, "pt_py_offsets is part of the ABI");
+_Static_assert(sizeof(struct pt_bpf_proc) == 168, "pt_bpf_proc is part of the ABI");
 _Static_assert(sizeof(struct pt_rec) == 48, "pt_rec is part of the ABI");
 _Static_assert(sizeof(struct pt_rec_pycode) == sizeof(struct pt_rec), "one record size");
 _Static_assert(sizeof(struct pt_counters) == 64, "pt_counters is part of the ABI");

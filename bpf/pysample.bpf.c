@@ -28,23 +28,7 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 const volatile __u64 period_ns = 1000000; /* weight of one on-CPU sample */
 const volatile bool offcpu = true;
 
-/* Where the interpreter keeps things (user/pylayout.h), set before load. */
-const volatile __u32 runtime_interp_head = 0; /* -> PyInterpreterState * */
-const volatile __u32 interp_tstate_head = 0;  /* -> PyThreadState * */
-const volatile __u32 tstate_next = 0;
-const volatile __u32 tstate_thread_id = 0;
-const volatile __u32 tstate_frame = 0;   /* frame, cframe or current_frame */
-const volatile __s32 cframe_frame = -1;  /* >= 0: tstate_frame is a cframe, frame at this offset */
-const volatile __u32 frame_read = 0;     /* bytes of a frame that hold the fields below */
-const volatile __u32 frame_back = 0;
-const volatile __u32 frame_code = 0;
-const volatile __u32 frame_lasti = 0;    /* int f_lasti; 0: use frame_ip */
-const volatile __u32 frame_ip = 0;       /* instruction pointer (3.11+) */
-const volatile __u32 code_adaptive = 0;  /* code -> first instruction */
-const volatile __u32 frame_owner = 0;    /* 0: no owner field */
-const volatile __u32 owner_cstack = 256; /* owner value of C-stack shim frames to skip */
-
-#define FRAME_BUF 128 /* >= frame_read, checked by user space */
+#define FRAME_BUF 128 /* >= frame_size, checked by user space */
 #define MAX_THREADS 256 /* thread states searched per interpreter */
 /* Retry a thread without a thread state every 10 ms: a new thread gets
  * its thread_id only once it runs its bootstrap, and a long negative cache
@@ -52,9 +36,8 @@ const volatile __u32 owner_cstack = 256; /* owner value of C-stack shim frames t
 #define RECHECK_NS 10000000ull
 
 struct pt_sample_counters counters = {};
-/* The sampled processes: tgid -> where its interpreter's state is and
- * when sampling it began (struct pt_sample_proc). All run the same Python
- * minor version: the layout above is shared. */
+/* The sampled processes: tgid -> where its interpreter's state is, its
+ * layout and when sampling it began (struct pt_sample_proc). */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, PT_MAX_PROCS);
@@ -115,19 +98,20 @@ static __always_inline __u64 fsbase_of(struct task_struct *t)
 }
 
 /* The thread state whose thread_id is fs, or 0. */
-static __always_inline __u64 find_tstate(__u64 py_runtime, __u64 fs)
+static __always_inline __u64 find_tstate(const struct pt_sample_proc *p, __u64 fs)
 {
-	__u64 interp = rd_ptr(py_runtime + runtime_interp_head);
+	const struct pt_py_offsets *L = &p->py;
+	__u64 interp = rd_ptr(p->runtime + L->runtime_interp_head);
 	__u64 ts;
 
 	__sync_fetch_and_add(&counters.tstate_walks, 1);
 	if (!interp)
 		return 0;
-	ts = rd_ptr(interp + interp_tstate_head);
+	ts = rd_ptr(interp + L->interp_tstate_head);
 	for (int i = 0; i < MAX_THREADS && ts; i++) {
-		if (rd_ptr(ts + tstate_thread_id) == fs)
+		if (rd_ptr(ts + L->tstate_thread_id) == fs)
 			return ts;
-		ts = rd_ptr(ts + tstate_next);
+		ts = rd_ptr(ts + L->tstate_next);
 	}
 	return 0;
 }
@@ -136,19 +120,23 @@ static __always_inline __u64 find_tstate(__u64 py_runtime, __u64 fs)
 static __always_inline __u64 tstate_of(const struct pt_sample_proc *p,
 				       struct pt_sample_thread *ts, __u64 fs, __u64 now)
 {
-	if (ts->tstate && rd_ptr(ts->tstate + tstate_thread_id) == fs)
+	if (ts->tstate && rd_ptr(ts->tstate + p->py.tstate_thread_id) == fs)
 		return ts->tstate;
 	if (!ts->tstate && ts->checked_ns && now - ts->checked_ns < RECHECK_NS)
 		return 0;
-	ts->tstate = find_tstate(p->runtime, fs);
+	ts->tstate = find_tstate(p, fs);
 	ts->checked_ns = now;
 	return ts->tstate;
 }
 
 /* Walk the Python frames of the current thread into s. */
-static __always_inline void walk(struct pt_sample *s, __u8 *buf, __u64 tstate)
+static __always_inline void walk(const struct pt_py_offsets *L, struct pt_sample *s, __u8 *buf,
+				 __u64 tstate)
 {
-	__u32 rd = frame_read, n;
+	__u32 rd = L->frame_size, n;
+	__u32 o_code = L->frame_code, o_back = L->frame_back, o_lasti = L->frame_lasti;
+	__u32 o_ip = L->frame_ip, o_owner = L->frame_owner, cstack = L->owner_cstack;
+	__u64 mask = L->code_mask, adaptive = L->code_adaptive;
 	__u64 frame;
 
 	s->nframes = 0;
@@ -157,9 +145,9 @@ static __always_inline void walk(struct pt_sample *s, __u8 *buf, __u64 tstate)
 		s->flags |= PT_SAMPLEF_NOT_PYTHON;
 		return;
 	}
-	frame = rd_ptr(tstate + tstate_frame);
-	if (cframe_frame >= 0 && frame)
-		frame = rd_ptr(frame + cframe_frame);
+	frame = rd_ptr(tstate + L->tstate_frame);
+	if (L->cframe_frame >= 0 && frame)
+		frame = rd_ptr(frame + L->cframe_frame);
 	if (rd > FRAME_BUF)
 		rd = FRAME_BUF;
 	/* One slot per frame, C-stack shim frames (3.12+) included with
@@ -174,16 +162,16 @@ static __always_inline void walk(struct pt_sample *s, __u8 *buf, __u64 tstate)
 			frame = 0;
 			break;
 		}
-		code = *(__u64 *)(buf + (frame_code & (FRAME_BUF - 8)));
-		back = *(__u64 *)(buf + (frame_back & (FRAME_BUF - 8)));
-		if (frame_lasti)
-			pos = *(__s32 *)(buf + (frame_lasti & (FRAME_BUF - 4)));
+		code = *(__u64 *)(buf + (o_code & (FRAME_BUF - 8))) & mask;
+		back = *(__u64 *)(buf + (o_back & (FRAME_BUF - 8)));
+		if (o_lasti)
+			pos = *(__s32 *)(buf + (o_lasti & (FRAME_BUF - 4)));
 		else
-			pos = (__s64)(*(__u64 *)(buf + (frame_ip & (FRAME_BUF - 8))) -
-				      (code + code_adaptive));
+			pos = (__s64)(*(__u64 *)(buf + (o_ip & (FRAME_BUF - 8))) -
+				      (code + adaptive));
 		if (pos > 0x7fffffff || pos < -0x7fffffff)
 			pos = -0x7fffffff - 1; /* no instruction of this code: garbage */
-		if (frame_owner && buf[frame_owner & (FRAME_BUF - 1)] == owner_cstack)
+		if (o_owner && buf[o_owner & (FRAME_BUF - 1)] == cstack)
 			code = 0;
 		s->f[n & (PT_SAMPLE_MAX_FRAMES - 1)].code = code;
 		s->f[n & (PT_SAMPLE_MAX_FRAMES - 1)].pos = (__s32)pos;
@@ -237,7 +225,7 @@ int pt_sample(struct bpf_perf_event_data *ctx)
 	sc->s.weight = period_ns;
 	sc->s.flags = 0;
 	sc->s.pad = 0;
-	walk(&sc->s, sc->frame, tstate_of(p, ts, fsbase_of(task), now));
+	walk(&p->py, &sc->s, sc->frame, tstate_of(p, ts, fsbase_of(task), now));
 	__sync_fetch_and_add(&counters.samples, 1);
 	send(&sc->s);
 	return 0;
@@ -299,7 +287,7 @@ int BPF_PROG(pt_switch, bool preempt, struct task_struct *prev, struct task_stru
 	ts->s.tid = prev->pid;
 	ts->s.flags = 0;
 	ts->s.pad = 0;
-	walk(&ts->s, sc->frame, tstate_of(p, ts, fsbase_of(prev), now));
+	walk(&p->py, &ts->s, sc->frame, tstate_of(p, ts, fsbase_of(prev), now));
 	/* Threads without Python frames (pools of native workers) sleep
 	 * most of the time: their idle time is not host time of the server. */
 	if (ts->s.flags & PT_SAMPLEF_NOT_PYTHON)

@@ -301,3 +301,46 @@ def test_children_of_a_launcher_without_python():
     finally:
         sleeper.kill()
         sleeper.wait()
+
+
+def test_two_python_versions_in_one_run():
+    """Each process brings its interpreter's layout to BPF (struct
+    pt_py_offsets): a 3.10 and a 3.12 (perf trampoline) engine traced in
+    one run, both exact against their own truth."""
+    import test_python as tp
+
+    py10, py12 = tp.pyenv_python(10), tp.pyenv_python(12)
+    tmp = tempfile.mkdtemp(prefix="pt-it-")
+    conf = write_conf(tmp, tp.CONF)
+    out = os.path.join(tmp, "out")
+    truths = [os.path.join(tmp, "truth10"), os.path.join(tmp, "truth12")]
+    vs, pt = [], None
+    try:
+        for py, truth, env in ((py10, truths[0], {}), (py12, truths[1], {"PYTHONPERFSUPPORT": "1"})):
+            vs.append(victim([py, tp.VICTIM], "--truth", truth, "--steps", tp.N, "--lazy",
+                             env=tp.victim_env(env)))
+        pt = Proc([PROFTRACE, "-p", "%d,%d" % (vs[0].pid, vs[1].pid), "--targets", conf,
+                   "-o", out], stdin=False, stdout=True, stderr=True)
+        pt.wait_line("proftrace: attached", "err")
+        pt.wait_line("proftrace: attached", "err")
+        for v in vs:
+            v.send("go\n")
+        for v in vs:
+            assert v.wait(120) == 0, "victim failed"
+        rc = pt.wait(60)
+        err = pt.rest("err")
+        assert rc == 0, "proftrace exit %d:\n%s" % (rc, err)
+    finally:
+        for v in vs:
+            v.kill()
+        if pt:
+            pt.kill()
+    with open(os.path.join(out, "summary.json")) as f:
+        s = json.load(f)
+    for v, truth in zip(vs, truths):
+        with open(truth) as f:
+            t = json.load(f)
+        sec = dict(_section(s, v.pid))
+        # the BPF object's drop counters are the merged document's
+        sec["health"] = dict(sec["health"], dropped_events=s["health"]["dropped_events"])
+        tp.check_exact(sec, t, tp.N)

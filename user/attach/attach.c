@@ -13,7 +13,6 @@
 
 #include "attach.h"
 #include "proftrace.skel.h"
-#include "python/python.h"
 #include "resolve.h"
 
 struct link {
@@ -86,39 +85,12 @@ int pt_attach__open(struct pt_attach **out, const struct pt_attach_opts *opts, c
 	}
 	a->skel->rodata->follow_children = opts->follow_children;
 	a->skel->rodata->wakeup_each = opts->wakeup_each;
-	if (opts->py) {
-		const struct pt_py_layout *L = &opts->py->L;
-
-		a->skel->rodata->py_frame_arg = L->frame_arg;
-		a->skel->rodata->py_code_off = L->frame_code;
-		a->skel->rodata->py_fname_off = L->code_filename;
-		a->skel->rodata->py_line_off = L->code_firstlineno;
-		a->skel->rodata->py_flags_off = L->gen_frames ? L->code_flags : 0;
-		a->skel->rodata->py_first_off = L->code_adaptive;
-		a->skel->rodata->py_ip_off = L->frame_ip;
-		a->skel->rodata->py_new_lim = (int)L->gen_new_lim;
-		a->skel->rodata->py_localsplus_off = L->frame_localsplus;
-		a->skel->rodata->py_long_tag = L->long_tag;
-		/* attributes (user/pyattr.c reads the same way) */
-		a->skel->rodata->py_keys_hdr = L->keys_indices;
-		a->skel->rodata->py_keys_size = L->keys_size;
-		a->skel->rodata->py_keys_log2 = L->keys_log2_size;
-		a->skel->rodata->py_keys_log2ix = L->keys_log2_index_bytes;
-		a->skel->rodata->py_keys_kind = L->keys_kind;
-		a->skel->rodata->py_keys_nentries = L->keys_nentries;
-		a->skel->rodata->py_dict_keys = L->dict_keys;
-		a->skel->rodata->py_dict_values = L->dict_values;
-		a->skel->rodata->py_values_items = L->values_items;
-		a->skel->rodata->py_values_hdr = L->values_header;
-		a->skel->rodata->py_managed_dict = L->managed_dict;
-		a->skel->rodata->py_managed_values = L->managed_values;
-		a->skel->rodata->py_str_hash = L->str_hash;
+	if (opts->py_probe)
 		a->py_session = opts->py_session && kernel_has_uprobe_session();
-	}
 	/* Load only the Python programs in use (the session one needs a
 	 * kernel that knows its attach type and kfunc). */
-	bpf_program__set_autoload(a->skel->progs.pt_py_entry, opts->py && !a->py_session);
-	bpf_program__set_autoload(a->skel->progs.pt_py_exit, opts->py && !a->py_session);
+	bpf_program__set_autoload(a->skel->progs.pt_py_entry, opts->py_probe && !a->py_session);
+	bpf_program__set_autoload(a->skel->progs.pt_py_exit, opts->py_probe && !a->py_session);
 	bpf_program__set_autoload(a->skel->progs.pt_py_session, a->py_session);
 	bpf_program__set_autoload(a->skel->progs.pt_fork, opts->follow_children);
 	if (a->py_session)
@@ -228,16 +200,20 @@ static struct bpf_link *uprobe(struct bpf_program *prog, int pid, const char *pa
 	return bpf_program__attach_uprobe_opts(prog, pid, path, off, &o);
 }
 
-int pt_attach__add_proc(struct pt_attach *a, unsigned int pidx, int pid)
+int pt_attach__add_proc(struct pt_attach *a, unsigned int pidx, int pid,
+			const struct pt_py_offsets *py)
 {
+	struct pt_bpf_proc p = { .tgid = (__u32)pid };
 	__u32 k = pidx, v = (__u32)pid;
 	int e;
 
 	if (pidx >= PT_MAX_PROCS)
 		return -E2BIG;
+	if (py)
+		p.py = *py;
 	e = bpf_map__update_elem(a->skel->maps.tgids, &v, sizeof(v), &k, sizeof(k), BPF_ANY);
 	if (!e)
-		e = bpf_map__update_elem(a->skel->maps.procs, &k, sizeof(k), &v, sizeof(v),
+		e = bpf_map__update_elem(a->skel->maps.procs, &k, sizeof(k), &p, sizeof(p),
 					 BPF_ANY);
 	return e;
 }
@@ -399,40 +375,38 @@ const char *pt_attach__py_probe(const struct pt_attach *a)
 	return a->py_session ? "session" : "pair";
 }
 
-int pt_attach__python(struct pt_attach *a, unsigned int pidx, int pid, const struct pt_python *py,
-		      char *err, size_t errlen)
+int pt_attach__python(struct pt_attach *a, unsigned int pidx, int pid, const char *host_path,
+		      const char *path, uint64_t off, char *err, size_t errlen)
 {
-	uint64_t off = py->evalframe_off + py->site.skip;
 	uint64_t cookie = PT_FID_MAKE(pidx, 0);
 	struct bpf_link *l;
 	int e;
 
-	if (!a->opts.py || a->opts.py->L.minor != py->L.minor) {
-		snprintf(err, errlen, "Python %s: the frame probe was loaded for %s", py->version,
-			 a->opts.py ? a->opts.py->version : "no Python");
+	if (!a->opts.py_probe) {
+		snprintf(err, errlen, "the frame probe was not loaded");
 		return -ENOTSUP;
 	}
 	if (a->py_session) {
-		e = session_attach(a, pidx, pid, py->host_path, off);
+		e = session_attach(a, pidx, pid, host_path, off);
 		if (e)
 			snprintf(err, errlen,
 				 "cannot attach a uprobe session to _PyEval_EvalFrameDefault in %s "
 				 "at 0x%llx: %s (hint: `set py_session off`)",
-				 py->path, (unsigned long long)off, strerror(-e));
+				 path, (unsigned long long)off, strerror(-e));
 		return e;
 	}
 
-	l = uprobe(a->skel->progs.pt_py_exit, pid, py->host_path, off, cookie, true);
+	l = uprobe(a->skel->progs.pt_py_exit, pid, host_path, off, cookie, true);
 	if (!l || (e = keep_link(a, pidx, l, -1)))
 		goto fail;
-	l = uprobe(a->skel->progs.pt_py_entry, pid, py->host_path, off, cookie, false);
+	l = uprobe(a->skel->progs.pt_py_entry, pid, host_path, off, cookie, false);
 	if (!l || (e = keep_link(a, pidx, l, -1)))
 		goto fail;
 	return 0;
 fail:
 	e = -errno;
 	snprintf(err, errlen, "cannot attach to _PyEval_EvalFrameDefault in %s at 0x%llx: %s",
-		 py->path, (unsigned long long)off, strerror(-e));
+		 path, (unsigned long long)off, strerror(-e));
 	return e ? e : -EINVAL;
 }
 

@@ -15,7 +15,6 @@
 #include "bpf/proftrace.h"
 
 struct pt_func;
-struct pt_python;
 struct pt_py_code;
 
 /*
@@ -27,10 +26,9 @@ struct pt_attach_opts {
 	unsigned int ringbuf_mb;
 	bool wakeup_each;
 	bool follow_children; /* report forks of traced processes (PT_REC_FORK) */
-	/* The interpreter when the config has py: probes, else NULL: its
-	 * layout goes into the BPF programs at load, so every process whose
-	 * frames are probed must run this minor version. */
-	const struct pt_python *py;
+	/* Load the frame-evaluator programs (py: probes timed by the frame
+	 * probe); each process's layout comes with pt_attach__add_proc. */
+	bool py_probe;
 	bool py_session; /* use a uprobe session when the kernel has them */
 	/* Called for each record; return non-zero to stop draining. */
 	int (*on_rec)(void *ctx, const struct pt_rec *r, size_t size);
@@ -44,8 +42,11 @@ int pt_attach__open(struct pt_attach **out, const struct pt_attach_opts *opts, c
 		    size_t errlen);
 void pt_attach__free(struct pt_attach *a);
 
-/* Trace process pid as index pidx. 0 or -errno. */
-int pt_attach__add_proc(struct pt_attach *a, unsigned int pidx, int pid);
+/* Trace process pid as index pidx; py: where its CPython keeps what BPF
+ * reads (frames, code objects, values), NULL when it runs none. 0 or
+ * -errno. */
+int pt_attach__add_proc(struct pt_attach *a, unsigned int pidx, int pid,
+			const struct pt_py_offsets *py);
 /* pid (index pidx) exited or exec'ed: hits still in flight are dropped;
  * detach: its probes come off now (exec: the new image may map the same
  * files), else at pt_attach__free() (it exited: nothing left to hit). */
@@ -61,11 +62,13 @@ int pt_attach__func(struct pt_attach *a, unsigned int pidx, int pid, const struc
 /* Probe the dynamic linker's r_brk hook (see pt_dlopen in the BPF code). */
 int pt_attach__dl_hook(struct pt_attach *a, unsigned int pidx, int pid, const char *path,
 		       uint64_t file_off);
-/* Entry and return probe on _PyEval_EvalFrameDefault of py in process
- * pid (py: probes): one uprobe session, or a uprobe/uretprobe pair.
- * -ENOTSUP when py is not the minor version the object was loaded for. */
-int pt_attach__python(struct pt_attach *a, unsigned int pidx, int pid, const struct pt_python *py,
-		      char *err, size_t errlen);
+/* Entry and return probe on _PyEval_EvalFrameDefault at file offset off
+ * of the interpreter at host_path (path: as the target names it, for
+ * messages) in process pid (py: probes): one uprobe session, or a
+ * uprobe/uretprobe pair. -ENOTSUP when the object was opened without
+ * py_probe. */
+int pt_attach__python(struct pt_attach *a, unsigned int pidx, int pid, const char *host_path,
+		      const char *path, uint64_t off, char *err, size_t errlen);
 /* Tell BPF what a code object of process pid is (PT_REC_PYCODE answered;
  * val->fid is a PT_FID_MAKE fid). 0 or -errno. */
 int pt_attach__py_code(struct pt_attach *a, int pid, uint64_t code, const struct pt_py_code *val);

@@ -268,3 +268,46 @@ int pt_py_layout__from_debug_offsets(struct pt_py_layout *L, const void *buf, si
 	L->frame_size = (L->frame_size + 7) & ~7u;
 	return 0;
 }
+
+void pt_py_layout__offsets(const struct pt_py_layout *L, struct pt_py_offsets *o)
+{
+	*o = (struct pt_py_offsets){
+		.minor = L->minor,
+		.frame_arg = L->frame_arg,
+		.frame_code = L->frame_code,
+		.frame_back = L->frame_back,
+		.frame_lasti = L->frame_lasti,
+		.frame_ip = L->frame_ip,
+		.frame_owner = L->frame_owner,
+		.owner_cstack = L->owner_cstack,
+		.frame_size = L->frame_size,
+		.frame_localsplus = L->frame_localsplus,
+		.code_mask = ~0ULL,
+		.code_filename = L->code_filename,
+		.code_firstlineno = L->code_firstlineno,
+		.code_flags = L->gen_frames ? L->code_flags : 0,
+		.code_adaptive = L->code_adaptive,
+		.gen_new_lim = (int32_t)L->gen_new_lim,
+		.runtime_interp_head = L->runtime_interp_head,
+		.interp_tstate_head = L->interp_tstate_head,
+		.tstate_next = L->tstate_next,
+		.tstate_thread_id = L->tstate_thread_id,
+		.tstate_frame = L->tstate_frame,
+		.cframe_frame = L->cframe_frame,
+		.type_flags = L->type_flags,
+		.long_tag = L->long_tag,
+		.str_hash = L->str_hash,
+		.dict_keys = L->dict_keys,
+		.dict_values = L->dict_values,
+		.keys_hdr = L->keys_indices,
+		.keys_size = L->keys_size,
+		.keys_log2 = L->keys_log2_size,
+		.keys_log2ix = L->keys_log2_index_bytes,
+		.keys_kind = L->keys_kind,
+		.keys_nentries = L->keys_nentries,
+		.values_items = L->values_items,
+		.values_hdr = L->values_header,
+		.managed_dict = L->managed_dict,
+		.managed_values = L->managed_values,
+	};
+}

@@ -13,6 +13,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "bpf/proftrace.h"
+
 #define PT_PY_MINOR_MIN 8
 #define PT_PY_MINOR_MAX 13
 #define PT_PY_SUPPORTED "3.8, 3.9, 3.10, 3.11, 3.12 and 3.13"
@@ -137,6 +139,10 @@ struct pt_py_layout {
 	uint64_t tpf_managed_dict;  /* Py_TPFLAGS_MANAGED_DICT (1 << 4, 3.11+), 0 */
 	uint64_t tpf_inline_values; /* Py_TPFLAGS_INLINE_VALUES (1 << 2, 3.13), 0 */
 };
+
+/* What the BPF programs read (bpf/proftrace.h), from L: the one place
+ * where a layout becomes BPF's offsets. */
+void pt_py_layout__offsets(const struct pt_py_layout *L, struct pt_py_offsets *o);
 
 /* The row for 3.<minor>, NULL when unsupported. */
 const struct pt_py_layout *pt_py_layout__get(unsigned int minor);

@@ -10,6 +10,7 @@
 #include <stdbool.h>
 
 #include "pyline.h"
+#include "pylayout.h"
 
 #define NO_LINE (-1) /* internal: kept apart from line 0 so 3.12+ merge like co_lines() */
 
@@ -29,7 +30,8 @@ struct walk {
 static int walk_init(struct walk *w, unsigned int minor, const uint8_t *tab, size_t len,
 		     unsigned int firstlineno)
 {
-	if (minor < 8 || minor > 13 || firstlineno > INT_MAX || (!tab && len))
+	if (minor < PT_PY_MINOR_MIN || minor > PT_PY_MINOR_MAX || firstlineno > INT_MAX ||
+	    (!tab && len))
 		return -EINVAL;
 	/* the 2-byte formats: a lone last byte is a cut table (3.8/3.9
 	 * ignore it, 3.10 pairs it with the bytes object's terminator) */
@@ -210,7 +212,7 @@ static int walk_next(struct walk *w, int64_t *start, int64_t *end, int *line)
 
 int pt_pyline__addr(unsigned int minor, int64_t pos, int64_t *addr)
 {
-	if (minor < 8 || minor > 13)
+	if (minor < PT_PY_MINOR_MIN || minor > PT_PY_MINOR_MAX)
 		return -EINVAL;
 	/* a frame that has not started: f_lasti -1 (3.8-3.10); 3.11/3.12's
 	 * prev_instr one unit before the code (3.13 should not have it, but

@@ -157,7 +157,7 @@ static int open_bpf(struct run *r)
 		.follow_children = r->env.children,
 		.on_rec = pt_run__on_rec,
 		.ctx = r,
-		.py = r->py_probe_wanted ? r->py0 : NULL,
+		.py_probe = r->py_probe_wanted,
 		.py_session = r->cfg.py_session,
 	};
 	char err[2048];

@@ -160,7 +160,7 @@ struct run {
 	struct view all;   /* merged (multi only) */
 	struct mfunc *mf;
 	size_t nmf;
-	const struct pt_python *py0; /* the interpreter BPF's layout is from */
+	const struct pt_python *py0; /* the first process's CPython: python_mode is decided on it */
 	bool want_py;
 	bool py_probe_wanted;
 	uint64_t t0_mono, t0_unix, t_end_mono;

@@ -319,15 +319,13 @@ static void warn_py_timing(const struct proc *p)
 			p->py.version, why, fix);
 }
 
-/* Stack sampling of every thread, loaded with the first Python process's
- * layout. */
+/* Stack sampling of every thread (each process brings its layout). */
 int pt_run__open_sampler(struct run *r, char *err, size_t errlen)
 {
 	struct pt_sampler_opts so = { 0 };
 
 	so.hz = r->cfg.sample_hz;
 	so.offcpu = true;
-	so.py = r->py0;
 	so.ringbuf_mb = r->cfg.ringbuf_mb;
 	so.on_sample = pt_run__on_sample;
 	so.ctx = r;
@@ -340,18 +338,12 @@ static int sample_proc(struct proc *p)
 {
 	struct run *r = p->run;
 	struct pt_pysym_opts yo = { 0 };
+	struct pt_py_offsets po;
 	char err[256];
 	int e;
 
 	if (!r->smp || !p->have_py)
 		return 0;
-	if (p->py.L.minor != r->py0->L.minor) {
-		fprintf(stderr, "proftrace: warning: pid %d runs Python %s, the sampler reads %s: "
-				"its stacks are not sampled\n", p->tgt.pid, p->py.version,
-			r->py0->version);
-		p->py_why_not = "its Python minor version differs from the first process's";
-		return 0;
-	}
 	yo.layout = &p->py.L;
 	yo.types.code_type = p->py.code_type;
 	yo.types.unicode_type = p->py.unicode_type;
@@ -368,7 +360,8 @@ static int sample_proc(struct proc *p)
 		if (f->py && f->lines_spec >= 0)
 			pt_stacks__want_lines(p->v.stk, (uint32_t)f->fid);
 	}
-	e = pt_sampler__add_process(r->smp, p->tgt.pid, p->py.runtime, err, sizeof(err));
+	pt_py_layout__offsets(&p->py.L, &po);
+	e = pt_sampler__add_process(r->smp, p->tgt.pid, p->py.runtime, &po, err, sizeof(err));
 	if (e == -ENOMEM)
 		return e;
 	if (e) {
@@ -388,7 +381,8 @@ static int probe_python(struct proc *p, char *err, size_t errlen)
 
 	if (!r->py_probe_wanted || !p->have_py)
 		return 0;
-	e = pt_attach__python(r->att, p->idx, p->tgt.pid, &p->py, err, errlen);
+	e = pt_attach__python(r->att, p->idx, p->tgt.pid, p->py.host_path, p->py.path,
+			      p->py.evalframe_off + p->py.site.skip, err, errlen);
 	if (!e)
 		p->py_probed = true;
 	return e;
@@ -599,12 +593,15 @@ int pt_run__start_proc(struct proc *p, int ep)
 {
 	struct run *r = p->run;
 	struct pt_maps maps = { 0 };
+	struct pt_py_offsets po;
 	char err[1024];
 	size_t pending = 0;
 	int e, n;
 
 	p->t_added = pt_now_ns(CLOCK_MONOTONIC);
-	e = pt_attach__add_proc(r->att, p->idx, p->tgt.pid);
+	if (p->have_py)
+		pt_py_layout__offsets(&p->py.L, &po);
+	e = pt_attach__add_proc(r->att, p->idx, p->tgt.pid, p->have_py ? &po : NULL);
 	if (e) {
 		fprintf(stderr, "proftrace: warning: cannot trace pid %d: %s\n", p->tgt.pid,
 			strerror(-e));

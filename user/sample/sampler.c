@@ -12,7 +12,6 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
-#include "python/python.h"
 #include "sampler.h" /* the ABI types, before the skeleton that uses them */
 #include "pysample.skel.h"
 #include "util/tasks.h"
@@ -61,7 +60,7 @@ static int on_rec(void *ctx, void *data, size_t size)
 
 /* The BPF walker reads one frame prefix into a 128-byte buffer and takes
  * fields at aligned offsets in it (bpf/pysample.bpf.c). */
-static bool layout_fits(const struct pt_py_layout *L)
+static bool layout_fits(const struct pt_py_offsets *L)
 {
 	return L->frame_size && L->frame_size <= 128 && L->frame_code % 8 == 0 &&
 	       L->frame_back % 8 == 0 && L->frame_ip % 8 == 0 && L->frame_lasti % 4 == 0 &&
@@ -73,19 +72,13 @@ static bool layout_fits(const struct pt_py_layout *L)
 int pt_sampler__open(struct pt_sampler **out, const struct pt_sampler_opts *o, char *err,
 		     size_t errlen)
 {
-	const struct pt_py_layout *L = &o->py->L;
 	struct pt_sampler *s;
 	int e;
 
 	*out = NULL;
-	if (!o->hz || !o->py) {
-		snprintf(err, errlen, "sampling needs a rate and a Python interpreter");
+	if (!o->hz) {
+		snprintf(err, errlen, "sampling needs a rate");
 		return -EINVAL;
-	}
-	if (!layout_fits(L)) {
-		snprintf(err, errlen, "Python %s: frame layout unknown to the sampler",
-			 o->py->version);
-		return -ENOTSUP;
 	}
 	s = calloc(1, sizeof(*s));
 	if (!s)
@@ -99,20 +92,6 @@ int pt_sampler__open(struct pt_sampler **out, const struct pt_sampler_opts *o, c
 	}
 	s->skel->rodata->period_ns = 1000000000ull / o->hz;
 	s->skel->rodata->offcpu = o->offcpu;
-	s->skel->rodata->runtime_interp_head = L->runtime_interp_head;
-	s->skel->rodata->interp_tstate_head = L->interp_tstate_head;
-	s->skel->rodata->tstate_next = L->tstate_next;
-	s->skel->rodata->tstate_thread_id = L->tstate_thread_id;
-	s->skel->rodata->tstate_frame = L->tstate_frame;
-	s->skel->rodata->cframe_frame = L->cframe_frame;
-	s->skel->rodata->frame_read = L->frame_size;
-	s->skel->rodata->frame_back = L->frame_back;
-	s->skel->rodata->frame_code = L->frame_code;
-	s->skel->rodata->frame_lasti = L->frame_lasti;
-	s->skel->rodata->frame_ip = L->frame_ip;
-	s->skel->rodata->code_adaptive = L->code_adaptive;
-	s->skel->rodata->frame_owner = L->frame_owner;
-	s->skel->rodata->owner_cstack = L->owner_cstack;
 	bpf_program__set_autoload(s->skel->progs.pt_switch, o->offcpu);
 	e = bpf_map__set_max_entries(s->skel->maps.samples, o->ringbuf_mb << 20);
 	if (!e)
@@ -286,15 +265,19 @@ static void set_only(struct pt_sampler *s, int adding)
 	s->skel->bss->only_tgid = n == 1 ? (__u32)only : 0;
 }
 
-int pt_sampler__add_process(struct pt_sampler *s, int pid, uint64_t runtime, char *err,
-			    size_t errlen)
+int pt_sampler__add_process(struct pt_sampler *s, int pid, uint64_t runtime,
+			    const struct pt_py_offsets *py, char *err, size_t errlen)
 {
-	struct pt_sample_proc v = { .runtime = runtime };
+	struct pt_sample_proc v = { .runtime = runtime, .py = *py };
 	struct timespec ts;
 	struct sproc *p;
 	__u32 key = (__u32)pid;
 	int e;
 
+	if (!layout_fits(py)) {
+		snprintf(err, errlen, "Python 3.%u: frame layout unknown to the sampler", py->minor);
+		return -ENOTSUP;
+	}
 	p = realloc(s->procs, (s->nprocs + 1) * sizeof(*p));
 	if (!p) {
 		snprintf(err, errlen, "out of memory");

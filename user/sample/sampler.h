@@ -15,14 +15,9 @@
 
 #include "bpf/proftrace.h"
 
-struct pt_python;
-
 struct pt_sampler_opts {
 	unsigned int hz;
 	bool offcpu;
-	/* The interpreter's layout, shared by every process sampled: they
-	 * must all run this minor version. */
-	const struct pt_python *py;
 	unsigned int ringbuf_mb;
 	/* Called per record (struct pt_sample, size bytes, nframes checked
 	 * against size); return non-zero to stop draining. */
@@ -45,10 +40,11 @@ int pt_sampler__open(struct pt_sampler **out, const struct pt_sampler_opts *o, c
 		     size_t errlen);
 /* Start the off-CPU program. 0 or -errno with a message. */
 int pt_sampler__attach(struct pt_sampler *s, char *err, size_t errlen);
-/* Sample every thread of process pid (its &_PyRuntime at runtime), now
- * and threads it creates later. 0 or -errno with a message. */
-int pt_sampler__add_process(struct pt_sampler *s, int pid, uint64_t runtime, char *err,
-			    size_t errlen);
+/* Sample every thread of process pid (its &_PyRuntime at runtime, its
+ * interpreter's layout py), now and threads it creates later. 0 or -errno
+ * with a message (-ENOTSUP: a frame layout the walker cannot read). */
+int pt_sampler__add_process(struct pt_sampler *s, int pid, uint64_t runtime,
+			    const struct pt_py_offsets *py, char *err, size_t errlen);
 /* Stop sampling pid (it exited or exec'ed). */
 void pt_sampler__end_process(struct pt_sampler *s, int pid);
 int pt_sampler__ring_fd(const struct pt_sampler *s);

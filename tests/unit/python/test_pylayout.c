@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: BSD-2-Clause
 /*
  * pt_py_layout: the per-version rows against the gdb dumps in
- * ../shared/notes/cpython-offsets-x86_64.txt, and 3.13's _Py_DebugOffsets
- * parser on a synthetic copy of cpython-3.13-debug-offsets.txt, on broken
+ * tests/fixtures/cpython/offsets-x86_64.txt (gdb dumps), and 3.13's
+ * _Py_DebugOffsets parser on a synthetic copy of 3.13-debug-offsets.txt, on broken
  * copies, and on the real .PyRuntime section of the pyenv libpython3.13
  * (skipped with a note when there is none).
  */
@@ -24,20 +24,85 @@
 
 #include "python/pylayout.h"
 
-/* ---- the table ---- */
+/* ---- the table against the gdb dumps ---- */
 
-/* Per minor 8..13, from the gdb dumps (ptype/o on the pyenv builds). */
-static const struct {
-	unsigned int minor, frame_code, filename, qualname, firstlineno, flags, adaptive,
-		frame_ip, ascii_size, compact_size, interp_head, linetable;
-} dump[] = {
-	{ 8, 32, 104, 0, 40, 36, 0, 0, 48, 72, 32, 120 },
-	{ 9, 32, 104, 0, 40, 36, 0, 0, 48, 72, 32, 120 },
-	{ 10, 32, 104, 0, 40, 36, 0, 0, 48, 72, 32, 120 },
-	{ 11, 32, 112, 128, 72, 48, 184, 56, 48, 72, 40, 136 },
-	{ 12, 0, 112, 128, 68, 48, 192, 56, 40, 56, 40, 136 },
-	{ 13, 0, 112, 128, 68, 48, 200, 56, 40, 56, 632, 136 },
-};
+/*
+ * tests/fixtures/cpython/offsets-x86_64.txt: gdb `ptype/o` of the pyenv
+ * builds, one block per version ("===== 3.11.7"), one line per struct
+ * ("PyThreadState (size 360): prev=0 next=8 ..."). field(minor, "struct",
+ * "member") is the offset there, -1 when the dump has none.
+ */
+#define DUMP_MAX_MINOR 16
+static char *dump_text[DUMP_MAX_MINOR];
+
+static void load_dump(void)
+{
+	const char *path = "tests/fixtures/cpython/offsets-x86_64.txt";
+	char *buf = NULL, *p;
+	size_t cap = 0;
+	FILE *f = fopen(path, "re");
+	ssize_t n;
+	char *block = NULL;
+	unsigned int minor = 0;
+
+	if (!f)
+		fail_msg("cannot open %s (run from the repository root)", path);
+	n = getdelim(&buf, &cap, '\0', f);
+	fclose(f);
+	assert_true(n > 0);
+	for (p = strtok(buf, "\n"); p; p = strtok(NULL, "\n")) {
+		if (!strncmp(p, "===== 3.", 8)) {
+			minor = (unsigned int)atoi(p + 8);
+			assert_true(minor < DUMP_MAX_MINOR);
+			block = NULL;
+			continue;
+		}
+		if (!minor)
+			continue;
+		/* each line after a '\n', the first too: found as "\nName (" */
+		block = dump_text[minor];
+		dump_text[minor] = malloc((block ? strlen(block) : 0) + strlen(p) + 3);
+		assert_non_null(dump_text[minor]);
+		sprintf(dump_text[minor], "%s\n%s", block ? block : "", p);
+		free(block);
+	}
+	free(buf);
+}
+
+static int field(unsigned int minor, const char *st, const char *member)
+{
+	char key[128], *line, *end, *m;
+	size_t klen;
+
+	if (minor >= DUMP_MAX_MINOR || !dump_text[minor])
+		return -1;
+	snprintf(key, sizeof(key), "\n%s (", st);
+	line = strstr(dump_text[minor], key);
+	if (!line)
+		return -1;
+	line++;
+	end = strchr(line, '\n');
+	if (!end)
+		end = line + strlen(line);
+	if (!strcmp(member, "size")) {
+		m = strstr(line, "(size ");
+		return m && m < end ? atoi(m + 6) : -1;
+	}
+	klen = strlen(member);
+	for (m = strchr(line, ':'); m && m < end; m = strchr(m + 1, ' ')) {
+		if (!strncmp(m + 1, member, klen) && m[1 + klen] == '=')
+			return atoi(m + 2 + klen);
+	}
+	return -1;
+}
+
+/* The first of the members the dump has (names changed across versions). */
+static int field2(unsigned int minor, const char *st, const char *a, const char *b)
+{
+	int v = field(minor, st, a);
+
+	return v >= 0 ? v : field(minor, st, b);
+}
 
 static void test_rows_exist(void **state)
 {
@@ -99,24 +164,70 @@ static void test_rows_invariants(void **state)
 
 static void test_rows_match_gdb(void **state)
 {
-	size_t i;
+	unsigned int m;
 
-	for (i = 0; i < sizeof(dump) / sizeof(dump[0]); i++) {
-		const struct pt_py_layout *L = pt_py_layout__get(dump[i].minor);
+	load_dump();
+	for (m = PT_PY_MINOR_MIN; m <= PT_PY_MINOR_MAX; m++) {
+		const struct pt_py_layout *L = pt_py_layout__get(m);
+		const char *fr = m < 11 ? "PyFrameObject" : "_PyInterpreterFrame";
 
-		assert_non_null(L);
-		assert_int_equal(L->frame_code, dump[i].frame_code);
-		assert_int_equal(L->code_filename, dump[i].filename);
-		assert_int_equal(L->code_qualname, dump[i].qualname);
-		assert_int_equal(L->code_firstlineno, dump[i].firstlineno);
-		assert_int_equal(L->code_flags, dump[i].flags);
-		assert_int_equal(L->code_adaptive, dump[i].adaptive);
-		assert_int_equal(L->frame_ip, dump[i].frame_ip);
-		assert_int_equal(L->ascii_size, dump[i].ascii_size);
-		assert_int_equal(L->compact_size, dump[i].compact_size);
-		assert_int_equal(L->runtime_interp_head, dump[i].interp_head);
-		assert_int_equal(L->code_linetable, dump[i].linetable);
+		if (!dump_text[m])
+			fail_msg("no 3.%u block in the dump", m);
+		/* the state walk */
+		assert_int_equal(L->runtime_interp_head, field(m, "_PyRuntimeState", "interpreters.head"));
+		assert_int_equal(L->interp_tstate_head,
+				 field2(m, "PyInterpreterState", "tstate_head", "threads.head"));
+		assert_int_equal(L->tstate_next, field(m, "PyThreadState", "next"));
+		assert_int_equal(L->tstate_thread_id, field(m, "PyThreadState", "thread_id"));
+		if (m < 11)
+			assert_int_equal(L->tstate_frame, field(m, "PyThreadState", "frame"));
+		else if (m < 13)
+			assert_int_equal(L->tstate_frame, field(m, "PyThreadState", "cframe"));
+		else
+			assert_int_equal(L->tstate_frame, field(m, "PyThreadState", "current_frame"));
+		assert_int_equal(L->cframe_frame, m == 11 || m == 12
+							 ? field(m, "_PyCFrame", "current_frame")
+							 : -1);
+		/* frames */
+		assert_int_equal(L->frame_code, field2(m, fr, m < 13 ? "f_code" : "f_executable",
+							 "f_code"));
+		assert_int_equal(L->frame_back, field2(m, fr, "f_back", "previous"));
+		if (m < 11) {
+			assert_int_equal(L->frame_lasti, field(m, fr, "f_lasti"));
+			assert_int_equal(L->frame_localsplus, field(m, fr, "f_localsplus"));
+			assert_int_equal(L->frame_ip, 0);
+		} else {
+			assert_int_equal(L->frame_lasti, 0);
+			assert_int_equal(L->frame_ip, field2(m, fr, "prev_instr", "instr_ptr"));
+			assert_int_equal(L->frame_owner, field(m, fr, "owner"));
+			assert_int_equal(L->frame_localsplus, field(m, fr, "localsplus"));
+		}
+		/* code objects */
+		assert_int_equal(L->code_filename, field(m, "PyCodeObject", "co_filename"));
+		assert_int_equal(L->code_name, field(m, "PyCodeObject", "co_name"));
+		assert_int_equal(L->code_qualname,
+				 m < 11 ? 0 : field(m, "PyCodeObject", "co_qualname"));
+		assert_int_equal(L->code_firstlineno, field(m, "PyCodeObject", "co_firstlineno"));
+		assert_int_equal(L->code_flags, field(m, "PyCodeObject", "co_flags"));
+		assert_int_equal(L->code_linetable,
+				 field2(m, "PyCodeObject", "co_linetable", "co_lnotab"));
+		assert_int_equal(L->code_adaptive,
+				 m < 11 ? 0 : field(m, "PyCodeObject", "co_code_adaptive"));
+		assert_int_equal(L->code_consts, field(m, "PyCodeObject", "co_consts"));
+		assert_int_equal(L->code_names, field(m, "PyCodeObject", "co_names"));
+		/* objects */
+		assert_int_equal(L->ob_type, field(m, "PyObject", "ob_type"));
+		assert_int_equal(L->type_name, field(m, "PyTypeObject", "tp_name"));
+		assert_int_equal(L->ascii_size, field(m, "PyASCIIObject", "size"));
+		assert_int_equal(L->str_length, field(m, "PyASCIIObject", "length"));
+		assert_int_equal(L->str_hash, field(m, "PyASCIIObject", "hash"));
+		assert_int_equal(L->str_state, field(m, "PyASCIIObject", "state"));
+		assert_int_equal(L->bytes_sval, field(m, "PyBytesObject", "ob_sval"));
+		assert_int_equal(L->tuple_item, field(m, "PyTupleObject", "ob_item"));
+		assert_int_equal(L->func_code, field(m, "PyFunctionObject", "func_code"));
 	}
+	for (m = 0; m < DUMP_MAX_MINOR; m++)
+		free(dump_text[m]);
 	/* 3.13 checks f_executable against the instruction pointer one unit
 	 * later than 3.11/3.12 (notes: instr_ptr is the current instruction) */
 	assert_int_equal(pt_py_layout__get(11)->gen_new_lim, 0);
