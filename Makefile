@@ -43,10 +43,9 @@ SKELS := $(patsubst bpf/%.bpf.c,$(OUTPUT)/%.skel.h,$(BPF_SRCS))
 USER_DIRS := util config attach python sample gpu aggregate report run cli
 USER_SRCS := user/main.c $(foreach d,$(USER_DIRS),$(wildcard user/$(d)/*.c))
 USER_OBJS := $(patsubst user/%.c,$(OUTPUT)/user/%.o,$(USER_SRCS))
-# The program is main.c and run/ (one run: its processes, records and
-# reports); every module they use goes into a library the unit tests link
-# against.
-BIN_OBJS := $(OUTPUT)/user/main.o $(filter $(OUTPUT)/user/run/%.o,$(USER_OBJS))
+# The program is main.c; every module, run/ included, goes into a library
+# the unit tests link against.
+BIN_OBJS := $(OUTPUT)/user/main.o
 LIB_OBJS := $(filter-out $(BIN_OBJS),$(USER_OBJS))
 LIBPT := $(OUTPUT)/libpt.a
 

@@ -18,7 +18,7 @@ int main(int argc, char **argv)
 {
 	struct pt_env env;
 	struct run r;
-	int e;
+	int e, e2;
 
 	e = pt_cli__parse(&env, argc, argv);
 	if (e)
@@ -34,10 +34,11 @@ int main(int argc, char **argv)
 	}
 	if (!e)
 		e = pt_run__attach(&r);
-	if (!e)
+	if (!e) {
 		e = pt_run__loop(&r);
-	if (!e)
-		e = pt_run__report(&r);
+		e2 = pt_run__report(&r); /* what was taken, also after a failed loop */
+		e = e ? e : e2;
+	}
 out:
 	pt_run__free(&r);
 	return pt_exit_code(e);

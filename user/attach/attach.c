@@ -12,6 +12,7 @@
 #include <bpf/libbpf.h>
 
 #include "attach.h"
+#include "util/log.h"
 #include "proftrace.skel.h"
 #include "resolve.h"
 
@@ -230,13 +231,15 @@ static void *reaper(void *arg)
 
 void pt_attach__end_proc(struct pt_attach *a, unsigned int pidx, int pid, bool detach)
 {
-	__u32 k = pidx, v = (__u32)pid, zero = 0;
+	struct pt_bpf_proc none = { 0 };
+	__u32 k = pidx, v = (__u32)pid;
 	struct reap *r = NULL;
 	pthread_t *t;
 	size_t n = 0;
 
 	/* Its hits are dropped from now on by the process check. */
-	bpf_map__update_elem(a->skel->maps.procs, &k, sizeof(k), &zero, sizeof(zero), BPF_ANY);
+	if (bpf_map__update_elem(a->skel->maps.procs, &k, sizeof(k), &none, sizeof(none), BPF_ANY))
+		pt_vlog("proftrace: cannot end process %d in BPF (its late hits are counted)\n", pid);
 	bpf_map__delete_elem(a->skel->maps.tgids, &v, sizeof(v), 0);
 	/* An exited process has no breakpoints left to hit: its links wait
 	 * for the end. A new image may map the same files: its old probes

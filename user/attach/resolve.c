@@ -8,7 +8,7 @@
 
 #include "elfsyms.h"
 #include "resolve.h"
-#include "target.h"
+#include "tracee.h"
 
 struct pt_obj {
 	unsigned int dev_major, dev_minor;
@@ -294,7 +294,7 @@ static int add_func(struct pt_resolver *r, struct pt_obj *o, size_t symidx, size
 	f->bucket_mask = s->bucket_mask;
 	f->vals_spec = s->nvals ? (int)spec : -1;
 	f->file_off = sym->file_off;
-	f->object = strdup(pt_target__view(r->root, o->path));
+	f->object = strdup(pt_tracee__view(r->root, o->path));
 	f->host_path = strdup(o->host_path);
 	f->symbol = strdup(sym->name);
 	if (!f->object || !f->host_path || !f->symbol || set_aliases(f, o->elf, symidx)) {

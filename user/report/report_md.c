@@ -18,7 +18,7 @@
 #include <cjson/cJSON.h>
 
 #include "jread.h"
-#include "report.h"
+#include "emit.h"
 #include "util/util.h"
 
 #define NA "–"

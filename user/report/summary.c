@@ -12,7 +12,8 @@
 
 #include <cjson/cJSON.h>
 
-#include "report.h"
+#include "summary.h"
+#include "emit.h"
 #include "aggregate/skew.h"
 #include "report_lines.h"
 #include "util/util.h"
@@ -623,17 +624,17 @@ static void build_run(struct jb *b, cJSON *arr, const struct pt_report *r, const
 
 static void build_runs(struct jb *b, cJSON *root, const struct pt_report *r)
 {
-	const struct pt_runs_aggregate *A = pt_runs__aggregate(r->runs);
+	const struct pt_runs_aggregate *A = pt_bursts__aggregate(r->runs);
 	bool tok = r->vals && (r->vals->role[PT_VROLE_TOKENS].probe || r->vals->ncounts);
 	bool batch = r->vals && r->vals->role[PT_VROLE_BATCH].probe;
 	cJSON *arr = add_arr(b, root, "runs"), *o, *bs, *x;
 
-	for (size_t i = 0; arr && i < pt_runs__count(r->runs); i++)
-		build_run(b, arr, r, pt_runs__get(r->runs, i), tok, batch);
+	for (size_t i = 0; arr && i < pt_bursts__count(r->runs); i++)
+		build_run(b, arr, r, pt_bursts__get(r->runs, i), tok, batch);
 	o = add_obj(b, root, "runs_aggregate");
 	if (!o)
 		return;
-	jb_num(b, o, "run_gap_ms", round6((double)pt_runs__gap_ns(r->runs) / 1e6));
+	jb_num(b, o, "run_gap_ms", round6((double)pt_bursts__gap_ns(r->runs) / 1e6));
 	jb_num(b, o, "runs", (double)A->runs);
 	jb_num(b, o, "warmup_runs_skipped", (double)A->warmup);
 	jb_run_stat(b, o, "steps", &A->steps, 1);
@@ -936,7 +937,7 @@ struct cJSON *pt_summary__build(const struct pt_report *r)
 		if (r->vals->role[PT_VROLE_KVLEN].probe)
 			build_kv_bins(&b, root, r->vals);
 	}
-	if (r->runs && !pt_runs__failed(r->runs))
+	if (r->runs && !pt_bursts__failed(r->runs))
 		build_runs(&b, root, r);
 	build_gpu(&b, root, r);
 	build_health(&b, root, r);
@@ -1010,15 +1011,3 @@ int pt_summary__write_json(FILE *f, const struct cJSON *summary)
 	return err;
 }
 
-/* lines.txt only when a `lines` directive asked for it */
-static bool has_lines(const cJSON *summary)
-{
-	return cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(summary, "lines")) > 0;
-}
-
-const struct pt_emitter pt_emitters[] = {
-	{ "summary.json", pt_summary__write_json, NULL },
-	{ "report.md", pt_report_md__write, NULL },
-	{ "lines.txt", pt_report_lines__write, has_lines },
-};
-const size_t pt_nemitters = ARRAY_SIZE(pt_emitters);

@@ -11,6 +11,8 @@
 #include <string.h>
 
 #include "trace.h"
+#include "aggregate/agg.h"
+#include "gpu/gpuring.h"
 #include "config/valexpr.h"
 #include "util/util.h"
 

@@ -38,8 +38,10 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "aggregate/agg.h"
-#include "gpu/gpuring.h"
+/* its inputs, by pointer: a counted step (aggregate/agg.h) and a GPU record
+ * (gpu/gpuring.h) */
+struct pt_step;
+struct pt_gpu_rec;
 
 #define PT_TRACE_DEFAULT_MAX 1000000
 /* Pseudo ids: real pids and tids stay below 2^22 (pid_max). GPU pseudo

@@ -121,7 +121,7 @@ static void tick_procs(struct run *r, uint64_t now)
 		if (p->exec_seen && !p->ended) {
 			pt_run__end_proc(p, "exec");
 			if (r->multi) /* its new image */
-				pt_run__add_cand(r, p->tgt.pid, pt_now_ns(CLOCK_MONOTONIC));
+				pt_run__add_cand(r, p->tracee.pid, pt_now_ns(CLOCK_MONOTONIC));
 		}
 		if (p->ended)
 			continue;
@@ -132,7 +132,7 @@ static void tick_procs(struct run *r, uint64_t now)
 			pt_gpuring__heartbeat(p->gr, now);
 			pt_gpuring__drain(p->gr, pt_run__on_gpu_rec, p);
 		}
-		if (p->pidfd < 0 && !pt_target__alive(&p->tgt))
+		if (p->pidfd < 0 && !pt_tracee__alive(&p->tracee))
 			pt_run__end_proc(p, "exited");
 	}
 }

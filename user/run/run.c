@@ -18,6 +18,7 @@
 #include <bpf/libbpf.h>
 
 #include "run.h"
+#include "report/outdir.h"
 
 static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list ap)
 {
@@ -222,6 +223,9 @@ int pt_run__attach(struct run *r)
 		pt_vlog("proftrace: not root: this works only with CAP_BPF, CAP_PERFMON and "
 			"CAP_SYS_RESOURCE\n");
 	raise_nofile();
+	e = pt_run__open_output(r);
+	if (e)
+		return e;
 	/* Block the stop signals before anything is attached, so a signal
 	 * arriving during attach still ends in a full report. */
 	sigemptyset(&r->stop_mask);
@@ -288,6 +292,7 @@ void pt_run__free(struct run *r)
 	free(r->msf);
 	free(r->labels);
 	pt_trace__free(r->trace);
+	pt_outdir__close(r->out);
 	if (r->ep >= 0)
 		close(r->ep);
 	pt_config__free(&r->cfg);

@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * One proftrace run: the processes it traces and what it keeps of each,
- * shared by the files that do its parts (main.c: command line and event
- * loop; run_procs.c: adding, probing and ending processes; run_records.c:
- * the record streams into the aggregators; run_report.c: the reports).
+ * shared by the files that do its parts (README.md: run.c the steps,
+ * loop.c the event loop, procs.c the processes, records.c the routing of
+ * records, funcs.c, pyrec.c and samples.c what each kind of record does,
+ * report.c the documents and files).
  *
  * Several processes (-p PID,PID, --children) share one BPF object and one
  * sampler; each has its own resolver, aggregator and figures (struct
@@ -30,12 +31,12 @@
 #include "sample/pysym.h"
 #include "python/python.h"
 #include "attach/resolve.h"
-#include "aggregate/runs.h"
+#include "aggregate/bursts.h"
 #include "sample/sampler.h"
 #include "aggregate/skew.h"
 #include "aggregate/stacks.h"
 #include "aggregate/stepvals.h"
-#include "attach/target.h"
+#include "attach/tracee.h"
 #include "report/trace.h"
 #include "util/log.h"
 #include "util/util.h"
@@ -59,12 +60,13 @@ struct fstate {
 
 struct run;
 struct proc;
+struct pt_outdir;
 
 /* Figures of one process, or of all of them merged. */
 struct view {
 	struct pt_agg *agg;
 	struct pt_stepvals sv;
-	struct pt_runs *runs;
+	struct pt_bursts *runs;
 	struct pt_stacks *stk; /* NULL: not sampled */
 };
 
@@ -78,7 +80,7 @@ struct attr_retry {
 struct proc {
 	struct run *run;
 	unsigned int idx; /* in BPF fids (PT_FID_MAKE) */
-	struct pt_target tgt;
+	struct pt_tracee tracee;
 	int rank, local_rank; /* RANK, LOCAL_RANK in its environment; -1: not set */
 	int pidfd;            /* readable when it exits; -1: checked each tick */
 	bool ended;           /* exited or exec'ed: its probes are off */
@@ -182,6 +184,7 @@ struct run {
 
 	/* --trace: trace.json's events */
 	struct pt_trace *trace;
+	struct pt_outdir *out; /* the output folder, opened before attaching */
 
 	uint8_t *attr_warned; /* per spec and expression: a missing attribute was said */
 };
@@ -205,13 +208,32 @@ void pt_run__free(struct run *r);
 int pt_run__loop(struct run *r);
 int pt_run__add_fd(int ep, int fd, uint32_t tag);
 
-/* run_records.c: the record streams (on_* are the callbacks given to
- * attach, sampler, aggregators and GPU ring) */
+/* records.c: the record streams (on_* are the callbacks given to attach,
+ * sampler, aggregators and GPU ring) */
 int pt_run__on_rec(void *ctx, const struct pt_rec *rec, size_t size);
-int pt_run__on_sample(void *ctx, const struct pt_sample *s);
 void pt_run__on_step(void *ctx, const struct pt_step *s);
 void pt_run__on_merged_step(void *ctx, const struct pt_step *s);
 int pt_run__on_gpu_rec(void *ctx, const struct pt_gpu_rec *g);
+/* The live process a record of pid is from, NULL: none (it ended). */
+struct proc *pt_run__proc_of(struct run *r, uint32_t pid);
+
+/* samples.c */
+int pt_run__on_sample(void *ctx, const struct pt_sample *s);
+/* Thread tid's comm into comm ("" when it cannot be read). */
+void pt_run__thread_comm(int pid, uint32_t tid, char *comm, size_t len);
+
+/* pyrec.c: records of py: functions */
+void pt_run__on_pycode(struct proc *p, const struct pt_rec_pycode *rec);
+void pt_run__on_attr(struct proc *p, const struct pt_rec_attr *a);
+bool pt_run__py_pending_fid(struct proc *p, const struct pt_rec *rec, uint32_t *fid);
+/* Python functions found at run time (by a PYCODE record or in samples):
+ * the aggregators and the report learn of them. */
+void pt_run__sync_py_funcs(struct proc *p);
+
+/* view.c: a view's aggregators (steps counted reach step_cb). 0 or -ENOMEM. */
+int pt_run__new_view(struct run *r, struct view *v,
+		     void (*step_cb)(void *ctx, const struct pt_step *s), void *ctx);
+void pt_run__free_view(struct view *v);
 /* Function i of p is known to the aggregators (merged view too). */
 int pt_run__declare_func(struct proc *p, size_t i);
 /* Function i of p has its probes now (or was found, for py:). */
@@ -221,7 +243,7 @@ void pt_run__set_val_spec(struct proc *p, const struct pt_func *f);
 /* Attribute locations not found yet: BPF asks again once they are due. */
 void pt_run__attr_retries(struct proc *p, uint64_t now);
 
-/* run_procs.c: processes */
+/* procs.c: processes */
 int pt_run__open_proc(struct run *r, int pid, bool strict, struct proc **out, char *err,
 		      size_t errlen);
 int pt_run__start_proc(struct proc *p, int ep);
@@ -229,9 +251,6 @@ void pt_run__end_proc(struct proc *p, const char *why);
 void pt_run__free_proc(struct proc *p);
 int pt_run__add_procs(struct run *r, struct proc *p);
 bool pt_run__all_ended(const struct run *r);
-int pt_run__new_view(struct run *r, struct view *v,
-		     void (*step_cb)(void *ctx, const struct pt_step *s), void *ctx);
-void pt_run__free_view(struct view *v);
 int pt_run__grow_fstate(struct proc *p);
 int pt_run__attach_new(struct proc *p, size_t from);
 void pt_run__rescan(struct proc *p);
@@ -246,8 +265,11 @@ void pt_run__add_cand(struct run *r, int pid, uint64_t now);
 int pt_run__add_candidates(struct run *r, uint64_t now, bool at_start);
 bool pt_run__traced(const struct run *r, int pid);
 
-/* run_report.c */
+/* report.c */
 void pt_run__print_dry_run(const struct run *r);
+/* The output folder (-o, or a new default one), before attaching: -PT_EUSAGE
+ * when it cannot be created or written. */
+int pt_run__open_output(struct run *r);
 int pt_run__write_outputs(struct run *r);
 
 #endif

@@ -18,7 +18,8 @@
 #include <cmocka.h>
 #include <cjson/cJSON.h>
 
-#include "report/report.h"
+#include "report/summary.h"
+#include "report/emit.h"
 
 static cJSON *load_fixture(const char *name)
 {

@@ -18,7 +18,8 @@
 #include <cmocka.h>
 #include <cjson/cJSON.h>
 
-#include "report/report.h"
+#include "report/summary.h"
+#include "report/emit.h"
 #include "report/report_lines.h"
 #include "aggregate/skew.h"
 
@@ -1226,11 +1227,13 @@ static void test_lines_emitter_wanted(void **state)
 	size_t len = 0;
 	FILE *f;
 
+	struct pt_outputs o_doc = { .doc = doc }, o_fx = { .doc = fx->doc }, o_empty = { .doc = empty };
+
 	assert_non_null(pt_emitters[2].wanted);
-	assert_true(pt_emitters[2].wanted(doc));
-	assert_false(pt_emitters[2].wanted(fx->doc));
+	assert_true(pt_emitters[2].wanted(&o_doc));
+	assert_false(pt_emitters[2].wanted(&o_fx));
 	assert_non_null(empty);
-	assert_false(pt_emitters[2].wanted(empty));
+	assert_false(pt_emitters[2].wanted(&o_empty));
 
 	f = open_memstream(&buf, &len);
 	assert_non_null(f);
@@ -1241,7 +1244,9 @@ static void test_lines_emitter_wanted(void **state)
 
 		assert_non_null(back);
 		assert_same(doc, back, "$");
-		assert_true(pt_emitters[2].wanted(back));
+		struct pt_outputs o_back = { .doc = back };
+
+		assert_true(pt_emitters[2].wanted(&o_back));
 		cJSON_Delete(back);
 	}
 	free(buf);
@@ -1296,21 +1301,34 @@ static void test_write_errors(void **state)
 	fclose(ro);
 }
 
+/* Every output file is an entry of the one table; which are wanted
+ * follows from what the run has. */
 static void test_emitters(void **state)
 {
+	static const char *const names[] = { "summary.json", "report.md", "lines.txt",
+					     "stacks.folded", "flame.svg", "trace.json" };
 	struct fixture *fx = *state;
-	const cJSON *fx_doc_without_lines = fx->doc;
+	struct pt_outputs o = { .doc = fx->doc };
+	struct pt_flame *fl = pt_flame__new();
+	struct pt_trace *tr = pt_trace__new(10, 1);
+	size_t wanted = 0;
 
-	assert_int_equal(pt_nemitters, 3);
-	assert_string_equal(pt_emitters[0].filename, "summary.json");
-	assert_ptr_equal(pt_emitters[0].write, pt_summary__write_json);
+	assert_int_equal(pt_nemitters, 6);
+	for (size_t i = 0; i < pt_nemitters; i++) {
+		assert_string_equal(pt_emitters[i].filename, names[i]);
+		assert_non_null(pt_emitters[i].write);
+		wanted += !pt_emitters[i].wanted || pt_emitters[i].wanted(&o);
+	}
+	/* no lines, no samples, no --trace: summary.json and report.md */
+	assert_int_equal(wanted, 2);
 	assert_null(pt_emitters[0].wanted);
-	assert_string_equal(pt_emitters[1].filename, "report.md");
-	assert_ptr_equal(pt_emitters[1].write, pt_report_md__write);
 	assert_null(pt_emitters[1].wanted);
-	assert_string_equal(pt_emitters[2].filename, "lines.txt");
-	assert_ptr_equal(pt_emitters[2].write, pt_report_lines__write);
-	assert_false(pt_emitters[2].wanted(fx_doc_without_lines));
+	o.flame = fl;
+	o.trace = tr;
+	assert_true(pt_emitters[3].wanted(&o) && pt_emitters[4].wanted(&o));
+	assert_true(pt_emitters[5].wanted(&o));
+	pt_flame__free(fl);
+	pt_trace__free(tr);
 }
 
 /* report.md renders from the document: its step row shows the JSON's

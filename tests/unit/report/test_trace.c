@@ -16,6 +16,8 @@
 #include <cjson/cJSON.h>
 
 #include "report/trace.h"
+#include "aggregate/agg.h"
+#include "gpu/gpuring.h"
 
 #define PID 4242
 #define TID 4243

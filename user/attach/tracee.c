@@ -8,7 +8,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "target.h"
+#include "tracee.h"
 
 static int read_line(const char *path, char *buf, size_t len)
 {
@@ -25,7 +25,7 @@ static int read_line(const char *path, char *buf, size_t len)
 	return e;
 }
 
-int pt_target__open(struct pt_target *t, int pid, char *err, size_t errlen)
+int pt_tracee__open(struct pt_tracee *t, int pid, char *err, size_t errlen)
 {
 	char path[64];
 	ssize_t n;
@@ -67,7 +67,7 @@ int pt_target__open(struct pt_target *t, int pid, char *err, size_t errlen)
 	return 0;
 }
 
-int pt_target__pidfd(const struct pt_target *t)
+int pt_tracee__pidfd(const struct pt_tracee *t)
 {
 #ifdef SYS_pidfd_open
 	long fd = syscall(SYS_pidfd_open, t->pid, 0);
@@ -78,12 +78,12 @@ int pt_target__pidfd(const struct pt_target *t)
 #endif
 }
 
-bool pt_target__alive(const struct pt_target *t)
+bool pt_tracee__alive(const struct pt_tracee *t)
 {
 	return kill(t->pid, 0) == 0 || errno == EPERM;
 }
 
-const char *pt_target__view(const char *root, const char *path)
+const char *pt_tracee__view(const char *root, const char *path)
 {
 	size_t n = root ? strlen(root) : 0;
 

@@ -33,12 +33,12 @@ int pt_run__open_gpu(struct proc *p)
 		snprintf(p->gpu_why, sizeof(p->gpu_why), "--gpu off");
 		return 0;
 	}
-	e = pt_gpuring__open(&p->gr, p->tgt.pid, err, sizeof(err));
+	e = pt_gpuring__open(&p->gr, p->tracee.pid, err, sizeof(err));
 	if (e == -ENOENT)
 		snprintf(err, sizeof(err),
 			 "no CUPTI shim in pid %d: start the server with "
 			 "CUDA_INJECTION64_PATH=/path/to/libproftrace_cupti.so (see docs/gpu.md)",
-			 p->tgt.pid);
+			 p->tracee.pid);
 	if (!e) {
 		p->gpu = pt_gpu__new(r->cfg.nbuckets);
 		if (!p->gpu)
@@ -126,7 +126,7 @@ int pt_run__attach_new(struct proc *p, size_t from)
 			p->fs[i].reason = strdup(f->unusable);
 			continue;
 		}
-		if (pt_attach__func(p->run->att, p->idx, p->tgt.pid, f, err, sizeof(err))) {
+		if (pt_attach__func(p->run->att, p->idx, p->tracee.pid, f, err, sizeof(err))) {
 			fprintf(stderr, "proftrace: warning: %s\n", err);
 			p->fs[i].reason = strdup(err);
 			continue;
@@ -134,7 +134,7 @@ int pt_run__attach_new(struct proc *p, size_t from)
 		pt_run__mark_attached(p, i);
 		n++;
 		pt_vlog("proftrace: pid %d: probe %s:%s at file offset 0x%llx (+%u, %s)\n",
-		     p->tgt.pid, f->object, f->symbol, (unsigned long long)f->file_off,
+		     p->tracee.pid, f->object, f->symbol, (unsigned long long)f->file_off,
 		     f->site.skip, pt_insn_class__str(f->site.cls));
 	}
 	return n;
@@ -160,7 +160,7 @@ static void hook_dynamic_linker(struct proc *p, const struct pt_maps *maps)
 		if (!pt_mapping__is_exec_file(mp) || !is_dynamic_linker(mp->path))
 			continue;
 		p->dl_tried = true; /* one ld.so per process: don't re-read it each rescan */
-		path = pt_resolver__host_path(p->tgt.pid, mp);
+		path = pt_resolver__host_path(p->tracee.pid, mp);
 		if (!path || pt_elf__open(&e, path)) {
 			free(path);
 			continue;
@@ -168,7 +168,7 @@ static void hook_dynamic_linker(struct proc *p, const struct pt_maps *maps)
 		for (size_t k = 0; k < e->nsyms; k++) {
 			if (strcmp(e->syms[k].name, "_dl_debug_state") != 0)
 				continue;
-			if (pt_attach__dl_hook(p->run->att, p->idx, p->tgt.pid, path,
+			if (pt_attach__dl_hook(p->run->att, p->idx, p->tracee.pid, path,
 					       e->syms[k].file_off) == 0)
 				p->dl_hooked = true;
 			break;
@@ -178,7 +178,7 @@ static void hook_dynamic_linker(struct proc *p, const struct pt_maps *maps)
 	}
 	if (p->dl_tried && !p->dl_hooked)
 		pt_vlog("proftrace: pid %d: no dynamic linker hook; new libraries are seen within "
-		     "%d ms\n", p->tgt.pid, RESCAN_MS);
+		     "%d ms\n", p->tracee.pid, RESCAN_MS);
 }
 
 void pt_run__rescan(struct proc *p)
@@ -191,7 +191,7 @@ void pt_run__rescan(struct proc *p)
 	p->rescan = false;
 	if (p->have_py)
 		update_trampoline(p);
-	if (pt_maps__read_pid(&maps, p->tgt.pid))
+	if (pt_maps__read_pid(&maps, p->tracee.pid))
 		return; /* exiting: the pidfd tells us */
 	if (!p->dl_tried)
 		hook_dynamic_linker(p, &maps);
@@ -209,7 +209,7 @@ void pt_run__rescan(struct proc *p)
 		const struct pt_func *f = pt_resolver__func(p->res, before);
 
 		fprintf(stderr, "proftrace: attached %d more probe%s (%s) to pid %d at +%.3fs\n", n,
-			n == 1 ? "" : "s", f->object, p->tgt.pid, since_start_s(p->run));
+			n == 1 ? "" : "s", f->object, p->tracee.pid, since_start_s(p->run));
 	}
 }
 
@@ -226,7 +226,7 @@ static void update_trampoline(struct proc *p)
 
 	if (p->py.L.evalframe_all_calls || !p->py.L.interp_eval_frame)
 		return;
-	t = pt_python__trampoline(&p->py, p->tgt.pid);
+	t = pt_python__trampoline(&p->py, p->tracee.pid);
 	if (t < 0)
 		return;
 	p->tramp_checks++;
@@ -276,15 +276,15 @@ static int start_python(struct proc *p)
 {
 	struct pt_pyprobe_opts o = { 0 };
 
-	snprintf(p->proc_root, sizeof(p->proc_root), "/proc/%d/root", p->tgt.pid);
-	snprintf(p->proc_cwd, sizeof(p->proc_cwd), "/proc/%d/cwd", p->tgt.pid);
+	snprintf(p->proc_root, sizeof(p->proc_root), "/proc/%d/root", p->tracee.pid);
+	snprintf(p->proc_cwd, sizeof(p->proc_cwd), "/proc/%d/cwd", p->tracee.pid);
 	o.cfg = &p->run->cfg;
 	o.res = p->res;
 	o.layout = &p->py.L;
 	o.types.code_type = p->py.code_type;
 	o.types.unicode_type = p->py.unicode_type;
 	o.mem.read = read_target;
-	o.mem.ctx = &p->tgt.pid;
+	o.mem.ctx = &p->tracee.pid;
 	o.root = p->proc_root;
 	o.cwd = p->proc_cwd;
 	p->pp = pt_pyprobe__new(&o);
@@ -348,7 +348,7 @@ static int sample_proc(struct proc *p)
 	yo.types.code_type = p->py.code_type;
 	yo.types.unicode_type = p->py.unicode_type;
 	yo.mem.read = read_target;
-	yo.mem.ctx = &p->tgt.pid;
+	yo.mem.ctx = &p->tracee.pid;
 	yo.pp = p->pp;
 	p->sym = pt_pysym__new(&yo);
 	p->v.stk = pt_stacks__new();
@@ -361,11 +361,11 @@ static int sample_proc(struct proc *p)
 			pt_stacks__want_lines(p->v.stk, (uint32_t)f->fid);
 	}
 	pt_py_layout__offsets(&p->py.L, &po);
-	e = pt_sampler__add_process(r->smp, p->tgt.pid, p->py.runtime, &po, err, sizeof(err));
+	e = pt_sampler__add_process(r->smp, p->tracee.pid, p->py.runtime, &po, err, sizeof(err));
 	if (e == -ENOMEM)
 		return e;
 	if (e) {
-		fprintf(stderr, "proftrace: warning: no stack sampling of pid %d: %s\n", p->tgt.pid,
+		fprintf(stderr, "proftrace: warning: no stack sampling of pid %d: %s\n", p->tracee.pid,
 			err);
 		return 0;
 	}
@@ -381,7 +381,7 @@ static int probe_python(struct proc *p, char *err, size_t errlen)
 
 	if (!r->py_probe_wanted || !p->have_py)
 		return 0;
-	e = pt_attach__python(r->att, p->idx, p->tgt.pid, p->py.host_path, p->py.path,
+	e = pt_attach__python(r->att, p->idx, p->tracee.pid, p->py.host_path, p->py.path,
 			      p->py.evalframe_off + p->py.site.skip, err, errlen);
 	if (!e)
 		p->py_probed = true;
@@ -399,7 +399,7 @@ static void read_ranks(struct proc *p)
 	FILE *f;
 
 	p->rank = p->local_rank = -1;
-	snprintf(path, sizeof(path), "/proc/%d/environ", p->tgt.pid);
+	snprintf(path, sizeof(path), "/proc/%d/environ", p->tracee.pid);
 	f = fopen(path, "re");
 	if (!f)
 		return;
@@ -438,31 +438,6 @@ static void read_ranks(struct proc *p)
 	free(buf);
 }
 
-void pt_run__free_view(struct view *v)
-{
-	pt_agg__free(v->agg);
-	pt_runs__free(v->runs);
-	pt_stacks__free(v->stk);
-	pt_stepvals__free(&v->sv);
-}
-
-int pt_run__new_view(struct run *r, struct view *v,
-		     void (*step_cb)(void *ctx, const struct pt_step *s), void *ctx)
-{
-	struct pt_agg_opts o = { 0 };
-
-	o.nbuckets = r->cfg.nbuckets;
-	o.step_mode = r->cfg.step_mode;
-	o.warmup_steps = r->cfg.warmup_steps;
-	o.on_step = step_cb;
-	o.ctx = ctx;
-	if (pt_stepvals__init(&v->sv, &r->cfg))
-		return -ENOMEM;
-	v->agg = pt_agg__new(&o);
-	v->runs = pt_runs__new(r->cfg.nbuckets, (uint64_t)r->cfg.run_gap_ms * 1000000,
-			       r->cfg.warmup_runs);
-	return v->agg && v->runs ? 0 : -ENOMEM;
-}
 
 void pt_run__free_proc(struct proc *p)
 {
@@ -517,7 +492,7 @@ int pt_run__open_proc(struct run *r, int pid, bool strict, struct proc **out, ch
 	p->idx = (unsigned int)r->nprocs;
 	p->pidfd = -1;
 	p->rank = p->local_rank = -1;
-	e = pt_target__open(&p->tgt, pid, err, errlen);
+	e = pt_tracee__open(&p->tracee, pid, err, errlen);
 	if (e)
 		goto fail;
 	e = pt_maps__read_pid(&maps, pid);
@@ -530,8 +505,8 @@ int pt_run__open_proc(struct run *r, int pid, bool strict, struct proc **out, ch
 	read_ranks(p);
 	ropts.cfg = &r->cfg;
 	ropts.pid = pid;
-	ropts.exe = p->tgt.exe;
-	ropts.root = p->tgt.root;
+	ropts.exe = p->tracee.exe;
+	ropts.root = p->tracee.root;
 	p->res = pt_resolver__new(&ropts);
 	if (!p->res) {
 		e = -ENOMEM;
@@ -570,7 +545,7 @@ int pt_run__open_proc(struct run *r, int pid, bool strict, struct proc **out, ch
 		goto fail;
 	}
 	p->tmem.read = read_target;
-	p->tmem.ctx = &p->tgt.pid;
+	p->tmem.ctx = &p->tracee.pid;
 	e = pt_run__new_view(r, &p->v, pt_run__on_step, p);
 	if (e || pt_run__grow_fstate(p)) {
 		snprintf(err, errlen, "out of memory");
@@ -601,9 +576,9 @@ int pt_run__start_proc(struct proc *p, int ep)
 	p->t_added = pt_now_ns(CLOCK_MONOTONIC);
 	if (p->have_py)
 		pt_py_layout__offsets(&p->py.L, &po);
-	e = pt_attach__add_proc(r->att, p->idx, p->tgt.pid, p->have_py ? &po : NULL);
+	e = pt_attach__add_proc(r->att, p->idx, p->tracee.pid, p->have_py ? &po : NULL);
 	if (e) {
-		fprintf(stderr, "proftrace: warning: cannot trace pid %d: %s\n", p->tgt.pid,
+		fprintf(stderr, "proftrace: warning: cannot trace pid %d: %s\n", p->tracee.pid,
 			strerror(-e));
 		return 0;
 	}
@@ -616,27 +591,27 @@ int pt_run__start_proc(struct proc *p, int ep)
 	if (sample_proc(p))
 		return -ENOMEM;
 	if (probe_python(p, err, sizeof(err))) {
-		fprintf(stderr, "proftrace: warning: pid %d: %s\n", p->tgt.pid, err);
+		fprintf(stderr, "proftrace: warning: pid %d: %s\n", p->tracee.pid, err);
 		p->py_why_not = "the frame evaluator could not be probed";
 	}
 	warn_py_timing(p);
-	if (!pt_maps__read_pid(&maps, p->tgt.pid))
+	if (!pt_maps__read_pid(&maps, p->tracee.pid))
 		hook_dynamic_linker(p, &maps);
 	pt_maps__free(&maps);
 	n = pt_run__attach_new(p, 0);
 	if (n < 0)
 		return n;
 	if (r->trace) /* its track carries its name even if it never calls in */
-		pt_trace__thread_name(r->trace, (uint32_t)p->tgt.pid, (uint32_t)p->tgt.pid,
-				      p->tgt.comm);
-	p->pidfd = pt_target__pidfd(&p->tgt);
+		pt_trace__thread_name(r->trace, (uint32_t)p->tracee.pid, (uint32_t)p->tracee.pid,
+				      p->tracee.comm);
+	p->pidfd = pt_tracee__pidfd(&p->tracee);
 	if (p->pidfd >= 0 && ep >= 0)
 		pt_run__add_fd(ep, p->pidfd, TAG_PID + p->idx);
 	for (size_t s = 0; s < r->cfg.nprobes; s++)
 		pending += r->cfg.probes[s].kind == PT_PROBE_NATIVE &&
 			   pt_resolver__spec_nfuncs(p->res, s) == 0;
 	pt_msg("proftrace: attached %d probe%s to pid %d (%s)", n, n == 1 ? "" : "s",
-		p->tgt.pid, p->tgt.comm);
+		p->tracee.pid, p->tracee.comm);
 	if (p->rank >= 0)
 		fprintf(stderr, " rank %d", p->rank);
 	if (p->py_probed)
@@ -669,8 +644,8 @@ void pt_run__end_proc(struct proc *p, const char *why)
 	p->ended = true;
 	p->end_why = why;
 	p->t_ended = pt_now_ns(CLOCK_MONOTONIC);
-	pt_attach__end_proc(r->att, p->idx, p->tgt.pid, !strcmp(why, "exec"));
-	pt_sampler__end_process(r->smp, p->tgt.pid);
+	pt_attach__end_proc(r->att, p->idx, p->tracee.pid, !strcmp(why, "exec"));
+	pt_sampler__end_process(r->smp, p->tracee.pid);
 	if (p->gpu_attached) {
 		pt_gpuring__drain(p->gr, pt_run__on_gpu_rec, p);
 		p->gpu_attached = false;
@@ -681,7 +656,7 @@ void pt_run__end_proc(struct proc *p, const char *why)
 	}
 	if (r->last == p)
 		r->last = NULL;
-	pt_msg("proftrace: process %d %s at +%.3fs\n", p->tgt.pid,
+	pt_msg("proftrace: process %d %s at +%.3fs\n", p->tracee.pid,
 		!strcmp(why, "exec") ? "replaced its image (exec)" : "exited", since_start_s(r));
 }
 
@@ -699,7 +674,7 @@ int pt_run__add_procs(struct run *r, struct proc *p)
 bool pt_run__traced(const struct run *r, int pid)
 {
 	for (size_t i = 0; i < r->nprocs; i++)
-		if (r->procs[i]->tgt.pid == pid && !r->procs[i]->ended)
+		if (r->procs[i]->tracee.pid == pid && !r->procs[i]->ended)
 			return true;
 	return false;
 }
@@ -724,7 +699,7 @@ void pt_run__add_cand(struct run *r, int pid, uint64_t now)
 static void skip_proc(struct run *r, int pid, const char *why)
 {
 	struct skipped *v = realloc(r->skipped, (r->nskipped + 1) * sizeof(*v));
-	struct pt_target t;
+	struct pt_tracee t;
 	char e[64];
 
 	if (!v)
@@ -733,7 +708,7 @@ static void skip_proc(struct run *r, int pid, const char *why)
 	v = &r->skipped[r->nskipped++];
 	v->pid = pid;
 	v->comm[0] = 0;
-	if (!pt_target__open(&t, pid, e, sizeof(e)))
+	if (!pt_tracee__open(&t, pid, e, sizeof(e)))
 		snprintf(v->comm, sizeof(v->comm), "%s", t.comm);
 	snprintf(v->why, sizeof(v->why), "%.*s", (int)sizeof(v->why) - 1, why);
 	pt_vlog("proftrace: not tracing pid %d (%s): %s\n", pid, v->comm, why);
@@ -816,7 +791,7 @@ void pt_run__scan_children(struct run *r, uint64_t now)
 	for (int i = 0; i < r->env.npids; i++)
 		pidset_add(&s, r->env.pids[i]);
 	for (size_t i = 0; i < r->nprocs; i++)
-		pidset_add(&s, r->procs[i]->tgt.pid);
+		pidset_add(&s, r->procs[i]->tracee.pid);
 	roots = s.n;
 	for (size_t i = 0; i < s.n; i++) /* s grows as it goes: breadth first */
 		add_children(&s, s.v[i]);

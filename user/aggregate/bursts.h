@@ -8,8 +8,8 @@
  * counted steps; split at the end, when every step is known (threads
  * commit steps out of start order).
  */
-#ifndef PT_RUNS_H
-#define PT_RUNS_H
+#ifndef PT_BURSTS_H
+#define PT_BURSTS_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -45,19 +45,19 @@ struct pt_runs_aggregate {
 	struct pt_run_stat *bucket_share; /* nbuckets + 1: share of step time */
 };
 
-struct pt_runs;
+struct pt_bursts;
 
-struct pt_runs *pt_runs__new(size_t nbuckets, uint64_t gap_ns, unsigned int warmup_runs);
-void pt_runs__free(struct pt_runs *rs);
-/* A counted step. 0 or -ENOMEM (then runs are left out: pt_runs__failed). */
-int pt_runs__step(struct pt_runs *rs, const struct pt_step *s);
+struct pt_bursts *pt_bursts__new(size_t nbuckets, uint64_t gap_ns, unsigned int warmup_runs);
+void pt_bursts__free(struct pt_bursts *rs);
+/* A counted step. 0 or -ENOMEM (then runs are left out: pt_bursts__failed). */
+int pt_bursts__step(struct pt_bursts *rs, const struct pt_step *s);
 /* Split and compute. 0 or -ENOMEM. */
-int pt_runs__finish(struct pt_runs *rs);
-bool pt_runs__failed(const struct pt_runs *rs);
-size_t pt_runs__count(const struct pt_runs *rs);
-const struct pt_run *pt_runs__get(const struct pt_runs *rs, size_t i);
-const struct pt_runs_aggregate *pt_runs__aggregate(const struct pt_runs *rs);
-size_t pt_runs__nbuckets(const struct pt_runs *rs);
-uint64_t pt_runs__gap_ns(const struct pt_runs *rs);
+int pt_bursts__finish(struct pt_bursts *rs);
+bool pt_bursts__failed(const struct pt_bursts *rs);
+size_t pt_bursts__count(const struct pt_bursts *rs);
+const struct pt_run *pt_bursts__get(const struct pt_bursts *rs, size_t i);
+const struct pt_runs_aggregate *pt_bursts__aggregate(const struct pt_bursts *rs);
+size_t pt_bursts__nbuckets(const struct pt_bursts *rs);
+uint64_t pt_bursts__gap_ns(const struct pt_bursts *rs);
 
 #endif

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "runs.h"
+#include "bursts.h"
 
 struct sstep {
 	uint64_t t0, t1;
@@ -16,7 +16,7 @@ struct sstep {
 	size_t b; /* index of its nb + 1 bucket times in bns */
 };
 
-struct pt_runs {
+struct pt_bursts {
 	size_t nb;
 	uint64_t gap_ns;
 	unsigned int warmup_runs;
@@ -29,9 +29,9 @@ struct pt_runs {
 	struct pt_runs_aggregate agg;
 };
 
-struct pt_runs *pt_runs__new(size_t nbuckets, uint64_t gap_ns, unsigned int warmup_runs)
+struct pt_bursts *pt_bursts__new(size_t nbuckets, uint64_t gap_ns, unsigned int warmup_runs)
 {
-	struct pt_runs *rs = calloc(1, sizeof(*rs));
+	struct pt_bursts *rs = calloc(1, sizeof(*rs));
 
 	if (!rs)
 		return NULL;
@@ -41,7 +41,7 @@ struct pt_runs *pt_runs__new(size_t nbuckets, uint64_t gap_ns, unsigned int warm
 	return rs;
 }
 
-void pt_runs__free(struct pt_runs *rs)
+void pt_bursts__free(struct pt_bursts *rs)
 {
 	if (!rs)
 		return;
@@ -57,7 +57,7 @@ void pt_runs__free(struct pt_runs *rs)
 	free(rs);
 }
 
-int pt_runs__step(struct pt_runs *rs, const struct pt_step *s)
+int pt_bursts__step(struct pt_bursts *rs, const struct pt_step *s)
 {
 	struct sstep *st;
 
@@ -118,7 +118,7 @@ static void stat_end(struct pt_run_stat *s, double m2)
 	s->std = s->n ? sqrt(m2 / (double)s->n) : 0;
 }
 
-static int aggregate(struct pt_runs *rs)
+static int aggregate(struct pt_bursts *rs)
 {
 	struct pt_runs_aggregate *A = &rs->agg;
 	size_t nb1 = rs->nb + 1;
@@ -174,7 +174,7 @@ static int aggregate(struct pt_runs *rs)
 	return 0;
 }
 
-int pt_runs__finish(struct pt_runs *rs)
+int pt_bursts__finish(struct pt_bursts *rs)
 {
 	uint64_t last_end = 0;
 	struct pt_run *r = NULL;
@@ -224,32 +224,32 @@ int pt_runs__finish(struct pt_runs *rs)
 	return aggregate(rs);
 }
 
-bool pt_runs__failed(const struct pt_runs *rs)
+bool pt_bursts__failed(const struct pt_bursts *rs)
 {
 	return rs->failed;
 }
 
-size_t pt_runs__count(const struct pt_runs *rs)
+size_t pt_bursts__count(const struct pt_bursts *rs)
 {
 	return rs->nruns;
 }
 
-const struct pt_run *pt_runs__get(const struct pt_runs *rs, size_t i)
+const struct pt_run *pt_bursts__get(const struct pt_bursts *rs, size_t i)
 {
 	return i < rs->nruns ? &rs->runs[i] : NULL;
 }
 
-const struct pt_runs_aggregate *pt_runs__aggregate(const struct pt_runs *rs)
+const struct pt_runs_aggregate *pt_bursts__aggregate(const struct pt_bursts *rs)
 {
 	return &rs->agg;
 }
 
-size_t pt_runs__nbuckets(const struct pt_runs *rs)
+size_t pt_bursts__nbuckets(const struct pt_bursts *rs)
 {
 	return rs->nb;
 }
 
-uint64_t pt_runs__gap_ns(const struct pt_runs *rs)
+uint64_t pt_bursts__gap_ns(const struct pt_bursts *rs)
 {
 	return rs->gap_ns;
 }

@@ -12,11 +12,11 @@
 
 #include <cmocka.h>
 
-#include "aggregate/runs.h"
+#include "aggregate/bursts.h"
 
 #define MS 1000000ull
 
-static void step(struct pt_runs *rs, uint32_t tid, uint64_t t0, uint64_t t1, uint64_t b0,
+static void step(struct pt_bursts *rs, uint32_t tid, uint64_t t0, uint64_t t1, uint64_t b0,
 		 int tokens)
 {
 	uint64_t b[1] = { b0 };
@@ -27,12 +27,12 @@ static void step(struct pt_runs *rs, uint32_t tid, uint64_t t0, uint64_t t1, uin
 		s.vmask = 1u << PT_VROLE_TOKENS;
 		s.val[PT_VROLE_TOKENS] = tokens;
 	}
-	assert_int_equal(pt_runs__step(rs, &s), 0);
+	assert_int_equal(pt_bursts__step(rs, &s), 0);
 }
 
 static void test_split_on_gaps(void **state)
 {
-	struct pt_runs *rs = pt_runs__new(1, 100 * MS, 1);
+	struct pt_bursts *rs = pt_bursts__new(1, 100 * MS, 1);
 	const struct pt_runs_aggregate *A;
 	const struct pt_run *r;
 
@@ -47,10 +47,10 @@ static void test_split_on_gaps(void **state)
 	step(rs, 1, 240 * MS, 250 * MS, 2 * MS, 6);
 	/* run 2 */
 	step(rs, 1, 1000 * MS, 1020 * MS, 5 * MS, 10);
-	assert_int_equal(pt_runs__finish(rs), 0);
-	assert_int_equal(pt_runs__count(rs), 3);
+	assert_int_equal(pt_bursts__finish(rs), 0);
+	assert_int_equal(pt_bursts__count(rs), 3);
 
-	r = pt_runs__get(rs, 0);
+	r = pt_bursts__get(rs, 0);
 	assert_true(r->warmup);
 	assert_int_equal(r->dur.count, 3);
 	assert_int_equal(r->t0, 0);
@@ -61,14 +61,14 @@ static void test_split_on_gaps(void **state)
 	assert_true(r->tokens == 6);
 	assert_true(r->tok_ns == 20.0 * MS);
 
-	r = pt_runs__get(rs, 1);
+	r = pt_bursts__get(rs, 1);
 	assert_false(r->warmup);
 	assert_int_equal(r->dur.count, 2);
 	assert_int_equal(r->t0, 224 * MS);
 	assert_int_equal(r->t1, 250 * MS);
 	assert_true(r->tokens == 12);
 
-	A = pt_runs__aggregate(rs);
+	A = pt_bursts__aggregate(rs);
 	assert_int_equal(A->runs, 2);
 	assert_int_equal(A->warmup, 1);
 	/* steps 2 and 1: mean 1.5, population std 0.5 */
@@ -83,34 +83,34 @@ static void test_split_on_gaps(void **state)
 	/* tok/s: 12 tokens in 20 ms, 10 in 20 ms */
 	assert_true(fabs(A->tok_per_s.mean - 550) < 1e-6);
 	assert_int_equal(A->tok_per_s.n, 2);
-	pt_runs__free(rs);
+	pt_bursts__free(rs);
 }
 
 static void test_empty_and_all_warmup(void **state)
 {
-	struct pt_runs *rs = pt_runs__new(0, MS, 5);
+	struct pt_bursts *rs = pt_bursts__new(0, MS, 5);
 
-	assert_int_equal(pt_runs__finish(rs), 0);
-	assert_int_equal(pt_runs__count(rs), 0);
-	assert_int_equal(pt_runs__aggregate(rs)->runs, 0);
-	assert_int_equal(pt_runs__aggregate(rs)->steps.n, 0);
-	pt_runs__free(rs);
+	assert_int_equal(pt_bursts__finish(rs), 0);
+	assert_int_equal(pt_bursts__count(rs), 0);
+	assert_int_equal(pt_bursts__aggregate(rs)->runs, 0);
+	assert_int_equal(pt_bursts__aggregate(rs)->steps.n, 0);
+	pt_bursts__free(rs);
 
-	rs = pt_runs__new(1, MS, 5);
+	rs = pt_bursts__new(1, MS, 5);
 	step(rs, 1, 0, MS, 0, -1);
 	step(rs, 1, 10 * MS, 11 * MS, 0, -1);
-	assert_int_equal(pt_runs__finish(rs), 0);
-	assert_int_equal(pt_runs__count(rs), 2);
-	assert_int_equal(pt_runs__aggregate(rs)->runs, 0);
-	assert_int_equal(pt_runs__aggregate(rs)->warmup, 2);
-	assert_int_equal(pt_runs__aggregate(rs)->tok_per_s.n, 0);
-	pt_runs__free(rs);
+	assert_int_equal(pt_bursts__finish(rs), 0);
+	assert_int_equal(pt_bursts__count(rs), 2);
+	assert_int_equal(pt_bursts__aggregate(rs)->runs, 0);
+	assert_int_equal(pt_bursts__aggregate(rs)->warmup, 2);
+	assert_int_equal(pt_bursts__aggregate(rs)->tok_per_s.n, 0);
+	pt_bursts__free(rs);
 }
 
 /* Growth past the first allocation; every step lands in one run. */
 static void test_many_steps(void **state)
 {
-	struct pt_runs *rs = pt_runs__new(1, 50 * MS, 0);
+	struct pt_bursts *rs = pt_bursts__new(1, 50 * MS, 0);
 	uint64_t total = 0;
 
 	for (int i = 0; i < 5000; i++) {
@@ -119,15 +119,15 @@ static void test_many_steps(void **state)
 
 		step(rs, 1, t, t + MS / 2, MS / 4, 1);
 	}
-	assert_int_equal(pt_runs__finish(rs), 0);
-	assert_int_equal(pt_runs__count(rs), 5);
+	assert_int_equal(pt_bursts__finish(rs), 0);
+	assert_int_equal(pt_bursts__count(rs), 5);
 	for (size_t i = 0; i < 5; i++) {
-		assert_int_equal(pt_runs__get(rs, i)->dur.count, 1000);
-		total += pt_runs__get(rs, i)->dur.count;
+		assert_int_equal(pt_bursts__get(rs, i)->dur.count, 1000);
+		total += pt_bursts__get(rs, i)->dur.count;
 	}
 	assert_int_equal(total, 5000);
-	assert_true(pt_runs__aggregate(rs)->steps.std == 0);
-	pt_runs__free(rs);
+	assert_true(pt_bursts__aggregate(rs)->steps.std == 0);
+	pt_bursts__free(rs);
 }
 
 int main(void)

@@ -3,14 +3,14 @@
  * What we need to know about the target process before attaching: that it
  * exists, its name and its executable (as its maps show it).
  */
-#ifndef PT_TARGET_H
-#define PT_TARGET_H
+#ifndef PT_TRACEE_H
+#define PT_TRACEE_H
 
 #include <limits.h>
 #include <stdbool.h>
 #include <stddef.h>
 
-struct pt_target {
+struct pt_tracee {
 	int pid;
 	char comm[64];
 	char exe[PATH_MAX];  /* as /proc/PID/maps shows it (our view) */
@@ -18,11 +18,11 @@ struct pt_target {
 };
 
 /* 0; -ESRCH (no such process) or -errno, with a one-line message. */
-int pt_target__open(struct pt_target *t, int pid, char *err, size_t errlen);
+int pt_tracee__open(struct pt_tracee *t, int pid, char *err, size_t errlen);
 /* pidfd that becomes readable when the process exits, or -errno. */
-int pt_target__pidfd(const struct pt_target *t);
-bool pt_target__alive(const struct pt_target *t);
+int pt_tracee__pidfd(const struct pt_tracee *t);
+bool pt_tracee__alive(const struct pt_tracee *t);
 /* A path from our view as the target sees it (strips a chroot prefix). */
-const char *pt_target__view(const char *root, const char *path);
+const char *pt_tracee__view(const char *root, const char *path);
 
 #endif

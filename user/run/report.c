@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: BSD-2-Clause
 /*
  * The reports of a run: summary.json's document (one per process and a
- * merged one with several), report.md and lines.txt from it, and the
- * flame graph, folded stacks and trace.json.
+ * merged one with several), built a section at a time, and every output
+ * file (report/emit.h's table) written into the output folder opened
+ * before attaching (report/outdir.h), or into a fallback folder.
  */
 #include <sys/stat.h>
 #include <sys/utsname.h>
@@ -16,14 +17,16 @@
 #include <limits.h>
 
 #include "aggregate/flame.h"
-#include "report/report.h"
+#include "report/emit.h"
+#include "report/outdir.h"
+#include "report/summary.h"
 
 static void print_dry_run_proc(const struct proc *p)
 {
 	const struct pt_config *cfg = &p->run->cfg;
 
 	if (p->run->multi)
-		printf("pid %d (%s):\n", p->tgt.pid, p->tgt.comm);
+		printf("pid %d (%s):\n", p->tracee.pid, p->tracee.comm);
 	printf("%-40s %-10s %-40s %-12s %s\n", "PROBE", "FUNCTION", "OBJECT", "OFFSET",
 	       "PROBE SITE");
 	for (size_t s = 0; s < cfg->nprobes; s++) {
@@ -62,43 +65,6 @@ void pt_run__print_dry_run(const struct run *r)
 {
 	for (size_t i = 0; i < r->nprocs; i++)
 		print_dry_run_proc(r->procs[i]);
-}
-
-static int mkdir_p(const char *dir)
-{
-	char buf[PATH_MAX];
-	size_t n = strlen(dir);
-
-	if (n == 0 || n >= sizeof(buf))
-		return -ENAMETOOLONG;
-	memcpy(buf, dir, n + 1);
-	for (char *p = buf + 1; *p; p++) {
-		if (*p != '/')
-			continue;
-		*p = 0;
-		if (mkdir(buf, 0755) && errno != EEXIST)
-			return -errno;
-		*p = '/';
-	}
-	if (mkdir(buf, 0755) && errno != EEXIST)
-		return -errno;
-	return 0;
-}
-
-static void default_output(const struct run *r, char *buf, size_t len)
-{
-	time_t t = (time_t)(r->t0_unix / 1000000000ull);
-	struct tm tm;
-	char stamp[32];
-
-	localtime_r(&t, &tm);
-	strftime(stamp, sizeof(stamp), "%Y%m%d-%H%M%S", &tm);
-	snprintf(buf, len, "proftrace_out/%s-%d-%s", r->procs[0]->tgt.comm, r->procs[0]->tgt.pid,
-		 stamp);
-	/* comm may hold '/' (kernel threads rename freely): keep one dir */
-	for (char *p = buf + strlen("proftrace_out/"); *p; p++)
-		if (*p == '/' || *p == ' ')
-			*p = '_';
 }
 
 static int thread_wall_cmp(const void *a, const void *b)
@@ -254,7 +220,7 @@ static int build_lines_fn(const struct docsrc *d, const struct fref *fr,
 		char buf[PATH_MAX + 96];
 
 		snprintf(buf, sizeof(buf), "cannot read %s through /proc/%d/root", f->object,
-			 fr->p->tgt.pid);
+			 fr->p->tracee.pid);
 		l->source_error = strdup(buf);
 		if (!l->source_error)
 			return -ENOMEM;
@@ -317,96 +283,6 @@ static int build_lines(const struct docsrc *d, struct pt_report_lines_fn **out, 
 	}
 	*out = v;
 	*nout = n;
-	return e;
-}
-
-/* trace.json (--trace), from the events kept while the run went. */
-static int write_trace(struct run *r, const char *dir)
-{
-	struct pt_trace_write_opts o = { 0 };
-	const char **bnames = calloc(r->cfg.nbuckets + 1, sizeof(*bnames));
-	struct pt_trace_proc *procs = pt_zalloc(r->nprocs, sizeof(*procs));
-	char path[PATH_MAX + 32];
-	FILE *f;
-	int e;
-
-	if (!bnames || !procs) {
-		free(bnames);
-		free(procs);
-		return -ENOMEM;
-	}
-	for (size_t b = 0; b < r->cfg.nbuckets; b++)
-		bnames[b] = r->cfg.buckets[b].name;
-	for (size_t i = 0; i < r->nprocs; i++)
-		procs[i] = (struct pt_trace_proc){ .pid = r->procs[i]->tgt.pid,
-						   .name = r->procs[i]->tgt.comm,
-						   .rank = r->procs[i]->rank };
-	o.procs = procs;
-	o.nprocs = r->nprocs;
-	o.t0 = r->t0_mono;
-	o.start_unix_ns = r->t0_unix;
-	o.version = PT_VERSION;
-	o.bucket_names = bnames;
-	snprintf(path, sizeof(path), "%s/trace.json", dir);
-	f = fopen(path, "we");
-	if (!f) {
-		e = -errno;
-	} else {
-		e = pt_trace__write(r->trace, f, &o);
-		if (fclose(f) && !e)
-			e = -errno;
-	}
-	free(bnames);
-	free(procs);
-	if (e)
-		fprintf(stderr, "proftrace: cannot write %s: %s\n", path, strerror(-e));
-	else
-		fprintf(stderr, "proftrace: wrote %s\n", path);
-	return e;
-}
-
-/* stacks.folded and flame.svg, from the sampled call tree. */
-static int write_flame(const struct docsrc *d, const char *dir)
-{
-	struct run *r = d->r;
-	const struct pt_stacks *stk = d->v->stk;
-	const struct pt_stacks_totals *t = pt_stacks__totals(stk);
-	struct pt_flame_svg_opts o = { 0 };
-	char path[PATH_MAX + 32], title[256], sub[256];
-	const char *names[] = { "stacks.folded", "flame.svg" };
-	int e = 0;
-
-	if (r->nprocs > 1)
-		snprintf(title, sizeof(title), "proftrace: %s (pid %d) and %zu more process%s",
-			 r->procs[0]->tgt.comm, r->procs[0]->tgt.pid, r->nprocs - 1,
-			 r->nprocs == 2 ? "" : "es");
-	else
-		snprintf(title, sizeof(title), "proftrace: %s (pid %d)", r->procs[0]->tgt.comm,
-			 r->procs[0]->tgt.pid);
-	snprintf(sub, sizeof(sub),
-		 "wall time: on-CPU sampled at %u Hz (%.3f s) + off-CPU intervals (%.3f s)",
-		 r->cfg.sample_hz, (double)t->t.on_ns / 1e9, (double)t->t.off_ns / 1e9);
-	o.title = title;
-	o.subtitle = sub;
-	o.unit = "us";
-	for (size_t i = 0; i < 2 && !e; i++) {
-		FILE *f;
-
-		snprintf(path, sizeof(path), "%s/%s", dir, names[i]);
-		f = fopen(path, "we");
-		if (!f) {
-			e = -errno;
-		} else {
-			e = i == 0 ? pt_flame__write_folded(pt_stacks__flame(stk), f)
-				   : pt_flame__write_svg(pt_stacks__flame(stk), f, &o);
-			if (fclose(f) && !e)
-				e = -errno;
-		}
-		if (e)
-			fprintf(stderr, "proftrace: cannot write %s: %s\n", path, strerror(-e));
-		else
-			fprintf(stderr, "proftrace: wrote %s\n", path);
-	}
 	return e;
 }
 
@@ -489,7 +365,7 @@ static void fill_python(const struct docsrc *d, struct proc *p, struct pt_report
 	bool sampled = !strcmp(pt_run__py_timing(p), "sampled");
 
 	pyrep->version = p->py.version;
-	pyrep->path = pt_target__view(p->tgt.root, p->py.path);
+	pyrep->path = pt_tracee__view(p->tracee.root, p->py.path);
 	pyrep->mechanism = sampled ? "sampled" : "evalframe";
 	pyrep->probe = r->att && p->py_probed ? pt_attach__py_probe(r->att) : NULL;
 	pyrep->perf_trampoline = p->tramp_checks && p->tramp_on == p->tramp_checks;
@@ -591,33 +467,16 @@ static void docbuf_free(struct docbuf *b)
 	memset(b, 0, sizeof(*b));
 }
 
-/*
- * The summary document of one view: a process's (d->p) or the merged
- * one. NULL on allocation failure (said).
- */
-static cJSON *build_doc(const struct docsrc *d, struct docbuf *b)
+/* functions[]: in config order, each probe's functions, then the probes
+ * that found nothing (with the reason). */
+static int doc_functions(const struct docsrc *d, struct docbuf *b, size_t nunres)
 {
-	struct run *r = d->r;
-	struct pt_report *rep = &b->rep;
-	struct pt_counters c = { 0 };
-	const struct pt_agg_health *ah;
-	const struct pt_agg_step_stats *ss;
-	struct proc *pyp = py_proc(d), *gp;
-	struct proc *mp = d->p ? d->p : r->procs[0]; /* meta */
-	struct utsname un;
-	size_t nrows = 0, nunres = 0;
-	const char *gwhy;
+	const struct run *r = d->r;
+	size_t nrows = 0;
 
-	if (r->att)
-		pt_attach__counters(r->att, &c);
-	for (size_t s = 0; s < r->cfg.nprobes; s++)
-		nunres += spec_nfuncs(d, s) == 0;
 	b->rows = pt_zalloc(d->nfr + nunres + 1, sizeof(*b->rows));
-	b->bks = pt_zalloc(r->cfg.nbuckets + 1, sizeof(*b->bks));
-	if (!b->rows || !b->bks)
-		return NULL;
-	/* Rows in config order: each probe's functions, then probes that
-	 * found nothing (with the reason). */
+	if (!b->rows)
+		return -ENOMEM;
 	for (size_t s = 0; s < r->cfg.nprobes; s++) {
 		const struct pt_probe_spec *sp = &r->cfg.probes[s];
 
@@ -669,135 +528,209 @@ static cJSON *build_doc(const struct docsrc *d, struct docbuf *b)
 			nrows++;
 		}
 	}
+	b->rep.funcs = b->rows;
+	b->rep.nfuncs = nrows;
+	return 0;
+}
+
+/* meta: the process (or, merged, every pid and those skipped), the run. */
+static int doc_meta(const struct docsrc *d, struct docbuf *b)
+{
+	const struct run *r = d->r;
+	struct pt_report_meta *m = &b->rep.meta;
+	const struct proc *mp = d->p ? d->p : r->procs[0];
+	struct utsname un;
+
+	uname(&un);
+	snprintf(b->kernel, sizeof(b->kernel), "%s", un.release);
+	m->tool = "proftrace";
+	m->version = PT_VERSION;
+	m->pid = mp->tracee.pid;
+	m->comm = mp->tracee.comm;
+	m->exe = pt_tracee__view(mp->tracee.root, mp->tracee.exe);
+	m->start_unix_ns = r->t0_unix;
+	m->duration_s = (double)(r->t_end_mono - r->t0_mono) / 1e9;
+	m->targets_file = r->cfg.path;
+	m->kernel = b->kernel;
+	m->warmup_steps = r->cfg.warmup_steps;
+	m->step_probe = r->cfg.step_probe >= 0 ? r->cfg.probes[r->cfg.step_probe].text : NULL;
+	m->step_mode = r->cfg.step_mode == PT_STEP_ITERATION ? "iteration" : "call";
+	if (r->multi && d->p) {
+		m->process = true;
+		m->rank = d->p->rank;
+		m->local_rank = d->p->local_rank;
+		m->added_s = d->p->t_added < r->t0_mono
+				     ? 0
+				     : (double)(d->p->t_added - r->t0_mono) / 1e9;
+		m->ended = d->p->end_why;
+		m->ended_s = d->p->ended ? (double)(d->p->t_ended - r->t0_mono) / 1e9 : 0;
+	} else if (r->multi) {
+		b->pids = pt_zalloc(r->nprocs, sizeof(*b->pids));
+		if (!b->pids)
+			return -ENOMEM;
+		for (size_t i = 0; i < r->nprocs; i++)
+			b->pids[i] = r->procs[i]->tracee.pid;
+		m->pids = b->pids;
+		m->npids = r->nprocs;
+		m->children = r->env.children;
+		for (size_t i = 0; i < r->nskipped && i < PT_REPORT_MAX_SKIPPED; i++) {
+			m->skipped[i].pid = r->skipped[i].pid;
+			m->skipped[i].comm = r->skipped[i].comm;
+			m->skipped[i].why = r->skipped[i].why;
+		}
+		m->nskipped = r->nskipped;
+	}
+	return 0;
+}
+
+/* meta.python, meta.sampling and lines[]. */
+static int doc_python(const struct docsrc *d, struct docbuf *b)
+{
+	const struct run *r = d->r;
+	struct proc *pyp = py_proc(d);
+	int e;
+
+	if (r->want_py && pyp) {
+		fill_python(d, pyp, &b->pyrep);
+		b->rep.meta.python = &b->pyrep;
+	}
+	if (!d->v->stk)
+		return 0;
+	e = build_sampling(d, &b->smp, &b->threads);
+	if (!e)
+		e = build_lines(d, &b->lfns, &b->nlfns);
+	if (e)
+		return e;
+	b->rep.meta.sampling = &b->smp;
+	b->rep.lines = b->lfns;
+	b->rep.nlines = b->nlfns;
+	if (d->p && r->multi) {
+		/* the flame graph files are the merged view's */
+		b->smp.folded = NULL;
+		b->smp.svg = NULL;
+	}
+	return 0;
+}
+
+/* steps, buckets, values and runs: the view's aggregators. */
+static int doc_figures(const struct docsrc *d, struct docbuf *b, const struct pt_counters *c)
+{
+	const struct run *r = d->r;
+	struct pt_report *rep = &b->rep;
+
+	b->bks = pt_zalloc(r->cfg.nbuckets + 1, sizeof(*b->bks));
+	if (!b->bks)
+		return -ENOMEM;
 	for (size_t k = 0; k < r->cfg.nbuckets; k++) {
 		b->bks[k].name = r->cfg.buckets[k].name;
 		b->bks[k].domain = r->cfg.buckets[k].domain;
 	}
-	uname(&un);
-	snprintf(b->kernel, sizeof(b->kernel), "%s", un.release);
-	ah = pt_agg__health(d->v->agg);
-	ss = pt_agg__steps(d->v->agg);
-	rep->meta.tool = "proftrace";
-	rep->meta.version = PT_VERSION;
-	rep->meta.pid = mp->tgt.pid;
-	rep->meta.comm = mp->tgt.comm;
-	rep->meta.exe = pt_target__view(mp->tgt.root, mp->tgt.exe);
-	rep->meta.start_unix_ns = r->t0_unix;
-	rep->meta.duration_s = (double)(r->t_end_mono - r->t0_mono) / 1e9;
-	rep->meta.targets_file = r->cfg.path;
-	rep->meta.kernel = b->kernel;
-	rep->meta.warmup_steps = r->cfg.warmup_steps;
-	rep->meta.step_probe = r->cfg.step_probe >= 0 ? r->cfg.probes[r->cfg.step_probe].text
-						       : NULL;
-	rep->meta.step_mode = r->cfg.step_mode == PT_STEP_ITERATION ? "iteration" : "call";
-	if (r->multi && d->p) {
-		rep->meta.process = true;
-		rep->meta.rank = d->p->rank;
-		rep->meta.local_rank = d->p->local_rank;
-		rep->meta.added_s = (double)(d->p->t_added - r->t0_mono) / 1e9;
-		if (d->p->t_added < r->t0_mono)
-			rep->meta.added_s = 0;
-		rep->meta.ended = d->p->end_why;
-		rep->meta.ended_s = d->p->ended ? (double)(d->p->t_ended - r->t0_mono) / 1e9 : 0;
-	} else if (r->multi) {
-		b->pids = pt_zalloc(r->nprocs, sizeof(*b->pids));
-		if (!b->pids)
-			return NULL;
-		for (size_t i = 0; i < r->nprocs; i++)
-			b->pids[i] = r->procs[i]->tgt.pid;
-		rep->meta.pids = b->pids;
-		rep->meta.npids = r->nprocs;
-		rep->meta.children = r->env.children;
-		for (size_t i = 0; i < r->nskipped && i < PT_REPORT_MAX_SKIPPED; i++) {
-			rep->meta.skipped[i].pid = r->skipped[i].pid;
-			rep->meta.skipped[i].comm = r->skipped[i].comm;
-			rep->meta.skipped[i].why = r->skipped[i].why;
-		}
-		rep->meta.nskipped = r->nskipped;
-	}
-	if (r->want_py && pyp) {
-		fill_python(d, pyp, &b->pyrep);
-		rep->meta.python = &b->pyrep;
-	}
-	if (d->v->stk) {
-		int e = build_sampling(d, &b->smp, &b->threads);
-
-		if (!e)
-			e = build_lines(d, &b->lfns, &b->nlfns);
-		if (e)
-			return NULL;
-		rep->meta.sampling = &b->smp;
-		rep->lines = b->lfns;
-		rep->nlines = b->nlfns;
-		if (d->p && r->multi) {
-			/* the flame graph files are the merged view's */
-			b->smp.folded = NULL;
-			b->smp.svg = NULL;
-		}
-	}
 	rep->agg = d->v->agg;
 	rep->buckets = b->bks;
 	rep->nbuckets = r->cfg.nbuckets;
-	rep->funcs = b->rows;
-	rep->nfuncs = nrows;
 	rep->t0_mono = r->t0_mono;
-	if (d->v->runs && (pt_runs__failed(d->v->runs) || pt_runs__finish(d->v->runs)))
-		fprintf(stderr, "proftrace: warning: out of memory: no runs in the report\n");
+	if (d->v->runs && (pt_bursts__failed(d->v->runs) || pt_bursts__finish(d->v->runs)))
+		pt_msg("proftrace: warning: out of memory: no runs in the report\n");
 	else
 		rep->runs = d->v->runs;
 	rep->vals = &d->v->sv;
-	rep->val_records_dropped = c.val_dropped;
-	gp = gpu_proc(d, &gwhy);
+	rep->val_records_dropped = c->val_dropped;
+	return 0;
+}
+
+/* gpu: the one process with a GPU stream in this view, joined. */
+static void doc_gpu(const struct docsrc *d, struct docbuf *b)
+{
+	const struct run *r = d->r;
+	const char *why;
+	struct proc *gp = gpu_proc(d, &why);
+
 	if (gp) {
 		if (gp->gpu_oom)
-			fprintf(stderr, "proftrace: warning: out of memory for GPU records of pid %d: "
-					"the GPU figures are incomplete\n", gp->tgt.pid);
+			pt_msg("proftrace: warning: out of memory for GPU records of pid %d: the GPU "
+			       "figures are incomplete\n", gp->tracee.pid);
 		pt_gpuring__info(gp->gr, &b->gpu_info);
 		if (b->gpu_info.conflict_call && (!r->multi || d->p))
-			fprintf(stderr, "proftrace: warning: CUPTI could not be enabled in pid %d: %s "
-					"failed with %s (another profiler holding CUPTI, or no GPU "
-					"driver): no GPU records\n", gp->tgt.pid,
-				pt_gpuring__call_name(b->gpu_info.conflict_call),
-				pt_gpuring__result_name(b->gpu_info.conflict_code));
+			pt_msg("proftrace: warning: CUPTI could not be enabled in pid %d: %s failed "
+			       "with %s (another profiler holding CUPTI, or no GPU driver): no GPU "
+			       "records\n", gp->tracee.pid,
+			       pt_gpuring__call_name(b->gpu_info.conflict_call),
+			       pt_gpuring__result_name(b->gpu_info.conflict_code));
 		if (!gp->gpu_joined) /* the merged document may show it too */
 			gp->gres = pt_gpu__join(gp->gpu, r->t0_mono, r->t_end_mono);
 		gp->gpu_joined = true;
-		rep->gpu = gp->gres;
-		rep->gpu_info = &b->gpu_info;
-		if (!rep->gpu)
-			gwhy = "out of memory joining GPU records";
+		b->rep.gpu = gp->gres;
+		b->rep.gpu_info = &b->gpu_info;
+		if (!b->rep.gpu)
+			why = "out of memory joining GPU records";
 	}
-	rep->gpu_why = gwhy;
-	rep->health.events = d->p ? d->p->events : r->events;
-	rep->health.process = r->multi && d->p;
-	rep->health.dropped_events = c.dropped;
-	rep->health.depth_overflow = c.depth_overflow;
-	rep->health.unwound = c.unwound;
-	rep->health.orphan_returns = c.orphan_returns;
-	rep->health.py_unreadable = c.py_unreadable;
-	rep->health.py_map_full = c.py_map_full;
+	b->rep.gpu_why = why;
+}
+
+/* health: what was lost, dropped or never attached. */
+static void doc_health(const struct docsrc *d, struct docbuf *b, const struct pt_counters *c,
+		       size_t nunres)
+{
+	const struct run *r = d->r;
+	struct pt_report_health *h = &b->rep.health;
+
+	h->events = d->p ? d->p->events : r->events;
+	h->process = r->multi && d->p;
+	h->dropped_events = c->dropped;
+	h->depth_overflow = c->depth_overflow;
+	h->unwound = c->unwound;
+	h->orphan_returns = c->orphan_returns;
+	h->py_unreadable = c->py_unreadable;
+	h->py_map_full = c->py_map_full;
 	for (size_t i = 0; i < r->nprocs; i++)
 		if (!d->p || d->p == r->procs[i])
-			rep->health.py_unresolved += r->procs[i]->py_unresolved;
-	rep->health.lost_calls = ah->lost_calls;
-	rep->health.steps_incomplete = ss->incomplete;
-	rep->health.probes_requested = (unsigned int)(d->nfr + nunres);
+			h->py_unresolved += r->procs[i]->py_unresolved;
+	h->lost_calls = pt_agg__health(d->v->agg)->lost_calls;
+	h->steps_incomplete = pt_agg__steps(d->v->agg)->incomplete;
+	h->probes_requested = (unsigned int)(d->nfr + nunres);
 	/* functions with probes in place: native uprobes, and py: functions
 	 * the frame probe (or the sampler) found */
-	rep->health.probes_attached = 0;
+	h->probes_attached = 0;
 	for (size_t i = 0; i < d->nfr; i++)
-		rep->health.probes_attached += d->fr[i].attached;
-	if (r->trace && !(r->multi && d->p)) {
-		struct pt_trace_stats ts;
+		h->probes_attached += d->fr[i].attached;
+}
 
-		pt_trace__stats(r->trace, &ts);
-		b->trace_rep = (struct pt_report_trace){ .file = "trace.json", .events = ts.events,
-							 .dropped = ts.dropped,
-							 .max_events = ts.max_events,
-							 .truncated = ts.truncated };
-		rep->meta.trace = &b->trace_rep;
-	}
-	return pt_summary__build(rep);
+/* meta.trace (--trace): the merged document's, or the only one's. */
+static void doc_trace(const struct docsrc *d, struct docbuf *b)
+{
+	const struct run *r = d->r;
+	struct pt_trace_stats ts;
+
+	if (!r->trace || (r->multi && d->p))
+		return;
+	pt_trace__stats(r->trace, &ts);
+	b->trace_rep = (struct pt_report_trace){ .file = "trace.json", .events = ts.events,
+						 .dropped = ts.dropped, .max_events = ts.max_events,
+						 .truncated = ts.truncated };
+	b->rep.meta.trace = &b->trace_rep;
+}
+
+/*
+ * The summary document of one view: a process's (d->p) or the merged
+ * one, a section at a time. NULL on allocation failure.
+ */
+static cJSON *build_doc(const struct docsrc *d, struct docbuf *b)
+{
+	const struct run *r = d->r;
+	struct pt_counters c = { 0 };
+	size_t nunres = 0;
+
+	if (r->att)
+		pt_attach__counters(r->att, &c);
+	for (size_t s = 0; s < r->cfg.nprobes; s++)
+		nunres += spec_nfuncs(d, s) == 0;
+	if (doc_functions(d, b, nunres) || doc_meta(d, b) || doc_python(d, b) ||
+	    doc_figures(d, b, &c))
+		return NULL;
+	doc_gpu(d, b);
+	doc_health(d, b, &c, nunres);
+	doc_trace(d, b);
+	return pt_summary__build(&b->rep);
 }
 
 /* The skew of step times across the processes with steps. */
@@ -825,7 +758,7 @@ static int build_skew(struct run *r, cJSON *doc)
 			if (sp) {
 				for (size_t i = 0; i < n; i++)
 					sp[i] = (struct pt_report_skew_proc){
-						.pid = who[i]->tgt.pid, .rank = who[i]->rank,
+						.pid = who[i]->tracee.pid, .rank = who[i]->rank,
 						.steps = who[i]->steps.n,
 						.first = n >= 2 ? k.first[i] : 0,
 						.slowest = n >= 2 ? k.slowest[i] : 0,
@@ -841,11 +774,153 @@ static int build_skew(struct run *r, cJSON *doc)
 	return e;
 }
 
+/* The default output folder: proftrace_out/<comm>-<pid>-<time> here. */
+static void default_output(const struct run *r, char *buf, size_t len)
+{
+	time_t t = (time_t)(pt_now_ns(CLOCK_REALTIME) / 1000000000ull);
+	struct tm tm;
+	char stamp[32];
+
+	localtime_r(&t, &tm);
+	strftime(stamp, sizeof(stamp), "%Y%m%d-%H%M%S", &tm);
+	snprintf(buf, len, "proftrace_out/%s-%d-%s", r->procs[0]->tracee.comm, r->procs[0]->tracee.pid,
+		 stamp);
+	/* comm may hold '/' (kernel threads rename freely): keep one dir */
+	for (char *p = buf + strlen("proftrace_out/"); *p; p++)
+		if (*p == '/' || *p == ' ')
+			*p = '_';
+}
+
+int pt_run__open_output(struct run *r)
+{
+	char dir[PATH_MAX], err[PATH_MAX + 256];
+	int e;
+
+	if (r->env.output)
+		snprintf(dir, sizeof(dir), "%s", r->env.output);
+	else
+		default_output(r, dir, sizeof(dir));
+	e = pt_outdir__open(&r->out, dir, !r->env.output, err, sizeof(err));
+	if (!e)
+		return 0;
+	pt_msg("proftrace: %s\n", err);
+	return e == -ENOMEM ? e : -PT_EUSAGE;
+}
+
+/* What the flame graph and trace.json are drawn with. */
+static int output_opts(struct run *r, const struct docsrc *td, struct pt_outputs *o,
+		       char *title, char *sub, size_t len)
+{
+	const struct pt_stacks *stk = td->v->stk;
+	const char **bnames;
+	struct pt_trace_proc *procs;
+
+	if (stk) {
+		const struct pt_stacks_totals *t = pt_stacks__totals(stk);
+
+		if (r->nprocs > 1)
+			snprintf(title, len, "proftrace: %s (pid %d) and %zu more process%s",
+				 r->procs[0]->tracee.comm, r->procs[0]->tracee.pid, r->nprocs - 1,
+				 r->nprocs == 2 ? "" : "es");
+		else
+			snprintf(title, len, "proftrace: %s (pid %d)", r->procs[0]->tracee.comm,
+				 r->procs[0]->tracee.pid);
+		snprintf(sub, len,
+			 "wall time: on-CPU sampled at %u Hz (%.3f s) + off-CPU intervals (%.3f s)",
+			 r->cfg.sample_hz, (double)t->t.on_ns / 1e9, (double)t->t.off_ns / 1e9);
+		o->flame = pt_stacks__flame(stk);
+		o->svg = (struct pt_flame_svg_opts){ .title = title, .subtitle = sub, .unit = "us" };
+	}
+	if (!r->trace)
+		return 0;
+	bnames = pt_zalloc(r->cfg.nbuckets + 1, sizeof(*bnames));
+	procs = pt_zalloc(r->nprocs, sizeof(*procs));
+	if (!bnames || !procs) {
+		free(bnames);
+		free(procs);
+		return -ENOMEM;
+	}
+	for (size_t b = 0; b < r->cfg.nbuckets; b++)
+		bnames[b] = r->cfg.buckets[b].name;
+	for (size_t i = 0; i < r->nprocs; i++)
+		procs[i] = (struct pt_trace_proc){ .pid = r->procs[i]->tracee.pid,
+						   .name = r->procs[i]->tracee.comm,
+						   .rank = r->procs[i]->rank };
+	o->trace = r->trace;
+	o->trace_opts = (struct pt_trace_write_opts){ .procs = procs, .nprocs = r->nprocs,
+						      .t0 = r->t0_mono, .start_unix_ns = r->t0_unix,
+						      .version = PT_VERSION, .bucket_names = bnames };
+	return 0;
+}
+
+struct emit_ctx {
+	const struct pt_emitter *em;
+	const struct pt_outputs *o;
+};
+
+static int emit_one(FILE *f, const void *ctx)
+{
+	const struct emit_ctx *c = ctx;
+
+	return c->em->write(f, c->o);
+}
+
+/* Every wanted output into d. 0, or the first error (said in err). */
+static int write_files(struct pt_outdir *d, const struct pt_outputs *o, char *err, size_t errlen)
+{
+	for (size_t i = 0; i < pt_nemitters; i++) {
+		struct emit_ctx c = { .em = &pt_emitters[i], .o = o };
+		int e;
+
+		if (c.em->wanted && !c.em->wanted(o))
+			continue;
+		e = pt_outdir__write(d, c.em->filename, emit_one, &c, err, errlen);
+		if (e)
+			return e;
+		pt_msg("proftrace: wrote %s/%s\n", pt_outdir__path(d), c.em->filename);
+	}
+	return 0;
+}
+
+/* Into the output folder, else into a fallback folder of our own: a
+ * profile that was taken is always written somewhere, and said where. */
+static int write_somewhere(struct run *r, const struct pt_outputs *o)
+{
+	char err[PATH_MAX + 256], err2[PATH_MAX + 256], base[64];
+	struct pt_outdir *fb;
+	int e = -ENOENT;
+
+	if (r->out) {
+		e = write_files(r->out, o, err, sizeof(err));
+		if (!e)
+			return 0;
+		if (e == -ENOMEM) {
+			pt_msg("proftrace: %s\n", err);
+			return e;
+		}
+	} else {
+		snprintf(err, sizeof(err), "no output folder");
+	}
+	snprintf(base, sizeof(base), "proftrace-%d", r->procs[0]->tracee.pid);
+	if (pt_outdir__fallback(&fb, base, err2, sizeof(err2))) {
+		pt_msg("proftrace: %s; %s: the profile is lost\n", err, err2);
+		return e;
+	}
+	pt_msg("proftrace: %s; writing the profile to %s instead\n", err, pt_outdir__path(fb));
+	e = write_files(fb, o, err2, sizeof(err2));
+	if (e)
+		pt_msg("proftrace: %s: the profile is lost\n", err2);
+	pt_outdir__close(fb);
+	/* written, but not where asked: not a success */
+	return e ? e : -EIO;
+}
+
 int pt_run__write_outputs(struct run *r)
 {
 	struct docbuf top = { 0 }, *pb = NULL;
 	struct docsrc td = { .r = r };
-	char dir[PATH_MAX], path[PATH_MAX + 32];
+	struct pt_outputs o = { 0 };
+	char title[256], sub[256];
 	struct docsrc *pds = NULL;
 	cJSON *doc = NULL, *procs;
 	int e = -ENOMEM;
@@ -884,51 +959,20 @@ int pt_run__write_outputs(struct run *r)
 		if (build_skew(r, doc))
 			goto out;
 	}
-	if (r->env.output)
-		snprintf(dir, sizeof(dir), "%s", r->env.output);
-	else
-		default_output(r, dir, sizeof(dir));
-	e = mkdir_p(dir);
-	if (e) {
-		fprintf(stderr, "proftrace: cannot create %s: %s\n", dir, strerror(-e));
+	o.doc = doc;
+	if (output_opts(r, &td, &o, title, sub, sizeof(title)))
 		goto out;
-	}
-	if (td.v->stk) {
-		e = write_flame(&td, dir);
-		if (e)
-			goto out;
-	}
-	for (size_t i = 0; i < pt_nemitters; i++) {
-		FILE *f;
+	e = write_somewhere(r, &o);
+	if (r->env.json) {
+		int e2 = pt_summary__write_json(stdout, doc);
 
-		if (pt_emitters[i].wanted && !pt_emitters[i].wanted(doc))
-			continue;
-		snprintf(path, sizeof(path), "%s/%s", dir, pt_emitters[i].filename);
-		f = fopen(path, "we");
-		if (!f) {
-			e = -errno;
-			fprintf(stderr, "proftrace: cannot write %s: %s\n", path, strerror(-e));
-			goto out;
-		}
-		e = pt_emitters[i].write(f, doc);
-		if (fclose(f) && !e)
-			e = -errno;
-		if (e) {
-			fprintf(stderr, "proftrace: cannot write %s: %s\n", path, strerror(-e));
-			goto out;
-		}
-		fprintf(stderr, "proftrace: wrote %s\n", path);
+		e = e ? e : e2;
 	}
-	if (r->trace) {
-		e = write_trace(r, dir);
-		if (e)
-			goto out;
-	}
-	if (r->env.json)
-		e = pt_summary__write_json(stdout, doc);
 out:
 	if (e == -ENOMEM)
-		fprintf(stderr, "proftrace: out of memory writing the report\n");
+		pt_msg("proftrace: out of memory writing the report\n");
+	free((void *)o.trace_opts.procs);
+	free((void *)o.trace_opts.bucket_names);
 	cJSON_Delete(doc);
 	docbuf_free(&top);
 	free(td.fr);

@@ -1,12 +1,12 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * Report emitters. The summary is built once as a cJSON document
- * (pt_summary__build); every output format renders from that document, so
- * summary.json and report.md can never disagree. Each format is an entry in
- * pt_emitters[] (an ops table, not `if (fmt)` in every function).
+ * summary.json's document: built once from a run's figures
+ * (pt_summary__build, from struct pt_report below); every text output
+ * (report/emit.h) renders from that document, so summary.json and
+ * report.md can never disagree.
  */
-#ifndef PT_REPORT_H
-#define PT_REPORT_H
+#ifndef PT_SUMMARY_H
+#define PT_SUMMARY_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -15,7 +15,7 @@
 
 #include "aggregate/agg.h"
 #include "aggregate/gpu.h"
-#include "aggregate/runs.h"
+#include "aggregate/bursts.h"
 #include "aggregate/stepvals.h"
 
 struct cJSON;
@@ -190,7 +190,7 @@ struct pt_report {
 	const struct pt_stepvals *vals;
 	uint64_t val_records_dropped; /* value records BPF could not write */
 	/* runs split on idle gaps (NULL: not computed); times relative to t0_mono */
-	const struct pt_runs *runs;
+	const struct pt_bursts *runs;
 	uint64_t t0_mono;
 	/* the GPU stream: NULL gpu: none, and gpu_why says why */
 	const struct pt_gpu_result *gpu;
@@ -217,18 +217,5 @@ struct pt_skew;
  * processes had steps (the object says so). 0 or -ENOMEM. */
 int pt_summary__add_skew(struct cJSON *doc, const struct pt_skew *k,
 			 const struct pt_report_skew_proc *procs, size_t n);
-
-struct pt_emitter {
-	const char *filename; /* "summary.json", "report.md" */
-	int (*write)(FILE *f, const struct cJSON *summary); /* 0 or -errno */
-	/* NULL: always written; else only when it returns true */
-	bool (*wanted)(const struct cJSON *summary);
-};
-
-extern const struct pt_emitter pt_emitters[];
-extern const size_t pt_nemitters;
-
-int pt_summary__write_json(FILE *f, const struct cJSON *summary);
-int pt_report_md__write(FILE *f, const struct cJSON *summary);
 
 #endif

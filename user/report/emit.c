@@ -1,0 +1,62 @@
+// SPDX-License-Identifier: BSD-2-Clause
+#include <cjson/cJSON.h>
+
+#include "emit.h"
+#include "report_lines.h"
+#include "util/util.h"
+
+static int summary_json(FILE *f, const struct pt_outputs *o)
+{
+	return pt_summary__write_json(f, o->doc);
+}
+
+static int report_md(FILE *f, const struct pt_outputs *o)
+{
+	return pt_report_md__write(f, o->doc);
+}
+
+static int lines_txt(FILE *f, const struct pt_outputs *o)
+{
+	return pt_report_lines__write(f, o->doc);
+}
+
+/* lines.txt only when a `lines` directive asked for it */
+static bool has_lines(const struct pt_outputs *o)
+{
+	return cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(o->doc, "lines")) > 0;
+}
+
+static int stacks_folded(FILE *f, const struct pt_outputs *o)
+{
+	return pt_flame__write_folded(o->flame, f);
+}
+
+static int flame_svg(FILE *f, const struct pt_outputs *o)
+{
+	return pt_flame__write_svg(o->flame, f, &o->svg);
+}
+
+static bool sampled(const struct pt_outputs *o)
+{
+	return o->flame != NULL;
+}
+
+static int trace_json(FILE *f, const struct pt_outputs *o)
+{
+	return pt_trace__write(o->trace, f, &o->trace_opts);
+}
+
+static bool traced(const struct pt_outputs *o)
+{
+	return o->trace != NULL;
+}
+
+const struct pt_emitter pt_emitters[] = {
+	{ "summary.json", summary_json, NULL },
+	{ "report.md", report_md, NULL },
+	{ "lines.txt", lines_txt, has_lines },
+	{ "stacks.folded", stacks_folded, sampled },
+	{ "flame.svg", flame_svg, sampled },
+	{ "trace.json", trace_json, traced },
+};
+const size_t pt_nemitters = ARRAY_SIZE(pt_emitters);

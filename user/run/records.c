@@ -1,0 +1,184 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * The routing of a run's records: each probe record (calls, values, code
+ * objects, process events) to the process it is from and the part that
+ * owns it; counted steps and GPU records to their consumers (the
+ * aggregators, trace.json, the GPU join, the skew).
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "run.h"
+
+static void on_proc_event(struct run *r, const struct pt_rec *rec);
+
+/* The process a record is from: by pid, the live one (an exec'ed
+ * image's records in flight belong to no process: fids tell). */
+struct proc *pt_run__proc_of(struct run *r, uint32_t pid)
+{
+	if (r->last && (uint32_t)r->last->tracee.pid == pid && !r->last->ended)
+		return r->last;
+	for (size_t i = r->nprocs; i-- > 0;)
+		if ((uint32_t)r->procs[i]->tracee.pid == pid && !r->procs[i]->ended)
+			return r->last = r->procs[i];
+	return NULL;
+}
+
+/* trace.json's name of host thread tid, read once. */
+static void trace_thread(struct proc *p, uint32_t tid)
+{
+	struct pt_trace *tr = p->run->trace;
+	char comm[64];
+
+	if (pt_trace__has_thread_name(tr, tid))
+		return;
+	pt_run__thread_comm(p->tracee.pid, tid, comm, sizeof(comm));
+	pt_trace__thread_name(tr, tid, (uint32_t)p->tracee.pid, comm);
+}
+
+
+static void on_values(struct proc *p, const struct pt_rec_vals *v, size_t size)
+{
+	uint32_t fid = v->fid & PT_FID_LOCAL_MASK;
+	int spec;
+
+	if (PT_FID_PROC(v->fid) != p->idx || fid >= p->nfs) {
+		p->v.sv.bad_records++;
+		return;
+	}
+	spec = pt_resolver__func(p->res, fid)->vals_spec;
+	pt_stepvals__record(&p->v.sv, p->v.agg, spec, v, size);
+	if (p->run->multi)
+		pt_stepvals__record(&p->run->all.sv, p->run->all.agg, spec, v, size);
+}
+
+/* A completed call (local fid), for the consumers that want every one:
+ * trace.json's slices and the GPU join's bucket calls. */
+static void on_call(struct proc *p, const struct pt_rec *rec)
+{
+	struct run *r = p->run;
+	const struct pt_func *f = pt_resolver__func(p->res, rec->fid);
+
+	if (r->trace) {
+		trace_thread(p, rec->tid);
+		pt_trace__slice(r->trace, rec->tid, rec->t_entry, rec->t_exit, f->symbol, f->py,
+				f->bucket_mask);
+	}
+	if (p->gpu && f->bucket_mask &&
+	    pt_gpu__bucket_call(p->gpu, rec->tid, rec->t_entry, rec->t_exit, f->bucket_mask))
+		p->gpu_oom = true;
+}
+
+int pt_run__on_rec(void *ctx, const struct pt_rec *rec, size_t size)
+{
+	struct run *r = ctx;
+	struct pt_rec copy;
+	struct proc *p;
+	uint32_t fid;
+
+	r->events++;
+	if (rec->type == PT_REC_FORK || rec->type == PT_REC_EXEC) {
+		on_proc_event(r, rec);
+		return 0;
+	}
+	p = pt_run__proc_of(r, rec->pid);
+	if (!p)
+		return 0; /* a process that ended: its last records */
+	p->events++;
+	switch (rec->type) {
+	case PT_REC_DLOPEN:
+		p->rescan = true;
+		return 0;
+	case PT_REC_PYCODE:
+		if (p->pp)
+			pt_run__on_pycode(p, (const struct pt_rec_pycode *)rec);
+		return 0;
+	case PT_REC_VALUES:
+		on_values(p, (const struct pt_rec_vals *)rec, size);
+		return 0;
+	case PT_REC_ATTR:
+		pt_run__on_attr(p, (const struct pt_rec_attr *)rec);
+		return 0;
+	}
+	copy = *rec;
+	if (rec->fid == PT_FID_PY_PENDING) {
+		/* A call that began before we answered for its code */
+		if (!pt_run__py_pending_fid(p, rec, &fid))
+			return 0;
+	} else {
+		if (PT_FID_PROC(rec->fid) != p->idx)
+			return 0; /* the image before an exec */
+		fid = rec->fid & PT_FID_LOCAL_MASK;
+	}
+	if (fid >= p->nfs)
+		return 0;
+	copy.fid = fid;
+	pt_agg__record(p->v.agg, &copy);
+	if (r->multi) {
+		copy.fid = p->mfid[fid];
+		pt_agg__record(r->all.agg, &copy);
+		copy.fid = fid;
+	}
+	if (copy.type == PT_REC_EXIT && (r->trace || p->gpu))
+		on_call(p, &copy);
+	return 0;
+}
+
+/* A counted step of one process. */
+void pt_run__on_step(void *ctx, const struct pt_step *s)
+{
+	struct proc *p = ctx;
+	struct run *r = p->run;
+
+	pt_stepvals__step(&p->v.sv, s);
+	if (r->trace) {
+		trace_thread(p, s->tid);
+		pt_trace__step(r->trace, s);
+	}
+	if (p->v.runs)
+		pt_bursts__step(p->v.runs, s); /* out of memory: runs are left out, and said */
+	if (p->gpu && pt_gpu__step(p->gpu, s->tid, s->t_start, s->t_end))
+		p->gpu_oom = true; /* said at the end */
+	if (r->multi)
+		pt_skew__add(&p->steps, s->t_start, s->t_end);
+}
+
+/* A counted step of the merged view. */
+void pt_run__on_merged_step(void *ctx, const struct pt_step *s)
+{
+	struct run *r = ctx;
+
+	pt_stepvals__step(&r->all.sv, s);
+	if (r->all.runs)
+		pt_bursts__step(r->all.runs, s);
+}
+
+int pt_run__on_gpu_rec(void *ctx, const struct pt_gpu_rec *g)
+{
+	struct proc *p = ctx;
+	struct run *r = p->run;
+
+	if (pt_gpu__record(p->gpu, g))
+		p->gpu_oom = true;
+	if (r->trace) {
+		if (g->kind == PT_GPU_API)
+			trace_thread(p, g->api.tid);
+		pt_trace__gpu(r->trace, g, (uint32_t)p->tracee.pid);
+	}
+	return 0;
+}
+
+static void on_proc_event(struct run *r, const struct pt_rec *rec)
+{
+	struct proc *p;
+
+	if (rec->type == PT_REC_FORK) {
+		r->scan_children = true;
+		return;
+	}
+	p = pt_run__proc_of(r, rec->pid);
+	if (p)
+		p->exec_seen = true; /* ending it drains the ring: not from in here */
+}

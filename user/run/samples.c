@@ -1,0 +1,92 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * Stack samples of a run: each frame named and given its line (sample/
+ * pysym), then into the stacks of its process and of the merged view.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "run.h"
+
+/* Thread tid's comm into comm (empty when it cannot be read). */
+void pt_run__thread_comm(int pid, uint32_t tid, char *comm, size_t len)
+{
+	char path[64];
+	FILE *f;
+
+	comm[0] = 0;
+	snprintf(path, sizeof(path), "/proc/%d/task/%u/comm", pid, tid);
+	f = fopen(path, "re");
+	if (f) {
+		if (fgets(comm, (int)len, f))
+			comm[strcspn(comm, "\n")] = 0;
+		fclose(f);
+	}
+}
+
+/* A stack sample: names and lines for its frames, then into the stacks
+ * of its process (and the merged ones). */
+int pt_run__on_sample(void *ctx, const struct pt_sample *s)
+{
+	struct run *r = ctx;
+	struct proc *p = pt_run__proc_of(r, s->pid);
+	struct pt_stacks_sample ss = { .tid = s->tid, .offcpu = s->type == PT_REC_OFFCPU,
+				       .weight_ns = s->weight, .flags = s->flags, .f = r->sf };
+	const struct pt_pysym_code *codes[PT_SAMPLE_MAX_FRAMES];
+	size_t before;
+
+	if (!p || !p->sampled)
+		return 0;
+	before = pt_resolver__nfuncs(p->res);
+	if (!pt_stacks__has_thread(p->v.stk, s->tid)) {
+		char comm[64];
+
+		pt_run__thread_comm(p->tracee.pid, s->tid, comm, sizeof(comm));
+		pt_stacks__name_thread(p->v.stk, s->tid, comm[0] ? comm : "?");
+		if (r->multi)
+			pt_stacks__name_thread(r->all.stk, s->tid, comm[0] ? comm : "?");
+	}
+	for (uint32_t i = 0; i < s->nframes && i < PT_SAMPLE_MAX_FRAMES; i++) {
+		const struct pt_pysym_code *c;
+		unsigned int line;
+
+		if (!s->f[i].code)
+			continue; /* C-stack shim frame */
+		c = pt_pysym__code(p->sym, s->f[i].code);
+		if (!c)
+			return 0; /* out of memory: the sample is lost */
+		line = pt_pysym__line(p->sym, c, s->f[i].pos);
+		ss.unknown += !c->ok;
+		pt_pysym__label(c, line, r->labels[ss.n], sizeof(r->labels[0]));
+		r->sf[ss.n].label = r->labels[ss.n];
+		r->sf[ss.n].fid = c->fid;
+		r->sf[ss.n].line = line;
+		codes[ss.n++] = c;
+	}
+	if (pt_resolver__nfuncs(p->res) != before)
+		pt_run__sync_py_funcs(p);
+	for (size_t i = 0; i < ss.n; i++) {
+		uint32_t fid = r->sf[i].fid;
+
+		if (fid != PT_SFID_NONE && fid < p->nfs && !p->fs[fid].last_line)
+			p->fs[fid].last_line = pt_pysym__last_line(p->sym, codes[i]);
+	}
+	pt_stacks__add(p->v.stk, &ss);
+	if (r->multi) {
+		for (size_t i = 0; i < ss.n; i++) {
+			uint32_t fid = r->sf[i].fid;
+
+			r->msf[i] = r->sf[i];
+			r->msf[i].fid = fid != PT_SFID_NONE && fid < p->nfs ? p->mfid[fid]
+									   : PT_SFID_NONE;
+			if (r->msf[i].fid != PT_SFID_NONE && !r->mf[r->msf[i].fid].last_line)
+				r->mf[r->msf[i].fid].last_line = p->fs[fid].last_line;
+		}
+		ss.f = r->msf;
+		pt_stacks__add(r->all.stk, &ss);
+	}
+	return 0;
+}
+
