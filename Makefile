@@ -218,6 +218,24 @@ shim:
 $(OUTPUT)/bench/shim_bench:
 	@echo "shim_bench: skipped, no CUDA at $(CUDA_HOME) (set CUDA_HOME)"
 endif
+# ---- the Python agent (shim/agent/): loaded into CPython processes, so no
+# sanitizers, no libpython (its API is looked up at run time), and only the
+# two probe sites exported ----
+AGENT_SRCS := $(wildcard shim/agent/*.c)
+AGENT_OBJS := $(patsubst shim/agent/%.c,$(OUTPUT)/agent/%.o,$(AGENT_SRCS))
+AGENT := $(OUTPUT)/libproftrace_agent.so
+AGENT_CFLAGS := -g -O2 -std=gnu11 -D_GNU_SOURCE -Wall -Wextra -Wno-unused-parameter \
+		-Wno-missing-field-initializers -fPIC -fvisibility=hidden -pthread -MMD -MP -I.
+all: $(AGENT)
+$(OUTPUT)/agent/%.o: shim/agent/%.c
+	$(call msg,AGENT-CC,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(AGENT_CFLAGS) -c $< -o $@
+$(AGENT): $(AGENT_OBJS)
+	$(call msg,AGENT-LD,$@)
+	$(Q)$(CC) -shared -pthread -Wl,-z,defs $^ -ldl -o $@
+-include $(AGENT_OBJS:.o=.d)
+
 # The reader against segments made by the shim's own writer (no CUPTI).
 $(OUTPUT)/tests/test_gpuring: tests/unit/gpu/test_gpuring.c shim/ring.c shim/ring.h shim/ptgpu.h $(LIBPT) | $(OUTPUT)/tests
 	$(call msg,TEST-CC,$@)

@@ -66,9 +66,11 @@ struct pt_frame {
 };
 
 /* Frame flags kept in BPF only: entered through the Python probe; the
- * function has a pt_val_spec (read its return value at exit). */
+ * function has a pt_val_spec (read its return value at exit); an
+ * activation the agent reported (sp holds its frame, not a %rsp). */
 #define PT_FRAME_PY 0x100
 #define PT_FRAME_VALS 0x200
+#define PT_FRAME_AGENT 0x400
 
 struct pt_stack {
 	__u32 depth;
@@ -146,9 +148,9 @@ static __always_inline void announce(__u64 id, __u64 code, const struct pt_py_co
 }
 
 /* Open a tracked call on the current thread's stack: its entry time, 0
- * when it is not tracked. */
-static __always_inline __u64 push(struct pt_regs *ctx, __u64 id, __u32 fid, __u64 code,
-				 __u32 fflags)
+ * when it is not tracked. key: what its return is matched by (%rsp at
+ * entry for a probed function, the frame for the agent's activations). */
+static __always_inline __u64 push_key(__u64 key, __u64 id, __u32 fid, __u64 code, __u32 fflags)
 {
 	struct pt_stack *st;
 	struct pt_frame *fr;
@@ -171,7 +173,7 @@ static __always_inline __u64 push(struct pt_regs *ctx, __u64 id, __u32 fid, __u6
 	}
 	fr = &st->f[d];
 	fr->t_entry = now;
-	fr->sp = PT_REGS_SP(ctx);
+	fr->sp = key;
 	fr->code = code;
 	fr->fid = fid;
 	fr->flags = fflags;
@@ -179,6 +181,12 @@ static __always_inline __u64 push(struct pt_regs *ctx, __u64 id, __u32 fid, __u6
 	if (emit(PT_REC_ENTRY, fid, id, now, 0, d, 0, code))
 		fr->flags |= PT_RECF_ENTRY_LOST;
 	return now;
+}
+
+static __always_inline __u64 push(struct pt_regs *ctx, __u64 id, __u32 fid, __u64 code,
+				 __u32 fflags)
+{
+	return push_key(PT_REGS_SP(ctx), id, fid, code, fflags);
 }
 
 #include "values.bpf.h"
@@ -198,7 +206,7 @@ int BPF_KPROBE(pt_entry)
 	fid = cookie & PT_COOKIE_FID_MASK;
 	t = push(ctx, id, fid, 0, (cookie & PT_COOKIE_VALS) ? PT_FRAME_VALS : 0);
 	if (t && (cookie & PT_COOKIE_VALS))
-		send_vals(ctx, &p->py, id, fid, t, false, 0, NULL);
+		send_vals(ctx, &p->py, id, fid, t, false, 0, NULL, 0);
 	return 0;
 }
 
@@ -219,7 +227,9 @@ static __always_inline struct pt_frame *pop_to(struct pt_stack *st, __u64 sp)
 		if (d == 0 || d > PT_MAX_DEPTH)
 			return NULL;
 		fr = &st->f[(d - 1) & (PT_MAX_DEPTH - 1)];
-		if (fr->sp >= sp)
+		/* an agent activation holds a frame address, not a %rsp: still
+		 * open above a returning function, its end was missed */
+		if (!(fr->flags & PT_FRAME_AGENT) && fr->sp >= sp)
 			return fr->sp == sp ? fr : NULL;
 		st->depth = d - 1;
 		__sync_fetch_and_add(&counters.unwound, 1);
@@ -258,7 +268,7 @@ int BPF_KRETPROBE(pt_exit)
 		return 0;
 	}
 	if (fr->flags & PT_FRAME_VALS)
-		send_vals(ctx, &p->py, id, fr->fid, fr->t_entry, true, 0, NULL);
+		send_vals(ctx, &p->py, id, fr->fid, fr->t_entry, true, 0, NULL, PT_REGS_RC(ctx));
 	close_top(st, fr, id, now);
 	return 0;
 }
@@ -270,16 +280,53 @@ int BPF_KRETPROBE(pt_exit)
  * timing). Only code objects the config names are tracked; the rest cost
  * three small reads and one map lookup.
  */
+/*
+ * The function code object code is in the current process: true with
+ * *fid its fid (PT_FID_PY_NONE: not ours) and *vp its py_codes entry; a
+ * code object not known (or whose address was freed and reused) is
+ * announced to user space and meanwhile PT_FID_PY_PENDING (*vp NULL).
+ * false: it cannot be read.
+ */
+static __always_inline bool code_fid(const struct pt_py_offsets *L, __u64 id, __u64 code,
+				     struct pt_py_code **vp, __u32 *fid)
+{
+	struct pt_py_key key = { .tgid = id >> 32, .code = code };
+	struct pt_py_code fp = {}, *v;
+
+	if (!code ||
+	    bpf_probe_read_user(&fp.filename, 2 * sizeof(__u64), (void *)(code + L->code_filename)) ||
+	    bpf_probe_read_user(&fp.firstlineno, sizeof(__u32),
+				(void *)(code + L->code_firstlineno))) {
+		__sync_fetch_and_add(&counters.py_unreadable, 1);
+		return false;
+	}
+	v = bpf_map_lookup_elem(&py_codes, &key);
+	if (v && v->filename == fp.filename && v->name == fp.name &&
+	    v->firstlineno == fp.firstlineno) {
+		*fid = v->fid;
+		*vp = v;
+		return true;
+	}
+	/* New, or a reused address: ask user space, and time the call
+	 * meanwhile in case it is one of ours. */
+	fp.fid = PT_FID_PY_PENDING;
+	if (bpf_map_update_elem(&py_codes, &key, &fp, BPF_ANY))
+		__sync_fetch_and_add(&counters.py_map_full, 1);
+	announce(id, code, &fp);
+	*fid = PT_FID_PY_PENDING;
+	*vp = NULL;
+	return true;
+}
+
 /* A frame starts: true when it is tracked (its return is wanted). */
 static __always_inline bool py_enter(struct pt_regs *ctx)
 {
 	__u64 id = bpf_get_current_pid_tgid();
 	const struct pt_py_offsets *L;
 	const struct pt_bpf_proc *p;
-	struct pt_py_code fp = {}, *v;
-	struct pt_py_key key = {};
+	struct pt_py_code *v;
 	__u64 frame, a1, code = 0, t;
-	__u32 fid, vals = 0;
+	__u32 fid;
 
 	p = ours(id, bpf_get_attach_cookie(ctx));
 	if (!p)
@@ -292,32 +339,17 @@ static __always_inline bool py_enter(struct pt_regs *ctx)
 	asm volatile("" : "+r"(a1), "+r"(frame));
 	if (L->frame_arg == 1)
 		frame = a1;
-	if (bpf_probe_read_user(&code, sizeof(code), (void *)(frame + L->frame_code)) ||
-	    !(code &= L->code_mask) ||
-	    bpf_probe_read_user(&fp.filename, 2 * sizeof(__u64),
-				(void *)(code + L->code_filename)) ||
-	    bpf_probe_read_user(&fp.firstlineno, sizeof(__u32),
-				(void *)(code + L->code_firstlineno))) {
+	if (bpf_probe_read_user(&code, sizeof(code), (void *)(frame + L->frame_code))) {
 		__sync_fetch_and_add(&counters.py_unreadable, 1);
 		return false;
 	}
-	key.tgid = id >> 32;
-	key.code = code;
-	v = bpf_map_lookup_elem(&py_codes, &key);
-	if (v && v->filename == fp.filename && v->name == fp.name &&
-	    v->firstlineno == fp.firstlineno) {
-		fid = v->fid;
-		if (fid == PT_FID_PY_NONE)
-			return false;
-		vals = v->vals;
-	} else {
-		/* New, or a reused address: ask user space, and time the
-		 * call meanwhile in case it is one of ours. */
-		fid = PT_FID_PY_PENDING;
-		fp.fid = fid;
-		if (bpf_map_update_elem(&py_codes, &key, &fp, BPF_ANY))
-			__sync_fetch_and_add(&counters.py_map_full, 1);
-		announce(id, code, &fp);
+	code &= L->code_mask;
+	if (!code_fid(L, id, code, &v, &fid))
+		return false;
+	if (fid == PT_FID_PY_NONE) {
+		/* the frame probe's whole cost on calls nobody named */
+		__sync_fetch_and_add(&counters.py_unnamed, 1);
+		return false;
 	}
 	if (L->code_flags) {
 		/* Creating a generator or coroutine is not an activation. */
@@ -331,11 +363,11 @@ static __always_inline bool py_enter(struct pt_regs *ctx)
 			return false;
 	}
 	t = push(ctx, id, fid, fid == PT_FID_PY_PENDING ? code : 0,
-		 PT_FRAME_PY | (vals ? PT_FRAME_VALS : 0));
+		 PT_FRAME_PY | (v && v->vals ? PT_FRAME_VALS : 0));
 	/* A pending call's values cannot be read: its slots are not known
 	 * yet (user space counts it as missing). */
-	if (t && vals && v)
-		send_vals(ctx, L, id, fid, t, false, frame, v);
+	if (t && v && v->vals)
+		send_vals(ctx, L, id, fid, t, false, frame, v, 0);
 	return t != 0;
 }
 
@@ -366,7 +398,7 @@ static __always_inline void py_leave(struct pt_regs *ctx)
 	if (!fr || !(fr->flags & PT_FRAME_PY))
 		return; /* a frame we do not track */
 	if (fr->flags & PT_FRAME_VALS)
-		send_vals(ctx, &p->py, id, fr->fid, fr->t_entry, true, 0, NULL);
+		send_vals(ctx, &p->py, id, fr->fid, fr->t_entry, true, 0, NULL, PT_REGS_RC(ctx));
 	close_top(st, fr, id, now);
 }
 
@@ -395,6 +427,91 @@ int BPF_KPROBE(pt_py_session)
 	return py_enter(ctx) ? 0 : 1;
 }
 
+
+/*
+ * The Python agent's probe sites (shim/ptagent.h): pt_agent_enter(code,
+ * frame) when an activation of a named code object begins,
+ * pt_agent_exit(code, frame, ret) when it ends (ret: the returned or
+ * yielded object, 0 for an exception). Only named code objects ever reach
+ * them. The frame is the activation's identity: its exit closes the frame
+ * opened with the same one, whatever returned in between.
+ */
+SEC("uprobe")
+int BPF_KPROBE(pt_agent_enter, __u64 code, __u64 frame)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	const struct pt_bpf_proc *p;
+	struct pt_py_code *v;
+	__u32 fid;
+	__u64 t;
+
+	p = ours(id, bpf_get_attach_cookie(ctx));
+	if (!p || !frame)
+		return 0;
+	code &= p->py.code_mask;
+	if (!code_fid(&p->py, id, code, &v, &fid) || fid == PT_FID_PY_NONE)
+		return 0;
+	t = push_key(frame, id, fid, fid == PT_FID_PY_PENDING ? code : 0,
+		     PT_FRAME_PY | PT_FRAME_AGENT | (v && v->vals ? PT_FRAME_VALS : 0));
+	if (t && v && v->vals)
+		send_vals(ctx, &p->py, id, fid, t, false, frame, v, 0);
+	return 0;
+}
+
+/* The open activation with this frame: frames opened above it never got
+ * their end (dropped, counted); NULL when it is not open at all (begun
+ * before attach, or beyond PT_MAX_DEPTH). */
+static __always_inline struct pt_frame *pop_frame(struct pt_stack *st, __u64 frame)
+{
+	__u32 d = st->depth, k = 0;
+	bool found = false;
+
+	if (d == 0 || d > PT_MAX_DEPTH)
+		return NULL;
+	for (int i = 0; i < PT_MAX_DEPTH; i++) {
+		struct pt_frame *fr;
+
+		if ((__u32)i >= d)
+			break;
+		k = d - 1 - (__u32)i;
+		fr = &st->f[k & (PT_MAX_DEPTH - 1)];
+		if ((fr->flags & PT_FRAME_AGENT) && fr->sp == frame) {
+			found = true;
+			break;
+		}
+	}
+	if (!found)
+		return NULL;
+	if (d - k > 1)
+		__sync_fetch_and_add(&counters.unwound, d - k - 1);
+	st->depth = k + 1;
+	return &st->f[k & (PT_MAX_DEPTH - 1)];
+}
+
+SEC("uprobe")
+int BPF_KPROBE(pt_agent_exit, __u64 code, __u64 frame, __u64 ret)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	const struct pt_bpf_proc *p;
+	struct pt_stack *st;
+	struct pt_frame *fr;
+	__u64 now;
+
+	p = ours(id, bpf_get_attach_cookie(ctx));
+	if (!p)
+		return 0;
+	now = bpf_ktime_get_ns();
+	st = bpf_task_storage_get(&stacks, bpf_get_current_task_btf(), 0, 0);
+	fr = st ? pop_frame(st, frame) : NULL;
+	if (!fr) {
+		__sync_fetch_and_add(&counters.orphan_returns, 1);
+		return 0;
+	}
+	if (fr->flags & PT_FRAME_VALS)
+		send_vals(ctx, &p->py, id, fr->fid, fr->t_entry, true, 0, NULL, ret);
+	close_top(st, fr, id, now);
+	return 0;
+}
 
 /*
  * The dynamic linker calls _dl_debug_state() (r_brk, the debugger hook)

@@ -51,10 +51,11 @@ struct pt_py_offsets {
 	__u32 frame_lasti; /* int f_lasti (< 3.11); 0: frame_ip instead */
 	__u32 frame_ip;    /* prev_instr / instr_ptr (3.11+) */
 	__u32 frame_owner; /* owner byte (3.11+); 0: none */
-	__u32 owner_cstack; /* owner of C-stack shim frames (3.12+); 256: none */
+	__u32 owner_cstack; /* owners >= this are shim frames (3.12+); 256: none */
 	__u32 frame_size;  /* bytes from the frame start that hold the above */
 	__u32 frame_localsplus; /* localsplus[0]: arguments and locals */
-	__u64 code_mask;   /* the frame's code word & code_mask is the object */
+	__u64 code_mask;   /* a frame slot (code, locals) & code_mask is the object:
+			    * 3.14 tags its stack references in the low bits */
 	/* code objects */
 	__u32 code_filename; /* co_filename; co_name follows at +8 */
 	__u32 code_firstlineno;
@@ -85,7 +86,7 @@ struct pt_py_offsets {
 	__u32 values_hdr;     /* 1: 3.13's capacity byte at values + 0 */
 	__s32 managed_dict;   /* dict * (3.12: a tagged word) before the object */
 	__s32 managed_values; /* 3.11: PyDictValues * before the object */
-	__u32 pad;
+	__u32 tuple_item;     /* PyTupleObject.ob_item[0] */
 };
 
 /* A traced process, as proftrace.bpf.c's procs map holds it (by process
@@ -357,6 +358,8 @@ struct pt_counters {
 	__u64 py_unreadable;  /* Python frames whose code could not be read */
 	__u64 py_map_full;    /* code objects the py_codes map could not hold */
 	__u64 val_dropped;    /* value records not written: ring full */
+	__u64 py_unnamed;     /* frames the frame probe saw that no py: probe names */
+	__u64 reserved;
 };
 
 /*
@@ -431,7 +434,7 @@ _Static_assert(sizeof(struct pt_py_offsets) == 160, "pt_py_offsets is part of th
 _Static_assert(sizeof(struct pt_bpf_proc) == 168, "pt_bpf_proc is part of the ABI");
 _Static_assert(sizeof(struct pt_rec) == 48, "pt_rec is part of the ABI");
 _Static_assert(sizeof(struct pt_rec_pycode) == sizeof(struct pt_rec), "one record size");
-_Static_assert(sizeof(struct pt_counters) == 64, "pt_counters is part of the ABI");
+_Static_assert(sizeof(struct pt_counters) == 80, "pt_counters is part of the ABI");
 _Static_assert(sizeof(struct pt_py_code) == 32, "pt_py_code is part of the ABI");
 _Static_assert(sizeof(struct pt_py_key) == 16, "pt_py_key is part of the ABI");
 _Static_assert(PT_FID_MAKE(PT_MAX_PROCS - 1, PT_FID_LOCAL_MASK) < PT_FID_PY_PENDING,

@@ -171,7 +171,7 @@ static __always_inline void walk(const struct pt_py_offsets *L, struct pt_sample
 				      (code + adaptive));
 		if (pos > 0x7fffffff || pos < -0x7fffffff)
 			pos = -0x7fffffff - 1; /* no instruction of this code: garbage */
-		if (o_owner && buf[o_owner & (FRAME_BUF - 1)] == cstack)
+		if (o_owner && buf[o_owner & (FRAME_BUF - 1)] >= cstack)
 			code = 0;
 		s->f[n & (PT_SAMPLE_MAX_FRAMES - 1)].code = code;
 		s->f[n & (PT_SAMPLE_MAX_FRAMES - 1)].pos = (__s32)pos;

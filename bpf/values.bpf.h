@@ -197,7 +197,7 @@ static __always_inline void read_obj(const struct pt_py_offsets *L, __u64 obj, _
 	}
 	n = h.size;
 	/* a list points at its items; a tuple holds them */
-	c.items = (flags & TPF_LIST) ? *(__u64 *)h.d : obj + 24;
+	c.items = (flags & TPF_LIST) ? *(__u64 *)h.d : obj + L->tuple_item;
 	c.keep = op == PT_VOP_ELEMS || op == PT_VOP_AUTO_ELEMS;
 	if (n > PT_VAL_MAX_ELEMS) {
 		v->status = PT_VST_TRUNC;
@@ -545,6 +545,7 @@ struct vals_req {
 	__u64 id;      /* bpf_get_current_pid_tgid() */
 	__u64 t_entry; /* of the call */
 	__u64 frame;   /* py: entry: the frame, else 0 */
+	__u64 ret;     /* at exit: the return value (register or object) */
 	__u32 fid;
 	__u32 at_exit;
 };
@@ -554,7 +555,7 @@ struct vals_req {
 static __noinline void send_vals_req(struct pt_regs *ctx, const struct pt_py_offsets *L,
 				     const struct vals_req *q, const struct pt_py_code *pc)
 {
-	__u64 id = q->id, t_entry = q->t_entry, frame = q->frame;
+	__u64 id = q->id, t_entry = q->t_entry, frame = q->frame, rv = q->ret;
 	__u32 fid = q->fid;
 	bool at_exit = q->at_exit;
 	const struct pt_val_spec *sp;
@@ -585,11 +586,11 @@ static __noinline void send_vals_req(struct pt_regs *ctx, const struct pt_py_off
 			v->kind = PT_VKIND_SCALAR;
 			break;
 		case PT_VSRC_RET:
-			v->v = cut(PT_REGS_RC(ctx), e.width);
+			v->v = cut(rv, e.width);
 			v->kind = PT_VKIND_SCALAR;
 			break;
 		case PT_VSRC_PYRET:
-			obj = PT_REGS_RC(ctx);
+			obj = rv;
 			if (e.attr)
 				v->status = attr_of(L, id, fid, i, &obj);
 			if (!v->status)
@@ -606,6 +607,7 @@ static __noinline void send_vals_req(struct pt_regs *ctx, const struct pt_py_off
 				v->status = PT_VST_FAULT;
 				break;
 			}
+			obj &= L->code_mask; /* 3.14: a tagged stack reference */
 			if (e.attr && obj)
 				v->status = attr_of(L, id, fid, i, &obj);
 			if (!v->status)
@@ -637,12 +639,14 @@ static __noinline void send_vals_req(struct pt_regs *ctx, const struct pt_py_off
 }
 
 
+/* ret: at exit, the returned value (PT_REGS_RC at a return probe, the
+ * object the agent passes at its exit site). */
 static __always_inline void send_vals(struct pt_regs *ctx, const struct pt_py_offsets *L, __u64 id,
 				      __u32 fid, __u64 t_entry, bool at_exit, __u64 frame,
-				      const struct pt_py_code *pc)
+				      const struct pt_py_code *pc, __u64 ret)
 {
-	struct vals_req q = { .id = id, .t_entry = t_entry, .frame = frame, .fid = fid,
-			      .at_exit = at_exit };
+	struct vals_req q = { .id = id, .t_entry = t_entry, .frame = frame, .ret = ret,
+			      .fid = fid, .at_exit = at_exit };
 
 	send_vals_req(ctx, L, &q, pc);
 }

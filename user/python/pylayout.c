@@ -6,14 +6,14 @@
 #include "pylayout.h"
 #include "util/util.h"
 
-/* Offsets the same on 3.8-3.13 (gdb ptype/o): PyTypeObject, descriptors,
- * str hash, tuples, PyDictObject. */
+/* Offsets the same on 3.8-3.14 (gdb ptype/o): PyTypeObject, descriptors,
+ * str hash, tuple size, PyDictObject. */
 #define TYPE_ATTR_COMMON                                                                  \
 	.type_name = 24, .type_basicsize = 32, .type_itemsize = 40, .type_getattro = 144,   \
 	.type_flags = 168, .type_methods = 232, .type_members = 240, .type_getset = 248,    \
 	.type_dict = 264, .type_descr_set = 280, .type_dictoffset = 288, .type_mro = 344,   \
 	.descr_type = 16, .descr_member = 40, .str_hash = 24, .tuple_size = 16,             \
-	.tuple_item = 24, .dict_keys = 32, .dict_values = 40
+	.dict_keys = 32, .dict_values = 40
 /* PyDictKeysObject < 3.11: dk_refcnt, dk_size, dk_lookup, dk_usable,
  * dk_nentries, dk_indices */
 #define KEYS_V1 .keys_size = 8, .keys_nentries = 32, .keys_indices = 40
@@ -23,32 +23,35 @@
 	.keys_log2_size = 8, .keys_log2_index_bytes = 9, .keys_kind = 10, .keys_nentries = 24, \
 	.keys_indices = 32
 
-/* Byte offsets on x86-64; see ../shared/notes/cpython-offsets-x86_64.txt.
- * eval_frame: gdb `&((PyInterpreterState *)0)->eval_frame` (3.12.1: 1744,
- * 3.13.0: 8472); only needed where the perf trampoline matters (3.12+).
+/* Byte offsets on x86-64; see tests/fixtures/cpython/offsets-x86_64.txt.
+ * eval_frame: gdb `&((PyInterpreterState *)0)->eval_frame` (3.8.18: 568,
+ * 3.9.18: 1400, ..., 3.14.7: 8520): the perf trampoline check (3.12+) and
+ * the agent's frame evaluator on 3.8 (no setter there).
  * Attribute fields: docs/pyattr-notes.md. */
 static const struct pt_py_layout layouts[] = {
 	{ .minor = 8, .frame_arg = 1, .frame_code = 32, .code_filename = 104, .code_name = 112,
 	  .code_firstlineno = 40, .code_flags = 36, .ob_type = 8, .str_length = 16, .str_state = 32,
 	  .code_linetable = 120, .bytes_size = 16, .bytes_sval = 32,
 	  .ascii_size = 48, .compact_size = 72, .runtime_interp_head = 32,
-	  .evalframe_all_calls = true,
+	  .interp_eval_frame = 568, .evalframe_all_calls = true,
 	  .interp_tstate_head = 8, .tstate_next = 8, .tstate_thread_id = 176, .tstate_frame = 24,
 	  .cframe_frame = -1, .frame_back = 24, .frame_lasti = 104, .owner_cstack = 256,
 	  .frame_size = 112,
 	  .frame_localsplus = 360, .code_varnames = 72, .long_tag = false,
-	  TYPE_ATTR_COMMON, KEYS_V1, .ht_cached_keys = 872, .func_code = 16, .code_names = 64,
+	  TYPE_ATTR_COMMON, .tuple_item = 24,
+	  KEYS_V1, .ht_cached_keys = 872, .func_code = 16, .code_names = 64,
 	  .code_consts = 56, .idict = PT_PY_IDICT_OFFSET },
 	{ .minor = 9, .frame_arg = 2, .frame_code = 32, .code_filename = 104, .code_name = 112,
 	  .code_firstlineno = 40, .code_flags = 36, .ob_type = 8, .str_length = 16, .str_state = 32,
 	  .code_linetable = 120, .bytes_size = 16, .bytes_sval = 32,
 	  .ascii_size = 48, .compact_size = 72, .runtime_interp_head = 32,
-	  .evalframe_all_calls = true,
+	  .interp_eval_frame = 1400, .evalframe_all_calls = true,
 	  .interp_tstate_head = 8, .tstate_next = 8, .tstate_thread_id = 176, .tstate_frame = 24,
 	  .cframe_frame = -1, .frame_back = 24, .frame_lasti = 104, .owner_cstack = 256,
 	  .frame_size = 112,
 	  .frame_localsplus = 360, .code_varnames = 72, .long_tag = false,
-	  TYPE_ATTR_COMMON, KEYS_V1, .ht_cached_keys = 864, .func_code = 16, .code_names = 64,
+	  TYPE_ATTR_COMMON, .tuple_item = 24,
+	  KEYS_V1, .ht_cached_keys = 864, .func_code = 16, .code_names = 64,
 	  .code_consts = 56, .idict = PT_PY_IDICT_OFFSET },
 	{ .minor = 10, .frame_arg = 2, .frame_code = 32, .code_filename = 104, .code_name = 112,
 	  .code_firstlineno = 40, .code_flags = 36, .ob_type = 8, .str_length = 16, .str_state = 32,
@@ -59,7 +62,8 @@ static const struct pt_py_layout layouts[] = {
 	  .cframe_frame = -1, .frame_back = 24, .frame_lasti = 96, .owner_cstack = 256,
 	  .frame_size = 104,
 	  .frame_localsplus = 352, .code_varnames = 72, .long_tag = false,
-	  TYPE_ATTR_COMMON, KEYS_V1, .ht_cached_keys = 872, .func_code = 48, .code_names = 64,
+	  TYPE_ATTR_COMMON, .tuple_item = 24,
+	  KEYS_V1, .ht_cached_keys = 872, .func_code = 48, .code_names = 64,
 	  .code_consts = 56, .idict = PT_PY_IDICT_OFFSET },
 	{ .minor = 11, .frame_arg = 2, .frame_code = 32, .code_filename = 112, .code_name = 120,
 	  .code_qualname = 128, .code_firstlineno = 72, .code_flags = 48, .gen_frames = true,
@@ -71,7 +75,8 @@ static const struct pt_py_layout layouts[] = {
 	  .cframe_frame = 8, .frame_back = 48, .frame_owner = 69, .owner_cstack = 256,
 	  .frame_size = 72,
 	  .frame_localsplus = 72, .code_varnames = 96, .long_tag = false,
-	  TYPE_ATTR_COMMON, KEYS_V2, .ht_cached_keys = 872, .func_code = 48, .code_names = 32,
+	  TYPE_ATTR_COMMON, .tuple_item = 24,
+	  KEYS_V2, .ht_cached_keys = 872, .func_code = 48, .code_names = 32,
 	  .code_consts = 24, .idict = PT_PY_IDICT_VALUES, .managed_dict = -24, .managed_values = -32,
 	  .tpf_managed_dict = 1u << 4 },
 	{ .minor = 12, .frame_arg = 2, .frame_code = 0, .code_filename = 112, .code_name = 120,
@@ -84,7 +89,8 @@ static const struct pt_py_layout layouts[] = {
 	  .cframe_frame = 0, .frame_back = 8, .frame_owner = 70, .owner_cstack = 3,
 	  .frame_size = 72,
 	  .frame_localsplus = 72, .code_varnames = 96, .long_tag = true,
-	  TYPE_ATTR_COMMON, KEYS_V2, .ht_cached_keys = 880, .func_code = 48, .code_names = 32,
+	  TYPE_ATTR_COMMON, .tuple_item = 24,
+	  KEYS_V2, .ht_cached_keys = 880, .func_code = 48, .code_names = 32,
 	  .code_consts = 24, .idict = PT_PY_IDICT_TAGGED, .managed_dict = -24,
 	  .tpf_managed_dict = 1u << 4 },
 	{ .minor = 13, .frame_arg = 2, .frame_code = 0, .code_filename = 112, .code_name = 120,
@@ -97,7 +103,24 @@ static const struct pt_py_layout layouts[] = {
 	  .cframe_frame = -1, .frame_back = 8, .frame_owner = 70, .owner_cstack = 3,
 	  .frame_size = 72,
 	  .frame_localsplus = 72, .code_varnames = 96, .long_tag = true,
-	  TYPE_ATTR_COMMON, KEYS_V2, .ht_cached_keys = 880, .func_code = 48, .code_names = 32,
+	  TYPE_ATTR_COMMON, .tuple_item = 24,
+	  KEYS_V2, .ht_cached_keys = 880, .func_code = 48, .code_names = 32,
+	  .code_consts = 24, .values_items = 8, .values_header = true, .idict = PT_PY_IDICT_INLINE,
+	  .managed_dict = -24, .tpf_managed_dict = 1u << 4, .tpf_inline_values = 1u << 2 },
+	/* 3.14: from its _Py_DebugOffsets and gdb on a 3.14.7 build (owner 3
+	 * is the interpreter's entry frame, 4 a C-stack one: both skipped) */
+	{ .minor = 14, .frame_arg = 2, .frame_code = 0, .stackref_tag = 3, .code_filename = 112,
+	  .code_name = 120, .code_qualname = 128, .code_firstlineno = 68, .code_flags = 48,
+	  .gen_frames = true, .code_linetable = 136, .bytes_size = 16, .bytes_sval = 32,
+	  .code_adaptive = 208, .frame_ip = 56, .gen_new_lim = 1, .ob_type = 8, .str_length = 16,
+	  .str_state = 32, .ascii_size = 40, .compact_size = 56, .runtime_interp_head = 808,
+	  .interp_eval_frame = 8520,
+	  .interp_tstate_head = 7344, .tstate_next = 8, .tstate_thread_id = 152, .tstate_frame = 72,
+	  .cframe_frame = -1, .frame_back = 8, .frame_owner = 74, .owner_cstack = 3,
+	  .frame_size = 80,
+	  .frame_localsplus = 80, .code_varnames = 96, .long_tag = true,
+	  TYPE_ATTR_COMMON, .tuple_item = 32,
+	  KEYS_V2, .ht_cached_keys = 880, .func_code = 48, .code_names = 32,
 	  .code_consts = 24, .values_items = 8, .values_header = true, .idict = PT_PY_IDICT_INLINE,
 	  .managed_dict = -24, .tpf_managed_dict = 1u << 4, .tpf_inline_values = 1u << 2 },
 };
@@ -282,7 +305,8 @@ void pt_py_layout__offsets(const struct pt_py_layout *L, struct pt_py_offsets *o
 		.owner_cstack = L->owner_cstack,
 		.frame_size = L->frame_size,
 		.frame_localsplus = L->frame_localsplus,
-		.code_mask = ~0ULL,
+		.code_mask = ~L->stackref_tag,
+		.tuple_item = L->tuple_item,
 		.code_filename = L->code_filename,
 		.code_firstlineno = L->code_firstlineno,
 		.code_flags = L->gen_frames ? L->code_flags : 0,

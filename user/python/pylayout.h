@@ -16,13 +16,16 @@
 #include "bpf/proftrace.h"
 
 #define PT_PY_MINOR_MIN 8
-#define PT_PY_MINOR_MAX 13
-#define PT_PY_SUPPORTED "3.8, 3.9, 3.10, 3.11, 3.12 and 3.13"
+#define PT_PY_MINOR_MAX 14
+#define PT_PY_SUPPORTED "3.8 to 3.14"
 
 struct pt_py_layout {
 	unsigned int minor;     /* 3.<minor> */
 	unsigned int frame_arg; /* _PyEval_EvalFrameDefault's frame argument, 1-based */
 	unsigned int frame_code; /* frame -> code object (f_code, f_executable) */
+	/* Bits of a frame slot (f_executable, localsplus[]) that tag a 3.14
+	 * _PyStackRef: the object is slot & ~stackref_tag. 0 before 3.14. */
+	uint64_t stackref_tag;
 	unsigned int code_filename;
 	unsigned int code_name;     /* == code_filename + 8 on every version */
 	unsigned int code_qualname; /* 0: code objects have none (< 3.11) */
@@ -101,7 +104,7 @@ struct pt_py_layout {
 	unsigned int code_consts;  /* co_consts tuple (56 < 3.11, else 24) */
 	unsigned int str_hash;     /* PyASCIIObject.hash: Py_hash_t, -1 until computed */
 	unsigned int tuple_size;   /* PyTupleObject.ob_size */
-	unsigned int tuple_item;   /* PyTupleObject.ob_item[0] */
+	unsigned int tuple_item;   /* PyTupleObject.ob_item[0] (24; 32 on 3.14: a cached hash) */
 	unsigned int dict_keys;    /* PyDictObject.ma_keys */
 	unsigned int dict_values;  /* PyDictObject.ma_values: NULL for a combined table */
 	/*

@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "tasks.h"
 
@@ -26,4 +27,34 @@ int pt_tasks__each(int pid, int (*fn)(void *ctx, int tid), void *ctx)
 	}
 	closedir(d);
 	return ret;
+}
+
+int pt_tasks__ns_pid(int pid)
+{
+	char path[64], line[256];
+	int ns = pid;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", pid);
+	f = fopen(path, "re");
+	if (!f)
+		return pid;
+	while (fgets(line, sizeof(line), f)) {
+		char *p = line + 6, *end;
+		long v;
+
+		if (strncmp(line, "NSpid:", 6))
+			continue;
+		for (;;) {
+			v = strtol(p, &end, 10);
+			if (end == p)
+				break;
+			if (v > 0 && v <= 0x7fffffff)
+				ns = (int)v;
+			p = end;
+		}
+		break;
+	}
+	fclose(f);
+	return ns;
 }

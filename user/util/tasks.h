@@ -10,4 +10,8 @@
  */
 int pt_tasks__each(int pid, int (*fn)(void *ctx, int tid), void *ctx);
 
+/* pid as the process sees itself in its own PID namespace (the last
+ * NSpid of /proc/PID/status); pid itself when that cannot be read. */
+int pt_tasks__ns_pid(int pid);
+
 #endif

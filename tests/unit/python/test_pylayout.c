@@ -116,11 +116,10 @@ static void test_rows_exist(void **state)
 		assert_int_equal(L->minor, m);
 	}
 	assert_int_equal(PT_PY_MINOR_MIN, 8);
-	assert_int_equal(PT_PY_MINOR_MAX, 13);
+	assert_int_equal(PT_PY_MINOR_MAX, 14);
 	assert_null(pt_py_layout__get(0));
 	assert_null(pt_py_layout__get(6));
 	assert_null(pt_py_layout__get(7));
-	assert_null(pt_py_layout__get(14));
 	assert_null(pt_py_layout__get(15));
 	assert_null(pt_py_layout__get(313));
 	assert_null(pt_py_layout__get(~0u));

@@ -1,0 +1,76 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * The agent's hooks: the two probe sites proftrace attaches BPF to
+ * (pt_agent_enter, pt_agent_exit), and what calls them for the named code
+ * objects only — sys.monitoring local events (3.12+) or a PEP 523 frame
+ * evaluator (3.8-3.11) that passes every other frame on after one lookup
+ * in the code set. Every function here that calls into the interpreter
+ * must be called with the GIL held.
+ */
+#ifndef PTAG_HOOKS_H
+#define PTAG_HOOKS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "codeset.h"
+#include "pyapi.h"
+
+/* The probe sites: a 5-byte nop (the kernel's cheapest uprobe) and ret.
+ * code: the code object; frame: its frame (the activation's identity: a
+ * generator keeps its frame across resumptions); ret: the returned or
+ * yielded object, 0 when an exception ends the activation. */
+void pt_agent_enter(uint64_t code, uint64_t frame);
+void pt_agent_exit(uint64_t code, uint64_t frame, uint64_t ret);
+
+/* Where things are in this interpreter (from proftrace, ptag_header). */
+struct ptag_layout {
+	uint32_t tstate_frame;
+	int32_t cframe_frame;
+	uint32_t frame_code;
+	uint32_t frame_owner;
+	uint32_t code_flags;
+	uint32_t interp_eval_frame;
+	uint64_t code_mask;
+};
+
+struct ptag_hooks {
+	struct pt_pyapi *api;
+	struct ptag_layout L;
+	int mechanism; /* enum ptag_mechanism */
+	bool on;       /* callbacks or the evaluator are installed */
+	/* sys.monitoring */
+	PyObject *mon;      /* the sys.monitoring module */
+	PyObject *tool_name; /* "proftrace" */
+	int tool;           /* -1: none */
+	long ev_start, ev_resume, ev_return, ev_yield, ev_unwind, ev_throw;
+	PyObject *cb[3];    /* enter, leave, unwind */
+	/* PEP 523 */
+	void *interp;
+	bool evaluator;     /* ours is installed */
+	uint64_t lost;      /* found replaced by someone else's */
+	/* what is hooked: the set the hooks test, and the objects (held) */
+	struct ptag_codeset set;
+	PyObject **armed;
+	uint32_t narmed;
+};
+
+/*
+ * Install what every named call needs (3.12+: a tool id, the callbacks,
+ * PY_UNWIND and PY_THROW globally; 3.8-3.11: nothing until something is
+ * armed). 0; -EBUSY: a conflict (what holds it in why); -EIO: a Python
+ * call failed (why).
+ */
+int ptag_hooks__on(struct ptag_hooks *h, char *why, size_t whylen);
+/* Hook exactly codes[0..n) (objects the caller holds references to;
+ * references are taken here), unhook the rest. 0 or -errno (why). */
+int ptag_hooks__arm(struct ptag_hooks *h, PyObject *const *codes, uint32_t n, char *why,
+		    size_t whylen);
+/* Remove every hook, event and callback, drop the references. */
+void ptag_hooks__off(struct ptag_hooks *h);
+/* 3.8-3.11: is our evaluator still the one installed? false: someone
+ * replaced it (counted in lost, and it is not put back). */
+bool ptag_hooks__check(struct ptag_hooks *h);
+
+#endif

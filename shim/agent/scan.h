@@ -1,0 +1,55 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * Finding the code objects a targets file may name, in a live interpreter:
+ * the modules of sys.modules whose file matches a py: probe's module, and
+ * in them every function, method (static, class, property accessors),
+ * nested function and lambda (through co_consts), and the functions that
+ * decorators wrap (functools.wraps' __wrapped__, a closure's cells,
+ * lru_cache, partial), whose co_name matches the probe's name glob. These
+ * are candidates only: proftrace reads each one itself and decides.
+ *
+ * Nothing here runs Python code: module and class namespaces are read as
+ * dicts, attributes only of builtin types (function, code, staticmethod,
+ * classmethod, property, partial, lru_cache wrapper), so a module's
+ * __getattr__ or a metaclass never runs. Call with the GIL held.
+ */
+#ifndef PTAG_SCAN_H
+#define PTAG_SCAN_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "pyapi.h"
+
+struct ptag_spec {
+	const char *path; /* module as a path: "vllm/v1/engine/core" */
+	const char *glob; /* the function or method name glob */
+};
+
+struct ptag_scan {
+	const struct pt_pyapi *api;
+	uint32_t type_dict, type_flags; /* PyTypeObject offsets */
+	const struct ptag_spec *specs;
+	uint32_t nspecs;
+	/* out: candidates, a reference held on each */
+	PyObject **out;
+	uint32_t cap, n, dropped;
+	uint64_t modules; /* modules walked */
+	/* private */
+	uint64_t *seen;
+	uint32_t seen_mask, seen_n;
+	void *partial_type, *lru_type;
+	bool *match; /* per spec: the module being walked matches it */
+};
+
+/* Walk sys.modules. 0, or -ENOMEM (what was found so far is kept). */
+int ptag_scan__run(struct ptag_scan *s);
+/* Drop the references and the private tables. */
+void ptag_scan__free(struct ptag_scan *s);
+
+/* Does the file name a module of path ("a/b/c": .../a/b/c.py,
+ * .../a/b/c/__init__.py, or the same .pyc)? At a '/' boundary, as
+ * proftrace matches co_filename. Pure: unit-tested. */
+bool ptag_scan__file_matches(const char *file, const char *path);
+
+#endif
