@@ -44,6 +44,7 @@ struct ptag_agent {
 	ssize_t last_nmods;
 	uint64_t rescan_seen;
 	struct ptag_scan scan; /* the candidates, references held */
+	PyObject *cand[PTAG_MAX_CODES];
 	char files[PTAG_FILES_SIZE];
 	struct ptag_spec specs[256];
 	uint32_t nspecs;
@@ -229,6 +230,8 @@ static void scan(struct ptag_agent *a)
 
 	ptag_scan__free(s);
 	s->api = &a->api;
+	s->out = a->cand;
+	s->cap = PTAG_MAX_CODES;
 	s->specs = a->specs;
 	s->nspecs = a->nspecs;
 	s->dropped = 0;

@@ -497,7 +497,7 @@ int ptag_hooks__arm(struct ptag_hooks *h, PyObject *const *codes, uint32_t n, ch
 						   h->armed[i], NULL, 0));
 		for (uint32_t i = 0; i < n; i++)
 			if (!held(h->armed, h->narmed, codes[i]) &&
-			    !mon_ok(h, mon_call(h, "set_local_events", 3, h->tool, local, 0, 1,
+			    !mon_ok(h, mon_call(h, "set_local_events", 3, h->tool, 0, local, 1,
 						codes[i], why, whylen)))
 				A->ErrClear(); /* that one stays unhooked: said by narmed */
 	}

@@ -90,6 +90,8 @@ int pt_attach__open(struct pt_attach **out, const struct pt_attach_opts *opts, c
 		a->py_session = opts->py_session && kernel_has_uprobe_session();
 	/* Load only the Python programs in use (the session one needs a
 	 * kernel that knows its attach type and kfunc). */
+	bpf_program__set_autoload(a->skel->progs.pt_agent_enter, opts->py_agent);
+	bpf_program__set_autoload(a->skel->progs.pt_agent_exit, opts->py_agent);
 	bpf_program__set_autoload(a->skel->progs.pt_py_entry, opts->py_probe && !a->py_session);
 	bpf_program__set_autoload(a->skel->progs.pt_py_exit, opts->py_probe && !a->py_session);
 	bpf_program__set_autoload(a->skel->progs.pt_py_session, a->py_session);
@@ -199,6 +201,33 @@ static struct bpf_link *uprobe(struct bpf_program *prog, int pid, const char *pa
 	LIBBPF_OPTS(bpf_uprobe_opts, o, .bpf_cookie = cookie, .retprobe = ret);
 
 	return bpf_program__attach_uprobe_opts(prog, pid, path, off, &o);
+}
+
+int pt_attach__agent(struct pt_attach *a, unsigned int pidx, int pid, const char *host_path,
+		     const char *path, uint64_t enter_off, uint64_t exit_off, char *err,
+		     size_t errlen)
+{
+	uint64_t cookie = PT_FID_MAKE(pidx, 0);
+	struct bpf_link *l;
+	int e;
+
+	if (!a->opts.py_agent) {
+		snprintf(err, errlen, "the agent programs were not loaded");
+		return -ENOTSUP;
+	}
+	/* both plain uprobes, no return probe: each site is its own event */
+	l = uprobe(a->skel->progs.pt_agent_exit, pid, host_path, exit_off, cookie, false);
+	if (!l || (e = keep_link(a, pidx, l, -1)))
+		goto fail;
+	l = uprobe(a->skel->progs.pt_agent_enter, pid, host_path, enter_off, cookie, false);
+	if (!l || (e = keep_link(a, pidx, l, -1)))
+		goto fail;
+	return 0;
+fail:
+	e = -errno;
+	snprintf(err, errlen, "cannot probe the Python agent %s at 0x%llx/0x%llx: %s", path,
+		 (unsigned long long)enter_off, (unsigned long long)exit_off, strerror(-e));
+	return e ? e : -EINVAL;
 }
 
 int pt_attach__add_proc(struct pt_attach *a, unsigned int pidx, int pid,

@@ -30,6 +30,8 @@ struct pt_attach_opts {
 	 * probe); each process's layout comes with pt_attach__add_proc. */
 	bool py_probe;
 	bool py_session; /* use a uprobe session when the kernel has them */
+	/* Load the Python agent's programs (pt_attach__agent). */
+	bool py_agent;
 	/* Called for each record; return non-zero to stop draining. */
 	int (*on_rec)(void *ctx, const struct pt_rec *r, size_t size);
 	void *ctx;
@@ -69,6 +71,11 @@ int pt_attach__dl_hook(struct pt_attach *a, unsigned int pidx, int pid, const ch
  * py_probe. */
 int pt_attach__python(struct pt_attach *a, unsigned int pidx, int pid, const char *host_path,
 		      const char *path, uint64_t off, char *err, size_t errlen);
+/* The Python agent's two probe sites (shim/ptagent.h) in the file at
+ * host_path, at these file offsets, in process pid. 0 or -errno. */
+int pt_attach__agent(struct pt_attach *a, unsigned int pidx, int pid, const char *host_path,
+		     const char *path, uint64_t enter_off, uint64_t exit_off, char *err,
+		     size_t errlen);
 /* Tell BPF what a code object of process pid is (PT_REC_PYCODE answered;
  * val->fid is a PT_FID_MAKE fid). 0 or -errno. */
 int pt_attach__py_code(struct pt_attach *a, int pid, uint64_t code, const struct pt_py_code *val);

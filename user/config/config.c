@@ -829,15 +829,17 @@ static int parse_set(struct parser *p)
 			cfg->python_mode = PT_PYMODE_EVALFRAME;
 		else if (!strcmp(v, "sampled"))
 			cfg->python_mode = PT_PYMODE_SAMPLED;
+		else if (!strcmp(v, "agent"))
+			cfg->python_mode = PT_PYMODE_AGENT;
 		else if (!strcmp(v, "usdt"))
 			return perr(p, t[2].col, v, "python_mode usdt is not offered",
 				    "where an interpreter's USDT probes time every call, the "
-				    "evalframe probe does too and costs less (docs/targets.md); "
-				    "use auto or evalframe");
+				    "agent times only the named calls, exactly (docs/targets.md); "
+				    "use auto or agent");
 		else
 			return perr(p, t[2].col, v, what,
-				    "auto (exact where the interpreter allows, else sampled), "
-				    "evalframe or sampled");
+				    "auto (the agent where the process has it, else sampled), "
+				    "agent, evalframe or sampled");
 		break;
 	case KEY_RUN_GAP_MS:
 		/* below a step's own length every step would be a run */
@@ -1129,8 +1131,8 @@ int pt_config__check_modes(const struct pt_config *cfg, char *err, size_t errlen
 	}
 	if (pt_config__py_has_roles(cfg)) {
 		snprintf(err, errlen, "%s: python_mode sampled cannot time a py: probe used as a "
-			 "step, in a bucket or read for values: they need the frame probe (hint: "
-			 "use python_mode auto or evalframe)", cfg->path);
+			 "step, in a bucket or read for values: they need every call (hint: "
+			 "use python_mode auto or agent)", cfg->path);
 		return -EINVAL;
 	}
 	return 0;

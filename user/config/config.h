@@ -55,9 +55,10 @@ enum pt_step_mode {
 
 /* How py: functions are timed (set python_mode). */
 enum pt_python_mode {
-	PT_PYMODE_AUTO = 0,  /* the frame probe where it sees every call, else sampled */
-	PT_PYMODE_EVALFRAME, /* the frame probe always (c-entry-only where it is partial) */
-	PT_PYMODE_SAMPLED,   /* sampled figures only, no frame probe */
+	PT_PYMODE_AUTO = 0,  /* the agent where the process has it (or 3.14+ loads it), else sampled */
+	PT_PYMODE_EVALFRAME, /* the frame probe (every call pays; c-entry-only where partial) */
+	PT_PYMODE_SAMPLED,   /* sampled figures only */
+	PT_PYMODE_AGENT,     /* the agent, or the process is not traced (exit 2) */
 };
 
 struct pt_bucket_cfg {
@@ -87,7 +88,7 @@ struct pt_config {
 	 * uprobe/uretprobe pair (for benchmarks). */
 	bool py_session;
 	unsigned int sample_hz; /* sample_hz, default 1000, 0: no sampling */
-	enum pt_python_mode python_mode; /* python_mode auto|evalframe|sampled */
+	enum pt_python_mode python_mode; /* python_mode auto|agent|evalframe|sampled */
 	size_t nlines; /* probes named on lines lines */
 	/* Tokens and sequence lengths (valexpr.h) */
 	enum pt_vfn kv_reduce; /* kv_len_reduce mean|max|p50|p90|sum, default mean */

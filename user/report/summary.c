@@ -283,6 +283,27 @@ static void build_meta(struct jb *b, cJSON *root, const struct pt_report_meta *m
 	jb_num(b, o, "unreadable", (double)m->python->unreadable);
 	jb_num(b, o, "qualname_from_co_name", (double)m->python->no_source);
 	jb_str(b, o, "qualname_source_missing", m->python->no_source_file);
+	if (m->python->agent.hooks) {
+		cJSON *a = add_obj(b, o, "agent");
+
+		jb_str(b, a, "hooks", m->python->agent.hooks);
+		if (m->python->agent.tool_id >= 0)
+			jb_num(b, a, "tool_id", m->python->agent.tool_id);
+		else
+			jb_null(b, a, "tool_id");
+		jb_num(b, a, "candidates", (double)m->python->agent.candidates);
+		jb_num(b, a, "hooked", (double)m->python->agent.hooked);
+		jb_num(b, a, "scans", (double)m->python->agent.scans);
+		jb_num(b, a, "scan_ms", round6(m->python->agent.scan_ms));
+		jb_str(b, a, "problem", m->python->agent.problem);
+	} else {
+		jb_null(b, o, "agent");
+	}
+	if (m->python->evalframe) {
+		cJSON *e = add_obj(b, o, "evalframe");
+
+		jb_num(b, e, "unnamed_frames", (double)m->python->unnamed_frames);
+	}
 }
 
 /* tokens per second over the summed time of the steps that have tokens */

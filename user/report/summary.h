@@ -35,6 +35,20 @@ struct pt_report_python {
 	uint64_t unreadable;
 	uint64_t no_source;    /* < 3.11: qualname fell back to co_name */
 	const char *no_source_file;
+	/* the agent (mechanism "agent"); hooks NULL: none in the process */
+	struct {
+		const char *hooks;   /* "sys.monitoring" | "frame evaluator" */
+		int tool_id;         /* sys.monitoring tool id, -1: none */
+		uint64_t candidates; /* code objects it found in the probes' modules */
+		uint64_t hooked;     /* of which named: hooked */
+		uint64_t scans;      /* module walks */
+		double scan_ms;      /* the GIL held by its last walk */
+		const char *problem; /* a conflict or failure, NULL: none */
+	} agent;
+	/* the frame probe (mechanism "evalframe"): frames it trapped that no
+	 * py: probe names (each one a probe hit the target paid for) */
+	bool evalframe;
+	uint64_t unnamed_frames;
 };
 
 /* Stack sampling (meta.sampling): NULL when it was off. */

@@ -127,6 +127,8 @@ static void tick_procs(struct run *r, uint64_t now)
 			continue;
 		if (p->nretries)
 			pt_run__attr_retries(p, now);
+		if (p->agent)
+			pt_run__agent_tick(p, now);
 		if (p->gpu_attached) {
 			/* the shim goes dormant after 1 s without a heartbeat */
 			pt_gpuring__heartbeat(p->gr, now);
@@ -153,6 +155,10 @@ static void rescan(struct run *r, uint64_t now, uint64_t *last)
 static void drain_at_stop(struct run *r)
 {
 	r->t_end_mono = pt_now_ns(CLOCK_MONOTONIC);
+	/* the agents take their hooks out: nothing more is timed */
+	for (size_t i = 0; i < r->nprocs; i++)
+		if (!r->procs[i]->ended)
+			pt_run__agent_stop(r->procs[i]);
 	/* Records submitted before the stop are in the ring: take them all. */
 	pt_attach__drain(r->att);
 	pt_sampler__stop(r->smp, r->t_end_mono);

@@ -14,6 +14,7 @@
 #include "attach/elfsyms.h"
 #include "attach/maps.h"
 #include "util/tasks.h"
+#include "python/agent.h"
 
 static void update_trampoline(struct proc *p);
 static int read_target(void *ctx, uint64_t addr, void *buf, size_t len);
@@ -239,31 +240,21 @@ bool pt_run__py_exact(const struct proc *p)
 	       (p->tramp_checks && p->tramp_on == p->tramp_checks);
 }
 
-/* A py: probe that opens steps or bucket intervals needs its entries. */
 /*
- * Probe the frame evaluator? python_mode auto: where it sees every call,
- * or where a py: probe is a step or in a bucket (they need entries), or
- * when there are no samples to time functions with. Decided on the first
- * Python process: the BPF object is loaded once.
+ * Probe the frame evaluator? Only when asked (python_mode evalframe): it
+ * traps on every Python call, named or not (the agent costs only the
+ * named ones).
  */
 bool pt_run__want_py_probe(const struct run *r, const struct proc *p)
 {
-	if (!r->want_py)
-		return false;
-	switch (r->cfg.python_mode) {
-	case PT_PYMODE_EVALFRAME:
-		return true;
-	case PT_PYMODE_SAMPLED:
-		return false;
-	case PT_PYMODE_AUTO:
-		break;
-	}
-	return pt_run__py_exact(p) || !r->cfg.sample_hz || pt_config__py_has_roles(&r->cfg);
+	return r->want_py && r->cfg.python_mode == PT_PYMODE_EVALFRAME;
 }
 
 /* How p's py: rows are timed: "exact", "sampled" or "c-entry-only". */
 const char *pt_run__py_timing(const struct proc *p)
 {
+	if (pt_run__agent_ok(p))
+		return "exact";
 	if (p->py_probed && pt_run__py_exact(p))
 		return "exact";
 	if (p->sampled && p->run->cfg.python_mode != PT_PYMODE_EVALFRAME)
@@ -291,32 +282,29 @@ static int start_python(struct proc *p)
 	return p->pp ? 0 : -ENOMEM;
 }
 
-/* Say once, at attach, when p's py: rows will not be exact. */
+/* Say once, at attach, when p's py: rows will not be exact, and how to
+ * get them exact. */
 static void warn_py_timing(const struct proc *p)
 {
 	const struct run *r = p->run;
-	const char *why = p->py.L.minor == 11 ? "3.11 runs Python-to-Python calls inside one "
-						"_PyEval_EvalFrameDefault"
-					      : "the perf trampoline is off";
-	const char *fix = p->py.L.minor >= 12 ? "; restart the server with PYTHONPERFSUPPORT=1 "
-						"for exact times"
-					      : "";
+	const char *how = "start the server after `eval \"$(proftrace env)\"` (or attach with "
+			  "--inject)";
 
-	if (!r->want_py || !p->have_py || (p->py_probed && pt_run__py_exact(p)))
+	if (!r->want_py || !p->have_py || pt_run__agent_ok(p) ||
+	    (p->py_probed && pt_run__py_exact(p)))
 		return;
+	if (r->cfg.python_mode == PT_PYMODE_SAMPLED)
+		return; /* asked for */
 	if (!strcmp(pt_run__py_timing(p), "sampled"))
-		fprintf(stderr,
-			"proftrace: warning: Python %s: not every call can be seen (%s); py: rows "
-			"get sampled times (timing \"sampled\")%s\n",
-			p->py.version,
-			p->py_probed || r->cfg.python_mode != PT_PYMODE_SAMPLED ? why
-										 : "python_mode sampled",
-			r->cfg.python_mode == PT_PYMODE_SAMPLED ? "" : fix);
+		pt_msg("proftrace: warning: pid %d: Python %s has no agent (%s): py: functions get "
+		       "sampled times and the py: step and buckets are not counted; for exact "
+		       "timing %s\n",
+		       p->tracee.pid, p->py.version, p->agent_why ? p->agent_why : "none found",
+		       how);
 	else
-		fprintf(stderr,
-			"proftrace: warning: Python %s: only calls made from C code are seen "
-			"(%s); py: rows are marked timing \"c-entry-only\"%s\n",
-			p->py.version, why, fix);
+		pt_msg("proftrace: warning: Python %s: the frame probe sees only calls made from C "
+		       "code here; py: rows are marked timing \"c-entry-only\" (for exact timing "
+		       "%s)\n", p->py.version, how);
 }
 
 /* Stack sampling of every thread (each process brings its layout). */
@@ -443,6 +431,8 @@ void pt_run__free_proc(struct proc *p)
 {
 	if (!p)
 		return;
+	pt_agent__close(p->agent);
+	free(p->agent_why);
 	pt_gpuring__close(p->gr);
 	pt_gpu__free(p->gpu);
 	pt_pysym__free(p->sym);
@@ -561,6 +551,29 @@ fail:
 	return e;
 }
 
+/* The Python agent, where python_mode wants it: -ENOMEM, or -PT_EUSAGE
+ * when python_mode agent cannot be honoured; else 0 (why said). */
+static int use_agent(struct proc *p)
+{
+	struct run *r = p->run;
+	char err[512];
+	int e;
+
+	if (!p->have_py || !r->want_py || (r->cfg.python_mode != PT_PYMODE_AUTO &&
+					   r->cfg.python_mode != PT_PYMODE_AGENT))
+		return 0;
+	e = pt_run__agent_start(p, err, sizeof(err));
+	if (!e || e == -ENOMEM)
+		return e;
+	free(p->agent_why);
+	p->agent_why = strdup(err);
+	if (r->cfg.python_mode == PT_PYMODE_AGENT && !r->env.children) {
+		pt_msg("proftrace: python_mode agent: pid %d: %s\n", p->tracee.pid, err);
+		return -PT_EUSAGE;
+	}
+	return 0;
+}
+
 /* p is traced from now on: its probes go in. Not fatal when a part
  * cannot (said): the rest still gives true figures. -ENOMEM, or
  * -PT_EUSAGE (--gpu on cannot be honoured). */
@@ -594,6 +607,9 @@ int pt_run__start_proc(struct proc *p, int ep)
 		fprintf(stderr, "proftrace: warning: pid %d: %s\n", p->tracee.pid, err);
 		p->py_why_not = "the frame evaluator could not be probed";
 	}
+	e = use_agent(p);
+	if (e)
+		return e;
 	warn_py_timing(p);
 	if (!pt_maps__read_pid(&maps, p->tracee.pid))
 		hook_dynamic_linker(p, &maps);
@@ -616,6 +632,9 @@ int pt_run__start_proc(struct proc *p, int ep)
 		fprintf(stderr, " rank %d", p->rank);
 	if (p->py_probed)
 		fprintf(stderr, "; Python %s frames probed", p->py.version);
+	if (p->agent)
+		fprintf(stderr, "; Python %s agent hooks %u code object%s", p->py.version,
+			p->agent_narm, p->agent_narm == 1 ? "" : "s");
 	if (p->sampled)
 		fprintf(stderr, "; stacks sampled at %u Hz", r->cfg.sample_hz);
 	if (p->gpu)
@@ -641,6 +660,7 @@ void pt_run__end_proc(struct proc *p, const char *why)
 	pt_attach__drain(r->att);
 	if (r->smp)
 		pt_sampler__drain(r->smp);
+	pt_run__agent_stop(p); /* an exec'ed image has none left: no harm */
 	p->ended = true;
 	p->end_why = why;
 	p->t_ended = pt_now_ns(CLOCK_MONOTONIC);

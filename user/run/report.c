@@ -20,6 +20,7 @@
 #include "report/emit.h"
 #include "report/outdir.h"
 #include "report/summary.h"
+#include "python/agent.h"
 
 static void print_dry_run_proc(const struct proc *p)
 {
@@ -357,57 +358,81 @@ static struct proc *py_proc(const struct docsrc *d)
 	return NULL;
 }
 
+static const char *const HOW_EXACT =
+	"start the server after `eval \"$(proftrace env)\"` (the agent, dormant until "
+	"proftrace attaches), or attach with --inject; Python 3.14+ loads it at attach";
+
+/* meta.python.agent: what the agent did, from its segment at the end. */
+static void fill_agent(const struct proc *p, struct pt_report_python *pyrep)
+{
+	const struct pt_agent_info *in = &p->agent_last;
+
+	if (!p->agent)
+		return;
+	pyrep->agent.hooks = in->mechanism == PTAG_MECH_MONITORING ? "sys.monitoring"
+									: "frame evaluator";
+	pyrep->agent.tool_id = in->tool_id;
+	pyrep->agent.candidates = in->ncand;
+	pyrep->agent.hooked = p->agent_narm;
+	pyrep->agent.scans = in->scans;
+	pyrep->agent.scan_ms = (double)in->scan_ns / 1e6;
+	if (in->conflict || in->hook_lost)
+		pyrep->agent.problem = in->conflict_text[0] ? in->conflict_text
+							    : "its frame evaluator was replaced";
+}
+
 static void fill_python(const struct docsrc *d, struct proc *p, struct pt_report_python *pyrep)
 {
 	const struct run *r = d->r;
 	const struct pt_pyprobe_stats *ps = p->pp ? pt_pyprobe__stats(p->pp) : NULL;
-	bool exact = p->py_probed && pt_run__py_exact(p);
-	bool sampled = !strcmp(pt_run__py_timing(p), "sampled");
+	const char *timing = pt_run__py_timing(p);
+	bool agent = pt_run__agent_ok(p);
+	bool exact = !strcmp(timing, "exact");
+	struct pt_counters c = { 0 };
 
 	pyrep->version = p->py.version;
 	pyrep->path = pt_tracee__view(p->tracee.root, p->py.path);
-	pyrep->mechanism = sampled ? "sampled" : "evalframe";
+	pyrep->mechanism = agent ? "agent" : !strcmp(timing, "sampled") ? "sampled" : "evalframe";
 	pyrep->probe = r->att && p->py_probed ? pt_attach__py_probe(r->att) : NULL;
 	pyrep->perf_trampoline = p->tramp_checks && p->tramp_on == p->tramp_checks;
-	pyrep->timing = pt_run__py_timing(p);
-	if (p->py_why_not && !p->py_probed && !p->sampled)
+	pyrep->timing = timing;
+	fill_agent(p, pyrep);
+	if (p->py_probed) {
+		if (r->att)
+			pt_attach__counters(r->att, &c);
+		pyrep->evalframe = true;
+		pyrep->unnamed_frames = c.py_unnamed;
+	}
+	if (agent)
+		pyrep->why = p->agent_last.mechanism == PTAG_MECH_MONITORING
+				     ? "the agent set sys.monitoring events on the named code "
+				       "objects only: each named call is timed from start to return, "
+				       "every other call runs untouched"
+				     : "the agent's frame evaluator passes every frame that is not "
+				       "named straight on: each named call is timed from entry to "
+				       "return";
+	else if (p->py_why_not && !p->py_probed && !p->sampled)
 		pyrep->why = p->py_why_not;
 	else if (r->cfg.python_mode == PT_PYMODE_SAMPLED)
 		pyrep->why = "python_mode sampled: py: functions are timed from stack samples "
-			     "only, the frame evaluator is not probed";
-	else if (p->py.L.evalframe_all_calls)
-		pyrep->why = "every Python call enters _PyEval_EvalFrameDefault on this "
-			     "version: each configured call is timed from entry to return";
-	else if (exact)
-		pyrep->why = "the perf trampoline was active at every check: every Python "
-			     "call enters _PyEval_EvalFrameDefault";
-	else if (p->py.L.minor == 11)
-		pyrep->why = "Python 3.11 runs Python-to-Python calls inside the caller's "
-			     "_PyEval_EvalFrameDefault: only calls made from C code are seen";
+			     "only";
+	else if (p->py_probed && p->py.L.evalframe_all_calls)
+		pyrep->why = "python_mode evalframe: every Python call enters "
+			     "_PyEval_EvalFrameDefault on this version, each one trapped by the "
+			     "probe (named or not)";
+	else if (p->py_probed && exact)
+		pyrep->why = "python_mode evalframe: the perf trampoline was active at every "
+			     "check, every Python call enters _PyEval_EvalFrameDefault";
+	else if (p->py_probed)
+		pyrep->why = "python_mode evalframe: this Python runs Python-to-Python calls "
+			     "inside the caller's _PyEval_EvalFrameDefault, only calls made from "
+			     "C code are seen";
 	else
-		pyrep->why = "the perf trampoline was not active (at every check): Python "
-			     "3.12+ runs Python-to-Python calls inside the caller's "
-			     "_PyEval_EvalFrameDefault, only calls made from C code are seen";
-	if (sampled && !p->py_probed && r->cfg.python_mode == PT_PYMODE_AUTO)
-		pyrep->why = p->py.L.minor == 11
-				     ? "Python 3.11 runs Python-to-Python calls inside the "
-				       "caller's _PyEval_EvalFrameDefault, so calls cannot all "
-				       "be seen: py: functions are timed from stack samples"
-				     : "the perf trampoline was not active: Python 3.12+ runs "
-				       "Python-to-Python calls inside the caller's "
-				       "_PyEval_EvalFrameDefault, so py: functions are timed "
-				       "from stack samples";
-	if (r->cfg.python_mode == PT_PYMODE_SAMPLED)
-		pyrep->advice = NULL;
-	else if (!exact && p->py.L.minor >= 12)
-		pyrep->advice = "restart the server with PYTHONPERFSUPPORT=1 (or python -X "
-				"perf) for exact py: timing";
-	else if (!exact && sampled)
-		pyrep->advice = "py: rows carry sampled times, not call counts; Python 3.10 "
-				"or 3.12+ with PYTHONPERFSUPPORT=1 gives exact timing";
-	else if (!exact)
-		pyrep->advice = "counts and times of py: rows are partial; Python 3.10 or "
-				"3.12+ with PYTHONPERFSUPPORT=1 gives exact timing";
+		pyrep->why = p->agent_why ? p->agent_why : "no Python agent in the process";
+	if (!exact && r->cfg.python_mode != PT_PYMODE_SAMPLED)
+		pyrep->advice = HOW_EXACT;
+	else if (p->py_probed && p->py.L.evalframe_all_calls)
+		pyrep->advice = "python_mode auto with the agent costs only the named calls";
 	if (ps) {
 		pyrep->code_objects = ps->codes;
 		pyrep->matched = ps->matched;

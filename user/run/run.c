@@ -159,6 +159,7 @@ static int open_bpf(struct run *r)
 		.on_rec = pt_run__on_rec,
 		.ctx = r,
 		.py_probe = r->py_probe_wanted,
+		.py_agent = r->want_py,
 		.py_session = r->cfg.py_session,
 	};
 	char err[2048];

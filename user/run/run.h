@@ -30,6 +30,7 @@
 #include "python/pyprobe.h"
 #include "sample/pysym.h"
 #include "python/python.h"
+#include "python/agent.h"
 #include "attach/resolve.h"
 #include "aggregate/bursts.h"
 #include "sample/sampler.h"
@@ -61,6 +62,7 @@ struct fstate {
 struct run;
 struct proc;
 struct pt_outdir;
+struct pt_agent;
 
 /* Figures of one process, or of all of them merged. */
 struct view {
@@ -108,6 +110,12 @@ struct proc {
 	int tramp_checks, tramp_on; /* perf trampoline: checks made, seen active */
 	uint64_t py_unresolved; /* calls of code freed before it could be read */
 	const char *py_why_not; /* have_py but not probed or sampled: why */
+	/* the Python agent (pyagent.c): NULL when it has none or it is not used */
+	struct pt_agent *agent;
+	char *agent_why;      /* why there is none, for the report (owned) */
+	uint32_t agent_narm;  /* code objects it was asked to hook */
+	bool agent_active, agent_warned, agent_lost_said;
+	struct pt_agent_info agent_last; /* its segment at the end */
 
 	struct view v;
 	struct pt_skew_steps steps; /* counted steps, for the skew across processes */
@@ -264,6 +272,13 @@ void pt_run__scan_children(struct run *r, uint64_t now);
 void pt_run__add_cand(struct run *r, int pid, uint64_t now);
 int pt_run__add_candidates(struct run *r, uint64_t now, bool at_start);
 bool pt_run__traced(const struct run *r, int pid);
+
+/* pyagent.c: a process's Python agent */
+int pt_run__agent_start(struct proc *p, char *err, size_t errlen);
+void pt_run__agent_tick(struct proc *p, uint64_t now);
+void pt_run__agent_stop(struct proc *p);
+/* Are its named calls timed through the agent right now? */
+bool pt_run__agent_ok(const struct proc *p);
 
 /* report.c */
 void pt_run__print_dry_run(const struct run *r);

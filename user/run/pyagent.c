@@ -1,0 +1,245 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * A process's Python agent (shim/ptagent.h): its probe sites get BPF's
+ * agent programs, it is woken with the py: probes, the code objects it
+ * finds are resolved like any other (pyrec.c) and those that are named
+ * are handed back to be hooked; while the run goes, its heartbeat and
+ * its new finds (lazy imports); at the end, detach.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "run.h"
+
+#include "attach/elfsyms.h"
+#include "attach/maps.h"
+#include "python/agent.h"
+
+#define AGENT_LIB "libproftrace_agent"
+
+/* The agent's file in p, and the file offsets of its two probe sites
+ * (from its own symbols: an address the segment claims is not trusted). */
+static int agent_sites(struct proc *p, char **host, char **tpath, uint64_t *enter,
+		       uint64_t *exit, char *err, size_t errlen)
+{
+	struct pt_maps maps = { 0 };
+	struct pt_elf *elf = NULL;
+	int e = -ENOENT;
+
+	*host = *tpath = NULL;
+	*enter = *exit = 0;
+	if (pt_maps__read_pid(&maps, p->tracee.pid)) {
+		snprintf(err, errlen, "cannot read its maps");
+		return -ESRCH;
+	}
+	for (size_t i = 0; i < maps.n && !*host; i++) {
+		const struct pt_mapping *mp = &maps.v[i];
+		const char *base = mp->path ? strrchr(mp->path, '/') : NULL;
+
+		if (!base || strncmp(base + 1, AGENT_LIB, strlen(AGENT_LIB)) ||
+		    !pt_mapping__is_exec_file(mp))
+			continue;
+		*host = pt_resolver__host_path(p->tracee.pid, mp);
+		*tpath = strdup(mp->path);
+	}
+	pt_maps__free(&maps);
+	if (!*host || !*tpath) {
+		snprintf(err, errlen, "the agent's segment is there but not its library");
+		goto fail;
+	}
+	e = pt_elf__open(&elf, *host);
+	if (e) {
+		snprintf(err, errlen, "cannot read %s: %s", *host, strerror(-e));
+		goto fail;
+	}
+	for (size_t i = 0; i < elf->nsyms; i++) {
+		if (!strcmp(elf->syms[i].name, PTAG_SYM_ENTER))
+			*enter = elf->syms[i].file_off;
+		else if (!strcmp(elf->syms[i].name, PTAG_SYM_EXIT))
+			*exit = elf->syms[i].file_off;
+	}
+	pt_elf__free(elf);
+	if (!*enter || !*exit) {
+		snprintf(err, errlen, "%s has no %s/%s", *tpath, PTAG_SYM_ENTER, PTAG_SYM_EXIT);
+		e = -ENOEXEC;
+		goto fail;
+	}
+	return 0;
+fail:
+	free(*host);
+	free(*tpath);
+	*host = *tpath = NULL;
+	return e;
+}
+
+/* The code objects the agent found: each is resolved as if BPF had
+ * announced it (the same matcher, the same answers in BPF's map); those
+ * that are a function of the config are hooked. */
+static void take_candidates(struct proc *p, const uint64_t *codes, uint32_t n)
+{
+	struct pt_pytypes t = { .code_type = p->py.code_type,
+				.unicode_type = p->py.unicode_type };
+	uint64_t *arm = pt_zalloc(n, sizeof(*arm));
+	uint32_t narm = 0;
+
+	if (!arm)
+		return;
+	for (uint32_t i = 0; i < n; i++) {
+		struct pt_rec_pycode rec = { .type = PT_REC_PYCODE, .pid = (uint32_t)p->tracee.pid,
+					     .code = codes[i] };
+		struct pt_pycode c;
+		uint32_t fid;
+
+		/* the segment is the target's: each address is read and type
+		 * checked here before anything is done with it */
+		if (pt_pycode__read_head(&p->tmem, &p->py.L, &t, codes[i], &c))
+			continue;
+		rec.filename = c.filename_obj;
+		rec.name = c.name_obj;
+		rec.firstlineno = c.firstlineno;
+		pt_run__on_pycode(p, &rec);
+		fid = pt_pyprobe__fid(p->pp, codes[i]);
+		if (fid < p->nfs)
+			arm[narm++] = codes[i];
+	}
+	if (pt_agent__arm(p->agent, arm, narm) == 0)
+		p->agent_narm = narm;
+	free(arm);
+}
+
+/* What the agent says now: a conflict or a failure is said once. */
+static void check_state(struct proc *p)
+{
+	struct pt_agent_info in;
+
+	pt_agent__info(p->agent, &in);
+	if (in.state == PTAG_STATE_ACTIVE)
+		p->agent_active = true;
+	if (in.conflict && !p->agent_warned) {
+		p->agent_warned = true;
+		pt_msg("proftrace: warning: pid %d: the Python agent cannot hook: %s (%s); py: "
+		       "functions get sampled times\n", p->tracee.pid, in.conflict_text,
+		       ptag_reason_name(in.reason));
+	}
+	if (in.hook_lost && !p->agent_lost_said) {
+		p->agent_lost_said = true;
+		pt_msg("proftrace: warning: pid %d: another frame evaluator replaced the agent's: "
+		       "py: calls are not seen from now on\n", p->tracee.pid);
+	}
+}
+
+void pt_run__agent_tick(struct proc *p, uint64_t now)
+{
+	uint64_t *codes;
+	uint32_t n;
+
+	if (!p->agent)
+		return;
+	pt_agent__heartbeat(p->agent, now);
+	if (pt_agent__candidates(p->agent, &codes, &n) == 1) {
+		take_candidates(p, codes, n);
+		free(codes);
+	}
+	check_state(p);
+}
+
+/* Attach: wake it and wait until what it found at attach is hooked (the
+ * program's calls are timed from the "attached" line on), at most a few
+ * seconds: it needs the GIL, which a long C call may hold. */
+static void first_arm(struct proc *p)
+{
+	uint64_t deadline = pt_now_ns(CLOCK_MONOTONIC) + 3000000000ull;
+	struct timespec ts = { 0, 2 * 1000 * 1000 };
+	struct pt_agent_info in;
+	bool took = false;
+
+	for (;;) {
+		uint64_t now = pt_now_ns(CLOCK_MONOTONIC);
+
+		pt_run__agent_tick(p, now);
+		pt_agent__info(p->agent, &in);
+		took |= p->agent_narm || in.cand_seq > 0;
+		if (in.state == PTAG_STATE_ACTIVE && took && pt_agent__armed(p->agent))
+			return;
+		if (in.state != PTAG_STATE_ACTIVE && in.conflict)
+			return; /* said by check_state() */
+		if (now >= deadline) {
+			pt_msg("proftrace: warning: pid %d: the Python agent has not answered in 3 s "
+			       "(%s): its calls are timed once it does\n", p->tracee.pid,
+			       ptag_reason_name(in.reason));
+			return;
+		}
+		nanosleep(&ts, NULL);
+	}
+}
+
+/* p's agent, if it has one: 0 and p->agent set, or -errno (why in err;
+ * -ENOENT: none). */
+int pt_run__agent_start(struct proc *p, char *err, size_t errlen)
+{
+	struct run *r = p->run;
+	struct pt_agent_spec *specs;
+	struct pt_agent_info in;
+	char *host = NULL, *tpath = NULL;
+	uint64_t enter, exit;
+	size_t n = 0;
+	int e;
+
+	e = pt_agent__open(&p->agent, p->tracee.pid, err, errlen);
+	if (e)
+		return e;
+	pt_agent__info(p->agent, &in);
+	if (in.conflict == PTAG_CONFLICT_UNSUPPORTED) {
+		snprintf(err, errlen, "the Python agent cannot run there: %s", in.conflict_text);
+		e = -ENOTSUP;
+		goto fail;
+	}
+	e = agent_sites(p, &host, &tpath, &enter, &exit, err, errlen);
+	if (!e)
+		e = pt_attach__agent(r->att, p->idx, p->tracee.pid, host, tpath, enter, exit, err,
+				     errlen);
+	free(host);
+	free(tpath);
+	if (e)
+		goto fail;
+	specs = pt_zalloc(r->cfg.nprobes, sizeof(*specs));
+	if (!specs) {
+		e = -ENOMEM;
+		goto fail;
+	}
+	for (size_t s = 0; s < r->cfg.nprobes; s++)
+		if (r->cfg.probes[s].kind == PT_PROBE_PY)
+			specs[n++] = (struct pt_agent_spec){ .path = r->cfg.probes[s].object,
+							     .glob = r->cfg.probes[s].symbol };
+	e = pt_agent__attach(p->agent, specs, n, &p->py.L, pt_now_ns(CLOCK_MONOTONIC));
+	free(specs);
+	if (e) {
+		snprintf(err, errlen, "%s", e == -EBUSY ? "another proftrace is attached to its "
+							  "Python agent"
+							: "the py: probes do not fit the agent's segment");
+		goto fail;
+	}
+	first_arm(p);
+	return 0;
+fail:
+	pt_agent__close(p->agent);
+	p->agent = NULL;
+	return e;
+}
+
+void pt_run__agent_stop(struct proc *p)
+{
+	if (!p->agent)
+		return;
+	pt_agent__info(p->agent, &p->agent_last); /* for the report: before detach */
+	/* its hooks come out now; a slow one finishes on its heartbeat */
+	pt_agent__detach(p->agent, 500);
+}
+
+bool pt_run__agent_ok(const struct proc *p)
+{
+	return p->agent && p->agent_active && !p->agent_warned && !p->agent_lost_said;
+}
