@@ -833,8 +833,8 @@ static void test_sample_hz(void **state)
 
 static void test_python_mode(void **state)
 {
-	static const char hint[] = "(hint: auto (exact where the interpreter allows, else "
-				   "sampled), evalframe or sampled)";
+	static const char hint[] = "(hint: auto (the agent where the process has it, else "
+				   "sampled), agent, evalframe or sampled)";
 	static const char *const bad[] = { "Auto", "exact", "sample", "evalframe,sampled", "0" };
 	static const struct {
 		const char *v;
@@ -843,6 +843,7 @@ static void test_python_mode(void **state)
 		{ "auto", PT_PYMODE_AUTO },
 		{ "evalframe", PT_PYMODE_EVALFRAME },
 		{ "sampled", PT_PYMODE_SAMPLED },
+		{ "agent", PT_PYMODE_AGENT },
 	};
 	struct pt_config cfg;
 	char text[128], want[512];
@@ -857,8 +858,8 @@ static void test_python_mode(void **state)
 	}
 	assert_parse_error("set python_mode usdt\nstep py:m::f\n",
 			   "t.conf:1:17: error: python_mode usdt is not offered 'usdt' (hint: where "
-			   "an interpreter's USDT probes time every call, the evalframe probe does "
-			   "too and costs less (docs/targets.md); use auto or evalframe)");
+			   "an interpreter's USDT probes time every call, the agent times only the "
+			   "named calls, exactly (docs/targets.md); use auto or agent)");
 	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		snprintf(text, sizeof(text), "step py:m::f\nset  python_mode\t%s\n", bad[i]);
 		snprintf(want, sizeof(want),
