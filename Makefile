@@ -303,18 +303,19 @@ fuzz: $(FUZZ_BINS)
 unit: $(UNIT_BINS) $(FIXTURES)
 	$(Q)PT_FIXTURES=$(OUTPUT)/fixtures ./tests/run-unit $(OUTPUT)/tests "$(T)"
 
-integration: $(BIN) $(VICTIMS) $(TOOLS) $(SHIM)
+integration: $(BIN) $(VICTIMS) $(TOOLS) $(SHIM) $(AGENT)
 	$(Q)PT_PROFTRACE=$(BIN) PT_VICTIMS=$(OUTPUT)/victims PT_TOOLS=$(OUTPUT)/tests-tools \
-		PT_SHIM=$(SHIM) $(PYTHON) tests/integration/run.py $(T)
+		PT_SHIM=$(SHIM) PT_AGENT=$(AGENT) $(PYTHON) tests/integration/run.py $(T)
 
 # `make test` and `make demo` work on a fresh machine: they install what is
 # missing first (quick when everything is there), then build.
 test:
 	$(Q)./scripts/deps.sh
 	$(Q)$(MAKE) -s --no-print-directory $(BIN) $(UNIT_BINS) $(FIXTURES) $(VICTIMS) $(TOOLS) \
-		$(SHIM)
+		$(SHIM) $(AGENT)
+	$(Q)./scripts/check-layers.sh
 	$(Q)PT_PROFTRACE=$(BIN) PT_FIXTURES=$(OUTPUT)/fixtures PT_VICTIMS=$(OUTPUT)/victims \
-		PT_TOOLS=$(OUTPUT)/tests-tools PT_SHIM=$(SHIM) ./tests/run-all $(OUTPUT)
+		PT_TOOLS=$(OUTPUT)/tests-tools PT_SHIM=$(SHIM) PT_AGENT=$(AGENT) ./tests/run-all $(OUTPUT)
 
 asan:
 	$(Q)$(MAKE) BUILD=asan test

@@ -9,8 +9,10 @@
  * processes' exit -> report -> exit code.
  */
 #include <stdio.h>
+#include <string.h>
 
 #include "cli/cli.h"
+#include "cli/envcmd.h"
 #include "config/targets_list.h"
 #include "run/run.h"
 
@@ -20,6 +22,8 @@ int main(int argc, char **argv)
 	struct run r;
 	int e, e2;
 
+	if (argc == 2 && !strcmp(argv[1], "env")) /* eval "$(proftrace env)" */
+		return pt_exit_code(pt_envcmd__print(stdout));
 	e = pt_cli__parse(&env, argc, argv);
 	if (e)
 		return e > 0 ? PT_EXIT_OK : PT_EXIT_USAGE; /* help, or a usage error said */

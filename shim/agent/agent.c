@@ -45,6 +45,7 @@ struct ptag_agent {
 	uint64_t rescan_seen;
 	struct ptag_scan scan; /* the candidates, references held */
 	PyObject *cand[PTAG_MAX_CODES];
+	bool scanning; /* a walk is under way: an import it causes is not walked again */
 	char files[PTAG_FILES_SIZE];
 	struct ptag_spec specs[256];
 	uint32_t nspecs;
@@ -221,13 +222,26 @@ static bool gil_ok(struct ptag_agent *a, uint32_t *reason)
 	return true;
 }
 
+static void publish(struct ptag_agent *a)
+{
+	struct ptag_scan *s = &a->scan;
+	uint64_t *cand = (uint64_t *)(a->mem + PTAG_CAND_OFF);
+
+	for (uint32_t i = 0; i < s->n; i++)
+		cand[i] = (uint64_t)s->out[i];
+	a->hdr->ncand = s->n;
+	a->hdr->cand_dropped = s->dropped;
+	__atomic_fetch_add(&a->hdr->cand_seq, 1, __ATOMIC_RELEASE);
+}
+
 /* Walk the modules (GIL held), publish the candidates. */
 static void scan(struct ptag_agent *a)
 {
 	struct ptag_scan *s = &a->scan;
-	uint64_t t0 = ptag_now_ns(), *cand = (uint64_t *)(a->mem + PTAG_CAND_OFF);
+	uint64_t t0 = ptag_now_ns();
 	PyObject *mods = a->api.SysGet("modules");
 
+	a->scanning = true;
 	ptag_scan__free(s);
 	s->api = &a->api;
 	s->out = a->cand;
@@ -236,15 +250,46 @@ static void scan(struct ptag_agent *a)
 	s->nspecs = a->nspecs;
 	s->dropped = 0;
 	ptag_scan__run(s); /* out of memory: what was found is used */
+	a->scanning = false;
+	a->hooks.watch_imports = !ptag_scan__all_found(s);
 	a->last_nmods = mods ? a->api.DictSize(mods) : -1;
-	for (uint32_t i = 0; i < s->n; i++)
-		cand[i] = (uint64_t)s->out[i];
-	a->hdr->ncand = s->n;
-	a->hdr->cand_dropped = s->dropped;
 	a->hdr->scans++;
 	a->hdr->scan_ns = ptag_now_ns() - t0;
-	__atomic_fetch_add(&a->hdr->cand_seq, 1, __ATOMIC_RELEASE);
+	publish(a);
 	a->last_scan_ns = ptag_now_ns();
+}
+
+/*
+ * A module was imported, in the importing thread (GIL held), before the
+ * program can call into it. Its candidates are hooked at once: BPF times
+ * their first calls as code objects it does not know yet and asks
+ * proftrace, whose arm list then keeps only the named ones.
+ */
+static void on_import(void *ctx, PyObject *module)
+{
+	struct ptag_agent *a = ctx;
+	uint32_t n0 = a->scan.n, n;
+	PyObject **v;
+	char why[128];
+
+	if (!a->active || a->scanning || !a->scan.match)
+		return;
+	a->scanning = true;
+	ptag_scan__module(&a->scan, module);
+	a->scanning = false;
+	if (a->scan.n == n0)
+		return;
+	a->hooks.watch_imports = !ptag_scan__all_found(&a->scan);
+	publish(a);
+	n = a->hooks.narmed + (a->scan.n - n0);
+	v = malloc(n * sizeof(*v));
+	if (!v)
+		return;
+	memcpy(v, a->hooks.armed, a->hooks.narmed * sizeof(*v));
+	memcpy(v + a->hooks.narmed, a->scan.out + n0, (a->scan.n - n0) * sizeof(*v));
+	if (!ptag_hooks__arm(&a->hooks, v, n, why, sizeof(why)))
+		a->hdr->narmed = a->hooks.narmed;
+	free(v);
 }
 
 /* Hook what proftrace named, of our candidates only: an address it
@@ -318,9 +363,15 @@ static void activate(struct ptag_agent *a, uint64_t seq)
 	}
 	gs = a->api.GILState_Ensure();
 	a->hooks.api = &a->api;
+	a->hooks.on_import = on_import;
+	a->hooks.ctx = a;
 	e = ptag_hooks__on(&a->hooks, why, sizeof(why));
-	if (!e)
+	if (!e) {
 		scan(a);
+		/* watch imports from now on where a probe's module is to come */
+		if (a->hooks.watch_imports)
+			ptag_hooks__arm(&a->hooks, NULL, 0, why, sizeof(why));
+	}
 	a->api.GILState_Release(gs);
 	a->hdr->tool_id = a->hooks.tool;
 	if (e) {

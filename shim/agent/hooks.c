@@ -61,6 +61,13 @@ static inline bool creation_frame(const struct ptag_hooks *h, uint64_t code, voi
 	       *((uint8_t *)frame + h->L.frame_owner) == 0;
 }
 
+/* A module was just imported (importlib's _find_and_load returned it). */
+static void imported(struct ptag_hooks *h, PyObject *module)
+{
+	if (module && h->on_import)
+		h->on_import(h->ctx, module);
+}
+
 static PyObject *eval38(void *frame, int throwflag)
 {
 	struct ptag_hooks *h = g_h;
@@ -69,6 +76,11 @@ static PyObject *eval38(void *frame, int throwflag)
 
 	if (likely(!ptag_codeset__has(&h->set, code)))
 		return ((eval38_t)g_default)(frame, throwflag);
+	if (code == (uint64_t)h->import_code) {
+		r = ((eval38_t)g_default)(frame, throwflag);
+		imported(h, r);
+		return r;
+	}
 	pt_agent_enter(code, (uint64_t)frame);
 	r = ((eval38_t)g_default)(frame, throwflag);
 	pt_agent_exit(code, (uint64_t)frame, (uint64_t)r);
@@ -83,6 +95,11 @@ static PyObject *eval39(void *tstate, void *frame, int throwflag)
 
 	if (likely(!ptag_codeset__has(&h->set, code)) || creation_frame(h, code, frame))
 		return ((eval39_t)g_default)(tstate, frame, throwflag);
+	if (code == (uint64_t)h->import_code) {
+		r = ((eval39_t)g_default)(tstate, frame, throwflag);
+		imported(h, r);
+		return r;
+	}
 	pt_agent_enter(code, (uint64_t)frame);
 	r = ((eval39_t)g_default)(tstate, frame, throwflag);
 	pt_agent_exit(code, (uint64_t)frame, (uint64_t)r);
@@ -196,7 +213,8 @@ static PyObject *cb_enter(PyObject *self, PyObject *const *args, ssize_t n)
 {
 	struct ptag_hooks *h = g_h;
 
-	if (h && n >= 1 && ptag_codeset__has(&h->set, (uint64_t)args[0]))
+	if (h && n >= 1 && ptag_codeset__has(&h->set, (uint64_t)args[0]) &&
+	    args[0] != h->import_code)
 		pt_agent_enter((uint64_t)args[0], cur_frame(h));
 	return g_none;
 }
@@ -206,7 +224,11 @@ static PyObject *cb_leave(PyObject *self, PyObject *const *args, ssize_t n)
 {
 	struct ptag_hooks *h = g_h;
 
-	if (h && n >= 3 && ptag_codeset__has(&h->set, (uint64_t)args[0]))
+	if (!h || n < 3 || !ptag_codeset__has(&h->set, (uint64_t)args[0]))
+		return g_none;
+	if (args[0] == h->import_code)
+		imported(h, args[2]);
+	else
 		pt_agent_exit((uint64_t)args[0], cur_frame(h), (uint64_t)args[2]);
 	return g_none;
 }
@@ -219,7 +241,8 @@ static PyObject *cb_unwind(PyObject *self, PyObject *const *args, ssize_t n)
 {
 	struct ptag_hooks *h = g_h;
 
-	if (h && n >= 1 && ptag_codeset__has(&h->set, (uint64_t)args[0]))
+	if (h && n >= 1 && ptag_codeset__has(&h->set, (uint64_t)args[0]) &&
+	    args[0] != h->import_code)
 		pt_agent_exit((uint64_t)args[0], cur_frame(h), 0);
 	return g_none;
 }
@@ -447,6 +470,28 @@ static void mon_off(struct ptag_hooks *h)
 
 /* ---- both ---- */
 
+/* importlib's _find_and_load: every import of a module not imported yet
+ * goes through it (import statements, importlib.import_module), and it
+ * returns the module. */
+static void find_import(struct ptag_hooks *h)
+{
+	const struct pt_pyapi *A = h->api;
+	PyObject *m = A->Import("_frozen_importlib"), *f = NULL, *c;
+
+	if (m)
+		f = A->GetAttr(m, "_find_and_load");
+	c = f && ptag_type(f) == A->FunctionType ? A->FunctionGetCode(f) : NULL;
+	if (c && ptag_type(c) == A->CodeType) {
+		A->IncRef(c);
+		h->import_code = c;
+	}
+	A->ErrClear();
+	if (f)
+		A->DecRef(f);
+	if (m)
+		A->DecRef(m);
+}
+
 int ptag_hooks__on(struct ptag_hooks *h, char *why, size_t whylen)
 {
 	int e = 0;
@@ -455,10 +500,19 @@ int ptag_hooks__on(struct ptag_hooks *h, char *why, size_t whylen)
 	g_none = h->api->None;
 	g_h = h;
 	h->mechanism = h->api->minor >= 12 ? PTAG_MECH_MONITORING : PTAG_MECH_EVALFRAME;
-	if (h->mechanism == PTAG_MECH_MONITORING)
+	find_import(h);
+	if (h->mechanism == PTAG_MECH_MONITORING) {
 		e = mon_on(h, why, whylen);
+		/* a lazy import is seen as it returns, at no cost to any other call */
+		if (!e && h->import_code)
+			mon_ok(h, mon_call(h, "set_local_events", 3, h->tool, 0, h->ev_return, 1,
+					   h->import_code, NULL, 0));
+	}
 	if (e) {
 		mon_off(h);
+		if (h->import_code)
+			h->api->DecRef(h->import_code);
+		h->import_code = NULL;
 		return e;
 	}
 	h->on = true;
@@ -480,16 +534,26 @@ int ptag_hooks__arm(struct ptag_hooks *h, PyObject *const *codes, uint32_t n, ch
 	long local = h->ev_start | h->ev_resume | h->ev_return | h->ev_yield;
 	struct ptag_codeset set;
 	PyObject **armed;
+	uint64_t *keys;
 	int e;
 
 	if (!h->on)
 		return -EINVAL;
 	armed = calloc(n ? n : 1, sizeof(*armed));
-	if (!armed || ptag_codeset__build(&set, (const uint64_t *)codes, n)) {
+	keys = calloc(n + 1, sizeof(*keys));
+	if (keys) {
+		for (uint32_t i = 0; i < n; i++)
+			keys[i] = (uint64_t)codes[i];
+		/* the import hook's code is tested like a named one */
+		keys[n] = (uint64_t)h->import_code;
+	}
+	if (!armed || !keys || ptag_codeset__build(&set, keys, n + 1)) {
 		free(armed);
+		free(keys);
 		snprintf(why, whylen, "out of memory");
 		return -ENOMEM;
 	}
+	free(keys);
 	if (h->mechanism == PTAG_MECH_MONITORING) {
 		for (uint32_t i = 0; i < h->narmed; i++)
 			if (!held(codes, n, h->armed[i]))
@@ -513,8 +577,9 @@ int ptag_hooks__arm(struct ptag_hooks *h, PyObject *const *codes, uint32_t n, ch
 	h->armed = armed;
 	h->narmed = n;
 	if (h->mechanism == PTAG_MECH_EVALFRAME) {
-		/* nothing per call until something is named */
-		if (n) {
+		/* nothing per call until something is named, or a module
+		 * a probe names is still to be imported */
+		if (n || (h->watch_imports && h->import_code)) {
 			e = eval_install(h, why, whylen);
 			if (e)
 				return e;
@@ -527,10 +592,17 @@ int ptag_hooks__arm(struct ptag_hooks *h, PyObject *const *codes, uint32_t n, ch
 
 void ptag_hooks__off(struct ptag_hooks *h)
 {
-	if (h->mechanism == PTAG_MECH_EVALFRAME)
+	if (h->mechanism == PTAG_MECH_EVALFRAME) {
 		eval_remove(h);
-	else
+	} else {
+		if (h->tool >= 0 && h->import_code)
+			mon_ok(h, mon_call(h, "set_local_events", 3, h->tool, 0, 0, 1,
+					   h->import_code, NULL, 0));
 		mon_off(h);
+	}
+	if (h->import_code)
+		h->api->DecRef(h->import_code);
+	h->import_code = NULL;
 	for (uint32_t i = 0; i < h->narmed; i++)
 		h->api->DecRef(h->armed[i]);
 	free(h->armed);

@@ -50,6 +50,15 @@ struct ptag_hooks {
 	void *interp;
 	bool evaluator;     /* ours is installed */
 	uint64_t lost;      /* found replaced by someone else's */
+	/* imports: importlib's _find_and_load is hooked as well, and
+	 * on_import(ctx, module) runs in the importing thread (GIL held)
+	 * once a module is imported, before the program calls into it */
+	PyObject *import_code;
+	void (*on_import)(void *ctx, PyObject *module);
+	void *ctx;
+	/* 3.8-3.11: a probe's module is not imported yet, so the evaluator
+	 * stays in even with nothing named (it is what sees the import) */
+	bool watch_imports;
 	/* what is hooked: the set the hooks test, and the objects (held) */
 	struct ptag_codeset set;
 	PyObject **armed;

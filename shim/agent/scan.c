@@ -280,40 +280,66 @@ static void wrapper_types(struct ptag_scan *s)
 	A->DecRef(ft);
 }
 
+static int prepare(struct ptag_scan *s)
+{
+	if (!s->match) {
+		s->match = calloc(s->nspecs ? s->nspecs : 1, sizeof(*s->match));
+		s->found = calloc(s->nspecs ? s->nspecs : 1, sizeof(*s->found));
+		if (!s->match || !s->found)
+			return -ENOMEM;
+		wrapper_types(s);
+	}
+	return 0;
+}
+
+bool ptag_scan__all_found(const struct ptag_scan *s)
+{
+	for (uint32_t i = 0; s->found && i < s->nspecs; i++)
+		if (!s->found[i])
+			return false;
+	return s->found != NULL;
+}
+
+int ptag_scan__module(struct ptag_scan *s, PyObject *m)
+{
+	const struct pt_pyapi *A = s->api;
+	PyObject *d;
+	const char *file;
+	bool any = false;
+	int e = prepare(s);
+
+	if (e)
+		return e;
+	d = m ? A->ModuleGetDict(m) : NULL;
+	if (!d) {
+		A->ErrClear(); /* not a module */
+		return 0;
+	}
+	file = utf8(s, A->DictGetItemString(d, "__file__"));
+	if (!file)
+		return 0;
+	for (uint32_t i = 0; i < s->nspecs; i++) {
+		s->match[i] = ptag_scan__file_matches(file, s->specs[i].path);
+		s->found[i] |= s->match[i];
+		any |= s->match[i];
+	}
+	if (!any)
+		return 0;
+	s->modules++;
+	return walk_dict(s, d, 0);
+}
+
 int ptag_scan__run(struct ptag_scan *s)
 {
 	const struct pt_pyapi *A = s->api;
 	PyObject *mods = A->SysGet("modules"), *k, *m;
 	ssize_t pos = 0;
-	int e = 0;
+	int e = prepare(s);
 
-	s->match = calloc(s->nspecs ? s->nspecs : 1, sizeof(*s->match));
-	if (!s->match)
-		return -ENOMEM;
-	wrapper_types(s);
-	if (!mods || ptag_type(mods) != A->DictType)
-		return 0;
-	while (!e && A->DictNext(mods, &pos, &k, &m)) {
-		PyObject *d = A->ModuleGetDict(m);
-		const char *file;
-		bool any = false;
-
-		if (!d) {
-			A->ErrClear(); /* not a module */
-			continue;
-		}
-		file = utf8(s, A->DictGetItemString(d, "__file__"));
-		if (!file)
-			continue;
-		for (uint32_t i = 0; i < s->nspecs; i++) {
-			s->match[i] = ptag_scan__file_matches(file, s->specs[i].path);
-			any |= s->match[i];
-		}
-		if (!any)
-			continue;
-		s->modules++;
-		e = walk_dict(s, d, 0);
-	}
+	if (e || !mods || ptag_type(mods) != A->DictType)
+		return e;
+	while (!e && A->DictNext(mods, &pos, &k, &m))
+		e = ptag_scan__module(s, m);
 	return e;
 }
 
@@ -326,5 +352,7 @@ void ptag_scan__free(struct ptag_scan *s)
 	s->seen = NULL;
 	s->seen_mask = s->seen_n = 0;
 	free(s->match);
+	free(s->found);
 	s->match = NULL;
+	s->found = NULL;
 }

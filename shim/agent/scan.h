@@ -40,10 +40,17 @@ struct ptag_scan {
 	uint32_t seen_mask, seen_n;
 	void *partial_type, *lru_type;
 	bool *match; /* per spec: the module being walked matches it */
+	bool *found; /* per spec: some module walked matched it */
 };
+
+/* Has every probe's module been walked? (Else imports are watched.) */
+bool ptag_scan__all_found(const struct ptag_scan *s);
 
 /* Walk sys.modules. 0, or -ENOMEM (what was found so far is kept). */
 int ptag_scan__run(struct ptag_scan *s);
+/* Walk one module (a new import): candidates are added to out[], after
+ * those found before (an object already seen is not found twice). */
+int ptag_scan__module(struct ptag_scan *s, PyObject *module);
 /* Drop the references and the private tables. */
 void ptag_scan__free(struct ptag_scan *s);
 

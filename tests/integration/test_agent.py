@@ -1,0 +1,333 @@
+# SPDX-License-Identifier: BSD-2-Clause
+"""The Python agent (issue 14): exact timing of only the named functions.
+
+Victims start with the agent in their environment (LD_PRELOAD, as `eval
+"$(proftrace env)"` sets it) and no other change. On every CPython here
+(pyenv 3.8-3.13, Debian's /usr/bin/python3.11 and /opt/python3.14 when
+built) proftrace must count every activation of every named function —
+calls made from Python to Python, recursion, decorated functions,
+exceptions, generators, coroutines run by asyncio, threads started after
+attach — and time each within the victim's own bracket; leave nothing in
+the interpreter after detach (a second attach is exact again); take its
+hooks out when proftrace is killed; and say so, leaving the program
+untouched, when another tool holds what the agent needs.
+"""
+import json
+import os
+import signal
+import subprocess
+import tempfile
+import time
+
+from harness import PROFTRACE, ROOT, Proc, Skip, bracket, bucket, eq, func, profile, \
+    victim, within, write_conf
+import test_python as tp
+
+AGENT = os.path.abspath(os.environ.get("PT_AGENT", os.path.join(ROOT, ".output",
+                                                                   "libproftrace_agent.so")))
+CASES = os.path.join(ROOT, "tests", "victims", "pyagent_cases.py")
+STEPS = 40
+
+CONF = """\
+step   py:pyagent_cases.Engine.step
+bucket engine.plain   py:pyagent_cases::plain
+bucket engine.rec     py:pyagent_cases::recurse
+bucket engine.deco    py:pyagent_cases::decorated py:pyagent_cases::closured
+bucket engine.fail    py:pyagent_cases::fails
+bucket engine.gen     py:pyagent_cases::produce
+bucket engine.coro    py:pyagent_cases::decode
+bucket engine.thread  py:pyagent_cases::threaded
+"""
+
+# every named function, bracketed by the victim's [inside, around] clocks
+BRACKETED = ["plain", "recurse", "decorated", "closured", "fails", "produce", "threaded",
+             "decode"]
+
+
+def interpreters():
+    """(label, python) of every interpreter the agent must serve."""
+    out = []
+    for minor in (8, 9, 10, 11, 12, 13):
+        try:
+            out.append(("3.%d" % minor, tp.pyenv_python(minor)))
+        except Skip:
+            pass
+    if os.access("/usr/bin/python3.11", os.X_OK):
+        out.append(("debian-3.11", "/usr/bin/python3.11"))
+    return out
+
+
+def py314():
+    p = "/opt/python3.14/bin/python3.14"
+    if not os.access(p, os.X_OK):
+        raise Skip("no CPython 3.14 at %s (build it from CPython's source into /opt: "
+                   "see docs/targets.md)" % p)
+    return p
+
+
+def agent_env(extra=None):
+    if not os.access(AGENT, os.R_OK):
+        raise Skip("no agent at %s (make builds it)" % AGENT)
+    env = tp.victim_env(extra)
+    env["LD_PRELOAD"] = AGENT
+    return env
+
+
+def check_cases(s, t, steps, what):
+    """Every named function of pyagent_cases against the victim's truth."""
+    py = s["meta"]["python"]
+    eq(py["mechanism"], "agent", what + " mechanism")
+    eq(py["timing"], "exact", what + " timing")
+    eq(s["health"]["dropped_events"], 0, what + " dropped")
+    eq(s["health"]["lost_calls"], 0, what + " lost calls")
+    eq(s["stats"]["steps"], steps, what + " steps")
+    within(s["stats"]["time_ms"], t["Engine.step"], steps, what + " step time")
+    for name in BRACKETED:
+        f = func(s, name)
+        eq(f["calls"], t[name]["calls"], "%s %s calls" % (what, name))
+        eq(f["timing"], "exact", "%s %s timing" % (what, name))
+        within(f["total_ms"], t[name], f["calls"], "%s %s total" % (what, name))
+    # recursion: every level an activation; generator: 3 yields + return
+    eq(func(s, "recurse")["calls"], 4 * steps, what + " recursion depth")
+    eq(func(s, "produce")["calls"], 4 * steps, what + " generator activations")
+    eq(func(s, "fails")["calls"], steps, what + " exceptions end calls")
+    eq(func(s, "threaded")["calls"], 2 * steps, what + " threads started after attach")
+    # a coroutine awaiting once: two activations, resumed by the event loop
+    eq(func(s, "decode")["calls"], 2 * steps, what + " coroutine activations")
+    # decorated functions are their own code objects, not the wrappers
+    assert not [x for x in s["functions"] if x["symbol"] and "wrapper" in x["symbol"]], \
+        what + ": a wrapper was matched"
+    # buckets inside steps: exact calls (threads run outside steps)
+    for name, fn in (("engine.plain", "plain"), ("engine.fail", "fails"),
+                     ("engine.gen", "produce"), ("engine.coro", "decode")):
+        eq(bucket(s, name)["calls"], func(s, fn)["calls"], what + " " + name)
+    eq(bucket(s, "engine.rec")["calls"], steps, what + " engine.rec outermost calls")
+
+
+def _cases(python, label):
+    s, t, _ = profile(CONF, victim_args=["--steps", STEPS], victim_name=[python, CASES],
+                      victim_env=agent_env())
+    check_cases(s, t["phase1"], STEPS, label)
+    return s
+
+
+def test_agent_cases_every_interpreter():
+    ran = []
+    for label, python in interpreters():
+        _cases(python, label)
+        ran.append(label)
+    assert ran, "no interpreter to test"
+    print("  agent cases exact on: %s" % ", ".join(ran))
+
+
+def test_agent_cases_py314():
+    _cases(py314(), "3.14")
+
+
+def test_agent_pyengine_every_interpreter():
+    """The engine of the other Python tests, with the agent: exact where
+    the frame probe was exact only on 3.8-3.10 and 3.12+ with the perf
+    trampoline; values (tokens=, arg:, ret, attributes) too."""
+    conf = tp.CONF + "count tokens py:pyengine.Sampler.sample len(ret)\n"
+    for label, python in interpreters():
+        s, t, _ = profile(conf, victim_args=["--steps", tp.N, "--lazy"],
+                          victim_name=[python, tp.VICTIM], victim_env=agent_env())
+        py = s["meta"]["python"]
+        eq(py["mechanism"], "agent", label + " mechanism")
+        tf = t["functions"]
+        eq(s["stats"]["steps"], tp.N, label + " steps")
+        for sym in tp.EXACT:
+            f = func(s, sym)
+            eq(f["calls"], tf[sym]["calls"], "%s %s calls" % (label, sym))
+            within(f["total_ms"], tf[sym], f["calls"], "%s %s total" % (label, sym))
+        eq(func(s, "detokenize")["calls"], 4 * tp.N, label + " detokenize activations")
+
+
+def _attach(pid, conf, out, *extra):
+    pt = Proc([PROFTRACE, "-p", str(pid), "--targets", conf, "-o", out] + list(extra),
+              stdin=False, stdout=True, stderr=True)
+    pt.wait_line("proftrace: attached", "err")
+    return pt
+
+
+def test_agent_detach_leaves_nothing_and_reattach_is_exact():
+    """Two runs on one process: after the first detaches, no hook is left
+    (the victim looks itself); the second is exact again."""
+    for label, python in interpreters()[-3:]:
+        tmp = tempfile.mkdtemp(prefix="pt-it-")
+        conf = write_conf(tmp, CONF)
+        truth = os.path.join(tmp, "truth.json")
+        v = victim([python, CASES], "--truth", truth, "--steps", STEPS, "--hold",
+                   env=agent_env())
+        try:
+            pt = _attach(v.pid, conf, os.path.join(tmp, "out1"))
+            v.send("go\n")
+            v.wait_line("held", timeout=120)
+            pt.p.send_signal(signal.SIGINT)
+            eq(pt.wait(60), 0, label + " first proftrace exit")
+            v.send("check\n")
+            eq(v.wait_line("hooks "), "hooks 0", label + " hooks left after detach")
+            pt = _attach(v.pid, conf, os.path.join(tmp, "out2"))
+            v.send("go\n")
+            eq(v.wait(120), 0, label + " victim")
+            eq(pt.wait(60), 0, label + " second proftrace exit")
+        finally:
+            v.kill()
+        with open(truth) as f:
+            t = json.load(f)
+        with open(os.path.join(tmp, "out2", "summary.json")) as f:
+            s = json.load(f)
+        # the second run saw only phase 2 (no threads there)
+        for name in ("plain", "recurse", "decorated", "closured", "fails", "produce"):
+            eq(func(s, name)["calls"], t["phase2"][name]["calls"], label + " re-attach " + name)
+            within(func(s, name)["total_ms"], t["phase2"][name], func(s, name)["calls"],
+                   label + " re-attach " + name)
+        eq(s["stats"]["steps"], STEPS, label + " re-attach steps")
+
+
+def test_agent_proftrace_killed_hooks_removed():
+    """proftrace SIGKILLed mid-run: the kernel drops its probes, the agent
+    sees the heartbeat stop and takes its hooks out; the program runs on."""
+    for label, python in interpreters()[-2:]:
+        tmp = tempfile.mkdtemp(prefix="pt-it-")
+        conf = write_conf(tmp, CONF)
+        v = victim([python, CASES], "--truth", os.path.join(tmp, "t.json"), "--steps", STEPS,
+                   "--hold", env=agent_env())
+        try:
+            pt = _attach(v.pid, conf, os.path.join(tmp, "out"))
+            v.send("go\n")
+            v.wait_line("held", timeout=120)
+            pt.p.send_signal(signal.SIGKILL)
+            pt.wait(30)
+            time.sleep(1.6)  # PTAG_HEARTBEAT_TIMEOUT_NS + a tick
+            v.send("check\n")
+            eq(v.wait_line("hooks "), "hooks 0", label + " hooks left after SIGKILL")
+            v.send("go\n")
+            eq(v.wait(120), 0, label + " victim runs on")
+        finally:
+            v.kill()
+
+
+def _segment_state(pid):
+    """state, dormant reason and conflict from the agent's segment."""
+    import struct
+    with open("/dev/shm/proftrace-py-%d" % pid, "rb") as f:
+        b = f.read(512)
+    state, reason, mech, conflict = struct.unpack_from("<4I", b, 64)
+    text = b[192:320].split(b"\0")[0].decode()
+    return state, reason, conflict, text
+
+
+def test_agent_dormant_costs_nothing():
+    """Loaded and never attached: nothing in the interpreter, one thread
+    asleep on a futex that used no CPU at all."""
+    python = interpreters()[-1][1]
+    v = victim([python, CASES], "--steps", 5, "--hold", env=agent_env())
+    try:
+        time.sleep(1.0)
+        tasks = os.listdir("/proc/%d/task" % v.pid)
+        eq(len(tasks), 2, "threads: the program's and the agent's")
+        agent_tid = [t for t in tasks if int(t) != v.pid][0]
+        with open("/proc/%d/task/%s/comm" % (v.pid, agent_tid)) as f:
+            eq(f.read().strip(), "proftrace-py", "agent thread name")
+        with open("/proc/%d/task/%s/stat" % (v.pid, agent_tid)) as f:
+            st = f.read().rsplit(")", 1)[1].split()
+        eq(st[0], "S", "agent thread asleep")
+        eq(int(st[11]) + int(st[12]), 0, "agent thread CPU ticks (utime + stime)")
+        with open("/proc/%d/task/%s/wchan" % (v.pid, agent_tid)) as f:
+            assert "futex" in f.read(), "agent thread is not waiting on its futex"
+        eq(_segment_state(v.pid)[:2], (0, 0), "dormant, never attached")
+        v.send("go\n")
+        v.wait_line("held", timeout=60)
+        v.send("check\n")
+        eq(v.wait_line("hooks "), "hooks 0", "hooks of a dormant agent")
+        v.send("go\n")
+        eq(v.wait(60), 0, "victim")
+    finally:
+        v.kill()
+
+
+CONFLICT_VICTIM = r"""
+import os, sys
+sys.path.insert(0, %r)
+import pyagent_cases as pc
+# take both sys.monitoring tool ids the agent may use, as another tool would
+sys.monitoring.use_tool_id(3, "other-profiler")
+sys.monitoring.use_tool_id(4, "other-coverage")
+sys.argv = ["pyagent_cases", "--steps", "10"]
+pc.main()
+print("tools", sys.monitoring.get_tool(3), sys.monitoring.get_tool(4), flush=True)
+"""
+
+
+def test_agent_conflict_reported_program_untouched():
+    """Another tool holds the sys.monitoring ids the agent uses: proftrace
+    says so (stderr, meta.python.agent.problem), rows are sampled, and the
+    program's tools are left as they were."""
+    try:
+        python = tp.pyenv_python(12)
+    except Skip:
+        python = py314()
+    tmp = tempfile.mkdtemp(prefix="pt-it-")
+    script = os.path.join(tmp, "conflict.py")
+    with open(script, "w") as f:
+        f.write(CONFLICT_VICTIM % os.path.join(ROOT, "tests", "victims"))
+    conf = write_conf(tmp, CONF)
+    out = os.path.join(tmp, "out")
+    v = victim([python, script], env=agent_env())
+    try:
+        pt = _attach(v.pid, conf, out)
+        v.send("go\n")
+        eq(v.wait_line("tools "), "tools other-profiler other-coverage", "the program's tools")
+        eq(v.wait(60), 0, "victim")
+        eq(pt.wait(60), 0, "proftrace")
+        err = pt.rest("err")
+    finally:
+        v.kill()
+    assert "tool ids 3 and 4 are taken" in err and "3=other-profiler" in err, err
+    with open(os.path.join(out, "summary.json")) as f:
+        s = json.load(f)
+    py = s["meta"]["python"]
+    assert "taken" in (py["agent"]["problem"] or ""), py
+    eq(py["timing"], "sampled", "timing without the agent's hooks")
+    eq(s["stats"]["steps"], 0, "no steps without exact calls")
+
+
+def test_agent_missing_says_how():
+    """No agent in the process: one line says how to get exact timing;
+    python_mode agent makes it an error (exit 2)."""
+    python = interpreters()[-1][1]
+    tmp = tempfile.mkdtemp(prefix="pt-it-")
+    conf = write_conf(tmp, CONF)
+    v = victim([python, CASES], "--steps", 3, env=tp.victim_env())
+    try:
+        rc = subprocess.run([PROFTRACE, "-p", str(v.pid), "--targets", conf, "-o",
+                             os.path.join(tmp, "o"), "-d", "0.5"], capture_output=True,
+                            timeout=60)
+        err = rc.stderr.decode()
+        eq(rc.returncode, 0, "auto without an agent")
+        assert 'eval "$(proftrace env)"' in err and "--inject" in err, err
+        conf2 = write_conf(tmp, CONF + "set python_mode agent\n")
+        rc = subprocess.run([PROFTRACE, "-p", str(v.pid), "--targets", conf2, "-o",
+                             os.path.join(tmp, "o2"), "-d", "0.5"], capture_output=True,
+                            timeout=60)
+        eq(rc.returncode, 2, "python_mode agent without an agent")
+        assert "python_mode agent" in rc.stderr.decode(), rc.stderr.decode()
+    finally:
+        v.kill()
+
+
+def test_proftrace_env():
+    """`proftrace env` prints the exports a server is started with."""
+    p = subprocess.run([PROFTRACE, "env"], capture_output=True, timeout=10)
+    eq(p.returncode, 0, "proftrace env")
+    out = p.stdout.decode()
+    line = [x for x in out.splitlines() if x.startswith("export LD_PRELOAD=")]
+    eq(len(line), 1, "one LD_PRELOAD line")
+    path = line[0].split("=", 1)[1].split("$")[0]
+    assert os.path.isabs(path) and path.endswith("libproftrace_agent.so"), path
+    assert os.path.samefile(path, AGENT), (path, AGENT)
+    # eval'ed by a shell: it keeps an LD_PRELOAD already there
+    sh = subprocess.run(["bash", "-c", 'LD_PRELOAD=/x.so; eval "$(%s env)"; echo "$LD_PRELOAD"'
+                         % PROFTRACE], capture_output=True, timeout=10)
+    eq(sh.stdout.decode().strip(), path + ":/x.so", "LD_PRELOAD kept")
