@@ -320,7 +320,7 @@ test:
 asan:
 	$(Q)$(MAKE) BUILD=asan test
 
-bench: proftrace $(BENCH_BINS) $(VICTIMS)
+bench: $(BIN) $(BENCH_BINS) $(VICTIMS) $(AGENT)
 	$(Q)PT_BENCH=$(OUTPUT)/bench PT_VICTIMS=$(OUTPUT)/victims $(PYTHON) bench/run.py
 
 demo:

@@ -5,7 +5,7 @@ Every figure is measured in this invocation, against a baseline run in the
 same invocation, and printed as a ratio. No assertions: speed lives here,
 correctness in `make test`.
 
-Environment: PT_BENCH_ONLY=probes,python,sampling,agg,shim runs only those
+Environment: PT_BENCH_ONLY=probes,python,agent,sampling,agg,shim runs only those
 sections; PT_BENCH_REPEAT runs per median (3); PT_BENCH_SAMPLE_S seconds of
 work per sampling run (3); PT_BENCH_SAMPLE_PY interpreters for the sampling
 tables by minor version ("11,10": Debian's 3.11, pyenv's 3.10, the newest
@@ -144,8 +144,8 @@ def py_run(python, which, tool, env_extra=None, conf_extra="", probe="hot"):
     try:
         pid = int(readline(b.stdout, "ready").split()[1])
         if tool == "proftrace":
-            t = start_proftrace(pid, "bucket py.hot py:py_bench::%s\n" % probe + conf_extra,
-                                tmp)
+            t = start_proftrace(pid, "bucket py.hot py:py_bench::%s\n" % probe +
+                                "set python_mode evalframe\n" + conf_extra, tmp)
         b.stdin.write(b"go\n")
         b.stdin.flush()
         ns = float(readline(b.stdout, "ns_per_call", timeout=300).split()[1])
@@ -238,6 +238,96 @@ def python_tables():
         print("\nOn Debian 3.11 proftrace sees only calls from C (timing c-entry-only), so "
               "its cost there is the filter; the exact-timing cost is the 3.10 / -X perf "
               "rows of the table above. line_profiler is only packaged for Debian's 3.11.")
+
+
+# ---- the Python agent: what a Python-heavy step pays, per interpreter ----
+
+STEP_BENCH = os.path.join(ROOT, "bench", "py_step_bench.py")
+STEP_STEPS = int(os.environ.get("PT_BENCH_STEPS", "60"))
+AGENT = os.path.abspath(os.environ.get("PT_AGENT", os.path.join(ROOT, ".output",
+                                                                  "libproftrace_agent.so")))
+STEP_CONF = "step py:py_step_bench.Scheduler.schedule\n"
+NAMED_CONF = STEP_CONF + "bucket engine.tokens py:py_step_bench.Request.num_new_tokens\n"
+NAMED_PER_STEP = 256  # Request.num_new_tokens calls per step
+
+
+def step_run(python, preload, conf, env_extra=None):
+    """Median ns of a py_step_bench step (the program's own clock), with
+    the agent preloaded or not, and proftrace attached with conf or not."""
+    env = dict(os.environ)
+    env.pop("PYTHONPERFSUPPORT", None)
+    env.pop("LD_PRELOAD", None)
+    env.update(env_extra or {})
+    if preload:
+        env["LD_PRELOAD"] = AGENT
+    b = subprocess.Popen([python, STEP_BENCH, str(STEP_STEPS)], stdin=subprocess.PIPE,
+                         stdout=subprocess.PIPE, env=env)
+    t = None
+    tmp = tempfile.mkdtemp(prefix="pt-bench-")
+    try:
+        pid = int(readline(b.stdout, "ready").split()[1])
+        if conf:
+            t = start_proftrace(pid, conf, tmp)
+        b.stdin.write(b"go\n")
+        b.stdin.flush()
+        ns = float(readline(b.stdout, "step_ns", timeout=600).split()[1])
+        b.wait(30)
+        return ns
+    finally:
+        for p in (b, t):
+            if p and p.poll() is None:
+                p.kill()
+                p.wait()
+
+
+def step_measure(*args, **kw):
+    return statistics.median(step_run(*args, **kw) for _ in range(REPEAT))
+
+
+def agent_pythons():
+    out = [("3.%d" % m, pyenv(m)) for m in (8, 9, 10, 11, 12, 13)]
+    out.append(("Debian 3.11", "/usr/bin/python3.11"))
+    out.append(("3.14", "/opt/python3.14/bin/python3.14"))
+    return [(l, p) for l, p in out if p and os.path.exists(p)]
+
+
+def agent_tables():
+    """Issue 14: a named function costs a little, every other call
+    nothing measurable; dormant costs nothing."""
+    if not os.path.exists(AGENT):
+        print("\n(agent tables skipped: %s not built)" % AGENT)
+        return
+    rows, cost = [], []
+    for label, py in agent_pythons():
+        base = step_measure(py, False, None)
+        dormant = step_measure(py, True, None)
+        agent = step_measure(py, True, STEP_CONF)
+        named = step_measure(py, True, NAMED_CONF)
+        frame = step_measure(py, False, STEP_CONF + "set python_mode evalframe\n")
+        row = [label, "%.2f" % (base / 1e6), "%.3fx" % (dormant / base),
+               "%.3fx" % (agent / base), "%.2fx" % (frame / base)]
+        if label in ("3.12", "3.13", "3.14"):
+            tramp = step_measure(py, False, None, {"PYTHONPERFSUPPORT": "1"})
+            tframe = step_measure(py, False, STEP_CONF + "set python_mode evalframe\n",
+                                  {"PYTHONPERFSUPPORT": "1"})
+            row += ["%.2fx" % (tramp / base), "%.2fx" % (tframe / base)]
+        else:
+            row += ["-", "-"]
+        rows.append(row)
+        cost.append([label, "%.2f" % ((named - agent) / NAMED_PER_STEP / 1e3)])
+    table("Python agent: a scheduler-like step of ~27,000 small Python calls (py_step_bench),"
+          " median step time of %d steps, ratio to no tool (same invocation); only the "
+          "step function is named" % STEP_STEPS,
+          ["interpreter", "no tool ms/step", "agent loaded, dormant", "proftrace + agent",
+           "frame probe (python_mode evalframe)", "perf trampoline alone",
+           "perf trampoline + frame probe"], rows)
+    table("Python agent: cost of one named call (Request.num_new_tokens also named, %d calls a"
+          " step), us per call" % NAMED_PER_STEP, ["interpreter", "us per named call"], cost)
+    print("\nThe agent hooks the named code objects only: sys.monitoring local events on "
+          "3.12+ (calls of other functions are untouched), a PEP 523 frame evaluator on "
+          "3.8-3.11 that tests each frame's code object against the named set (one lookup) "
+          "and, on 3.11, keeps Python-to-Python calls from being inlined while it is in. "
+          "Sampling (1 kHz) is on in the proftrace columns, as by default.")
 
 
 # ---- stack sampling: target slowdown vs Austin, and the BPF walker's cost ----
@@ -618,7 +708,7 @@ def shim_table():
              v["name_len_avg"], 1 << 15))
 
 
-SECTIONS = ("probes", "python", "sampling", "agg", "shim")
+SECTIONS = ("probes", "python", "agent", "sampling", "agg", "shim")
 
 
 def main():
@@ -637,6 +727,8 @@ def main():
         probe_tables()
     if "python" in want:
         python_tables()
+    if "agent" in want:
+        agent_tables()
     if "sampling" in want:
         sampling_tables()
     if "agg" in want:

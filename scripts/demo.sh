@@ -20,16 +20,19 @@ cleanup() {
 	if [ -n "$engine" ]; then
 		kill "$engine" 2>/dev/null || true
 		wait "$engine" 2>/dev/null || true
-		rm -f "/tmp/perf-$engine.map" # PYTHONPERFSUPPORT's, on 3.12+
 	fi
 	rm -f "$log"
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-# PYTHONPERFSUPPORT=1: on CPython 3.12+ the perf trampoline makes every
-# Python call visible to proftrace (exact timing); 3.11 ignores it.
-PYTHONPERFSUPPORT=1 "$py" tests/victims/demo_engine.py </dev/null >"$log" &
+# Started as any server would be for exact Python timing: after `eval
+# "$(proftrace env)"` (the agent, dormant until proftrace attaches, and the
+# CUPTI shim for CUDA processes). Nothing else changes.
+(
+	eval "$("$pt" env)"
+	exec "$py" tests/victims/demo_engine.py </dev/null >"$log"
+) &
 engine=$!
 # "ready PID" once the engine has run its first steps
 for _ in $(seq 100); do
@@ -38,7 +41,7 @@ for _ in $(seq 100); do
 	sleep 0.1
 done
 grep -q '^ready ' "$log" || { echo "demo: the engine did not start within 10 s" >&2; exit 1; }
-echo "demo: engine running as pid $engine ($("$py" -c 'import sys; print("Python %d.%d.%d" % sys.version_info[:3])')); attaching for ${dur}s (no restart, no code change)"
+echo "demo: engine running as pid $engine ($("$py" -c 'import sys; print("Python %d.%d.%d" % sys.version_info[:3])'), started after eval \"\$(proftrace env)\"); attaching for ${dur}s (no restart, no code change)"
 
 SUDO=; [ "$(id -u)" -eq 0 ] || SUDO=sudo
 $SUDO "$pt" -p "$engine" --targets targets/demo.conf -d "$dur" -o "$out"

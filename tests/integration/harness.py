@@ -17,6 +17,18 @@ import time
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 PROFTRACE = os.path.abspath(os.environ.get("PT_PROFTRACE", os.path.join(ROOT, "proftrace")))
 VICTIMS = os.path.abspath(os.environ.get("PT_VICTIMS", os.path.join(ROOT, ".output", "victims")))
+AGENT = os.path.abspath(os.environ.get("PT_AGENT", os.path.join(ROOT, ".output",
+                                                                   "libproftrace_agent.so")))
+
+
+def with_agent(env):
+    """env with the Python agent preloaded, as `eval "$(proftrace env)"`
+    starts a server."""
+    if not os.access(AGENT, os.R_OK):
+        raise Skip("no agent at %s (make builds it)" % AGENT)
+    env = dict(env)
+    env["LD_PRELOAD"] = AGENT
+    return env
 
 # proftrace's interval for a call (BPF entry timestamp to BPF return
 # timestamp) lies inside the call-site interval the victim measures around

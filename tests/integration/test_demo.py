@@ -9,8 +9,8 @@ timestamps) just before and just after calling the phase method, so
 proftrace's interval for that call (frame entry to frame return) lies inside
 the engine's. Per call, the engine's interval is longer by what runs between
 its clock reads and the frame: the call through fn(*args, **kwargs), frame
-setup and teardown, and the uprobe traps of the frame probe, 2-4 us per call
-on the 2-vCPU test VM. So a bucket total must lie in
+setup and teardown, and the agent's hook and probe sites at entry and
+return, 2-4 us per call on the 2-vCPU test VM. So a bucket total must lie in
 [truth - calls x GAP_NS - PREEMPT_NS, truth + calls x CLOCK_SLACK_NS].
 GAP_NS (10 us) leaves room for a loaded machine; it is under 1% of a forward
 call (~2 ms) and 5-10% of the schedule, prepare and sample calls, but most
@@ -27,7 +27,8 @@ import re
 import subprocess
 import tempfile
 
-from harness import CLOCK_SLACK_NS, PROFTRACE, ROOT, Skip, bucket, eq, func, profile
+from harness import CLOCK_SLACK_NS, PROFTRACE, ROOT, Skip, bucket, eq, func, profile, \
+    with_agent
 
 ENGINE = os.path.join(ROOT, "tests", "victims", "demo_engine.py")
 CONF = os.path.join(ROOT, "targets", "demo.conf")
@@ -61,8 +62,9 @@ def run_engine(python, steps=N):
     if not os.path.exists(python):
         raise Skip("no %s" % python)
     text = conf_text()
+    # started as `make demo` starts it: after eval "$(proftrace env)"
     s, t, err = profile(text, victim_args=["--steps", steps], victim_name=[python, ENGINE],
-                        victim_first_args=["--hold"])
+                        victim_first_args=["--hold"], victim_env=with_agent(os.environ))
     return s, t, err, warmup_steps(text)
 
 
@@ -127,10 +129,9 @@ def check_outputs(out):
 
 
 def test_demo_engine_against_truth():
-    """targets/demo.conf on the demo engine under Debian's python3: every
-    step and phase call counted (on 3.11 too: each phase is entered from C
-    code, through the engine's @timed wrapper), each bucket's total against
-    the engine's own."""
+    """targets/demo.conf on the demo engine under Debian's python3 (3.11),
+    started with the agent: every step and phase call counted, each
+    bucket's total against the engine's own."""
     s, t, _, warm = run_engine(PYTHON)
     check_steps_and_buckets(s, t, warm)
     check_outputs(s["_out"])
@@ -140,8 +141,8 @@ def test_demo_engine_against_truth():
 
 
 def test_demo_engine_exact_py310():
-    """On 3.10 every Python call is seen: the function rows count every
-    call (warmup steps included), with the engine's totals."""
+    """On 3.10 too, with the agent: the function rows count every call
+    (warmup steps included), with the engine's totals."""
     hits = sorted(glob.glob(os.path.join(PYENV, "versions", "3.10.*", "bin", "python3")))
     if not hits:
         raise Skip("no pyenv CPython 3.10 under %s" % PYENV)

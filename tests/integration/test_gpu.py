@@ -13,7 +13,7 @@ Runs on a real GPU: tests/gpu/ (not part of make test).
 import os
 import tempfile
 
-from harness import ROOT, Skip, bucket, eq, profile, run_proftrace, victim
+from harness import ROOT, Skip, bucket, eq, profile, run_proftrace, victim, with_agent
 from test_python import pyenv_python
 
 CONF = """\
@@ -113,7 +113,7 @@ def test_real_shim_without_driver_reports_the_conflict():
     s, t, err = profile("step py:pyshim::step\n", ["--steps", 60],
                         victim_name=[pyenv_python(10), os.path.join(ROOT, "tests", "victims",
                                                                     "pyshim.py"), shim],
-                        extra=["--gpu", "on"])
+                        extra=["--gpu", "on"], victim_env=with_agent(os.environ))
     eq(t["init"], 1, "InitializeInjection")
     eq(s["stats"]["steps"], 60, "steps: the process ran on")
     g = s["gpu"]

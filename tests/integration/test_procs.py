@@ -265,8 +265,12 @@ def test_children_of_a_launcher_without_python():
     tmp = tempfile.mkdtemp(prefix="pt-it-")
     engine = os.path.join(ROOT, "tests", "victims", "demo_engine.py")
     # a sleep beside the engine: a descendant with nothing to trace
+    # the launcher's environment has the agent (eval "$(proftrace env)"):
+    # the Python child inherits it, the shell and the sleep ignore it
+    from harness import with_agent
     sh = subprocess.Popen(["/bin/sh", "-c", "sleep 60 & /usr/bin/python3 %s --seed 3; true"
-                           % engine], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+                           % engine], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                          env=with_agent(os.environ))
     child = None
     try:
         child = int(sh.stdout.readline().split()[1])  # "ready PID" once it serves
@@ -311,14 +315,14 @@ def test_two_python_versions_in_one_run():
 
     py10, py12 = tp.pyenv_python(10), tp.pyenv_python(12)
     tmp = tempfile.mkdtemp(prefix="pt-it-")
-    conf = write_conf(tmp, tp.CONF)
+    conf = write_conf(tmp, tp.EVALFRAME + tp.CONF)
     out = os.path.join(tmp, "out")
     truths = [os.path.join(tmp, "truth10"), os.path.join(tmp, "truth12")]
     vs, pt = [], None
     try:
         for py, truth, env in ((py10, truths[0], {}), (py12, truths[1], {"PYTHONPERFSUPPORT": "1"})):
             vs.append(victim([py, tp.VICTIM], "--truth", truth, "--steps", tp.N, "--lazy",
-                             env=tp.victim_env(env)))
+                             env=tp.victim_env(env, agent=False)))
         pt = Proc([PROFTRACE, "-p", "%d,%d" % (vs[0].pid, vs[1].pid), "--targets", conf,
                    "-o", out], stdin=False, stdout=True, stderr=True)
         pt.wait_line("proftrace: attached", "err")

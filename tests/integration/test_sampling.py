@@ -47,7 +47,7 @@ import subprocess
 import tempfile
 import xml.etree.ElementTree as ET
 
-from harness import PROFTRACE, ROOT, Skip, eq, func, proftrace, victim, write_conf
+from harness import PROFTRACE, ROOT, Skip, eq, func, proftrace, victim, write_conf, with_agent
 
 PYENV = os.environ.get("PYENV_ROOT") or os.path.expanduser("~/.pyenv")
 VICTIM = os.path.join(ROOT, "tests", "victims", "pylines.py")
@@ -78,10 +78,12 @@ def debian_python():
 
 
 def victim_env():
-    """Our environment, without a PYTHONPERFSUPPORT that would change timing."""
+    """Our environment, without a PYTHONPERFSUPPORT that would change
+    timing, with the Python agent preloaded (py: calls counted exactly on
+    every version, as `eval "$(proftrace env)"` starts a server)."""
     env = dict(os.environ)
     env.pop("PYTHONPERFSUPPORT", None)
-    return env
+    return with_agent(env)
 
 
 def run_lines(python, conf=LINES_CONF, seconds=3.5, args=("--late-thread",)):
@@ -282,7 +284,7 @@ def check_lines_txt(s, t, exact_calls):
 
 def check_sampling(s, t, label, exact):
     """Every check of one attach at the default rate; exact: the py: row
-    and the lines element count calls exactly (3.8-3.10)."""
+    and the lines element count calls exactly (the agent)."""
     sm = s["meta"]["sampling"]
     assert sm is not None, "meta.sampling is null"
     eq(sm["hz"], 1000, "hz (default)")
@@ -390,27 +392,26 @@ def test_sampling_py39():
 
 
 def test_sampling_py310():
-    """auto on 3.10: the frame probe counts every call (exact), lines
-    report the exact call count, sampling gives the per-line time."""
+    """auto with the agent: every call counted (exact), lines report the
+    exact call count, sampling gives the per-line time."""
     s, t = _interp(pyenv_python(10), "3.10", True)
     eq(s["meta"]["python"]["timing"], "exact", "meta.python.timing")
 
 
 def test_sampling_py311():
-    """auto on 3.11: not every call can be seen, so the row is sampled."""
-    _interp(pyenv_python(11), "3.11", False)
+    _interp(pyenv_python(11), "3.11", True)
 
 
 def test_sampling_py312():
-    _interp(pyenv_python(12), "3.12", False)
+    _interp(pyenv_python(12), "3.12", True)
 
 
 def test_sampling_py313():
-    _interp(pyenv_python(13), "3.13", False)
+    _interp(pyenv_python(13), "3.13", True)
 
 
 def test_sampling_debian_py311():
-    s, _ = _interp(debian_python(), "debian-3.11", False)
+    s, _ = _interp(debian_python(), "debian-3.11", True)
     eq(s["meta"]["python"]["path"], DEBIAN_PY, "interpreter in the executable itself")
 
 

@@ -18,7 +18,7 @@ import sys
 import tempfile
 
 from harness import (PROFTRACE, ROOT, Skip, bucket, eq, func, profile, run_proftrace, victim,
-                     within)
+                     with_agent, within)
 
 CUDART = os.environ.get("PT_CUDART", "/usr/local/cuda/lib64/libcudart.so.13")
 N = 100
@@ -180,8 +180,9 @@ def run_engine(name, conf_text, nccl=None):
     venv = dict(os.environ)
     venv.pop("PYTHONPERFSUPPORT", None)
     venv.update(env)
+    # started as a server would be after `eval "$(proftrace env)"`
     return profile(conf_text, victim_args=args, victim_name=[python, RUNNER],
-                   victim_first_args=[name], victim_env=venv)
+                   victim_first_args=[name], victim_env=with_agent(venv))
 
 
 def engine_conf(name):

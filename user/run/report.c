@@ -211,7 +211,7 @@ static int build_lines_fn(const struct docsrc *d, const struct fref *fr,
 	l->function = f->symbol;
 	l->first_line = first;
 	l->last_line = last;
-	l->exact = fr->p->py_probed && pt_run__py_exact(fr->p);
+	l->exact = !strcmp(pt_run__py_timing(fr->p), "exact");
 	l->fid = fr->fid;
 	l->samples = t ? t->samples : 0;
 	l->on_ns = t ? t->on_ns : 0;

@@ -33,6 +33,9 @@ def load_path(name, rel):
     spec = importlib.util.spec_from_file_location(name, os.path.join(HERE, rel))
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
+    # registered as an import would be (under a name of its own): a module
+    # nobody registers is not one the Python agent can find
+    sys.modules["legacy." + name] = mod
     return mod
 
 
@@ -57,9 +60,7 @@ def run_trtllm(n):
     from tensorrt_llm._torch.pyexecutor.resource_manager.base import ResourceManager
     from tensorrt_llm._torch.pyexecutor.sampler.sampler import TorchSampler
 
-    legacy = "legacy/tensorrt_llm/_torch/pyexecutor/"
-    old_sampler = load_path("legacy_sampler", legacy + "sampler.py")
-    old_rm = load_path("legacy_resource_manager", legacy + "resource_manager.py")
+    old_sampler, old_rm = LEGACY["sampler"], LEGACY["resource_manager"]
     ex = PyExecutor([TorchSampler(), old_sampler.TorchSampler()],
                     [ResourceManager(), old_rm.ResourceManager()])
     a = n // 3
@@ -71,6 +72,19 @@ def run_trtllm(n):
 
 ENGINES = {"vllm": run_vllm, "sglang": run_sglang, "trtllm": run_trtllm}
 
+# Modules loaded by hand, outside the import system, are loaded before
+# proftrace attaches: an agent finds them then (a later import is seen as
+# it happens; a file exec'ed by hand is found at the agent's next walk).
+LEGACY = {}
+
+
+def load_legacy(engine):
+    if engine == "trtllm":
+        legacy = "legacy/tensorrt_llm/_torch/pyexecutor/"
+        LEGACY["sampler"] = load_path("legacy_sampler", legacy + "sampler.py")
+        LEGACY["resource_manager"] = load_path("legacy_resource_manager",
+                                               legacy + "resource_manager.py")
+
 
 def main():
     ap = argparse.ArgumentParser()
@@ -81,6 +95,7 @@ def main():
     ap.add_argument("--nccl")
     args = ap.parse_args()
     _fake.load(args.cudart, args.nccl)
+    load_legacy(args.engine)
     print("ready %d" % os.getpid(), flush=True)
     if not sys.stdin.readline():
         return 3
