@@ -66,11 +66,8 @@ def py314():
 
 
 def agent_env(extra=None):
-    if not os.access(AGENT, os.R_OK):
-        raise Skip("no agent at %s (make builds it)" % AGENT)
-    env = tp.victim_env(extra)
-    env["LD_PRELOAD"] = AGENT
-    return env
+    """Started as after `eval "$(proftrace env)"`: the agent preloaded."""
+    return tp.victim_env(extra, agent=True)
 
 
 def check_cases(s, t, steps, what):
@@ -299,7 +296,7 @@ def test_agent_missing_says_how():
     python = interpreters()[-1][1]
     tmp = tempfile.mkdtemp(prefix="pt-it-")
     conf = write_conf(tmp, CONF)
-    v = victim([python, CASES], "--steps", 3, env=tp.victim_env())
+    v = victim([python, CASES], "--steps", 3, env=tp.victim_env(agent=False))
     try:
         rc = subprocess.run([PROFTRACE, "-p", str(v.pid), "--targets", conf, "-o",
                              os.path.join(tmp, "o"), "-d", "0.5"], capture_output=True,

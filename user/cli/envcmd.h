@@ -9,19 +9,7 @@
 #ifndef PT_ENVCMD_H
 #define PT_ENVCMD_H
 
-#include <stddef.h>
 #include <stdio.h>
-
-#define PT_LIBDIR_ENV "PROFTRACE_LIBDIR"
-#define PT_AGENT_LIB "libproftrace_agent.so"
-#define PT_CUPTI_LIB "libproftrace_cupti.so"
-
-/*
- * The absolute path of helper library name: in $PROFTRACE_LIBDIR, else
- * beside the proftrace binary (a build's .output/, the binary's own
- * folder, ../lib/proftrace when installed). 0 or -ENOENT.
- */
-int pt_envcmd__lib(const char *name, char *buf, size_t len);
 
 /* Print the exports. 0, or -PT_EUSAGE when the agent is not built (said
  * on stderr). */

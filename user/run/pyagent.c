@@ -7,16 +7,22 @@
  * its new finds (lazy imports); at the end, detach.
  */
 #include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "run.h"
 
 #include "attach/elfsyms.h"
 #include "attach/maps.h"
 #include "python/agent.h"
+#include "python/pep768.h"
+#include "util/helpers.h"
 
 #define AGENT_LIB "libproftrace_agent"
 
@@ -136,6 +142,16 @@ void pt_run__agent_tick(struct proc *p, uint64_t now)
 	uint64_t *codes;
 	uint32_t n;
 
+	if (!p->agent && p->pep768_dir[0]) {
+		char err[512];
+
+		/* asked through PEP 768, not up yet: it is now? */
+		if (pt_run__agent_start(p, err, sizeof(err)) == 0)
+			pt_msg("proftrace: pid %d: the Python agent loaded (PEP 768) at +%.3fs: its "
+			       "named calls are timed from now on\n", p->tracee.pid,
+			       since_start_s(p->run));
+		return;
+	}
 	if (!p->agent)
 		return;
 	pt_agent__heartbeat(p->agent, now);
@@ -176,8 +192,95 @@ static void first_arm(struct proc *p)
 	}
 }
 
+/* The script PEP 768 runs: load the agent. In a folder of our own that
+ * the target's user can read (it opens the file as itself). */
+static int pep768_script(struct proc *p, const char *lib, char *err, size_t errlen)
+{
+	char path[sizeof(p->pep768_dir) + 16];
+	FILE *f;
+	int fd;
+
+	snprintf(p->pep768_dir, sizeof(p->pep768_dir), "/tmp/proftrace-pep768-XXXXXX");
+	if (!mkdtemp(p->pep768_dir) || chmod(p->pep768_dir, 0755)) {
+		snprintf(err, errlen, "cannot make a folder for the PEP 768 script: %s",
+			 strerror(errno));
+		p->pep768_dir[0] = 0;
+		return -errno;
+	}
+	snprintf(path, sizeof(path), "%s/agent.py", p->pep768_dir);
+	fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+	f = fd >= 0 ? fdopen(fd, "w") : NULL;
+	if (!f) {
+		snprintf(err, errlen, "cannot write %s: %s", path, strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		return -errno;
+	}
+	fprintf(f, "# proftrace: load its Python agent (PEP 768 remote debugging);\n"
+		   "# removed by proftrace once the agent is up\n"
+		   "import ctypes\nctypes.CDLL('%s')\n", lib);
+	if (fclose(f)) {
+		snprintf(err, errlen, "cannot write %s: %s", path, strerror(errno));
+		return -errno;
+	}
+	return 0;
+}
+
+static void pep768_cleanup(struct proc *p)
+{
+	char path[sizeof(p->pep768_dir) + 16];
+
+	if (!p->pep768_dir[0])
+		return;
+	snprintf(path, sizeof(path), "%s/agent.py", p->pep768_dir);
+	unlink(path);
+	rmdir(p->pep768_dir);
+	p->pep768_dir[0] = 0;
+}
+
+/* Python 3.14+ without an agent: ask the interpreter to load it (PEP 768,
+ * the documented interface for this), and wait a little for it to run. */
+static int pep768_load(struct proc *p, char *err, size_t errlen)
+{
+	char lib[PATH_MAX], script[sizeof(p->pep768_dir) + 16];
+	struct stat ours, theirs;
+	char root[64];
+	int e;
+
+	if (pt_helper__path(PT_AGENT_LIB, lib, sizeof(lib))) {
+		snprintf(err, errlen, "no %s to load (build it with make)", PT_AGENT_LIB);
+		return -ENOENT;
+	}
+	if (strpbrk(lib, "'\\\n")) {
+		snprintf(err, errlen, "%s: a quote in its path", lib);
+		return -EINVAL;
+	}
+	/* it opens the script and the library by path: the same files only
+	 * where it sees our root (a container has its own) */
+	snprintf(root, sizeof(root), "/proc/%d/root/", p->tracee.pid);
+	if (stat("/", &ours) || stat(root, &theirs) || ours.st_dev != theirs.st_dev ||
+	    ours.st_ino != theirs.st_ino) {
+		snprintf(err, errlen, "it runs in another mount namespace (a container): start it "
+			 "with the agent (eval \"$(proftrace env)\" inside) or use --inject");
+		return -EXDEV;
+	}
+	e = pep768_script(p, lib, err, errlen);
+	if (!e) {
+		snprintf(script, sizeof(script), "%s/agent.py", p->pep768_dir);
+		e = pt_pep768__exec(p->tracee.pid, p->py.runtime, script, err, errlen);
+	}
+	if (e) {
+		pep768_cleanup(p);
+		return e;
+	}
+	p->pep768_asked = pt_now_ns(CLOCK_MONOTONIC);
+	pt_vlog("proftrace: pid %d: asked Python %s to load the agent (PEP 768)\n",
+		p->tracee.pid, p->py.version);
+	return 0;
+}
+
 /* p's agent, if it has one: 0 and p->agent set, or -errno (why in err;
- * -ENOENT: none). */
+ * -ENOENT: none; -EINPROGRESS: asked for through PEP 768, not up yet). */
 int pt_run__agent_start(struct proc *p, char *err, size_t errlen)
 {
 	struct run *r = p->run;
@@ -189,6 +292,30 @@ int pt_run__agent_start(struct proc *p, char *err, size_t errlen)
 	int e;
 
 	e = pt_agent__open(&p->agent, p->tracee.pid, err, errlen);
+	if (e == -ENOENT && p->py.L.minor >= 14 && !p->pep768_asked) {
+		char why[512];
+
+		e = pep768_load(p, why, sizeof(why));
+		if (e) {
+			snprintf(err, errlen, "could not load the agent through PEP 768: %s", why);
+			return e;
+		}
+		/* the main thread runs it at its next safe point: a server's
+		 * loop does within milliseconds */
+		for (int i = 0; i < 300 && e; i++) {
+			struct timespec ts = { 0, 10 * 1000 * 1000 };
+
+			nanosleep(&ts, NULL);
+			e = pt_agent__open(&p->agent, p->tracee.pid, err, errlen);
+		}
+		if (e) {
+			snprintf(err, errlen, "asked it to load the agent (PEP 768), but its main "
+				 "thread has not run Python code for 3 s: it will when it does");
+			return -EINPROGRESS;
+		}
+		pep768_cleanup(p);
+		p->agent_loaded_by = "pep768";
+	}
 	if (e)
 		return e;
 	pt_agent__info(p->agent, &in);
@@ -232,6 +359,7 @@ fail:
 
 void pt_run__agent_stop(struct proc *p)
 {
+	pep768_cleanup(p);
 	if (!p->agent)
 		return;
 	pt_agent__info(p->agent, &p->agent_last); /* for the report: before detach */

@@ -115,6 +115,9 @@ struct proc {
 	char *agent_why;      /* why there is none, for the report (owned) */
 	uint32_t agent_narm;  /* code objects it was asked to hook */
 	bool agent_active, agent_warned, agent_lost_said;
+	const char *agent_loaded_by; /* "environment" (at start), "pep768", "inject" */
+	uint64_t pep768_asked;       /* when proftrace asked through PEP 768, 0: never */
+	char pep768_dir[48];         /* its script's folder, "" once removed */
 	struct pt_agent_info agent_last; /* its segment at the end */
 
 	struct view v;
