@@ -907,10 +907,15 @@ static void build_health(struct jb *b, cJSON *root, const struct pt_report *r)
 		jb_num(b, o, "orphan_returns", (double)h->orphan_returns);
 		jb_num(b, o, "py_unreadable_frames", (double)h->py_unreadable);
 		jb_num(b, o, "py_code_map_full", (double)h->py_map_full);
+		jb_num(b, o, "thread_exits_dropped", (double)h->thread_exits_dropped);
 	}
 	jb_num(b, o, "py_calls_unresolved", (double)h->py_unresolved);
 	jb_num(b, o, "lost_calls", (double)h->lost_calls);
 	jb_num(b, o, "steps_incomplete", (double)h->steps_incomplete);
+	jb_num(b, o, "threads", (double)h->threads);
+	jb_num(b, o, "threads_ended", (double)h->threads_ended);
+	jb_num(b, o, "threads_held_max", (double)h->threads_max);
+	jb_num(b, o, "runs_late_steps", (double)h->runs_late_steps);
 	jb_num(b, o, "probes_requested", h->probes_requested);
 	jb_num(b, o, "probes_attached", h->probes_attached);
 	arr = add_arr(b, o, "unattached");

@@ -187,6 +187,11 @@ struct pt_report_health {
 	uint64_t py_unreadable; /* Python frames whose code BPF could not read */
 	uint64_t py_map_full;   /* code objects BPF's map could not hold */
 	uint64_t py_unresolved; /* Python calls of code freed before it was read */
+	/* bounded memory: threads followed, freed at their exit, most held
+	 * at once; exits BPF could not report (their state kept to the end);
+	 * steps put into runs out of start order (pt_bursts__late) */
+	uint64_t threads, threads_ended, threads_max, thread_exits_dropped;
+	uint64_t runs_late_steps;
 	unsigned int probes_requested; /* functions resolved + probes unresolved */
 	unsigned int probes_attached;
 };

@@ -711,6 +711,11 @@ static void doc_health(const struct docsrc *d, struct docbuf *b, const struct pt
 		if (!d->p || d->p == r->procs[i])
 			h->py_unresolved += r->procs[i]->py_unresolved;
 	h->lost_calls = pt_agg__health(d->v->agg)->lost_calls;
+	h->threads = pt_agg__health(d->v->agg)->threads;
+	h->threads_ended = pt_agg__health(d->v->agg)->threads_ended;
+	h->threads_max = pt_agg__health(d->v->agg)->threads_max;
+	h->thread_exits_dropped = c->texit_dropped;
+	h->runs_late_steps = d->v->runs ? pt_bursts__late(d->v->runs) : 0;
 	h->steps_incomplete = pt_agg__steps(d->v->agg)->incomplete;
 	h->probes_requested = (unsigned int)(d->nfr + nunres);
 	/* functions with probes in place: native uprobes, and py: functions

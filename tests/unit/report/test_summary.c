@@ -318,8 +318,9 @@ static void test_key_order(void **state)
 		   "max_ms", "sampled");
 	CHECK_KEYS(item(d, "health"), "events", "dropped_events", "depth_overflow", "unwound",
 		   "orphan_returns", "py_unreadable_frames", "py_code_map_full",
-		   "py_calls_unresolved", "lost_calls",
-		   "steps_incomplete", "probes_requested",
+		   "thread_exits_dropped", "py_calls_unresolved", "lost_calls",
+		   "steps_incomplete", "threads", "threads_ended", "threads_held_max",
+		   "runs_late_steps", "probes_requested",
 		   "probes_attached", "unattached");
 	CHECK_KEYS(nth(item(item(d, "health"), "unattached"), 0), "probe", "object", "symbol",
 		   "reason");
