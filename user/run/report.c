@@ -996,6 +996,9 @@ int pt_run__write_outputs(struct run *r)
 	if (r->env.json) {
 		int e2 = pt_summary__write_json(stdout, doc);
 
+		if (e2 && e2 != -ENOMEM)
+			pt_msg("proftrace: cannot print summary.json on stdout: %s (the files "
+			       "are written)\n", strerror(-e2));
 		e = e ? e : e2;
 	}
 out:
