@@ -250,7 +250,7 @@ FUZZ_CFLAGS := -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=
 	       -std=gnu11 -D_GNU_SOURCE -I. -Iuser
 # One harness per reader of target-controlled input: the module(s) it links
 # (only those, so a finding points at one file) and any extra libraries.
-FUZZ_NAMES := maps elf config pycode pyline folded gpuring pyattr
+FUZZ_NAMES := maps elf config pycode pyline folded gpuring pyattr agent pyoffsets pysrc
 FUZZ_SRCS_maps := user/attach/maps.c
 FUZZ_SRCS_elf := user/attach/elfsyms.c
 FUZZ_LIBS_elf := -lelf
@@ -263,6 +263,12 @@ FUZZ_SRCS_folded := user/aggregate/flame.c
 FUZZ_SRCS_gpuring := user/gpu/gpuring.c
 # builds its own CPython images (no seeds needed): tests/fuzz/fuzz_pyattr.c
 FUZZ_SRCS_pyattr := user/python/pyattr.c user/python/pylayout.c
+# the agent's segment, written by the profiled process (shim/ptagent.h)
+FUZZ_SRCS_agent := user/python/agent.c user/util/segment.c user/util/log.c user/util/tasks.c
+# _Py_DebugOffsets read out of a 3.13 target's _PyRuntime
+FUZZ_SRCS_pyoffsets := user/python/pylayout.c
+# a 3.8-3.10 target's source files, read to name its code objects
+FUZZ_SRCS_pysrc := user/python/pysrc.c
 # libFuzzer caps inputs near the largest seed (13 KB for ELF); let them
 # grow enough for big symbol tables.
 FUZZ_ARGS_elf := -max_len=65536
