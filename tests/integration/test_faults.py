@@ -388,3 +388,41 @@ def test_fault_hostile_configs():
         v.wait(30)
     finally:
         v.kill()
+
+
+def rss_kb(pid):
+    with open("/proc/%d/status" % pid) as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    return 0
+
+
+def rss_over_run(args, early_s, late_s):
+    """proftrace's RSS at early_s and late_s into a run of victim args."""
+    v, pt, out, truth = start(args, extra=("-q",))
+    v.send("go\n")
+    t0 = time.monotonic()
+    time.sleep(early_s)
+    early = rss_kb(pt.p.pid)
+    time.sleep(max(0.0, late_s - (time.monotonic() - t0)))
+    late = rss_kb(pt.p.pid)
+    s, t, _ = finish(v, pt, out, truth)
+    return early, late, s, t
+
+
+def test_fault_memory_flat():
+    """Memory is bounded over the run's length: proftrace's RSS late in a
+    run is within 10% of early in it, with ~3,000 thread creations/s (each
+    thread's state freed at its exit) and with ~15,000 probe hits/s (steps
+    folded into runs through a bounded buffer)."""
+    early, late, s, t = rss_over_run(["threads", 36000], 3.0, 10.0)
+    print("    threads: RSS %d kB at 3 s, %d kB at 10 s; %d threads ended" % (
+        early, late, s["health"]["threads_ended"]))
+    eq(func(s, "fault_step")["calls"], t["calls"]["fault_step"], "calls")
+    assert late <= early * 1.10, (early, late)
+    early, late, s, t = rss_over_run(["loop", 14], 4.0, 13.5)
+    print("    steady: RSS %d kB at 4 s, %d kB at 13.5 s; %d steps" % (
+        early, late, s["stats"]["steps"]))
+    eq(func(s, "fault_step")["calls"], t["calls"]["fault_step"], "calls")
+    assert late <= early * 1.10, (early, late)

@@ -25,7 +25,7 @@ struct sstep {
  * the buffer holds of other threads' steps) is still counted, in the run
  * being built, and counted in `late`.
  */
-#define PENDING_MAX_DEFAULT 65536
+#define PENDING_MAX_DEFAULT 16384
 
 struct pt_bursts {
 	size_t nb;
