@@ -824,6 +824,10 @@ static void build_func(struct jb *b, cJSON *arr, const struct pt_report *r,
 		jb_null(b, o, "attached_after_s");
 		jb_str(b, o, "reason", fn->reason);
 	}
+	if (fn->attached && fn->has_window)
+		jb_num(b, o, "dlopen_window_ms", round6(fn->window_ms));
+	else
+		jb_null(b, o, "dlopen_window_ms");
 	if (fn->timing && !strcmp(fn->timing, "sampled") && fn->fid >= 0) {
 		/* counts from the partial probe are not shown as if exact */
 		jb_null(b, o, "calls");

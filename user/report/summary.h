@@ -140,6 +140,10 @@ struct pt_report_func {
 	const char *probe_insn;  /* pt_insn_class__str() */
 	bool attached;
 	double attached_after_s; /* since proftrace started; valid if attached */
+	/* its library was mapped after attach: ms from the mapping to its
+	 * probes (calls in between not seen; 0: armed before the mapping) */
+	bool has_window;
+	double window_ms;
 	const char *reason;      /* why not attached; NULL when attached */
 	bool py;                 /* a py: function: object is its file, symbol its qualname */
 	unsigned int line;       /* py: co_firstlineno */

@@ -206,6 +206,16 @@ void pt_run__rescan(struct proc *p)
 		return;
 	pt_log__clear_status();
 	n = pt_run__attach_new(p, before);
+	if (p->dl_ns) {
+		/* the window its calls could be missed in, said per function */
+		double ms = (double)(pt_now_ns(CLOCK_MONOTONIC) - p->dl_ns) / 1e6;
+
+		for (size_t i = before; i < p->nfs; i++) {
+			p->fs[i].has_window = p->fs[i].attached;
+			p->fs[i].window_ms = ms;
+		}
+	}
+	p->dl_ns = 0;
 	if (n > 0) {
 		const struct pt_func *f = pt_resolver__func(p->res, before);
 
@@ -617,6 +627,10 @@ int pt_run__start_proc(struct proc *p, int ep)
 	n = pt_run__attach_new(p, 0);
 	if (n < 0)
 		return n;
+	e = pt_run__prearm(p);
+	if (e < 0)
+		return e;
+	n += e;
 	if (r->trace) /* its track carries its name even if it never calls in */
 		pt_trace__thread_name(r->trace, (uint32_t)p->tracee.pid, (uint32_t)p->tracee.pid,
 				      p->tracee.comm);

@@ -90,6 +90,8 @@ int pt_run__on_rec(void *ctx, const struct pt_rec *rec, size_t size)
 	switch (rec->type) {
 	case PT_REC_DLOPEN:
 		p->rescan = true;
+		if (!p->dl_ns)
+			p->dl_ns = rec->t_entry;
 		return 0;
 	case PT_REC_PYCODE:
 		if (p->pp)

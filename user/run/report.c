@@ -88,6 +88,7 @@ struct fref {
 	double at_s;
 	const char *reason;
 	unsigned int last_line;
+	const struct fstate *fs; /* the process's own state of it */
 };
 
 /* What one summary document is built from. */
@@ -298,7 +299,7 @@ static struct fref *proc_frefs(struct proc *p, size_t *n)
 		v[i] = (struct fref){ .f = pt_resolver__func(p->res, i), .p = p, .fid = (int)i,
 				      .attached = p->fs[i].attached, .at_s = p->fs[i].at_s,
 				      .reason = p->fs[i].reason,
-				      .last_line = p->fs[i].last_line };
+				      .last_line = p->fs[i].last_line, .fs = &p->fs[i] };
 	*n = p->nfs;
 	return v;
 }
@@ -318,7 +319,7 @@ static struct fref *merged_frefs(struct run *r, size_t *n)
 		v[i] = (struct fref){ .f = pt_resolver__func(p->res, m->fid), .p = p, .fid = (int)i,
 				      .attached = m->attached, .at_s = m->at_s,
 				      .reason = m->attached ? NULL : p->fs[m->fid].reason,
-				      .last_line = m->last_line };
+				      .last_line = m->last_line, .fs = &p->fs[m->fid] };
 	}
 	*n = r->nmf;
 	return v;
@@ -523,6 +524,8 @@ static int doc_functions(const struct docsrc *d, struct docbuf *b, size_t nunres
 			row->probe_insn = pt_insn_class__str(f->site.cls);
 			row->attached = fr->attached;
 			row->attached_after_s = fr->at_s;
+			row->has_window = fr->fs && fr->fs->has_window;
+			row->window_ms = row->has_window ? fr->fs->window_ms : 0;
 			row->reason = fr->reason;
 			row->py = f->py;
 			row->line = f->py_line;

@@ -57,6 +57,11 @@ struct fstate {
 	double at_s;
 	char *reason; /* owned */
 	unsigned int last_line; /* py: last line per its line table, 0: unknown */
+	/* its library was mapped after attach: the time from the mapping
+	 * (the dynamic linker's notification) to its probes in place, when
+	 * known; 0 when armed before the mapping (prearm.c) */
+	bool has_window;
+	double window_ms;
 };
 
 struct run;
@@ -96,6 +101,7 @@ struct proc {
 	size_t nfs;
 	uint32_t *mfid; /* local fid -> fid of the merged view (several processes) */
 	bool rescan;
+	uint64_t dl_ns; /* first dynamic-linker notification not rescanned yet */
 	bool dl_hooked;
 	bool dl_tried; /* a dynamic linker was seen: hooked or not, done */
 
@@ -265,6 +271,9 @@ bool pt_run__all_ended(const struct run *r);
 int pt_run__grow_fstate(struct proc *p);
 int pt_run__attach_new(struct proc *p, size_t from);
 void pt_run__rescan(struct proc *p);
+/* Probe the libraries named by probes and not mapped yet whose file can be
+ * found now (prearm.c): the number of functions attached, or -ENOMEM. */
+int pt_run__prearm(struct proc *p);
 int pt_run__open_gpu(struct proc *p);
 int pt_run__open_sampler(struct run *r, char *err, size_t errlen);
 bool pt_run__py_exact(const struct proc *p);

@@ -314,7 +314,7 @@ static void test_key_order(void **state)
 	CHECK_KEYS(nth(item(d, "functions"), 0), "probe", "kind", "object", "symbol", "line",
 		   "timing", "aliases",
 		   "file_offset", "probe_skip", "probe_insn", "attached", "attached_after_s",
-		   "reason", "calls", "total_ms", "mean_ms", "p50_ms", "p90_ms", "p99_ms",
+		   "reason", "dlopen_window_ms", "calls", "total_ms", "mean_ms", "p50_ms", "p90_ms", "p99_ms",
 		   "max_ms", "sampled");
 	CHECK_KEYS(item(d, "health"), "events", "dropped_events", "depth_overflow", "unwound",
 		   "orphan_returns", "py_unreadable_frames", "py_code_map_full",
