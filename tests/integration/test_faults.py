@@ -323,14 +323,21 @@ def test_fault_output_readonly_and_symlink():
         link = os.path.join(tmp, "link")
         os.symlink(tmp, link)
         rc, err = run_pt(["-p", str(v.pid), "--targets", conf, "-o", link, "-d", "0.2"])
-        # a link to a folder is not a folder proftrace made: refused, or
-        # written with no file following a planted name
-        if rc == 0:
-            assert not os.path.exists(os.path.join(tmp, "summary.json.tmp")), err
-        else:
-            eq(rc, 2, "symlink: exit code (%s)" % err)
+        # -o naming a link: refused before attaching
+        eq(rc, 2, "symlink: exit code (%s)" % err)
+        assert "attached" not in err, err
+        # a link planted where an output file goes: replaced, not followed
+        d2 = os.path.join(tmp, "d2")
+        os.mkdir(d2)
+        os.symlink(victim_file, os.path.join(d2, "summary.json"))
+        os.symlink(victim_file, os.path.join(d2, "report.md"))
+        rc, err = run_pt(["-p", str(v.pid), "--targets", conf, "-o", d2, "-d", "0.2"])
+        eq(rc, 0, "planted links: exit code (%s)" % err)
         with open(victim_file) as f:
-            eq(f.read(), "keep", "the link's target")
+            eq(f.read(), "keep", "the links' target")
+        assert not os.path.islink(os.path.join(d2, "summary.json"))
+        with open(os.path.join(d2, "summary.json")) as f:
+            json.load(f)
         v.send("go\n")
         v.wait(30)
     finally:
