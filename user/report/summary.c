@@ -512,6 +512,11 @@ static void build_gpu(struct jb *b, cJSON *root, const struct pt_report *r)
 	jb_num(b, o, "syncs", (double)g->syncs);
 	jb_num(b, o, "unmatched", (double)g->unmatched);
 	jb_num(b, o, "outside_steps", (double)g->outside_steps);
+	jb_num(b, o, "records_not_held", (double)g->not_held);
+	if (g->window_cut && g->window_end_ns > r->t0_mono)
+		jb_num(b, o, "window_end_s", round6((double)(g->window_end_ns - r->t0_mono) / 1e9));
+	else
+		jb_null(b, o, "window_end_s");
 	jb_ms(b, o, "busy_ms", (double)g->busy_ns);
 	jb_num(b, o, "busy_share", share_of(g->busy_ns, g->window_ns));
 	arr = add_arr(b, o, "devices");
@@ -920,6 +925,7 @@ static void build_health(struct jb *b, cJSON *root, const struct pt_report *r)
 	jb_num(b, o, "threads_ended", (double)h->threads_ended);
 	jb_num(b, o, "threads_held_max", (double)h->threads_max);
 	jb_num(b, o, "runs_late_steps", (double)h->runs_late_steps);
+	jb_num(b, o, "skew_steps_not_kept", (double)h->skew_steps_not_kept);
 	jb_num(b, o, "probes_requested", h->probes_requested);
 	jb_num(b, o, "probes_attached", h->probes_attached);
 	arr = add_arr(b, o, "unattached");

@@ -196,6 +196,7 @@ struct pt_report_health {
 	 * steps put into runs out of start order (pt_bursts__late) */
 	uint64_t threads, threads_ended, threads_max, thread_exits_dropped;
 	uint64_t runs_late_steps;
+	uint64_t skew_steps_not_kept; /* past the skew's bound, all processes */
 	unsigned int probes_requested; /* functions resolved + probes unresolved */
 	unsigned int probes_attached;
 };

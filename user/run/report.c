@@ -719,6 +719,8 @@ static void doc_health(const struct docsrc *d, struct docbuf *b, const struct pt
 	h->threads_max = pt_agg__health(d->v->agg)->threads_max;
 	h->thread_exits_dropped = c->texit_dropped;
 	h->runs_late_steps = d->v->runs ? pt_bursts__late(d->v->runs) : 0;
+	for (size_t i = 0; i < r->nprocs && !d->p; i++)
+		h->skew_steps_not_kept += r->procs[i]->steps.not_kept;
 	h->steps_incomplete = pt_agg__steps(d->v->agg)->incomplete;
 	h->probes_requested = (unsigned int)(d->nfr + nunres);
 	/* functions with probes in place: native uprobes, and py: functions
