@@ -452,3 +452,32 @@ def test_fault_memory_flat():
         early, late, s["stats"]["steps"]))
     eq(func(s, "fault_step")["calls"], t["calls"]["fault_step"], "calls")
     assert late <= early * 1.10, (early, late)
+
+
+def test_fault_more_processes_than_slots():
+    """--children over a run that sees more processes than BPF has slots:
+    the slot of a process that exited is reused, so every worker
+    gets a section and exact figures, and the merged figures are the sum
+    of the sections. The slots are cut to 4 here (PT_TEST_MAX_PROCS) so
+    that 16 workers, 3 at a time, run out of them in seconds; a run has 256."""
+    tmp = tempfile.mkdtemp(prefix="pt-fault-")
+    truth = os.path.join(tmp, "truth.json")
+    v = victim("victim_faults", "workers", 16, 1500, 3, "--truth", truth)
+    out = os.path.join(tmp, "out")
+    env = dict(os.environ, PT_TEST_MAX_PROCS="4")
+    pt = Proc([PROFTRACE, "-p", str(v.pid), "--targets", write_conf(tmp, CONF), "-o", out,
+               "--children", "-q"], stdin=False, stdout=True, stderr=True, env=env)
+    pt.wait_line("proftrace: attached", "err")
+    v.send("go\n")
+    s, t, err = finish(v, pt, out, truth)
+    procs = s["processes"]
+    workers = [p for p in procs if p["meta"]["pid"] != v.pid]
+    # 16 workers through 3 slots: each slot served several
+    assert len(workers) >= 14, (len(workers), err[-3000:])
+    total = 0
+    for p in procs:
+        calls = [f["calls"] for f in p["functions"] if f["symbol"] == "fault_step"]
+        total += calls[0] if calls and calls[0] else 0
+        assert p["health"]["lost_calls"] == 0, p["health"]
+    eq(func(s, "fault_step")["calls"], total, "merged = sum of the sections")
+    eq(s["health"]["dropped_events"], 0, "drops")

@@ -9,6 +9,9 @@
  *   threads N           N short threads, 64 at a time, each one step
  *   forks N             N children, each one step, then _exit; the parent
  *                       steps once per child
+ *   workers N MS K      N children in batches of K, each stepping for MS ms
+ *                       (long enough for --children to trace it), then
+ *                       _exit
  *   exec                10 steps, then exec itself as "loop 0.3"
  *   dlcycle LIB N       N times: dlopen LIB, 5 calls of dl_work, dlclose
  *   dlnow LIB N         dlopen LIB and call dl_work at once, N times in
@@ -177,6 +180,24 @@ int main(int argc, char **argv)
 		}
 		while (wait(NULL) > 0)
 			;
+	} else if (!strcmp(mode, "workers") && nargs == 4) {
+		int n = atoi(args[1]), k = atoi(args[3]);
+		double live = atof(args[2]) / 1000;
+
+		for (int done = 0; done < n; done += k) {
+			for (i = 0; i < k && done + i < n; i++) {
+				pid_t c = fork();
+
+				if (c < 0)
+					return 1;
+				if (!c) {
+					loop_for(live);
+					_exit(0);
+				}
+			}
+			while (wait(NULL) > 0)
+				;
+		}
 	} else if (!strcmp(mode, "exec") && nargs == 1) {
 		char *av[] = { argv[0], "after-exec", "0.3", "--truth", (char *)truth, NULL };
 

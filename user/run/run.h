@@ -86,7 +86,9 @@ struct attr_retry {
 /* One traced process. */
 struct proc {
 	struct run *run;
-	unsigned int idx; /* in BPF fids (PT_FID_MAKE) */
+	unsigned int idx; /* its BPF slot, in fids (PT_FID_MAKE); reused after
+			   * it ended (procs.c: slot_get) */
+	unsigned int pos; /* in run->procs */
 	struct pt_tracee tracee;
 	int rank, local_rank; /* RANK, LOCAL_RANK in its environment; -1: not set */
 	int pidfd;            /* readable when it exits; -1: checked each tick */
@@ -179,6 +181,11 @@ struct run {
 	struct view all;   /* merged (multi only) */
 	struct mfunc *mf;
 	size_t nmf;
+	/* BPF process slots: busy, and when each was freed (ns) (procs.c:
+	 * slot_get) */
+	bool slot_busy[PT_MAX_PROCS];
+	uint64_t slot_freed[PT_MAX_PROCS];
+	uint64_t procs_not_traced; /* descendants past PT_MAX_PROCS alive at once */
 	const struct pt_python *py0; /* the first process's CPython: python_mode is decided on it */
 	bool want_py;
 	bool py_probe_wanted;
