@@ -5,7 +5,7 @@ Every figure is measured in this invocation, against a baseline run in the
 same invocation, and printed as a ratio. No assertions: speed lives here,
 correctness in `make test`.
 
-Environment: PT_BENCH_ONLY=probes,python,agent,sampling,agg,shim runs only those
+Environment: PT_BENCH_ONLY=probes,python,agent,sampling,agg,shim,memory runs only those
 sections; PT_BENCH_REPEAT runs per median (3); PT_BENCH_SAMPLE_S seconds of
 work per sampling run (3); PT_BENCH_SAMPLE_PY interpreters for the sampling
 tables by minor version ("11,10": Debian's 3.11, pyenv's 3.10, the newest
@@ -708,7 +708,7 @@ def shim_table():
              v["name_len_avg"], 1 << 15))
 
 
-SECTIONS = ("probes", "python", "agent", "sampling", "agg", "shim")
+SECTIONS = ("probes", "python", "agent", "sampling", "agg", "shim", "memory")
 
 
 def main():
@@ -737,6 +737,9 @@ def main():
         print(agg.stdout.strip() or agg.stderr.strip())
     if "shim" in want:
         shim_table()
+    if "memory" in want:
+        import memory  # bench/memory.py: RSS over a long run
+        memory.memory_tables()
     return 0
 
 

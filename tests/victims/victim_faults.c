@@ -12,6 +12,8 @@
  *   workers N MS K      N children in batches of K, each stepping for MS ms
  *                       (long enough for --children to trace it), then
  *                       _exit
+ *   rate N SECONDS      fault_step N times a second (paced each ms)
+ *   threadrate N SECONDS  N short threads a second, each one step
  *   exec                10 steps, then exec itself as "loop 0.3"
  *   dlcycle LIB N       N times: dlopen LIB, 5 calls of dl_work, dlclose
  *   dlnow LIB N         dlopen LIB and call dl_work at once, N times in
@@ -25,6 +27,7 @@
 #include <dlfcn.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
@@ -180,6 +183,33 @@ int main(int argc, char **argv)
 		}
 		while (wait(NULL) > 0)
 			;
+	} else if ((!strcmp(mode, "rate") || !strcmp(mode, "threadrate")) && nargs == 3) {
+		/* paced per ms: N/1000 a ms, the remainder carried */
+		double per_ms = atof(args[1]) / 1000, owed = 0;
+		uint64_t t0 = vt_now(), end = t0 + (uint64_t)(atof(args[2]) * 1e9), tick = t0;
+		bool threads = !strcmp(mode, "threadrate");
+
+		while (vt_now() < end) {
+			pthread_t th[256];
+			int k;
+
+			owed += per_ms;
+			k = (int)owed;
+			owed -= k;
+			if (k > 256)
+				k = 256;
+			for (i = 0; i < k; i++) {
+				if (!threads)
+					fault_step();
+				else if (pthread_create(&th[i], NULL, thread_main, NULL))
+					return 1;
+			}
+			for (i = 0; threads && i < k; i++)
+				pthread_join(th[i], NULL);
+			tick += 1000000;
+			while (vt_now() < tick)
+				usleep(100);
+		}
 	} else if (!strcmp(mode, "workers") && nargs == 4) {
 		int n = atoi(args[1]), k = atoi(args[3]);
 		double live = atof(args[2]) / 1000;
