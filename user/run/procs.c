@@ -464,14 +464,6 @@ void pt_run__free_proc(struct proc *p)
 }
 
 /*
- * Inspect process pid: resolve the probes against its maps, find its
- * interpreter, set up its figures. strict (the processes named with -p):
- * a probe that names a mapped object but matches nothing, or py: probes
- * without CPython, are errors. Returns 0 (*out set), 1 when a descendant
- * holds nothing to trace (*out NULL, why in err), or -errno with a
- * message in err (-ESRCH, -EACCES, -EINVAL: exit 2).
- */
-/*
  * A free BPF process slot, or -1. A run may see any number of processes
  * (--children: workers come and go all day); PT_MAX_PROCS bounds those
  * traced at once. The slot of a process that exited is free at once: its
@@ -502,6 +494,14 @@ static int slot_get(struct run *r)
 	return best;
 }
 
+/*
+ * Inspect process pid: resolve the probes against its maps, find its
+ * interpreter, set up its figures. strict (the processes named with -p):
+ * a probe that names a mapped object but matches nothing, or py: probes
+ * without CPython, are errors. Returns 0 (*out set), 1 when a descendant
+ * holds nothing to trace (*out NULL, why in err), or -errno with a
+ * message in err (-ESRCH, -EACCES, -EINVAL: exit 2).
+ */
 int pt_run__open_proc(struct run *r, int pid, bool strict, struct proc **out, char *err,
 		     size_t errlen)
 {
@@ -517,7 +517,6 @@ int pt_run__open_proc(struct run *r, int pid, bool strict, struct proc **out, ch
 		snprintf(err, errlen, "more than %d processes traced at once: pid %d is not traced",
 			 getenv("PT_TEST_MAX_PROCS") ? atoi(getenv("PT_TEST_MAX_PROCS")) : PT_MAX_PROCS,
 			 pid);
-		r->procs_not_traced++;
 		return 1;
 	}
 	p = calloc(1, sizeof(*p));

@@ -185,7 +185,6 @@ struct run {
 	 * slot_get) */
 	bool slot_busy[PT_MAX_PROCS];
 	uint64_t slot_freed[PT_MAX_PROCS];
-	uint64_t procs_not_traced; /* descendants past PT_MAX_PROCS alive at once */
 	const struct pt_python *py0; /* the first process's CPython: python_mode is decided on it */
 	bool want_py;
 	bool py_probe_wanted;
