@@ -250,7 +250,7 @@ FUZZ_CFLAGS := -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=
 	       -std=gnu11 -D_GNU_SOURCE -I. -Iuser
 # One harness per reader of target-controlled input: the module(s) it links
 # (only those, so a finding points at one file) and any extra libraries.
-FUZZ_NAMES := maps elf config pycode pyline folded gpuring pyattr
+FUZZ_NAMES := maps elf config pycode pyline folded gpuring pyattr agent
 FUZZ_SRCS_maps := user/attach/maps.c
 FUZZ_SRCS_elf := user/attach/elfsyms.c
 FUZZ_LIBS_elf := -lelf
@@ -263,6 +263,10 @@ FUZZ_SRCS_folded := user/aggregate/flame.c
 FUZZ_SRCS_gpuring := user/gpu/gpuring.c
 # builds its own CPython images (no seeds needed): tests/fuzz/fuzz_pyattr.c
 FUZZ_SRCS_pyattr := user/python/pyattr.c user/python/pylayout.c
+# the Python agent's segment (shared memory the target writes); the seed
+# is a header as the agent publishes it (tests/fuzz/corpus/agent)
+FUZZ_SRCS_agent := user/python/agent.c user/util/segment.c user/util/log.c user/util/tasks.c
+FUZZ_ARGS_agent := -max_len=4096
 # libFuzzer caps inputs near the largest seed (13 KB for ELF); let them
 # grow enough for big symbol tables.
 FUZZ_ARGS_elf := -max_len=65536

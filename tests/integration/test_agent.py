@@ -328,3 +328,28 @@ def test_proftrace_env():
     sh = subprocess.run(["bash", "-c", 'LD_PRELOAD=/x.so; eval "$(%s env)"; echo "$LD_PRELOAD"'
                          % PROFTRACE], capture_output=True, timeout=10)
     eq(sh.stdout.decode().strip(), path + ":/x.so", "LD_PRELOAD kept")
+
+
+def test_agent_pep768_py314():
+    """3.14 started with nothing at all: proftrace loads the agent itself
+    through the interpreter's remote debugging interface (PEP 768) while
+    the server's loop polls, and every case is exact."""
+    python = py314()
+    s, t, err = profile(CONF, victim_args=["--steps", STEPS, "--poll"],
+                        victim_name=[python, CASES], victim_env=tp.victim_env(agent=False))
+    check_cases(s, t["phase1"], STEPS, "3.14 via PEP 768")
+    eq(s["meta"]["python"]["agent"]["loaded_by"], "pep768", "how the agent was loaded")
+    assert not [d for d in os.listdir("/tmp") if d.startswith("proftrace-pep768-")], \
+        "the PEP 768 script was left behind"
+
+
+def test_agent_pep768_disabled_says_so():
+    """PYTHON_DISABLE_REMOTE_DEBUG=1: proftrace says remote debugging is
+    off there and how else to get exact timing; rows are sampled."""
+    python = py314()
+    s, _, err = profile(CONF, victim_args=["--steps", 5, "--poll"],
+                        victim_name=[python, CASES],
+                        victim_env=tp.victim_env({"PYTHON_DISABLE_REMOTE_DEBUG": "1"},
+                                                 agent=False))
+    assert "remote debugging is disabled" in err and "proftrace env" in err, err
+    eq(s["meta"]["python"]["timing"], "sampled", "timing without the agent")

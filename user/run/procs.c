@@ -567,6 +567,11 @@ static int use_agent(struct proc *p)
 		return e;
 	free(p->agent_why);
 	p->agent_why = strdup(err);
+	if (e == -EINPROGRESS) {
+		/* each tick looks again: exact from the moment it is up */
+		pt_msg("proftrace: warning: pid %d: %s\n", p->tracee.pid, err);
+		return 0;
+	}
 	if (r->cfg.python_mode == PT_PYMODE_AGENT && !r->env.children) {
 		pt_msg("proftrace: python_mode agent: pid %d: %s\n", p->tracee.pid, err);
 		return -PT_EUSAGE;

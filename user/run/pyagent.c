@@ -252,7 +252,7 @@ static int pep768_load(struct proc *p, char *err, size_t errlen)
 		return -ENOENT;
 	}
 	if (strpbrk(lib, "'\\\n")) {
-		snprintf(err, errlen, "%s: a quote in its path", lib);
+		snprintf(err, errlen, "%.200s: a quote in its path", lib);
 		return -EINVAL;
 	}
 	/* it opens the script and the library by path: the same files only
@@ -349,6 +349,8 @@ int pt_run__agent_start(struct proc *p, char *err, size_t errlen)
 							: "the py: probes do not fit the agent's segment");
 		goto fail;
 	}
+	if (!p->agent_loaded_by)
+		p->agent_loaded_by = "environment";
 	first_arm(p);
 	return 0;
 fail:
