@@ -61,7 +61,7 @@ def py314():
     p = "/opt/python3.14/bin/python3.14"
     if not os.access(p, os.X_OK):
         raise Skip("no CPython 3.14 at %s (build it from CPython's source into /opt: "
-                   "see docs/targets.md)" % p)
+                   "see README.md, Quick start)" % p)
     return p
 
 
