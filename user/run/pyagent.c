@@ -126,9 +126,14 @@ static void check_state(struct proc *p)
 		p->agent_active = true;
 	if (in.conflict && !p->agent_warned) {
 		p->agent_warned = true;
-		pt_msg("proftrace: warning: pid %d: the Python agent cannot hook: %s (%s); py: "
-		       "functions get sampled times\n", p->tracee.pid, in.conflict_text,
-		       ptag_reason_name(in.reason));
+		/* its dormant reason adds to the text only once it went dormant */
+		bool dormant = in.state == PTAG_STATE_DORMANT && in.reason != PTAG_DORMANT_NEVER &&
+			       in.reason != PTAG_DORMANT_CONFLICT;
+
+		pt_msg("proftrace: warning: pid %d: the Python agent cannot hook: %s%s%s%s; py: "
+		       "functions get sampled times and the py: step and buckets are not "
+		       "counted\n", p->tracee.pid, in.conflict_text, dormant ? " (" : "",
+		       dormant ? ptag_reason_name(in.reason) : "", dormant ? ")" : "");
 	}
 	if (in.hook_lost && !p->agent_lost_said) {
 		p->agent_lost_said = true;
