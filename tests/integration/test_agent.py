@@ -215,6 +215,11 @@ def _segment_state(pid):
     return state, reason, conflict, text
 
 
+def _switches(pid, tid):
+    with open("/proc/%d/task/%s/status" % (pid, tid)) as f:
+        return [x for x in f.read().splitlines() if "ctxt_switches" in x]
+
+
 def test_agent_dormant_costs_nothing():
     """Loaded and never attached: nothing in the interpreter, one thread
     asleep on a futex that used no CPU at all."""
@@ -233,6 +238,11 @@ def test_agent_dormant_costs_nothing():
         eq(int(st[11]) + int(st[12]), 0, "agent thread CPU ticks (utime + stime)")
         with open("/proc/%d/task/%s/wchan" % (v.pid, agent_tid)) as f:
             assert "futex" in f.read(), "agent thread is not waiting on its futex"
+        # and it never wakes while dormant (no timeout on that wait): an
+        # agent left alone for minutes costs what it cost in these seconds
+        switches = _switches(v.pid, agent_tid)
+        time.sleep(3.0)
+        eq(_switches(v.pid, agent_tid), switches, "agent thread wake-ups while dormant")
         eq(_segment_state(v.pid)[:2], (0, 0), "dormant, never attached")
         v.send("go\n")
         v.wait_line("held", timeout=60)
