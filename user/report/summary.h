@@ -38,6 +38,7 @@ struct pt_report_python {
 	/* the agent (mechanism "agent"); hooks NULL: none in the process */
 	struct {
 		const char *hooks;   /* "sys.monitoring" | "frame evaluator" */
+		const char *loaded_by; /* "environment" | "pep768" | "inject" */
 		int tool_id;         /* sys.monitoring tool id, -1: none */
 		uint64_t candidates; /* code objects it found in the probes' modules */
 		uint64_t hooked;     /* of which named: hooked */
