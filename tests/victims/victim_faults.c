@@ -12,7 +12,7 @@
  *   workers N MS K      N children in batches of K, each stepping for MS ms
  *                       (long enough for --children to trace it), then
  *                       _exit
- *   rate N SECONDS      fault_step N times a second (paced each ms)
+ *   rate N SECONDS      fault_tiny N times a second (paced each ms)
  *   threadrate N SECONDS  N short threads a second, each one step
  *   exec                10 steps, then exec itself as "loop 0.3"
  *   dlcycle LIB N       N times: dlopen LIB, 5 calls of dl_work, dlclose
@@ -184,25 +184,25 @@ int main(int argc, char **argv)
 		while (wait(NULL) > 0)
 			;
 	} else if ((!strcmp(mode, "rate") || !strcmp(mode, "threadrate")) && nargs == 3) {
-		/* paced per ms: N/1000 a ms, the remainder carried */
-		double per_ms = atof(args[1]) / 1000, owed = 0;
+		/* paced by the clock: each ms, what is owed by then */
+		double per_ns = atof(args[1]) / 1e9;
 		uint64_t t0 = vt_now(), end = t0 + (uint64_t)(atof(args[2]) * 1e9), tick = t0;
+		uint64_t done = 0;
 		bool threads = !strcmp(mode, "threadrate");
 
 		while (vt_now() < end) {
 			pthread_t th[256];
-			int k;
+			uint64_t want = (uint64_t)((double)(vt_now() - t0) * per_ns);
+			int k = want > done ? (int)(want - done < 256 ? want - done : 256) : 0;
 
-			owed += per_ms;
-			k = (int)owed;
-			owed -= k;
-			if (k > 256)
-				k = 256;
+			done += (uint64_t)k;
 			for (i = 0; i < k; i++) {
-				if (!threads)
-					fault_step();
-				else if (pthread_create(&th[i], NULL, thread_main, NULL))
+				if (!threads) {
+					fault_tiny();
+					n_tiny++;
+				} else if (pthread_create(&th[i], NULL, thread_main, NULL)) {
 					return 1;
+				}
 			}
 			for (i = 0; threads && i < k; i++)
 				pthread_join(th[i], NULL);
