@@ -638,7 +638,7 @@ int pt_run__start_proc(struct proc *p, int ep)
 	struct pt_py_offsets po;
 	char err[1024];
 	size_t pending = 0;
-	int e, n;
+	int e, n, armed;
 
 	p->t_added = pt_now_ns(CLOCK_MONOTONIC);
 	if (p->have_py)
@@ -671,10 +671,10 @@ int pt_run__start_proc(struct proc *p, int ep)
 	n = pt_run__attach_new(p, 0);
 	if (n < 0)
 		return n;
-	e = pt_run__prearm(p);
-	if (e < 0)
-		return e;
-	n += e;
+	armed = pt_run__prearm(p);
+	if (armed < 0)
+		return armed;
+	n += armed;
 	if (r->trace) /* its track carries its name even if it never calls in */
 		pt_trace__thread_name(r->trace, (uint32_t)p->tracee.pid, (uint32_t)p->tracee.pid,
 				      p->tracee.comm);
@@ -699,6 +699,9 @@ int pt_run__start_proc(struct proc *p, int ep)
 		fprintf(stderr, "; stacks sampled at %u Hz", r->cfg.sample_hz);
 	if (p->gpu)
 		fprintf(stderr, "; GPU stream from the CUPTI shim");
+	if (armed)
+		fprintf(stderr, "; %d of them in %s not loaded yet, armed ahead", armed,
+			armed == 1 ? "a library" : "libraries");
 	if (pending)
 		fprintf(stderr, "; %zu probe%s waiting for %s to be loaded", pending,
 			pending == 1 ? "" : "s", pending == 1 ? "its library" : "their libraries");
