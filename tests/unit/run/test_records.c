@@ -169,9 +169,38 @@ static void test_process_events(void **state)
 	assert_true(x->p[1]->exec_seen);
 	assert_false(x->p[1]->ended);
 	assert_false(x->p[0]->exec_seen);
+	dl.t_entry = 5 * MS;
 	assert_int_equal(pt_run__on_rec(r, &dl, sizeof(dl)), 0);
 	assert_true(x->p[0]->rescan);
 	assert_false(x->p[1]->rescan);
+	/* the linker's first notification: where a library's window starts */
+	assert_int_equal(x->p[0]->dl_ns, 5 * MS);
+	dl.t_entry = 6 * MS;
+	assert_int_equal(pt_run__on_rec(r, &dl, sizeof(dl)), 0);
+	assert_int_equal(x->p[0]->dl_ns, 5 * MS);
+}
+
+/* A thread's exit frees what its process's figures and the merged ones
+ * keep for it; a step it was in is incomplete in both. */
+static void test_thread_exit(void **state)
+{
+	struct fx *x = *state;
+	struct run *r = &x->r;
+	struct pt_rec in = { .type = PT_REC_ENTRY, .fid = PT_FID_MAKE(0, 0), .pid = 100,
+			     .tid = 101, .t_entry = MS };
+	struct pt_rec texit = { .type = PT_REC_TEXIT, .pid = 100, .tid = 101, .t_entry = 2 * MS };
+
+	call(r, 100, PT_FID_MAKE(0, 0), 10 * MS, 20 * MS); /* tid 100, lives on */
+	assert_int_equal(pt_run__on_rec(r, &in, sizeof(in)), 0);
+	assert_int_equal(pt_agg__health(x->p[0]->v.agg)->threads, 2);
+	assert_int_equal(pt_run__on_rec(r, &texit, sizeof(texit)), 0);
+	assert_int_equal(pt_agg__health(x->p[0]->v.agg)->threads_ended, 1);
+	assert_int_equal(pt_agg__health(r->all.agg)->threads_ended, 1);
+	assert_int_equal(pt_agg__steps(x->p[0]->v.agg)->incomplete, 1);
+	assert_int_equal(pt_agg__steps(r->all.agg)->incomplete, 1);
+	/* the thread that lives on is still followed */
+	call(r, 100, PT_FID_MAKE(0, 0), 30 * MS, 40 * MS);
+	assert_int_equal(pt_agg__steps(x->p[0]->v.agg)->dur.count, 2);
 }
 
 /* A counted step of a process reaches its runs and skew steps, and the
@@ -198,6 +227,7 @@ int main(void)
 						teardown),
 		cmocka_unit_test_setup_teardown(test_records_that_are_no_ones, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_process_events, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_thread_exit, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_steps, setup, teardown),
 	};
 
