@@ -70,7 +70,8 @@ endif
 
 VICTIM_SRCS := $(wildcard tests/victims/*.c)
 VICTIMS := $(patsubst tests/victims/%.c,$(OUTPUT)/victims/%,$(filter-out tests/victims/lib%.c,$(VICTIM_SRCS))) \
-	   $(OUTPUT)/victims/libvictim_dl.so
+	   $(OUTPUT)/victims/libvictim_dl.so $(OUTPUT)/victims/libinject_probe.so \
+	   $(OUTPUT)/victims/libinject_slow.so
 
 FIXTURES := $(OUTPUT)/fixtures/elf_pie $(OUTPUT)/fixtures/elf_nopie \
 	    $(OUTPUT)/fixtures/elf_stripped $(OUTPUT)/fixtures/libelf_fixture.so
@@ -162,6 +163,14 @@ VICTIM_CFLAGS := -g -O2 -fno-omit-frame-pointer -Wall -pthread
 $(OUTPUT)/victims/libvictim_dl.so: tests/victims/libvictim_dl.c tests/victims/victim.h | $(OUTPUT)/victims
 	$(call msg,VICTIM,$@)
 	$(Q)$(CC) $(VICTIM_CFLAGS) -fPIC -shared $< -o $@
+# loaded by the injector's tests (ptinject); the slow one's constructor
+# outlasts the injector's call timeout
+$(OUTPUT)/victims/libinject_probe.so: tests/victims/libinject_probe.c | $(OUTPUT)/victims
+	$(call msg,VICTIM,$@)
+	$(Q)$(CC) $(VICTIM_CFLAGS) -fPIC -shared $< -o $@
+$(OUTPUT)/victims/libinject_slow.so: tests/victims/libinject_probe.c | $(OUTPUT)/victims
+	$(call msg,VICTIM,$@)
+	$(Q)$(CC) $(VICTIM_CFLAGS) -DSLOW -fPIC -shared $< -o $@
 $(OUTPUT)/victims/victim_nopie: tests/victims/victim_nopie.c tests/victims/victim.h | $(OUTPUT)/victims
 	$(call msg,VICTIM,$@)
 	$(Q)$(CC) $(VICTIM_CFLAGS) -fno-pie -no-pie $< -o $@ -ldl -lm

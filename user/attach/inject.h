@@ -1,0 +1,78 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * Load a shared library into a live process (proftrace --inject): borrow
+ * one of its threads with ptrace and have it call its own libc's dlopen().
+ * Nothing is written into the target's code and nothing is allocated in
+ * it; every other thread keeps running. x86-64, glibc.
+ *
+ * How (inject.c has the details):
+ *  - a thread at a safe point (safepoint.h: blocked in, or just back from,
+ *    a wait libc issued, never a lock wait) is seized and interrupted
+ *    alone (PTRACE_SEIZE + PTRACE_INTERRUPT) and checked again stopped:
+ *    the syscall in its registers, its pc in libc, no signal handler on
+ *    its stack, SIGSEGV neither blocked nor ignored;
+ *  - its registers (orig_rax included) and its whole xstate are saved;
+ *    below its red zone goes a frame: the path, a signal frame of the
+ *    saved state (the hand-off below), and a return slot holding a page-0
+ *    address; dlopen(path, RTLD_NOW) is called there (errno, read first
+ *    through __errno_location, is put back after);
+ *  - the return faults; the SIGSEGV stops the thread before the program
+ *    sees it: registers and xstate are put back at that signal-delivery
+ *    stop and the SIGSEGV suppressed, so an interrupted syscall is
+ *    restarted by the kernel exactly as after any stop; signals that came
+ *    for the thread meanwhile are held and delivered after, none lost;
+ *  - a call that does not return in time (a constructor that waits on a
+ *    lock held by a stopped thread, say) is handed back rather than
+ *    waited on: its return slot is pointed at libc's rt_sigreturn
+ *    trampoline, so when dlopen returns the signal frame puts the thread
+ *    back where it was (a sleep it was in returns EINTR then), and the
+ *    thread is detached; -ETIMEDOUT.
+ * proftrace's own SIGINT/TERM/HUP/QUIT wait while a thread is borrowed.
+ */
+#ifndef PT_INJECT_H
+#define PT_INJECT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct pt_inject_opts {
+	unsigned int wait_ms;  /* look for a thread at a safe point this long (0: 2000) */
+	unsigned int call_ms;  /* the call's time before its thread is handed back (0: 2000) */
+	bool allow_epoll;      /* borrow a thread in epoll_wait (it sees EINTR) */
+	int tid;               /* only this thread (0: any, the main thread first) */
+};
+
+struct pt_inject_result {
+	uint64_t handle;       /* dlopen's: 0 when it failed or was not called */
+	bool already;          /* the library was mapped already: nothing done */
+	bool handed_off;       /* timed out: the thread finishes the call on its own */
+	int tid;               /* the thread borrowed */
+	long sysno;            /* the syscall it was in (or just back from) */
+	char syscall[24];      /* its name */
+	double wait_ms;        /* looking for a safe point */
+	double pause_ms;       /* the thread held: interrupt to release */
+	double call_ms;        /* dlopen itself */
+	unsigned int tries;    /* threads interrupted and found unsuitable, + 1 */
+	unsigned int held_signals; /* signals for it held during the call, then delivered */
+};
+
+/*
+ * dlopen(path) in process pid. path is absolute and as the target sees
+ * it. 0 (res filled), or -errno with one line in err:
+ * -ESRCH gone or a zombie; -EBUSY another tracer; -EAGAIN stopped;
+ * -EPERM ptrace not allowed (no CAP_SYS_PTRACE, Yama); -ENOEXEC not a
+ * 64-bit x86 process or static (no dlopen); -EACCES the target's user
+ * cannot read path; -EXDEV path is not that file in its mount namespace;
+ * -ETIME no thread at a safe point in wait_ms (err says what each did);
+ * -ELIBACC dlopen failed (dlerror's text in err); -ETIMEDOUT the call was
+ * handed back; -ENOTSUP shadow stacks; -EFAULT the call faulted (the
+ * program gets the fault).
+ */
+int pt_inject__dlopen(int pid, const char *path, const struct pt_inject_opts *opts,
+		      struct pt_inject_result *res, char *err, size_t errlen);
+
+/* Is a file with path's device and inode mapped in pid? 1, 0, -errno. */
+int pt_inject__mapped(int pid, const char *path);
+
+#endif
