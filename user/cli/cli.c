@@ -13,6 +13,7 @@ static const char usage[] =
 	"Usage: proftrace -p PID[,PID...] [--children] --targets FILE|NAME [-d SEC] [-o DIR]\n"
 	"                 [--json] [-v] [-q]\n"
 	"                 [--gpu auto|on|off] [--trace [--trace-max-events N]] [--dry-run]\n"
+	"                 [--inject [--inject-wait MS]]\n"
 	"       proftrace --list-targets\n"
 	"       proftrace env\n"
 	"\n"
@@ -47,6 +48,11 @@ static const char usage[] =
 	"                       keep at most N events in trace.json (default 1000000;\n"
 	"                       later ones are counted and left out, and it says so)\n"
 	"      --dry-run        resolve every probe and print it, attach nothing\n"
+	"      --inject         a Python process started without the agent gets it now:\n"
+	"                       one of its threads, at a safe point (a libc wait), is\n"
+	"                       borrowed with ptrace for a few ms to dlopen() it; it\n"
+	"                       stays loaded, dormant, after proftrace exits\n"
+	"      --inject-wait MS look for that safe point up to MS ms (default 2000)\n"
 	"      --list-targets   list the bundled targets files, one per line (name and\n"
 	"                       what it is for), and exit; they are looked up in\n"
 	"                       $PROFTRACE_TARGETS_DIR, else targets/ next to the\n"
@@ -90,6 +96,8 @@ int pt_cli__parse(struct pt_env *env, int argc, char **argv)
 		{ "gpu", required_argument, NULL, 'G' },
 		{ "trace", no_argument, NULL, 'T' },
 		{ "trace-max-events", required_argument, NULL, 'M' },
+		{ "inject", no_argument, NULL, 'I' },
+		{ "inject-wait", required_argument, NULL, 'W' },
 		{ "help", no_argument, NULL, 'h' },
 		{},
 	};
@@ -153,6 +161,18 @@ int pt_cli__parse(struct pt_env *env, int argc, char **argv)
 					   "to 1000000000, e.g. 1000000", optarg);
 			env->trace_max = (unsigned long)v;
 			env->trace = true; /* asking for a bound asks for the trace */
+			break;
+		case 'I':
+			env->inject = true;
+			break;
+		case 'W':
+			errno = 0;
+			v = strtol(optarg, &end, 10);
+			if (errno || *end || v <= 0 || v > 600000)
+				return bad("bad --inject-wait '%s': give milliseconds from 1 to 600000, "
+					   "e.g. 2000", optarg);
+			env->inject_wait_ms = (unsigned int)v;
+			env->inject = true;
 			break;
 		case 'G':
 			if (!strcmp(optarg, "auto"))

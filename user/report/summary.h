@@ -44,6 +44,12 @@ struct pt_report_python {
 		uint64_t scans;      /* module walks */
 		double scan_ms;      /* the GIL held by its last walk */
 		const char *problem; /* a conflict or failure, NULL: none */
+		const char *loaded_by; /* "environment", "pep768", "inject", "earlier" */
+		/* loaded_by "inject": the borrowed thread (attach/inject.h) */
+		bool injected;
+		int inject_tid;
+		const char *inject_syscall;
+		double inject_pause_ms, inject_wait_ms, inject_call_ms;
 	} agent;
 	/* the frame probe (mechanism "evalframe"): frames it trapped that no
 	 * py: probe names (each one a probe hit the target paid for) */

@@ -567,6 +567,11 @@ static int use_agent(struct proc *p)
 		return e;
 	free(p->agent_why);
 	p->agent_why = strdup(err);
+	if (p->inject_failed && !r->env.children) {
+		/* asked for, and refused: nothing was left stopped or traced */
+		pt_msg("proftrace: pid %d: %s\n", p->tracee.pid, err);
+		return -PT_EUSAGE;
+	}
 	if (r->cfg.python_mode == PT_PYMODE_AGENT && !r->env.children) {
 		pt_msg("proftrace: python_mode agent: pid %d: %s\n", p->tracee.pid, err);
 		return -PT_EUSAGE;

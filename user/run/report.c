@@ -376,6 +376,15 @@ static void fill_agent(const struct proc *p, struct pt_report_python *pyrep)
 	pyrep->agent.hooked = p->agent_narm;
 	pyrep->agent.scans = in->scans;
 	pyrep->agent.scan_ms = (double)in->scan_ns / 1e6;
+	pyrep->agent.loaded_by = p->agent_loaded_by;
+	if (p->injected) {
+		pyrep->agent.injected = true;
+		pyrep->agent.inject_tid = p->inject.tid;
+		pyrep->agent.inject_syscall = p->inject.syscall;
+		pyrep->agent.inject_pause_ms = p->inject.pause_ms;
+		pyrep->agent.inject_wait_ms = p->inject.wait_ms;
+		pyrep->agent.inject_call_ms = p->inject.call_ms;
+	}
 	if (in->conflict || in->hook_lost)
 		pyrep->agent.problem = in->conflict_text[0] ? in->conflict_text
 							    : "its frame evaluator was replaced";

@@ -23,6 +23,7 @@
 
 #include "aggregate/agg.h"
 #include "attach/attach.h"
+#include "attach/inject.h"
 #include "config/config.h"
 #include "aggregate/gpu.h"
 #include "gpu/gpuring.h"
@@ -115,7 +116,10 @@ struct proc {
 	char *agent_why;      /* why there is none, for the report (owned) */
 	uint32_t agent_narm;  /* code objects it was asked to hook */
 	bool agent_active, agent_warned, agent_lost_said;
-	const char *agent_loaded_by; /* "environment" (at start), "pep768", "inject" */
+	const char *agent_loaded_by; /* "environment" (at start), "pep768", "inject",
+				      * "earlier" (by an earlier proftrace) */
+	bool inject_tried, inject_failed, injected; /* --inject: asked, refused, done */
+	struct pt_inject_result inject;  /* what loading it cost (injected) */
 	uint64_t pep768_asked;       /* when proftrace asked through PEP 768, 0: never */
 	char pep768_dir[48];         /* its script's folder, "" once removed */
 	struct pt_agent_info agent_last; /* its segment at the end */
