@@ -32,6 +32,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ptrace.h>
+#include <sys/resource.h>
 #include <sys/sysmacros.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -59,6 +60,7 @@
 /* how far up the stack a signal frame is looked for */
 #define SCAN_BYTES (64 << 10)
 #define MAX_HELD 32
+#define BOOST_NICE (-20)
 #define RTLD_NOW_ 2
 #define RTLD_DLOPEN_ 0x80000000 /* __libc_dlopen_mode's callers add it */
 
@@ -143,6 +145,8 @@ struct borrow {
 	struct held held[MAX_HELD];
 	int nheld;
 	bool group_stop;
+	bool boosted;       /* its nice is BOOST_NICE while it is ours */
+	int nice;           /* its own */
 	uint64_t deadline;  /* of the current wait, CLOCK_MONOTONIC ns */
 };
 
@@ -504,10 +508,18 @@ static void hold(struct borrow *b, int sig)
 /* Let go of the thread, which is at a stop (at a signal-delivery stop
  * when sigstop is true): held signals go back to it, the first through
  * the detach itself with its own siginfo, the others queued again. */
+static void unboost(struct borrow *b)
+{
+	if (b->boosted)
+		setpriority(PRIO_PROCESS, (id_t)b->tid, b->nice);
+	b->boosted = false;
+}
+
 static void release(struct borrow *b, bool sigstop)
 {
 	int first = 0;
 
+	unboost(b);
 	if (b->nheld && sigstop) {
 		siginfo_t si = b->held[0].si;
 
@@ -777,8 +789,11 @@ static int hand_off(struct borrow *b, const struct target_fns *f, uint64_t *ret)
 		w = wait_stop(b, &st);
 		if (w < 0)
 			return w;
-		if (!w)
-			return -ETIMEDOUT; /* not stopping: the kernel detaches it when we exit */
+		if (!w) {
+			/* not stopping: the kernel detaches it when we exit */
+			unboost(b);
+			return -ETIMEDOUT;
+		}
 		if ((st >> 16) == PTRACE_EVENT_STOP) {
 			release(b, false);
 			return -ETIMEDOUT;
@@ -856,10 +871,16 @@ static int borrow(struct job *j, int tid, const char *sysname)
 		snprintf(j->err, j->errlen, "cannot trace thread %d: %s", tid, strerror(-e));
 		return e;
 	}
+	/* the thread runs the call for us: first on its CPU while it does,
+	 * its own nice back before it runs its own code again */
+	errno = 0;
+	b->nice = getpriority(PRIO_PROCESS, (id_t)tid);
+	b->boosted = !errno && !setpriority(PRIO_PROCESS, (id_t)tid, BOOST_NICE);
 	t0 = now_ns();
 	e = interrupt(b, 1000000000ull);
 	if (e) {
 		/* it did not stop (uninterruptible): leave it be */
+		unboost(b);
 		ptrace(PTRACE_DETACH, tid, 0, 0);
 		free(b);
 		return 1;
@@ -956,6 +977,7 @@ failed:
 		 * it, as it would have had it made the call */
 		snprintf(j->err, j->errlen, "the call in thread %d of %d faulted (signal %d)", tid,
 			 j->pid, fault);
+		unboost(b);
 		ptrace(PTRACE_DETACH, tid, 0, (void *)(uintptr_t)fault);
 	} else if (e == -ETIMEDOUT) {
 		/* errno or sigaltstack did not return: hand it back the same way */
@@ -1032,6 +1054,8 @@ static int try_thread(void *ctx, int tid)
 	s = pt_safepoint__classify(&sl, state, fdlink, &so, &why);
 	if (s == PT_SAFE_YES) {
 		sigset_t stop, old;
+		bool boosted;
+		int mine;
 
 		snprintf(p->name, sizeof(p->name), "%s", why);
 		/* proftrace's own stop signals wait while a thread is borrowed:
@@ -1042,7 +1066,15 @@ static int try_thread(void *ctx, int tid)
 		sigaddset(&stop, SIGHUP);
 		sigaddset(&stop, SIGQUIT);
 		pthread_sigmask(SIG_BLOCK, &stop, &old);
+		/* and it runs first while it does: on a busy machine the pause
+		 * is mostly waiting for a CPU (median 12 -> 1 ms with 4 busy
+		 * threads on 2 cores) */
+		errno = 0;
+		mine = getpriority(PRIO_PROCESS, 0);
+		boosted = !errno && !setpriority(PRIO_PROCESS, 0, BOOST_NICE);
 		e = borrow(j, tid, p->name);
+		if (boosted)
+			setpriority(PRIO_PROCESS, 0, mine);
 		pthread_sigmask(SIG_SETMASK, &old, NULL);
 		if (e != 1) {
 			p->result = e;
