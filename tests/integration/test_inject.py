@@ -329,3 +329,80 @@ def test_inject_agent_stays_dormant_and_is_found_again():
         eq(func(s2, name)["calls"], t["phase2"][name]["calls"], "second run " + name)
         within(func(s2, name)["total_ms"], t["phase2"][name], func(s2, name)["calls"],
                "second run " + name)
+
+
+def _ptinject(args, **kw):
+    p = subprocess.run([PTINJECT] + [str(a) for a in args], capture_output=True, timeout=60,
+                       **kw)
+    rows = [json.loads(x) for x in p.stdout.decode().splitlines()]
+    return p.returncode, rows
+
+
+def test_inject_refusals_injector():
+    """The injector's own refusals, where proftrace (root, one namespace)
+    cannot show them: no permission to trace, a library outside the
+    target's mount namespace. Each one line; the target untouched."""
+    if not os.access(PTINJECT, os.X_OK):
+        raise Skip("no %s (make builds it)" % PTINJECT)
+    v = victim([os.path.join(VICTIMS, "victim_inject"), "malloc"])
+    try:
+        # not permitted: the injector as nobody, the victim root's
+        rc, rows = _ptinject(["--wait", 200, v.pid, PROBE_LIB],
+                             preexec_fn=lambda: (os.setgroups([]), os.setgid(65534),
+                                                 os.setuid(65534)))
+        eq(rc, 2, "exit as nobody")
+        eq(rows[0]["rc"], -1, "-EPERM: %s" % rows[0]["err"])
+        assert "ptrace is not permitted on process %d" % v.pid in rows[0]["err"], rows
+        eq(tracer_of(v.pid), 0, "traced after EPERM")
+    finally:
+        v.kill()
+    # another mount namespace: the library's folder is a tmpfs there
+    if not shutil.which("unshare"):
+        raise Skip("no unshare(1)")
+    tmp = tempfile.mkdtemp(prefix="pt-inj-")
+    os.chmod(tmp, 0o755)
+    lib = os.path.join(tmp, "libprobe.so")
+    shutil.copy(PROBE_LIB, lib)
+    v = victim(["unshare", "--mount", "--propagation", "private", "sh", "-c",
+                "mount -t tmpfs none %s && exec %s malloc" % (tmp, os.path.join(
+                    VICTIMS, "victim_inject"))])
+    try:
+        rc, rows = _ptinject(["--wait", 200, v.pid, lib])
+        eq(rc, 2, "exit, another mount namespace")
+        eq(rows[0]["rc"], -18, "-EXDEV: %s" % rows[0]["err"])
+        assert "not visible to process %d" % v.pid in rows[0]["err"], rows
+        eq(tracer_of(v.pid), 0, "traced after EXDEV")
+        assert v.p.poll() is None, "victim died"
+    finally:
+        v.kill()
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def test_inject_signals_held_and_delivered():
+    """Signals sent to the borrowed thread while it runs the call are held
+    and delivered once it is its own again: none lost."""
+    tmp = tempfile.mkdtemp(prefix="pt-inj-")
+    os.chmod(tmp, 0o755)
+    log = os.path.join(tmp, "loads.log")
+    v = victim([os.path.join(VICTIMS, "victim_inject"), "malloc"],
+               env=dict(os.environ, PT_INJECT_LOG=log, PT_INJECT_SLOW_MS="600"))
+    try:
+        import ctypes
+        libc = ctypes.CDLL(None, use_errno=True)
+        p = subprocess.Popen([PTINJECT, "--call", "5000", str(v.pid), SLOW_LIB],
+                             stdout=subprocess.PIPE)
+        time.sleep(0.3)  # inside the slow constructor
+        # to the main thread itself (tgkill), the one borrowed
+        eq(libc.syscall(234, v.pid, v.pid, signal.SIGUSR1), 0, "tgkill")
+        out, _ = p.communicate(timeout=30)
+        r = json.loads(out.decode().splitlines()[0])
+        eq(r["rc"], 0, "injection: %s" % r["err"])
+        eq(r["tid"], v.pid, "the main thread borrowed")
+        assert r["held"] >= 1, "the signal was not seen during the call: %s" % r
+        # delivered after: the victim's handler asks its loop for a counts line
+        v.wait_line("counts ", timeout=10)
+        v.p.send_signal(signal.SIGTERM)
+        eq(v.wait(30), 0, "victim exit (its own checks)")
+    finally:
+        v.kill()
+        shutil.rmtree(tmp, ignore_errors=True)

@@ -211,6 +211,17 @@ static int read_status(int pid, int tid, struct pt_procstatus *st)
 	return pt_procstatus__parse(buf, st) ? -ESRCH : 0;
 }
 
+static int not_permitted(int pid, int e, char *err, size_t errlen)
+{
+	int y = yama_scope();
+
+	snprintf(err, errlen, "ptrace is not permitted on process %d: %s (needs root or "
+		 "CAP_SYS_PTRACE%s)", pid, strerror(-e),
+		 y == 1 ? "; Yama ptrace_scope is 1" :
+		 y == 2 ? "; Yama ptrace_scope is 2: CAP_SYS_PTRACE only" : "");
+	return -EPERM;
+}
+
 static int check_exe(int pid, char *err, size_t errlen)
 {
 	unsigned char h[20];
@@ -220,9 +231,13 @@ static int check_exe(int pid, char *err, size_t errlen)
 	snprintf(path, sizeof(path), "/proc/%d/exe", pid);
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0) {
-		snprintf(err, errlen, "cannot read the executable of %d: %s", pid,
-			 strerror(errno));
-		return errno == ENOENT ? -ESRCH : -errno;
+		int e = -errno;
+
+		/* the same access check as ptrace's (PTRACE_MODE_READ) */
+		if (e == -EACCES || e == -EPERM)
+			return not_permitted(pid, e, err, errlen);
+		snprintf(err, errlen, "cannot read the executable of %d: %s", pid, strerror(-e));
+		return e == -ENOENT ? -ESRCH : e;
 	}
 	if (read(fd, h, sizeof(h)) != sizeof(h))
 		h[0] = 0;
@@ -859,15 +874,8 @@ static int borrow(struct job *j, int tid, const char *sysname)
 		free(b);
 		if (e == -ESRCH)
 			return 1; /* that thread ended: another */
-		if (e == -EPERM || e == -EACCES) {
-			int y = yama_scope();
-
-			snprintf(j->err, j->errlen, "ptrace is not permitted on process %d: %s "
-				 "(needs root or CAP_SYS_PTRACE%s)", j->pid, strerror(-e),
-				 y == 1 ? "; Yama ptrace_scope is 1" : y == 2 ? "; Yama "
-				 "ptrace_scope is 2: CAP_SYS_PTRACE only" : "");
-			return -EPERM;
-		}
+		if (e == -EPERM || e == -EACCES)
+			return not_permitted(j->pid, e, j->err, j->errlen);
 		snprintf(j->err, j->errlen, "cannot trace thread %d: %s", tid, strerror(-e));
 		return e;
 	}
