@@ -329,8 +329,9 @@ test:
 asan:
 	$(Q)$(MAKE) BUILD=asan test
 
-bench: $(BIN) $(BENCH_BINS) $(VICTIMS) $(AGENT)
-	$(Q)PT_BENCH=$(OUTPUT)/bench PT_VICTIMS=$(OUTPUT)/victims $(PYTHON) bench/run.py
+bench: $(BIN) $(BENCH_BINS) $(VICTIMS) $(TOOLS) $(AGENT)
+	$(Q)PT_BENCH=$(OUTPUT)/bench PT_VICTIMS=$(OUTPUT)/victims PT_TOOLS=$(OUTPUT)/tests-tools \
+		$(PYTHON) bench/run.py
 
 demo:
 	$(Q)./scripts/deps.sh

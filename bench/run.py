@@ -5,7 +5,7 @@ Every figure is measured in this invocation, against a baseline run in the
 same invocation, and printed as a ratio. No assertions: speed lives here,
 correctness in `make test`.
 
-Environment: PT_BENCH_ONLY=probes,python,agent,sampling,agg,shim runs only those
+Environment: PT_BENCH_ONLY=probes,python,agent,sampling,agg,shim,inject runs only those
 sections; PT_BENCH_REPEAT runs per median (3); PT_BENCH_SAMPLE_S seconds of
 work per sampling run (3); PT_BENCH_SAMPLE_PY interpreters for the sampling
 tables by minor version ("11,10": Debian's 3.11, pyenv's 3.10, the newest
@@ -708,7 +708,65 @@ def shim_table():
              v["name_len_avg"], 1 << 15))
 
 
-SECTIONS = ("probes", "python", "agent", "sampling", "agg", "shim")
+INJECT_N = int(os.environ.get("PT_BENCH_INJECT_N", "50"))
+
+
+def inject_run(label, cmd, env):
+    """INJECT_N loads of fresh copies of a small library into cmd's
+    victim with tests/tools/ptinject; a row of pause and call figures."""
+    tools = os.environ.get("PT_TOOLS", os.path.join(ROOT, ".output", "tests-tools"))
+    victims = os.environ.get("PT_VICTIMS", os.path.join(ROOT, ".output", "victims"))
+    tmp = tempfile.mkdtemp(prefix="pt-bench-inj-")
+    os.chmod(tmp, 0o755)
+    libs = []
+    for i in range(INJECT_N):
+        libs.append(os.path.join(tmp, "lib%03d.so" % i))
+        shutil.copy(os.path.join(victims, "libinject_probe.so"), libs[-1])
+    v = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env)
+    try:
+        pid = int(readline(v.stdout, "ready").split()[1])
+        time.sleep(0.3)
+        out = subprocess.run([os.path.join(tools, "ptinject"), str(pid)] + libs,
+                             capture_output=True, timeout=300)
+        rows = [json.loads(x) for x in out.stdout.decode().splitlines()]
+    finally:
+        v.kill()
+        v.wait()
+        shutil.rmtree(tmp, ignore_errors=True)
+    ok = [r for r in rows if r["rc"] == 0]
+    pause = sorted(r["pause_ms"] for r in ok) or [float("nan")]
+    call = sorted(r["call_ms"] for r in ok) or [float("nan")]
+    p99 = pause[min(len(pause) - 1, int(len(pause) * 0.99))]
+    return [label, "%d/%d" % (len(ok), len(rows)), "%.2f" % pause[len(pause) // 2],
+            "%.2f" % p99, "%.2f" % pause[-1], "%.2f" % call[len(call) // 2],
+            ", ".join(sorted(set(r["syscall"] for r in ok)))]
+
+
+def inject_table():
+    """--inject: how long the borrowed thread is held (attach/inject.c)."""
+    victims = os.environ.get("PT_VICTIMS", os.path.join(ROOT, ".output", "victims"))
+    vi = os.path.join(victims, "victim_inject")
+    env = {k: x for k, x in os.environ.items() if k != "LD_PRELOAD"}
+    rows = [
+        inject_run("C: 4 threads in malloc/free", [vi, "malloc"], env),
+        inject_run("C: 3 threads in dlopen/dlclose", [vi, "dlopen",
+                                                      os.path.join(victims, "libvictim_dl.so")],
+                   env),
+        inject_run("Python 3.11 (Debian): 3 threads handing off a token, 1 computing",
+                   ["/usr/bin/python3", os.path.join(ROOT, "tests", "victims",
+                                                     "pyinject_gil.py")], env),
+    ]
+    table("--inject: the borrowed thread's pause per injection (%d injections of a fresh "
+          "library each, ptinject)" % INJECT_N,
+          ["victim", "ok", "pause median ms", "p99 ms", "max ms", "dlopen median ms",
+           "safe point"], rows)
+    print("\npause: from PTRACE_INTERRUPT of the borrowed thread to its release (its "
+          "other threads run on); dlopen: the call alone (a real load: the library is new "
+          "each time). On a 2-vCPU machine the victims' busy threads compete with it for "
+          "a CPU: the thread and the injector run at nice -20 while it is held.")
+
+
+SECTIONS = ("probes", "python", "agent", "sampling", "agg", "shim", "inject")
 
 
 def main():
@@ -737,6 +795,8 @@ def main():
         print(agg.stdout.strip() or agg.stderr.strip())
     if "shim" in want:
         shim_table()
+    if "inject" in want:
+        inject_table()
     return 0
 
 
