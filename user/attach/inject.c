@@ -520,9 +520,6 @@ static void hold(struct borrow *b, int sig)
 	b->nheld++;
 }
 
-/* Let go of the thread, which is at a stop (at a signal-delivery stop
- * when sigstop is true): held signals go back to it, the first through
- * the detach itself with its own siginfo, the others queued again. */
 static void unboost(struct borrow *b)
 {
 	if (b->boosted)
@@ -530,6 +527,9 @@ static void unboost(struct borrow *b)
 	b->boosted = false;
 }
 
+/* Let go of the thread, which is at a stop (at a signal-delivery stop
+ * when sigstop is true): held signals go back to it, the first through
+ * the detach itself with its own siginfo, the others queued again. */
 static void release(struct borrow *b, bool sigstop)
 {
 	int first = 0;
@@ -549,7 +549,9 @@ static void release(struct borrow *b, bool sigstop)
 		syscall(SYS_tgkill, b->pid, b->tid, SIGSTOP);
 }
 
-/* Stopped by PTRACE_INTERRUPT; signals that stop it first are held. */
+/* Stopped by PTRACE_INTERRUPT. A signal that stops it first is the
+ * program's business: delivered at once, then the thread is looked at
+ * wherever that leaves it. 0, -EAGAIN (a group stop), -ETIMEDOUT, -ESRCH. */
 static int interrupt(struct borrow *b, uint64_t ns)
 {
 	int st, r;
@@ -777,10 +779,18 @@ static long read_errno_word(struct borrow *b, uint64_t at, uint32_t *v)
 static void restore(struct borrow *b)
 {
 	struct iovec iov = { b->xsave, b->xsize };
+	struct user_regs_struct r = b->saved;
 
 	if (b->errno_at)
 		mem_write(b->pid, b->errno_at, &b->errno_val, sizeof(b->errno_val));
-	ptrace(PTRACE_SETREGS, b->tid, 0, &b->saved);
+	/* A signal or group stop that interrupted a sleep inside the call
+	 * left the thread's restart block to that sleep: a wait of the
+	 * program's own that would go on through restart_syscall returns
+	 * EINTR instead, as it does after a signal. */
+	if ((b->nheld || b->group_stop) && (int64_t)r.orig_rax >= 0 &&
+	    (int64_t)r.rax == -ERESTART_RESTARTBLOCK)
+		r.rax = (uint64_t)-EINTR;
+	ptrace(PTRACE_SETREGS, b->tid, 0, &r);
 	ptrace(PTRACE_SETREGSET, b->tid, (void *)NT_X86_XSTATE, &iov);
 }
 
@@ -1060,6 +1070,15 @@ static int try_thread(void *ctx, int tid)
 		}
 	}
 	s = pt_safepoint__classify(&sl, state, fdlink, &so, &why);
+	if (s == PT_SAFE_YES) {
+		struct pt_procstatus ts;
+
+		/* one of its threads may have a tracer of its own */
+		if (read_status(j->pid, tid, &ts) || ts.tracer) {
+			why = "traced by another tracer";
+			goto note;
+		}
+	}
 	if (s == PT_SAFE_YES) {
 		sigset_t stop, old;
 		bool boosted;
