@@ -120,7 +120,7 @@ _Static_assert(offsetof(struct k_rt_sigframe, info) == 312, "rt_sigframe layout"
 
 /* Where to call in the target (addresses there). */
 struct target_fns {
-	uint64_t dlopen, dlerror, errno_loc, sigaltstack, restorer;
+	uint64_t dlopen, dlerror, errno_loc, restorer;
 	int dlopen_mode;
 	uint64_t libc_lo, libc_hi; /* libc's executable mapping */
 	const char *dlopen_from; /* "libc", "libdl", "__libc_dlopen_mode" */
@@ -444,7 +444,6 @@ static int target_fns(int pid, struct target_fns *f, char *err, size_t errlen)
 	f->libc_lo = libc->start;
 	f->libc_hi = libc->end;
 	f->errno_loc = find_sym(e, &m, libc, "__errno_location");
-	f->sigaltstack = find_sym(e, &m, libc, "sigaltstack");
 	f->restorer = find_restorer(e, libc);
 	f->dlopen = find_sym(e, &m, libc, "dlopen");
 	f->dlerror = find_sym(e, &m, libc, "dlerror");
@@ -467,9 +466,9 @@ static int target_fns(int pid, struct target_fns *f, char *err, size_t errlen)
 		f->dlerror = 0;
 		f->dlopen_from = "__libc_dlopen_mode";
 	}
-	if (!f->dlopen || !f->errno_loc || !f->sigaltstack) {
+	if (!f->dlopen || !f->errno_loc) {
 		snprintf(err, errlen, "%s has no %s: not a glibc this can call", libc->path,
-			 !f->dlopen ? "dlopen" : !f->errno_loc ? "__errno_location" : "sigaltstack");
+			 !f->dlopen ? "dlopen" : "__errno_location");
 		r = -ENOEXEC;
 	} else if (!f->restorer) {
 		snprintf(err, errlen, "%s: no rt_sigreturn trampoline found, so a slow call could "
@@ -657,7 +656,7 @@ static void handoff_regs(const struct user_regs_struct *s, struct k_sigcontext *
 
 /* The hand-off frame above the return slot: the saved state as a signal
  * frame, for libc's __restore_rt to return to (inject.h). */
-static int write_handoff(struct borrow *b, uint64_t sigmask, const struct k_stack *alt)
+static int write_handoff(struct borrow *b, uint64_t sigmask)
 {
 	struct k_ucontext uc = { 0 };
 	uint32_t magic2 = FP_XSTATE_MAGIC2;
@@ -673,8 +672,9 @@ static int write_handoff(struct borrow *b, uint64_t sigmask, const struct k_stac
 	memcpy(x, b->xsave, b->xsize);
 
 	uc.uc_flags = UC_FP_XSTATE | UC_SIGCONTEXT_SS | UC_STRICT_RESTORE_SS;
-	uc.uc_stack = *alt;
-	uc.uc_stack.ss_flags &= ~SS_ONSTACK;
+	/* rt_sigreturn sets the alternate signal stack from uc_stack and
+	 * ignores a failure: an invalid mode leaves the thread's as it is */
+	uc.uc_stack.ss_flags = SS_ONSTACK | SS_DISABLE;
 	handoff_regs(&b->saved, &uc.uc_mcontext);
 	uc.uc_mcontext.fpstate = b->fpstate;
 	uc.uc_sigmask = sigmask;
@@ -862,16 +862,16 @@ static int read_cstr(int pid, uint64_t at, char *buf, size_t len)
  * Borrow tid: 1 when it turned out not to be at a safe point once
  * stopped (let go untouched: try another), else the result of the job.
  */
-static int borrow(struct job *j, int tid, const char *sysname)
+static int borrow(struct job *j, int tid)
 {
 	const struct target_fns *f = j->fns;
 	struct borrow *b = calloc(1, sizeof(*b));
 	struct pt_safe_opts so = { .allow_epoll = j->o->allow_epoll };
 	struct pt_procstatus ts;
-	struct k_stack alt = { 0 };
 	struct iovec iov;
 	uint64_t t0, t_call, ret = 0, lo = 0, hi = 0, h = 0;
 	bool grows = false;
+	bool dlopen_failed = false;
 	uint8_t insn[2];
 	int e, fault = 0;
 
@@ -922,26 +922,23 @@ static int borrow(struct job *j, int tid, const char *sysname)
 	    layout(b, j->path, lo, grows))
 		goto not_here;
 
-	/* errno first, then the alternate signal stack (for the hand-off
-	 * frame; on it means a handler runs: not here) */
-	b->deadline = now_ns() + 200000000ull;
-	e = call(b, f->errno_loc, 0, 0, &ret, &fault);
-	if (!e && ret && !read_errno_word(b, ret, &b->errno_val))
-		b->errno_at = ret;
-	if (!e)
-		e = call(b, f->sigaltstack, 0, b->scratch_at, &ret, &fault);
-	if (!e && (ret || mem_read(j->pid, b->scratch_at, &alt, sizeof(alt)) ||
-		   (alt.ss_flags & SS_ONSTACK))) {
-		restore(b);
-		release(b, true);
-		free(b);
-		return 1;
-	}
-	/* the mask as the program has it (a ppoll's own mask is gone now) */
-	if (!e && (read_status(j->pid, tid, &ts) || write_handoff(b, ts.sigblk, &alt)))
+	/* The hand-off frame goes in before the first call (any call may
+	 * have to be handed back); then errno, and the signal mask as the
+	 * program has it once the call has run (a ppoll's or pselect's own
+	 * mask is in force while it waits). */
+	if (write_handoff(b, ts.sigblk)) {
 		e = -EFAULT;
+		goto failed;
+	}
+	b->deadline = now_ns() + j->call_ns;
+	e = call(b, f->errno_loc, 0, 0, &ret, &fault);
 	if (e)
 		goto failed;
+	if (ret && !read_errno_word(b, ret, &b->errno_val))
+		b->errno_at = ret;
+	if (!read_status(j->pid, tid, &ts))
+		mem_write(j->pid, b->frame + 8 + offsetof(struct k_ucontext, uc_sigmask), &ts.sigblk,
+			  sizeof(ts.sigblk));
 
 	t_call = now_ns();
 	b->deadline = t_call + j->call_ns;
@@ -972,8 +969,12 @@ static int borrow(struct job *j, int tid, const char *sysname)
 	if (!h) {
 		char msg[512] = "";
 
-		b->deadline = now_ns() + 200000000ull;
-		if (f->dlerror && !call(b, f->dlerror, 0, 0, &ret, &fault) && ret)
+		dlopen_failed = true;
+		b->deadline = now_ns() + j->call_ns;
+		e = f->dlerror ? call(b, f->dlerror, 0, 0, &ret, &fault) : -ENOENT;
+		if (e == -ETIMEDOUT || e == -EFAULT || e == -ESRCH)
+			goto failed;
+		if (!e && ret)
 			read_cstr(j->pid, ret, msg, sizeof(msg));
 		snprintf(j->err, j->errlen, "dlopen of %s in process %d failed: %s", j->path,
 			 j->pid, msg[0] ? msg : "(no dlerror text)");
@@ -985,7 +986,12 @@ done:
 	j->res->pause_ms = (double)(now_ns() - t0) / 1e6;
 	j->res->tid = tid;
 	j->res->sysno = (long)b->saved.orig_rax;
-	snprintf(j->res->syscall, sizeof(j->res->syscall), "%s", sysname);
+	{
+		char buf[24];
+
+		snprintf(j->res->syscall, sizeof(j->res->syscall), "%s",
+			 pt_safepoint__sysname((long)b->saved.orig_rax, buf, sizeof(buf)));
+	}
 	j->res->held_signals = (unsigned int)b->nheld;
 	free(b);
 	return e;
@@ -998,12 +1004,16 @@ failed:
 		unboost(b);
 		ptrace(PTRACE_DETACH, tid, 0, (void *)(uintptr_t)fault);
 	} else if (e == -ETIMEDOUT) {
-		/* errno or sigaltstack did not return: hand it back the same way */
-		if (hand_off(b, f, &ret) == 0)
-			e = 1;
-		else
-			snprintf(j->err, j->errlen, "thread %d of %d did not return from a libc call",
-				 tid, j->pid);
+		/* __errno_location or dlerror did not return (no CPU for it
+		 * for that long): hand it back the same way */
+		if (hand_off(b, f, &ret) == 0) {
+			e = dlopen_failed ? -ELIBACC : 1;
+		} else {
+			j->res->handed_off = true;
+			snprintf(j->err, j->errlen, "thread %d of %d did not return from a libc call "
+				 "in time: handed back, it resumes where it was once it does", tid,
+				 j->pid);
+		}
 	} else if (e != -ESRCH) {
 		restore(b);
 		release(b, true);
@@ -1033,7 +1043,6 @@ struct pick {
 	struct seen seen[16];
 	int nseen;
 	int result; /* 2: keep looking */
-	char name[24];
 };
 
 static int try_thread(void *ctx, int tid)
@@ -1084,7 +1093,6 @@ static int try_thread(void *ctx, int tid)
 		bool boosted;
 		int mine;
 
-		snprintf(p->name, sizeof(p->name), "%s", why);
 		/* proftrace's own stop signals wait while a thread is borrowed:
 		 * it is never left hijacked by our exit */
 		sigemptyset(&stop);
@@ -1099,7 +1107,7 @@ static int try_thread(void *ctx, int tid)
 		errno = 0;
 		mine = getpriority(PRIO_PROCESS, 0);
 		boosted = !errno && !setpriority(PRIO_PROCESS, 0, BOOST_NICE);
-		e = borrow(j, tid, p->name);
+		e = borrow(j, tid);
 		if (boosted)
 			setpriority(PRIO_PROCESS, 0, mine);
 		pthread_sigmask(SIG_SETMASK, &old, NULL);
