@@ -171,6 +171,9 @@ $(OUTPUT)/victims/libinject_probe.so: tests/victims/libinject_probe.c | $(OUTPUT
 $(OUTPUT)/victims/libinject_slow.so: tests/victims/libinject_probe.c | $(OUTPUT)/victims
 	$(call msg,VICTIM,$@)
 	$(Q)$(CC) $(VICTIM_CFLAGS) -DSLOW -fPIC -shared $< -o $@
+$(OUTPUT)/victims/victim_static: tests/victims/victim_static.c | $(OUTPUT)/victims
+	$(call msg,VICTIM,$@)
+	$(Q)$(CC) $(VICTIM_CFLAGS) -static $< -o $@
 $(OUTPUT)/victims/victim_nopie: tests/victims/victim_nopie.c tests/victims/victim.h | $(OUTPUT)/victims
 	$(call msg,VICTIM,$@)
 	$(Q)$(CC) $(VICTIM_CFLAGS) -fno-pie -no-pie $< -o $@ -ldl -lm

@@ -406,3 +406,39 @@ def test_inject_signals_held_and_delivered():
     finally:
         v.kill()
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+def test_inject_static_and_failing_dlopen():
+    """A static program has no dlopen to call; a library dlopen refuses is
+    reported with dlerror's text, the thread given back."""
+    if not os.access(PTINJECT, os.X_OK):
+        raise Skip("no %s (make builds it)" % PTINJECT)
+    v = victim("victim_static")
+    try:
+        rc, rows = _ptinject(["--wait", 200, v.pid, PROBE_LIB])
+        eq(rc, 2, "exit, static")
+        eq(rows[0]["rc"], -8, "-ENOEXEC: %s" % rows[0]["err"])
+        assert "static binary" in rows[0]["err"], rows
+        eq(tracer_of(v.pid), 0, "traced after refusing")
+    finally:
+        v.kill()
+    tmp = tempfile.mkdtemp(prefix="pt-inj-")
+    os.chmod(tmp, 0o755)
+    bad = os.path.join(tmp, "libnotelf.so")
+    with open(bad, "w") as f:
+        f.write("not an ELF file at all, but long enough to be read as a header....\n" * 4)
+    v = victim([os.path.join(VICTIMS, "victim_inject"), "malloc"])
+    try:
+        rc, rows = _ptinject([v.pid, bad])
+        eq(rc, 2, "exit, dlopen failed")
+        eq(rows[0]["rc"], -79, "-ELIBACC: %s" % rows[0]["err"])
+        assert "invalid ELF header" in rows[0]["err"], rows
+        eq(tracer_of(v.pid), 0, "traced after a failed dlopen")
+        a = _counts(v)
+        time.sleep(0.2)
+        assert _counts(v)[0] > a[0], "the borrowed thread did not resume"
+        v.p.send_signal(signal.SIGTERM)
+        eq(v.wait(30), 0, "victim exit (its own checks: xmm, errno)")
+    finally:
+        v.kill()
+        shutil.rmtree(tmp, ignore_errors=True)
