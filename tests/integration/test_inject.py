@@ -442,3 +442,59 @@ def test_inject_static_and_failing_dlopen():
     finally:
         v.kill()
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+ASYNCIO_VICTIM = r"""
+import asyncio, os, signal
+n = 0
+def tick():
+    global n
+    n += 1
+    loop.call_later(0.02, tick)
+loop = asyncio.new_event_loop()
+loop.add_signal_handler(signal.SIGUSR1, lambda: print("ticks %d" % n, flush=True))
+print("ready %d" % os.getpid(), flush=True)
+loop.call_later(0.02, tick)
+loop.run_forever()
+"""
+
+
+def test_inject_epoll_only_when_asked():
+    """An asyncio server idles in epoll_wait, whose interruption hands
+    EINTR to the program: refused (saying so) unless --inject-epoll, and
+    then loaded, the event loop running on (Python retries the wait)."""
+    python = ta.interpreters()[-1][1]
+    tmp = tempfile.mkdtemp(prefix="pt-inj-")
+    script = os.path.join(tmp, "aio.py")
+    with open(script, "w") as f:
+        f.write(ASYNCIO_VICTIM)
+    conf = write_conf(tmp, "step py:aio::tick\n")
+    v = victim([python, script], env=no_agent_env())
+    try:
+        p = subprocess.run([PROFTRACE, "-p", str(v.pid), "--targets", conf, "-o",
+                            os.path.join(tmp, "o1"), "-d", "0.5", "--inject", "--inject-wait",
+                            "300"], capture_output=True, timeout=60)
+        err = p.stderr.decode()
+        eq(p.returncode, 2, "without --inject-epoll:\n" + err)
+        assert "%d in epoll_wait" % v.pid in err and "--inject-epoll" in err, err
+        eq(tracer_of(v.pid), 0, "traced after refusing")
+        assert not agent_mapped(v.pid), "loaded without --inject-epoll"
+        p = subprocess.run([PROFTRACE, "-p", str(v.pid), "--targets", conf, "-o",
+                            os.path.join(tmp, "o2"), "-d", "1", "--inject-epoll"],
+                           capture_output=True, timeout=60)
+        err = p.stderr.decode()
+        eq(p.returncode, 0, "with --inject-epoll:\n" + err)
+        v.p.send_signal(signal.SIGUSR1)
+        a = int(v.wait_line("ticks ").split()[1])
+        time.sleep(0.2)
+        v.p.send_signal(signal.SIGUSR1)
+        assert int(v.wait_line("ticks ").split()[1]) > a, "the event loop stopped"
+    finally:
+        v.kill()
+    with open(os.path.join(tmp, "o2", "summary.json")) as f:
+        s = json.load(f)
+    a = s["meta"]["python"]["agent"]
+    eq(a["loaded_by"], "inject", "loaded_by")
+    eq(a["inject"]["syscall"], "epoll_wait", "the safe point taken")
+    eq(s["meta"]["python"]["timing"], "exact", "timing")
+    assert s["stats"]["steps"] >= 10, s["stats"]

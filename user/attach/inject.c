@@ -1043,6 +1043,7 @@ struct pick {
 	struct seen seen[16];
 	int nseen;
 	int result; /* 2: keep looking */
+	bool epoll; /* a thread was seen in epoll_wait */
 };
 
 static int try_thread(void *ctx, int tid)
@@ -1079,6 +1080,8 @@ static int try_thread(void *ctx, int tid)
 		}
 	}
 	s = pt_safepoint__classify(&sl, state, fdlink, &so, &why);
+	if (s != PT_SAFE_YES && strstr(why, "epoll_wait"))
+		p->epoll = true;
 	if (s == PT_SAFE_YES) {
 		struct pt_procstatus ts;
 
@@ -1160,7 +1163,9 @@ static int find_thread(struct job *j)
 				off += (size_t)snprintf(j->err + off, j->errlen - off, "%s%d %s",
 							i ? ", " : "", p.seen[i].tid, p.seen[i].why);
 			if (off < j->errlen)
-				snprintf(j->err + off, j->errlen - off, "); --inject-wait MS waits longer");
+				snprintf(j->err + off, j->errlen - off, "); --inject-wait MS waits longer%s",
+					 p.epoll ? ", --inject-epoll takes a thread in epoll_wait (it "
+						   "sees EINTR, which event loops retry)" : "");
 			j->res->wait_ms = (double)(now_ns() - t0) / 1e6;
 			return -ETIME;
 		}

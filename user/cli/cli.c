@@ -13,7 +13,7 @@ static const char usage[] =
 	"Usage: proftrace -p PID[,PID...] [--children] --targets FILE|NAME [-d SEC] [-o DIR]\n"
 	"                 [--json] [-v] [-q]\n"
 	"                 [--gpu auto|on|off] [--trace [--trace-max-events N]] [--dry-run]\n"
-	"                 [--inject [--inject-wait MS]]\n"
+	"                 [--inject [--inject-wait MS] [--inject-epoll]]\n"
 	"       proftrace --list-targets\n"
 	"       proftrace env\n"
 	"\n"
@@ -53,6 +53,8 @@ static const char usage[] =
 	"                       borrowed with ptrace for a few ms to dlopen() it; it\n"
 	"                       stays loaded, dormant, after proftrace exits\n"
 	"      --inject-wait MS look for that safe point up to MS ms (default 2000)\n"
+	"      --inject-epoll   a thread in epoll_wait is one too (it sees EINTR, which\n"
+	"                       asyncio, libuv and most event loops retry)\n"
 	"      --list-targets   list the bundled targets files, one per line (name and\n"
 	"                       what it is for), and exit; they are looked up in\n"
 	"                       $PROFTRACE_TARGETS_DIR, else targets/ next to the\n"
@@ -98,6 +100,7 @@ int pt_cli__parse(struct pt_env *env, int argc, char **argv)
 		{ "trace-max-events", required_argument, NULL, 'M' },
 		{ "inject", no_argument, NULL, 'I' },
 		{ "inject-wait", required_argument, NULL, 'W' },
+		{ "inject-epoll", no_argument, NULL, 'E' },
 		{ "help", no_argument, NULL, 'h' },
 		{},
 	};
@@ -163,6 +166,10 @@ int pt_cli__parse(struct pt_env *env, int argc, char **argv)
 			env->trace = true; /* asking for a bound asks for the trace */
 			break;
 		case 'I':
+			env->inject = true;
+			break;
+		case 'E':
+			env->inject_epoll = true;
 			env->inject = true;
 			break;
 		case 'W':

@@ -284,7 +284,8 @@ static int pep768_load(struct proc *p, char *err, size_t errlen)
  * open its segment (its constructor made it inside the dlopen). */
 static int inject_load(struct proc *p, char *err, size_t errlen)
 {
-	struct pt_inject_opts o = { .wait_ms = p->run->env.inject_wait_ms };
+	struct pt_inject_opts o = { .wait_ms = p->run->env.inject_wait_ms,
+				    .allow_epoll = p->run->env.inject_epoll };
 	char lib[PATH_MAX], why[1024];
 	int e;
 
