@@ -1071,13 +1071,17 @@ static int try_thread(void *ctx, int tid)
 	}
 	if (!sl.running && pt_safepoint__waits_on_fd(sl.nr)) {
 		ssize_t n;
-
 		snprintf(path, sizeof(path), "/proc/%d/fd/%" PRIu64, j->pid, sl.args[0]);
+		struct stat fst;
+
 		n = readlink(path, link, sizeof(link) - 1);
 		if (n > 0) {
 			link[n] = 0;
 			fdlink = link;
 		}
+		/* a named FIFO shows its path: what it is, is what counts */
+		if (fdlink && fdlink[0] == '/' && !stat(path, &fst) && S_ISFIFO(fst.st_mode))
+			fdlink = "pipe:[fifo]";
 	}
 	s = pt_safepoint__classify(&sl, state, fdlink, &so, &why);
 	if (s != PT_SAFE_YES && strstr(why, "epoll_wait"))
