@@ -629,23 +629,32 @@ static int call(struct borrow *b, uint64_t fn, uint64_t a0, uint64_t a1, uint64_
  * rt_sigreturn never restarts, so a syscall that would have been
  * restarted is re-issued here, and one whose restart needs the kernel's
  * restart block (a relative sleep) returns EINTR, as after a signal. */
+void pt_inject__resume_regs(int64_t orig_rax, uint64_t *rax, uint64_t *rip, bool handoff,
+			    bool lost)
+{
+	if (orig_rax < 0)
+		return; /* not in a syscall */
+	switch (-(int64_t)*rax) {
+	case ERESTARTSYS:
+	case ERESTARTNOINTR:
+	case ERESTARTNOHAND:
+		if (handoff) {
+			*rax = (uint64_t)orig_rax;
+			*rip -= 2; /* `syscall` is 2 bytes */
+		}
+		break;
+	case ERESTART_RESTARTBLOCK:
+		if (handoff || lost)
+			*rax = (uint64_t)-EINTR;
+		break;
+	}
+}
+
 static void handoff_regs(const struct user_regs_struct *s, struct k_sigcontext *sc)
 {
 	uint64_t rax = s->rax, rip = s->rip;
 
-	if ((int64_t)s->orig_rax >= 0) {
-		switch (-(int64_t)s->rax) {
-		case ERESTARTSYS:
-		case ERESTARTNOINTR:
-		case ERESTARTNOHAND:
-			rax = s->orig_rax;
-			rip -= 2;
-			break;
-		case ERESTART_RESTARTBLOCK:
-			rax = (uint64_t)-EINTR;
-			break;
-		}
-	}
+	pt_inject__resume_regs((int64_t)s->orig_rax, &rax, &rip, true, false);
 	sc->r8 = s->r8, sc->r9 = s->r9, sc->r10 = s->r10, sc->r11 = s->r11;
 	sc->r12 = s->r12, sc->r13 = s->r13, sc->r14 = s->r14, sc->r15 = s->r15;
 	sc->rdi = s->rdi, sc->rsi = s->rsi, sc->rbp = s->rbp, sc->rbx = s->rbx;
@@ -780,6 +789,7 @@ static void restore(struct borrow *b)
 {
 	struct iovec iov = { b->xsave, b->xsize };
 	struct user_regs_struct r = b->saved;
+	uint64_t rax = r.rax, rip = r.rip;
 
 	if (b->errno_at)
 		mem_write(b->pid, b->errno_at, &b->errno_val, sizeof(b->errno_val));
@@ -787,9 +797,9 @@ static void restore(struct borrow *b)
 	 * left the thread's restart block to that sleep: a wait of the
 	 * program's own that would go on through restart_syscall returns
 	 * EINTR instead, as it does after a signal. */
-	if ((b->nheld || b->group_stop) && (int64_t)r.orig_rax >= 0 &&
-	    (int64_t)r.rax == -ERESTART_RESTARTBLOCK)
-		r.rax = (uint64_t)-EINTR;
+	pt_inject__resume_regs((int64_t)r.orig_rax, &rax, &rip, false, b->nheld || b->group_stop);
+	r.rax = rax;
+	r.rip = rip;
 	ptrace(PTRACE_SETREGS, b->tid, 0, &r);
 	ptrace(PTRACE_SETREGSET, b->tid, (void *)NT_X86_XSTATE, &iov);
 }

@@ -72,6 +72,19 @@ struct pt_inject_result {
 int pt_inject__dlopen(int pid, const char *path, const struct pt_inject_opts *opts,
 		      struct pt_inject_result *res, char *err, size_t errlen);
 
+/*
+ * How the borrowed thread's syscall goes on when it is given back without
+ * the kernel's restart (the hand-off frame, rt_sigreturn) or after its
+ * restart block was lost (lost: a signal or group stop interrupted a
+ * sleep inside the call): from the registers saved at the interrupt
+ * (orig_rax, *rax, *rip), what to put in rax and rip. -ERESTARTSYS,
+ * -ERESTARTNOINTR, -ERESTARTNOHAND: the syscall again (rip back over it,
+ * rax its number) unless !handoff; -ERESTART_RESTARTBLOCK: -EINTR when
+ * handoff or lost; anything else as it is.
+ */
+void pt_inject__resume_regs(int64_t orig_rax, uint64_t *rax, uint64_t *rip, bool handoff,
+			    bool lost);
+
 /* Is a file with path's device and inode mapped in pid? 1, 0, -errno. */
 int pt_inject__mapped(int pid, const char *path);
 

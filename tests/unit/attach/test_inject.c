@@ -19,6 +19,7 @@
 #include <string.h>
 #include <cmocka.h>
 
+#include "attach/inject.h"
 #include "attach/safepoint.h"
 
 static char *fixture(const char *name)
@@ -228,12 +229,57 @@ static void test_regs(void **state)
 	assert_false(pt_safepoint__waits_on_fd(7));
 }
 
+/* kernel-internal errno values (include/linux/errno.h) */
+#define ERESTARTSYS 512
+#define ERESTARTNOHAND 514
+#define ERESTART_RESTARTBLOCK 516
+
+static void test_resume_regs(void **state)
+{
+	uint64_t rax, rip;
+
+	/* read interrupted (SA_RESTART-like): the kernel restarts it at a
+	 * stop; the hand-off frame must do it itself */
+	rax = (uint64_t)-ERESTARTSYS, rip = 0x1002;
+	pt_inject__resume_regs(0, &rax, &rip, false, false);
+	assert_int_equal((int64_t)rax, -ERESTARTSYS);
+	assert_int_equal(rip, 0x1002);
+	pt_inject__resume_regs(0, &rax, &rip, true, false);
+	assert_int_equal(rax, 0); /* read's number: issued again */
+	assert_int_equal(rip, 0x1000);
+	rax = (uint64_t)-ERESTARTNOHAND, rip = 0x2002;
+	pt_inject__resume_regs(7, &rax, &rip, true, false);
+	assert_int_equal(rax, 7);
+	assert_int_equal(rip, 0x2000);
+	/* a sleep's restart needs its restart block: EINTR when it is not
+	 * there (hand-off) or may have been replaced (lost) */
+	rax = (uint64_t)-ERESTART_RESTARTBLOCK, rip = 0x3002;
+	pt_inject__resume_regs(230, &rax, &rip, false, false);
+	assert_int_equal((int64_t)rax, -ERESTART_RESTARTBLOCK);
+	pt_inject__resume_regs(230, &rax, &rip, false, true);
+	assert_int_equal((int64_t)rax, -EINTR);
+	assert_int_equal(rip, 0x3002);
+	rax = (uint64_t)-ERESTART_RESTARTBLOCK;
+	pt_inject__resume_regs(230, &rax, &rip, true, false);
+	assert_int_equal((int64_t)rax, -EINTR);
+	/* just back from it, or not in one: as it is */
+	rax = 5, rip = 0x4002;
+	pt_inject__resume_regs(0, &rax, &rip, true, true);
+	assert_int_equal(rax, 5);
+	assert_int_equal(rip, 0x4002);
+	rax = (uint64_t)-ERESTARTSYS;
+	pt_inject__resume_regs(-1, &rax, &rip, true, true);
+	assert_int_equal((int64_t)rax, -ERESTARTSYS);
+	assert_int_equal(rip, 0x4002);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_sysline),  cmocka_unit_test(test_stat_state),
 		cmocka_unit_test(test_status),   cmocka_unit_test(test_refusals),
 		cmocka_unit_test(test_classify), cmocka_unit_test(test_regs),
+		cmocka_unit_test(test_resume_regs),
 	};
 
 	return cmocka_run_group_tests_name("inject", tests, NULL, NULL);
