@@ -167,6 +167,19 @@ static void put_dropped_warning(FILE *f, const cJSON *health)
 			n);
 }
 
+/* The agent loaded by this run with --inject: what it cost the process. */
+static void put_injected(FILE *f, const cJSON *in)
+{
+	double pause, tid;
+
+	if (!in || !cJSON_IsObject(in) || !pt_jnum(in, "pause_ms", &pause) ||
+	    !pt_jnum(in, "tid", &tid))
+		return;
+	fprintf(f, " The agent was loaded at attach (`--inject`): thread %.0f, waiting in ", tid);
+	put_code(f, pt_jstr(in, "syscall"));
+	fprintf(f, ", was held %.2f ms for it.", pause);
+}
+
 /* How py: probes were timed: said before any figure, since partial
  * Python counts must not be read as exact. */
 static void put_python(FILE *f, const cJSON *py)
@@ -198,6 +211,7 @@ static void put_python(FILE *f, const cJSON *py)
 		put_text(f, adv);
 		fputs(".", f);
 	}
+	put_injected(f, pt_jget(pt_jget(py, "agent"), "inject"));
 	fputs("\n\n", f);
 	if (nosrc && pt_jnum(py, "qualname_from_co_name", &n) && n > 0) {
 		fprintf(f, "> **Warning:** the source of %.0f code object%s could not be read (first: ",
