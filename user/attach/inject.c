@@ -139,7 +139,7 @@ struct borrow {
 	size_t xsize;
 	uint64_t frame;     /* the return slot; the rt_sigframe starts here */
 	uint64_t fpstate;   /* the hand-off frame's xstate copy */
-	uint64_t path_at, scratch_at;
+	uint64_t path_at;
 	uint64_t errno_at;  /* 0: not known */
 	uint32_t errno_val;
 	struct held held[MAX_HELD];
@@ -747,20 +747,18 @@ static int stack_vma(int pid, uint64_t sp, uint64_t *lo, uint64_t *hi, bool *gro
 
 /* Lay out the frame below the red zone, 16-byte aligned as a call wants
  * it (the return slot at 8 mod 16): return slot + rt_sigframe, xstate
- * (64-aligned) + MAGIC2, the path, scratch. */
+ * (64-aligned) + MAGIC2, the path. */
 static int layout(struct borrow *b, const char *path, uint64_t vma_lo, bool grows)
 {
 	size_t plen = strlen(path) + 1;
 	uint64_t top = b->saved.rsp - RED_ZONE;
-	uint64_t scratch, p, fp, frame;
+	uint64_t p, fp, frame;
 
-	scratch = (top - 64) & ~63ull;
-	p = (scratch - plen) & ~15ull;
+	p = (top - plen) & ~15ull;
 	fp = (p - b->xsize - 4) & ~63ull;
 	frame = ((fp - sizeof(struct k_rt_sigframe)) & ~15ull) - 8;
 	if (frame < vma_lo + (grows ? 0 : STACK_ROOM))
 		return -ENOSPC;
-	b->scratch_at = scratch;
 	b->path_at = p;
 	b->fpstate = fp;
 	b->frame = frame;

@@ -27,7 +27,10 @@
  *    trampoline, so when dlopen returns the signal frame puts the thread
  *    back where it was (a sleep it was in returns EINTR then), and the
  *    thread is detached; -ETIMEDOUT.
- * proftrace's own SIGINT/TERM/HUP/QUIT wait while a thread is borrowed.
+ * While a thread is borrowed, proftrace's own SIGINT/TERM/HUP/QUIT wait,
+ * and it and the thread run at nice -20 (the thread gets its own nice back
+ * before it runs its own code): on a busy machine the pause is mostly
+ * waiting for a CPU otherwise.
  */
 #ifndef PT_INJECT_H
 #define PT_INJECT_H
