@@ -1041,107 +1041,168 @@ not_here:
 
 /* ---- which thread ---- */
 
+/* A thread looked at: what it was doing (for the refusal line), and when
+ * to look again after it was stopped for nothing. */
 struct seen {
 	int tid;
 	const char *why;
+	uint64_t skip_until;
 };
 
 struct pick {
 	struct job *j;
-	struct seen seen[16];
+	struct seen seen[64];
 	int nseen;
 	int result; /* 2: keep looking */
 	bool epoll; /* a thread was seen in epoll_wait */
 };
+
+static struct seen *seen_of(struct pick *p, int tid)
+{
+	for (int i = 0; i < p->nseen; i++)
+		if (p->seen[i].tid == tid)
+			return &p->seen[i];
+	if (p->nseen == (int)ARRAY_SIZE(p->seen))
+		return NULL;
+	p->seen[p->nseen] = (struct seen){ .tid = tid };
+	return &p->seen[p->nseen++];
+}
+
+/* borrow(), with proftrace's own stop signals held back (it is never
+ * left hijacked by our exit) and proftrace first on its CPU meanwhile */
+static int borrow_guarded(struct job *j, int tid)
+{
+	sigset_t stop, old;
+	bool boosted;
+	int mine, e;
+
+	sigemptyset(&stop);
+	sigaddset(&stop, SIGINT);
+	sigaddset(&stop, SIGTERM);
+	sigaddset(&stop, SIGHUP);
+	sigaddset(&stop, SIGQUIT);
+	pthread_sigmask(SIG_BLOCK, &stop, &old);
+	/* on a busy machine the pause is mostly waiting for a CPU (median
+	 * 12 -> 1 ms with 4 busy threads on 2 cores) */
+	errno = 0;
+	mine = getpriority(PRIO_PROCESS, 0);
+	boosted = !errno && !setpriority(PRIO_PROCESS, 0, BOOST_NICE);
+	e = borrow(j, tid);
+	if (boosted)
+		setpriority(PRIO_PROCESS, 0, mine);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	return e;
+}
+
+/* The link of the fd a read-like wait is on ("pipe:[..]", a path...). */
+static const char *fd_kind(int pid, uint64_t fd, char *link, size_t len)
+{
+	char path[64];
+	struct stat st;
+	ssize_t n;
+
+	snprintf(path, sizeof(path), "/proc/%d/fd/%" PRIu64, pid, fd);
+	n = readlink(path, link, len - 1);
+	if (n <= 0)
+		return NULL;
+	link[n] = 0;
+	/* a named FIFO shows its path: what it is, is what counts */
+	if (link[0] == '/' && !stat(path, &st) && S_ISFIFO(st.st_mode))
+		return "pipe:[fifo]";
+	return link;
+}
 
 static int try_thread(void *ctx, int tid)
 {
 	struct pick *p = ctx;
 	struct job *j = p->j;
 	struct pt_safe_opts so = { .allow_epoll = j->o->allow_epoll };
-	char path[96], buf[512], link[128];
+	struct seen *me = seen_of(p, tid);
 	const char *fdlink = NULL, *why = "gone";
+	char path[96], stat[512], sys[512], link[128];
+	struct pt_procstatus ts;
 	struct pt_sysline sl;
-	enum pt_safe s = PT_SAFE_NOT_NOW;
-	char state;
 	int e;
 
-	if (j->o->tid && tid != j->o->tid)
+	if ((j->o->tid && tid != j->o->tid) || (me && me->skip_until > now_ns()))
 		return 0;
 	snprintf(path, sizeof(path), "/proc/%d/task/%d/stat", j->pid, tid);
-	if (read_text(path, buf, sizeof(buf)) <= 0)
+	if (read_text(path, stat, sizeof(stat)) <= 0)
 		goto note;
-	state = pt_stat__state(buf);
 	snprintf(path, sizeof(path), "/proc/%d/task/%d/syscall", j->pid, tid);
-	if (read_text(path, buf, sizeof(buf)) <= 0 || pt_sysline__parse(buf, &sl)) {
+	if (read_text(path, sys, sizeof(sys)) <= 0 || pt_sysline__parse(sys, &sl)) {
 		why = "unreadable";
 		goto note;
 	}
-	if (!sl.running && pt_safepoint__waits_on_fd(sl.nr)) {
-		ssize_t n;
-		snprintf(path, sizeof(path), "/proc/%d/fd/%" PRIu64, j->pid, sl.args[0]);
-		struct stat fst;
-
-		n = readlink(path, link, sizeof(link) - 1);
-		if (n > 0) {
-			link[n] = 0;
-			fdlink = link;
-		}
-		/* a named FIFO shows its path: what it is, is what counts */
-		if (fdlink && fdlink[0] == '/' && !stat(path, &fst) && S_ISFIFO(fst.st_mode))
-			fdlink = "pipe:[fifo]";
+	if (!sl.running && pt_safepoint__waits_on_fd(sl.nr))
+		fdlink = fd_kind(j->pid, sl.args[0], link, sizeof(link));
+	if (pt_safepoint__classify(&sl, pt_stat__state(stat), fdlink, &so, &why) != PT_SAFE_YES) {
+		p->epoll |= strstr(why, "epoll_wait") != NULL;
+		goto note;
 	}
-	s = pt_safepoint__classify(&sl, state, fdlink, &so, &why);
-	if (s != PT_SAFE_YES && strstr(why, "epoll_wait"))
-		p->epoll = true;
-	if (s == PT_SAFE_YES) {
-		struct pt_procstatus ts;
-
-		/* one of its threads may have a tracer of its own */
-		if (read_status(j->pid, tid, &ts) || ts.tracer) {
-			why = "traced by another tracer";
-			goto note;
-		}
+	/* issued by libc's wrapper (not ld.so's, not raw): else it is not
+	 * worth stopping */
+	if (sl.pc < j->fns->libc_lo || sl.pc >= j->fns->libc_hi) {
+		why = "in a wait not issued by libc";
+		goto note;
 	}
-	if (s == PT_SAFE_YES) {
-		sigset_t stop, old;
-		bool boosted;
-		int mine;
-
-		/* proftrace's own stop signals wait while a thread is borrowed:
-		 * it is never left hijacked by our exit */
-		sigemptyset(&stop);
-		sigaddset(&stop, SIGINT);
-		sigaddset(&stop, SIGTERM);
-		sigaddset(&stop, SIGHUP);
-		sigaddset(&stop, SIGQUIT);
-		pthread_sigmask(SIG_BLOCK, &stop, &old);
-		/* and it runs first while it does: on a busy machine the pause
-		 * is mostly waiting for a CPU (median 12 -> 1 ms with 4 busy
-		 * threads on 2 cores) */
-		errno = 0;
-		mine = getpriority(PRIO_PROCESS, 0);
-		boosted = !errno && !setpriority(PRIO_PROCESS, 0, BOOST_NICE);
-		e = borrow(j, tid);
-		if (boosted)
-			setpriority(PRIO_PROCESS, 0, mine);
-		pthread_sigmask(SIG_SETMASK, &old, NULL);
-		if (e != 1) {
-			p->result = e;
-			return 1;
-		}
-		j->res->tries++;
-		why = "not at a safe point once stopped";
+	/* one of its threads may have a tracer of its own */
+	if (read_status(j->pid, tid, &ts) || ts.tracer) {
+		why = "traced by another tracer";
+		goto note;
 	}
+	e = borrow_guarded(j, tid);
+	if (e != 1) {
+		p->result = e;
+		return 1;
+	}
+	j->res->tries++;
+	why = "not at a safe point once stopped";
+	if (me) /* not again for a while: each look stops it */
+		me->skip_until = now_ns() + 20 * 1000000ull;
 note:
-	for (int i = 0; i < p->nseen; i++)
-		if (p->seen[i].tid == tid) {
-			p->seen[i].why = why;
-			return 0;
-		}
-	if (p->nseen < (int)ARRAY_SIZE(p->seen))
-		p->seen[p->nseen++] = (struct seen){ tid, why };
+	if (me)
+		me->why = why;
 	return 0;
+}
+
+/* What the threads were doing when last looked at: the main thread's,
+ * then how many of the others did what ("main thread 7 running; 12 other
+ * threads: 10 in a lock wait (futex), 2 running"). */
+static void say_threads(const struct pick *p, char *buf, size_t len)
+{
+	size_t off = 0;
+	int others = 0;
+
+	buf[0] = 0;
+	for (int i = 0; i < p->nseen; i++)
+		if (p->seen[i].tid == p->j->pid && p->seen[i].why)
+			off = (size_t)snprintf(buf, len, "main thread %d %s", p->seen[i].tid,
+					       p->seen[i].why);
+		else if (p->seen[i].why)
+			others++;
+	if (!others || off >= len)
+		return;
+	off += (size_t)snprintf(buf + off, len - off, "%s%d other thread%s:", off ? "; " : "",
+				others, others == 1 ? "" : "s");
+	for (int i = 0; i < p->nseen && off < len; i++) {
+		const char *why = p->seen[i].why;
+		bool first = true;
+		int n = 0;
+
+		if (p->seen[i].tid == p->j->pid || !why)
+			continue;
+		for (int k = 0; k < p->nseen; k++) {
+			if (p->seen[k].tid == p->j->pid || !p->seen[k].why ||
+			    strcmp(p->seen[k].why, why))
+				continue;
+			first &= k >= i;
+			n++;
+		}
+		if (first)
+			off += (size_t)snprintf(buf + off, len - off, "%s %d %s",
+						off && buf[off - 1] != ':' ? "," : "", n, why);
+	}
 }
 
 static int main_first(void *ctx, int tid)
@@ -1156,7 +1217,7 @@ static int find_thread(struct job *j)
 	unsigned int wait_ms = j->o->wait_ms ? j->o->wait_ms : 2000;
 	uint64_t t0 = now_ns(), deadline = t0 + (uint64_t)wait_ms * 1000000ull;
 	struct pick p = { .j = j, .result = 2 };
-	size_t off;
+	struct timespec ms = { 0, 1000 * 1000 };
 
 	for (;;) {
 		/* the main thread first: an idle server's waits there */
@@ -1169,21 +1230,17 @@ static int find_thread(struct job *j)
 			return -ESRCH;
 		}
 		if (now_ns() >= deadline) {
-			off = (size_t)snprintf(j->err, j->errlen, "no thread of process %d was at a "
-					       "safe point to load from in %u ms (", j->pid, wait_ms);
-			for (int i = 0; i < p.nseen && off < j->errlen; i++)
-				off += (size_t)snprintf(j->err + off, j->errlen - off, "%s%d %s",
-							i ? ", " : "", p.seen[i].tid, p.seen[i].why);
-			if (off < j->errlen)
-				snprintf(j->err + off, j->errlen - off, "); --inject-wait MS waits longer%s",
-					 p.epoll ? ", --inject-epoll takes a thread in epoll_wait (it "
-						   "sees EINTR, which event loops retry)" : "");
+			char what[512];
+
+			say_threads(&p, what, sizeof(what));
+			snprintf(j->err, j->errlen, "no thread of process %d was at a safe point to "
+				 "load from in %u ms (%s); --inject-wait MS waits longer%s", j->pid,
+				 wait_ms, what, p.epoll ? ", --inject-epoll takes a thread in epoll_wait "
+				 "(it sees EINTR, which event loops retry)" : "");
 			j->res->wait_ms = (double)(now_ns() - t0) / 1e6;
 			return -ETIME;
 		}
-		struct timespec ts = { 0, 1000 * 1000 };
-
-		nanosleep(&ts, NULL);
+		nanosleep(&ms, NULL);
 	}
 	j->res->wait_ms = (double)(now_ns() - t0) / 1e6 - j->res->pause_ms;
 	if (j->res->wait_ms < 0)
