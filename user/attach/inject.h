@@ -27,6 +27,12 @@
  *    trampoline, so when dlopen returns the signal frame puts the thread
  *    back where it was (a sleep it was in returns EINTR then), and the
  *    thread is detached; -ETIMEDOUT.
+ * Not covered: an injector killed with SIGKILL (or crashing) while it
+ * holds a thread. The kernel then lets the thread go as it is; inside the
+ * call, it returns to the page-0 address and the program gets a SIGSEGV.
+ * (A hardware breakpoint on the trampoline would outlive the tracer on
+ * x86 and trap as well; catching the return through PTRACE_SYSCALL would
+ * stop at every syscall of dlopen.) The window is the pause, ms.
  * While a thread is borrowed, proftrace's own SIGINT/TERM/HUP/QUIT wait,
  * and it and the thread run at nice -20 (the thread gets its own nice back
  * before it runs its own code): on a busy machine the pause is mostly
