@@ -286,6 +286,8 @@ def test_agent_conflict_reported_program_untouched():
         s = json.load(f)
     py = s["meta"]["python"]
     assert "taken" in (py["agent"]["problem"] or ""), py
+    eq(py["agent"]["loaded_by"], "environment", "preloaded at start")
+    eq(py["agent"]["inject"], None, "not injected")
     eq(py["timing"], "sampled", "timing without the agent's hooks")
     eq(s["stats"]["steps"], 0, "no steps without exact calls")
 
