@@ -2,7 +2,8 @@
 /*
  * A library the injector's tests load into victims: its constructor
  * appends "loaded <pid> <tid>" to $PT_INJECT_LOG (the victim's
- * environment), so a test sees each load from the victim's side. Built
+ * environment), so a test sees each load from the victim's side, and
+ * leaves errno changed (the victim checks its own). Built
  * twice: -DSLOW makes the constructor take $PT_INJECT_SLOW_MS (default
  * 3000) first, to test the injector's hand-off of a call that does not
  * return in time.
@@ -29,6 +30,9 @@ __attribute__((constructor)) static void loaded(void)
 	while (nanosleep(&ts, &ts))
 		;
 #endif
+	/* a constructor may leave errno changed (EBADF here): the
+	 * injector must give the thread its own back */
+	close(-1);
 	if (!log)
 		return;
 	fd = open(log, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);

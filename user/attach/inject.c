@@ -781,6 +781,53 @@ static long read_errno_word(struct borrow *b, uint64_t at, uint32_t *v)
 	return mem_read(b->pid, at, v, sizeof(*v));
 }
 
+/* Does the thread wait with a signal mask of the syscall's own (ppoll,
+ * pselect6, epoll_pwait with a mask argument)? Then /proc shows that one
+ * until it resumes. When unsure: yes. */
+static bool own_sigmask(const struct borrow *b)
+{
+	const struct user_regs_struct *r = &b->saved;
+	uint64_t ss[2];
+
+	switch ((long)r->orig_rax) {
+	case 271: /* ppoll(fds, n, ts, sigmask, size) */
+		return r->r10 != 0;
+	case 281: /* epoll_pwait(ep, ev, n, timeout, sigmask, size) */
+	case 441: /* epoll_pwait2 */
+		return r->r8 != 0;
+	case 270: /* pselect6(n, r, w, e, ts, {sigmask, size} *) */
+		return r->r9 && (mem_read(b->pid, r->r9, ss, sizeof(ss)) || ss[0]);
+	default:
+		return false;
+	}
+}
+
+/* errno's address from __errno_location's code, glibc's on x86-64:
+ * [endbr64] mov GOT(%rip),%rax; add %fs:0,%rax; ret, the GOT slot holding
+ * errno's offset from the thread pointer. Saves a call. 0 or -ENOENT (not
+ * that code: call it). */
+static int errno_direct(const struct borrow *b, uint64_t fn, uint64_t *addr)
+{
+	static const uint8_t add_fs[] = { 0x64, 0x48, 0x03, 0x04, 0x25, 0, 0, 0, 0, 0xc3 };
+	static const uint8_t endbr[] = { 0xf3, 0x0f, 0x1e, 0xfa };
+	uint8_t c[32], *p = c;
+	int32_t rel;
+	int64_t tpoff;
+
+	if (mem_read(b->pid, fn, c, sizeof(c)))
+		return -ENOENT;
+	if (!memcmp(p, endbr, sizeof(endbr)))
+		p += sizeof(endbr);
+	if (p[0] != 0x48 || p[1] != 0x8b || p[2] != 0x05 || memcmp(p + 7, add_fs, sizeof(add_fs)))
+		return -ENOENT;
+	memcpy(&rel, p + 3, 4);
+	if (mem_read(b->pid, fn + (uint64_t)(p - c) + 7 + (uint64_t)(int64_t)rel, &tpoff,
+		     sizeof(tpoff)))
+		return -ENOENT;
+	*addr = b->saved.fs_base + (uint64_t)tpoff;
+	return 0;
+}
+
 /* Take a signal-delivery stop's thread back to its own state and let it
  * go: registers, xstate, errno, held signals. */
 static void restore(struct borrow *b)
@@ -931,22 +978,29 @@ static int borrow(struct job *j, int tid)
 		goto not_here;
 
 	/* The hand-off frame goes in before the first call (any call may
-	 * have to be handed back); then errno, and the signal mask as the
-	 * program has it once the call has run (a ppoll's or pselect's own
-	 * mask is in force while it waits). */
+	 * have to be handed back); then errno: where __errno_location would
+	 * say, read from its code, or by calling it. The call also shows the
+	 * signal mask as the program has it, when a ppoll's or pselect's own
+	 * is in force while it waits (the kernel puts the program's back as
+	 * the thread resumes). */
 	if (write_handoff(b, ts.sigblk)) {
 		e = -EFAULT;
 		goto failed;
 	}
-	b->deadline = now_ns() + j->call_ns;
-	e = call(b, f->errno_loc, 0, 0, &ret, &fault);
-	if (e)
-		goto failed;
-	if (ret && !read_errno_word(b, ret, &b->errno_val))
-		b->errno_at = ret;
-	if (!read_status(j->pid, tid, &ts))
-		mem_write(j->pid, b->frame + 8 + offsetof(struct k_ucontext, uc_sigmask), &ts.sigblk,
-			  sizeof(ts.sigblk));
+	if (!own_sigmask(b) && !errno_direct(b, f->errno_loc, &ret)) {
+		if (!read_errno_word(b, ret, &b->errno_val))
+			b->errno_at = ret;
+	} else {
+		b->deadline = now_ns() + j->call_ns;
+		e = call(b, f->errno_loc, 0, 0, &ret, &fault);
+		if (e)
+			goto failed;
+		if (ret && !read_errno_word(b, ret, &b->errno_val))
+			b->errno_at = ret;
+		if (!read_status(j->pid, tid, &ts))
+			mem_write(j->pid, b->frame + 8 + offsetof(struct k_ucontext, uc_sigmask),
+				  &ts.sigblk, sizeof(ts.sigblk));
+	}
 
 	t_call = now_ns();
 	b->deadline = t_call + j->call_ns;
