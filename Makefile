@@ -135,7 +135,7 @@ $(OUTPUT)/tests/$(basename $(notdir $(1))): $(1) $(LIBPT) | $(OUTPUT)/tests
 	$$(call msg,TEST-CC,$$@)
 	$$(Q)$$(CC) $$(CFLAGS) $$(INCLUDES) $$(LDFLAGS) $$< $$(LIBPT) $$(LDLIBS) -lcmocka -o $$@
 endef
-$(foreach t,$(filter-out %/test_shim.c %/test_gpuring.c,$(UNIT_SRCS)),$(eval $(call unit_rule,$(t))))
+$(foreach t,$(filter-out %/test_shim.c %/test_gpuring.c tests/unit/agent/%,$(UNIT_SRCS)),$(eval $(call unit_rule,$(t))))
 
 # ---- tools for the integration tests (linked like the unit tests) ----
 $(OUTPUT)/tests-tools/%: tests/tools/%.c $(LIBPT) | $(OUTPUT)/tests-tools
@@ -247,6 +247,12 @@ $(AGENT): $(AGENT_OBJS)
 	$(call msg,AGENT-LD,$@)
 	$(Q)$(CC) -shared -pthread -Wl,-z,defs $^ -ldl -o $@
 -include $(AGENT_OBJS:.o=.d)
+# The agent's pure parts (its code-object filter, module matcher) alone:
+# no interpreter in the test (tests/unit/agent/).
+$(OUTPUT)/tests/test_agent_filter: tests/unit/agent/test_agent_filter.c shim/agent/codeset.c \
+		shim/agent/scan.c $(wildcard shim/agent/*.h) | $(OUTPUT)/tests
+	$(call msg,TEST-CC,$@)
+	$(Q)$(CC) $(CFLAGS) -I. $(LDFLAGS) $< shim/agent/codeset.c shim/agent/scan.c -lcmocka -o $@
 
 # The reader against segments made by the shim's own writer (no CUPTI).
 $(OUTPUT)/tests/test_gpuring: tests/unit/gpu/test_gpuring.c shim/ring.c shim/ring.h shim/ptgpu.h $(LIBPT) | $(OUTPUT)/tests
@@ -262,7 +268,7 @@ FUZZ_CFLAGS := -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=
 	       -std=gnu11 -D_GNU_SOURCE -I. -Iuser
 # One harness per reader of target-controlled input: the module(s) it links
 # (only those, so a finding points at one file) and any extra libraries.
-FUZZ_NAMES := maps elf config pycode pyline folded gpuring pyattr
+FUZZ_NAMES := maps elf config pycode pyline folded gpuring pyattr agent
 FUZZ_SRCS_maps := user/attach/maps.c
 FUZZ_SRCS_elf := user/attach/elfsyms.c
 FUZZ_LIBS_elf := -lelf
@@ -275,6 +281,10 @@ FUZZ_SRCS_folded := user/aggregate/flame.c
 FUZZ_SRCS_gpuring := user/gpu/gpuring.c
 # builds its own CPython images (no seeds needed): tests/fuzz/fuzz_pyattr.c
 FUZZ_SRCS_pyattr := user/python/pyattr.c user/python/pylayout.c
+# the Python agent's segment (shared memory the target writes); the seed
+# is a header as the agent publishes it (tests/fuzz/corpus/agent)
+FUZZ_SRCS_agent := user/python/agent.c user/util/segment.c user/util/log.c user/util/tasks.c
+FUZZ_ARGS_agent := -max_len=4096
 # libFuzzer caps inputs near the largest seed (13 KB for ELF); let them
 # grow enough for big symbol tables.
 FUZZ_ARGS_elf := -max_len=65536

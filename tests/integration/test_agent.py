@@ -61,7 +61,7 @@ def py314():
     p = "/opt/python3.14/bin/python3.14"
     if not os.access(p, os.X_OK):
         raise Skip("no CPython 3.14 at %s (build it from CPython's source into /opt: "
-                   "see docs/targets.md)" % p)
+                   "see README.md, Quick start)" % p)
     return p
 
 
@@ -215,6 +215,11 @@ def _segment_state(pid):
     return state, reason, conflict, text
 
 
+def _switches(pid, tid):
+    with open("/proc/%d/task/%s/status" % (pid, tid)) as f:
+        return [x for x in f.read().splitlines() if "ctxt_switches" in x]
+
+
 def test_agent_dormant_costs_nothing():
     """Loaded and never attached: nothing in the interpreter, one thread
     asleep on a futex that used no CPU at all."""
@@ -233,6 +238,11 @@ def test_agent_dormant_costs_nothing():
         eq(int(st[11]) + int(st[12]), 0, "agent thread CPU ticks (utime + stime)")
         with open("/proc/%d/task/%s/wchan" % (v.pid, agent_tid)) as f:
             assert "futex" in f.read(), "agent thread is not waiting on its futex"
+        # and it never wakes while dormant (no timeout on that wait): an
+        # agent left alone for minutes costs what it cost in these seconds
+        switches = _switches(v.pid, agent_tid)
+        time.sleep(3.0)
+        eq(_switches(v.pid, agent_tid), switches, "agent thread wake-ups while dormant")
         eq(_segment_state(v.pid)[:2], (0, 0), "dormant, never attached")
         v.send("go\n")
         v.wait_line("held", timeout=60)
@@ -292,6 +302,57 @@ def test_agent_conflict_reported_program_untouched():
     eq(s["stats"]["steps"], 0, "no steps without exact calls")
 
 
+OTHER_EVAL_VICTIM = r"""
+import os, sys
+sys.path.insert(0, %r)
+sys.path.insert(0, %r)
+import other_eval
+other_eval.install()   # another tool's frame evaluator, in before proftrace
+import pyagent_cases as pc
+sys.argv = ["pyagent_cases", "--steps", "10"]
+pc.main()
+print("evaluator", other_eval.installed(), other_eval.frames() > 0, flush=True)
+"""
+
+
+def test_agent_other_frame_evaluator_left_alone():
+    """3.8-3.11: another PEP 523 frame evaluator (a JIT's, a debugger's) is
+    installed: the agent installs nothing, proftrace names the other one
+    (its symbol and file), rows are sampled, and the program keeps its
+    evaluator, which saw every frame."""
+    python = tp.pyenv_python(10)
+    tmp = tempfile.mkdtemp(prefix="pt-it-")
+    inc = subprocess.run([python, "-c", "import sysconfig; print(sysconfig.get_paths()"
+                          "['include'])"], capture_output=True, timeout=30).stdout.decode().strip()
+    so = os.path.join(tmp, "other_eval.so")
+    cc = subprocess.run(["gcc", "-shared", "-fPIC", "-O1", "-I", inc, "-o", so,
+                         os.path.join(ROOT, "tests", "victims", "pyext", "other_eval.c")],
+                        capture_output=True, timeout=60)
+    eq(cc.returncode, 0, "building other_eval: " + cc.stderr.decode())
+    script = os.path.join(tmp, "other.py")
+    with open(script, "w") as f:
+        f.write(OTHER_EVAL_VICTIM % (tmp, os.path.join(ROOT, "tests", "victims")))
+    conf = write_conf(tmp, CONF)
+    out = os.path.join(tmp, "out")
+    v = victim([python, script], env=agent_env())
+    try:
+        pt = _attach(v.pid, conf, out)
+        v.send("go\n")
+        eq(v.wait_line("evaluator "), "evaluator True True", "the program's evaluator")
+        eq(v.wait(60), 0, "victim")
+        eq(pt.wait(60), 0, "proftrace")
+        err = pt.rest("err")
+    finally:
+        v.kill()
+    assert "another frame evaluator (PEP 523) is installed: other_eval in " in err, err
+    assert "other_eval.so" in err, err
+    with open(os.path.join(out, "summary.json")) as f:
+        s = json.load(f)
+    py = s["meta"]["python"]
+    assert "frame evaluator" in (py["agent"]["problem"] or ""), py
+    eq(py["timing"], "sampled", "timing without the agent's hooks")
+
+
 def test_agent_missing_says_how():
     """No agent in the process: one line says how to get exact timing;
     python_mode agent makes it an error (exit 2)."""
@@ -330,3 +391,28 @@ def test_proftrace_env():
     sh = subprocess.run(["bash", "-c", 'LD_PRELOAD=/x.so; eval "$(%s env)"; echo "$LD_PRELOAD"'
                          % PROFTRACE], capture_output=True, timeout=10)
     eq(sh.stdout.decode().strip(), path + ":/x.so", "LD_PRELOAD kept")
+
+
+def test_agent_pep768_py314():
+    """3.14 started with nothing at all: proftrace loads the agent itself
+    through the interpreter's remote debugging interface (PEP 768) while
+    the server's loop polls, and every case is exact."""
+    python = py314()
+    s, t, err = profile(CONF, victim_args=["--steps", STEPS, "--poll"],
+                        victim_name=[python, CASES], victim_env=tp.victim_env(agent=False))
+    check_cases(s, t["phase1"], STEPS, "3.14 via PEP 768")
+    eq(s["meta"]["python"]["agent"]["loaded_by"], "pep768", "how the agent was loaded")
+    assert not [d for d in os.listdir("/tmp") if d.startswith("proftrace-pep768-")], \
+        "the PEP 768 script was left behind"
+
+
+def test_agent_pep768_disabled_says_so():
+    """PYTHON_DISABLE_REMOTE_DEBUG=1: proftrace says remote debugging is
+    off there and how else to get exact timing; rows are sampled."""
+    python = py314()
+    s, _, err = profile(CONF, victim_args=["--steps", 5, "--poll"],
+                        victim_name=[python, CASES],
+                        victim_env=tp.victim_env({"PYTHON_DISABLE_REMOTE_DEBUG": "1"},
+                                                 agent=False))
+    assert "remote debugging is disabled" in err and "proftrace env" in err, err
+    eq(s["meta"]["python"]["timing"], "sampled", "timing without the agent")

@@ -33,6 +33,7 @@ left in the interpreter and print "hooks <n>" (n: hooks found), then run
 Standard library only; CPython 3.8+.
 """
 import argparse
+import select
 import asyncio
 import functools
 import json
@@ -224,9 +225,14 @@ def main():
     ap.add_argument("--truth")
     ap.add_argument("--steps", type=int, default=50)
     ap.add_argument("--hold", action="store_true")
+    # wait for the line as a server's event loop waits: Python code runs
+    # between short waits (what a PEP 768 request needs to be served)
+    ap.add_argument("--poll", action="store_true")
     a = ap.parse_args()
     e = Engine()
     print("ready %d" % os.getpid(), flush=True)
+    while a.poll and not select.select([sys.stdin], [], [], 0.005)[0]:
+        pass
     if not sys.stdin.readline():
         sys.exit(3)
     # threads started after proftrace attached

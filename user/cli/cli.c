@@ -82,6 +82,109 @@ static int bad(const char *fmt, const char *arg)
 	return -EINVAL;
 }
 
+/* -p 1234 or -p 1234,1240: each a positive id, at most PT_CLI_MAX_PIDS */
+static int parse_pids(struct pt_env *env, const char *arg)
+{
+	char *end;
+	long v;
+
+	for (const char *q = arg;; q = end + 1) {
+		errno = 0;
+		v = strtol(q, &end, 10);
+		if (errno || end == q || (*end && *end != ',') || v <= 0 || v > 0x3fffffff)
+			return bad("bad PID list '%s': give numeric ids of running processes, e.g. "
+				   "-p 1234 or -p 1234,1240", arg);
+		if (env->npids == PT_CLI_MAX_PIDS)
+			return bad("too many processes in '%s' (at most 256)", arg);
+		env->pids[env->npids++] = (int)v;
+		if (!*end)
+			break;
+	}
+	env->pid = env->pids[0];
+	return 0;
+}
+
+static int parse_duration(struct pt_env *env, const char *arg)
+{
+	char *end;
+
+	errno = 0;
+	env->duration_s = strtod(arg, &end);
+	if (errno || *end || !(env->duration_s > 0) || !isfinite(env->duration_s))
+		return bad("bad duration '%s': give seconds > 0, e.g. -d 10", arg);
+	return 0;
+}
+
+static int parse_trace_max(struct pt_env *env, const char *arg)
+{
+	char *end;
+	long v;
+
+	errno = 0;
+	v = strtol(arg, &end, 10);
+	if (errno || *end || v <= 0 || v > 1000000000)
+		return bad("bad --trace-max-events '%s': give a number of events from 1 to "
+			   "1000000000, e.g. 1000000", arg);
+	env->trace_max = (unsigned long)v;
+	env->trace = true; /* asking for a bound asks for the trace */
+	return 0;
+}
+
+/* --inject-wait MS (implies --inject) */
+static int parse_inject_wait(struct pt_env *env, const char *arg)
+{
+	char *end;
+	long v;
+
+	errno = 0;
+	v = strtol(arg, &end, 10);
+	if (errno || *end || v <= 0 || v > 600000)
+		return bad("bad --inject-wait '%s': give milliseconds from 1 to 600000, e.g. 2000",
+			   arg);
+	env->inject_wait_ms = (unsigned int)v;
+	env->inject = true;
+	return 0;
+}
+
+static int parse_gpu(struct pt_env *env, const char *arg)
+{
+	if (!strcmp(arg, "auto"))
+		env->gpu = PT_GPU_AUTO;
+	else if (!strcmp(arg, "on"))
+		env->gpu = PT_GPU_ON;
+	else if (!strcmp(arg, "off"))
+		env->gpu = PT_GPU_OFF;
+	else
+		return bad("bad --gpu '%s': auto (use the CUPTI shim when the process has it), on "
+			   "or off", arg);
+	return 0;
+}
+
+/* What the options say together: a process, once each, and a targets
+ * file (a bundled one by name). */
+static int check_env(struct pt_env *env)
+{
+	if (env->list_targets)
+		return 0;
+	if (!env->pid)
+		return bad("%s", "no process given: use -p PID");
+	for (int i = 0; i < env->npids; i++)
+		for (int k = 0; k < i; k++)
+			if (env->pids[i] == env->pids[k]) {
+				char buf[16];
+
+				snprintf(buf, sizeof(buf), "%d", env->pids[i]);
+				return bad("process %s is given twice", buf);
+			}
+	if (!env->targets)
+		return bad("%s", "no targets file given: use --targets FILE, or --targets NAME "
+				 "for a bundled one (see --list-targets)");
+	/* --targets vllm: a bundled file, when no file of that name exists */
+	if (pt_targets__resolve(env->targets, env->targets_path, sizeof(env->targets_path)) > 0)
+		env->targets = env->targets_path;
+	return 0;
+}
+
 int pt_cli__parse(struct pt_env *env, int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -104,30 +207,15 @@ int pt_cli__parse(struct pt_env *env, int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{},
 	};
-	char *end;
-	long v;
-	int c;
+	int c, e = 0;
 
 	memset(env, 0, sizeof(*env));
 	opterr = 0;
 	optind = 1;
-	while ((c = getopt_long(argc, argv, ":p:t:d:o:vqh", opts, NULL)) != -1) {
+	while (!e && (c = getopt_long(argc, argv, ":p:t:d:o:vqh", opts, NULL)) != -1) {
 		switch (c) {
 		case 'p':
-			for (const char *q = optarg;; q = end + 1) {
-				errno = 0;
-				v = strtol(q, &end, 10);
-				if (errno || end == q || (*end && *end != ',') || v <= 0 ||
-				    v > 0x3fffffff)
-					return bad("bad PID list '%s': give numeric ids of running "
-						   "processes, e.g. -p 1234 or -p 1234,1240", optarg);
-				if (env->npids == PT_CLI_MAX_PIDS)
-					return bad("too many processes in '%s' (at most 256)", optarg);
-				env->pids[env->npids++] = (int)v;
-				if (!*end)
-					break;
-			}
-			env->pid = env->pids[0];
+			e = parse_pids(env, optarg);
 			break;
 		case 'C':
 			env->children = true;
@@ -136,10 +224,7 @@ int pt_cli__parse(struct pt_env *env, int argc, char **argv)
 			env->targets = optarg;
 			break;
 		case 'd':
-			errno = 0;
-			env->duration_s = strtod(optarg, &end);
-			if (errno || *end || !(env->duration_s > 0) || !isfinite(env->duration_s))
-				return bad("bad duration '%s': give seconds > 0, e.g. -d 10", optarg);
+			e = parse_duration(env, optarg);
 			break;
 		case 'o':
 			env->output = optarg;
@@ -157,40 +242,20 @@ int pt_cli__parse(struct pt_env *env, int argc, char **argv)
 			env->trace = true;
 			break;
 		case 'M':
-			errno = 0;
-			v = strtol(optarg, &end, 10);
-			if (errno || *end || v <= 0 || v > 1000000000)
-				return bad("bad --trace-max-events '%s': give a number of events from 1 "
-					   "to 1000000000, e.g. 1000000", optarg);
-			env->trace_max = (unsigned long)v;
-			env->trace = true; /* asking for a bound asks for the trace */
+			e = parse_trace_max(env, optarg);
 			break;
 		case 'I':
 			env->inject = true;
+			break;
+		case 'W':
+			e = parse_inject_wait(env, optarg);
 			break;
 		case 'E':
 			env->inject_epoll = true;
 			env->inject = true;
 			break;
-		case 'W':
-			errno = 0;
-			v = strtol(optarg, &end, 10);
-			if (errno || *end || v <= 0 || v > 600000)
-				return bad("bad --inject-wait '%s': give milliseconds from 1 to 600000, "
-					   "e.g. 2000", optarg);
-			env->inject_wait_ms = (unsigned int)v;
-			env->inject = true;
-			break;
 		case 'G':
-			if (!strcmp(optarg, "auto"))
-				env->gpu = PT_GPU_AUTO;
-			else if (!strcmp(optarg, "on"))
-				env->gpu = PT_GPU_ON;
-			else if (!strcmp(optarg, "off"))
-				env->gpu = PT_GPU_OFF;
-			else
-				return bad("bad --gpu '%s': auto (use the CUPTI shim when the process "
-					   "has it), on or off", optarg);
+			e = parse_gpu(env, optarg);
 			break;
 		case 'q':
 			env->quiet = true;
@@ -207,25 +272,9 @@ int pt_cli__parse(struct pt_env *env, int argc, char **argv)
 			return bad("unknown option '%s'", argv[optind - 1]);
 		}
 	}
+	if (e)
+		return e;
 	if (optind < argc)
 		return bad("unexpected argument '%s'", argv[optind]);
-	if (env->list_targets)
-		return 0;
-	if (!env->pid)
-		return bad("%s", "no process given: use -p PID");
-	for (int i = 0; i < env->npids; i++)
-		for (int k = 0; k < i; k++)
-			if (env->pids[i] == env->pids[k]) {
-				char buf[16];
-
-				snprintf(buf, sizeof(buf), "%d", env->pids[i]);
-				return bad("process %s is given twice", buf);
-			}
-	if (!env->targets)
-		return bad("%s", "no targets file given: use --targets FILE, or --targets NAME "
-				 "for a bundled one (see --list-targets)");
-	/* --targets vllm: a bundled file, when no file of that name exists */
-	if (pt_targets__resolve(env->targets, env->targets_path, sizeof(env->targets_path)) > 0)
-		env->targets = env->targets_path;
-	return 0;
+	return check_env(env);
 }

@@ -208,7 +208,7 @@ int pt_agent__attach(struct pt_agent *a, const struct pt_agent_spec *specs, size
 	ST(h->type_dict, L->type_dict);
 	ST(h->type_flags, L->type_flags);
 	ST(h->interp_eval_frame, L->interp_eval_frame);
-	ST(h->code_mask, ~0ull);
+	ST(h->code_mask, ~L->stackref_tag); /* 3.14: the frame's code is a tagged _PyStackRef */
 	ST(h->narm, 0);
 	a->arm_seq = LD(h->arm_seq) + 1;
 	ST_REL(h->arm_seq, a->arm_seq);

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: BSD-2-Clause
 #include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/uio.h>
@@ -8,8 +9,9 @@
 #include "python.h"
 
 /* Word indices in 3.14's _Py_DebugOffsets (every field a u64, in the
- * order of Include/internal/pycore_debug_offsets.h, the same in 3.14.0 to
- * 3.14.7): runtime_state {size, finalizing, interpreters_head},
+ * order of Include/internal/pycore_debug_offsets.h; read off a 3.14.7
+ * build, whose struct has 95 words where 3.14's early alphas had 89, so
+ * the sizes and bounds below are checked before any is used): runtime_state {size, finalizing, interpreters_head},
  * interpreter_state {size, id, next, threads_head, threads_main, ...16},
  * thread_state {...9}, ..., debugger_support {eval_breaker,
  * remote_debugger_support, remote_debugging_enabled,
@@ -33,6 +35,12 @@ enum {
 };
 
 #define PLEASE_STOP_BIT (1ull << 5) /* _PY_EVAL_PLEASE_STOP_BIT */
+
+/* [off, off + len) within a struct of size bytes, without wrapping */
+static bool inside(uint64_t off, uint64_t len, uint64_t size)
+{
+	return off <= size && len <= size - off;
+}
 
 int pt_pep768__parse(const void *buf, size_t len, struct pt_pep768 *o, char *err, size_t errlen)
 {
@@ -64,13 +72,18 @@ int pt_pep768__parse(const void *buf, size_t len, struct pt_pep768 *o, char *err
 	o->pending = w[W_DBG_PENDING];
 	o->path = w[W_DBG_PATH];
 	o->path_size = w[W_DBG_PATH_SIZE];
-	/* every offset inside its struct, as CPython itself checks */
-	if (o->interpreters_head + 8 > w[W_RT_SIZE] || o->finalizing + 8 > w[W_RT_SIZE] ||
-	    o->threads_main + 8 > w[W_INTERP_SIZE] || o->enabled + 4 > w[W_INTERP_SIZE] ||
-	    o->eval_breaker + 8 > w[W_TSTATE_SIZE] || o->path_size < 2 || o->path_size > 4096 ||
-	    o->support + o->path + o->path_size > w[W_TSTATE_SIZE] ||
-	    o->support + o->pending + 4 > w[W_TSTATE_SIZE] || w[W_TSTATE_SIZE] > (1u << 20) ||
-	    w[W_INTERP_SIZE] > (1u << 24) || w[W_RT_SIZE] > (1u << 24)) {
+	/* every offset inside its struct (each size bounded first, so no
+	 * sum below can wrap) */
+	if (w[W_TSTATE_SIZE] > (1u << 20) || w[W_INTERP_SIZE] > (1u << 24) ||
+	    w[W_RT_SIZE] > (1u << 24) || o->path_size < 64 || o->path_size > 4096 ||
+	    !inside(o->interpreters_head, 8, w[W_RT_SIZE]) ||
+	    !inside(o->finalizing, 8, w[W_RT_SIZE]) ||
+	    !inside(o->threads_main, 8, w[W_INTERP_SIZE]) ||
+	    !inside(o->enabled, 4, w[W_INTERP_SIZE]) ||
+	    !inside(o->eval_breaker, 8, w[W_TSTATE_SIZE]) ||
+	    !inside(o->support, 0, w[W_TSTATE_SIZE]) ||
+	    !inside(o->path, o->path_size, w[W_TSTATE_SIZE] - o->support) ||
+	    !inside(o->pending, 4, w[W_TSTATE_SIZE] - o->support)) {
 		snprintf(err, errlen, "implausible remote debugging offsets");
 		return -EINVAL;
 	}

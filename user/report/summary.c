@@ -287,6 +287,7 @@ static void build_meta(struct jb *b, cJSON *root, const struct pt_report_meta *m
 		cJSON *a = add_obj(b, o, "agent");
 
 		jb_str(b, a, "hooks", m->python->agent.hooks);
+		jb_str(b, a, "loaded_by", m->python->agent.loaded_by);
 		if (m->python->agent.tool_id >= 0)
 			jb_num(b, a, "tool_id", m->python->agent.tool_id);
 		else
@@ -296,7 +297,6 @@ static void build_meta(struct jb *b, cJSON *root, const struct pt_report_meta *m
 		jb_num(b, a, "scans", (double)m->python->agent.scans);
 		jb_num(b, a, "scan_ms", round6(m->python->agent.scan_ms));
 		jb_str(b, a, "problem", m->python->agent.problem);
-		jb_str(b, a, "loaded_by", m->python->agent.loaded_by);
 		if (m->python->agent.injected) {
 			cJSON *i = add_obj(b, a, "inject");
 

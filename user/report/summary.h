@@ -38,13 +38,13 @@ struct pt_report_python {
 	/* the agent (mechanism "agent"); hooks NULL: none in the process */
 	struct {
 		const char *hooks;   /* "sys.monitoring" | "frame evaluator" */
+		const char *loaded_by; /* "environment" | "pep768" | "inject" | "earlier" */
 		int tool_id;         /* sys.monitoring tool id, -1: none */
 		uint64_t candidates; /* code objects it found in the probes' modules */
 		uint64_t hooked;     /* of which named: hooked */
 		uint64_t scans;      /* module walks */
 		double scan_ms;      /* the GIL held by its last walk */
 		const char *problem; /* a conflict or failure, NULL: none */
-		const char *loaded_by; /* "environment", "pep768", "inject", "earlier" */
 		/* loaded_by "inject": the borrowed thread (attach/inject.h) */
 		bool injected;
 		int inject_tid;

@@ -372,11 +372,11 @@ static void fill_agent(const struct proc *p, struct pt_report_python *pyrep)
 	pyrep->agent.hooks = in->mechanism == PTAG_MECH_MONITORING ? "sys.monitoring"
 									: "frame evaluator";
 	pyrep->agent.tool_id = in->tool_id;
+	pyrep->agent.loaded_by = p->agent_loaded_by;
 	pyrep->agent.candidates = in->ncand;
 	pyrep->agent.hooked = p->agent_narm;
 	pyrep->agent.scans = in->scans;
 	pyrep->agent.scan_ms = (double)in->scan_ns / 1e6;
-	pyrep->agent.loaded_by = p->agent_loaded_by;
 	if (p->injected) {
 		pyrep->agent.injected = true;
 		pyrep->agent.inject_tid = p->inject.tid;
