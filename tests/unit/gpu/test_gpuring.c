@@ -750,7 +750,7 @@ static void test_open_by_pid(void **state)
  * the last NSpid field. Needs CAP_SYS_ADMIN: skipped without. */
 static void test_open_pid_namespace(void **state)
 {
-	int up[2], down[2], status, ret;
+	int up[2], ready[2], down[2], status, ret;
 	struct pt_gpuring_info in;
 	struct pt_gpuring *r;
 	char err[512], c;
@@ -758,13 +758,20 @@ static void test_open_pid_namespace(void **state)
 
 	if (!access(PTGPU_SHM_PREFIX "1", F_OK))
 		skip(); /* a real pid-1 segment: leave it alone */
+	/* one pipe per message: the grandchild's "ready" may come before
+	 * the child's pid, and must not be read as part of it */
 	assert_int_equal(pipe(up), 0);
+	assert_int_equal(pipe(ready), 0);
 	assert_int_equal(pipe(down), 0);
 	child = fork();
 	assert_true(child >= 0);
 	if (!child) {
 		pid_t gc;
 
+		/* only the parent writes down: EOF there when it gives up */
+		close(down[1]);
+		close(up[0]);
+		close(ready[0]);
 		if (unshare(CLONE_NEWPID))
 			_exit(77);
 		gc = fork();
@@ -787,10 +794,9 @@ static void test_open_pid_namespace(void **state)
 			if (mem == MAP_FAILED || ptg_ring__init(&w, mem, len, &p))
 				_exit(3);
 			c = 'r';
-			if (write(up[1], &c, 1) != 1 || read(down[0], &c, 1) != 1)
-				_exit(4);
-			unlink(PTGPU_SHM_PREFIX "1");
-			_exit(0);
+			fd = write(ready[1], &c, 1) == 1 && read(down[0], &c, 1) == 1;
+			unlink(PTGPU_SHM_PREFIX "1"); /* whatever happened: none left behind */
+			_exit(fd ? 0 : 4);
 		}
 		/* Our fork() saw the grandchild's pid in our namespace. */
 		if (write(up[1], &gc, sizeof(gc)) != sizeof(gc))
@@ -798,14 +804,16 @@ static void test_open_pid_namespace(void **state)
 		_exit(waitpid(gc, &status, 0) == gc && WIFEXITED(status) ? WEXITSTATUS(status) : 6);
 	}
 	close(up[1]);
+	close(ready[1]);
 	close(down[0]);
-	if (read(up[0], &target, sizeof(target)) != sizeof(target)) {
+	if (read(up[0], &target, sizeof(target)) != sizeof(target) ||
+	    read(ready[0], &c, 1) != 1) {
+		close(down[1]); /* a grandchild waiting for us reads EOF and ends */
 		waitpid(child, &status, 0);
 		if (WIFEXITED(status) && WEXITSTATUS(status) == 77)
 			skip();
 		fail_msg("child: status %d", status);
 	}
-	assert_int_equal(read(up[0], &c, 1), 1);
 	ret = pt_gpuring__open(&r, target, err, sizeof(err));
 	if (!ret) {
 		pt_gpuring__info(r, &in);
@@ -815,6 +823,7 @@ static void test_open_pid_namespace(void **state)
 	assert_int_equal(write(down[1], &c, 1), 1);
 	assert_int_equal(waitpid(child, &status, 0), child);
 	close(up[0]);
+	close(ready[0]);
 	close(down[1]);
 	if (ret)
 		fail_msg("open pid %d: %s", (int)target, err);
