@@ -268,7 +268,7 @@ FUZZ_CFLAGS := -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=
 	       -std=gnu11 -D_GNU_SOURCE -I. -Iuser
 # One harness per reader of target-controlled input: the module(s) it links
 # (only those, so a finding points at one file) and any extra libraries.
-FUZZ_NAMES := maps elf config pycode pyline folded gpuring pyattr agent
+FUZZ_NAMES := maps elf config pycode pyline folded gpuring pyattr agent pyoffsets pysrc
 FUZZ_SRCS_maps := user/attach/maps.c
 FUZZ_SRCS_elf := user/attach/elfsyms.c
 FUZZ_LIBS_elf := -lelf
@@ -285,6 +285,10 @@ FUZZ_SRCS_pyattr := user/python/pyattr.c user/python/pylayout.c
 # is a header as the agent publishes it (tests/fuzz/corpus/agent)
 FUZZ_SRCS_agent := user/python/agent.c user/util/segment.c user/util/log.c user/util/tasks.c
 FUZZ_ARGS_agent := -max_len=4096
+# _Py_DebugOffsets read out of a 3.13 target's _PyRuntime
+FUZZ_SRCS_pyoffsets := user/python/pylayout.c
+# a 3.8-3.10 target's source files, read to name its code objects
+FUZZ_SRCS_pysrc := user/python/pysrc.c
 # libFuzzer caps inputs near the largest seed (13 KB for ELF); let them
 # grow enough for big symbol tables.
 FUZZ_ARGS_elf := -max_len=65536

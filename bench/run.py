@@ -5,7 +5,7 @@ Every figure is measured in this invocation, against a baseline run in the
 same invocation, and printed as a ratio. No assertions: speed lives here,
 correctness in `make test`.
 
-Environment: PT_BENCH_ONLY=probes,python,agent,sampling,agg,shim,inject runs only those
+Environment: PT_BENCH_ONLY=probes,python,agent,sampling,agg,shim,inject,memory runs only those
 sections; PT_BENCH_REPEAT runs per median (3); PT_BENCH_SAMPLE_S seconds of
 work per sampling run (3); PT_BENCH_SAMPLE_PY interpreters for the sampling
 tables by minor version ("11,10": Debian's 3.11, pyenv's 3.10, the newest
@@ -766,7 +766,7 @@ def inject_table():
           "a CPU: the thread and the injector run at nice -20 while it is held.")
 
 
-SECTIONS = ("probes", "python", "agent", "sampling", "agg", "shim", "inject")
+SECTIONS = ("probes", "python", "agent", "sampling", "agg", "shim", "inject", "memory")
 
 
 def main():
@@ -797,6 +797,9 @@ def main():
         shim_table()
     if "inject" in want:
         inject_table()
+    if "memory" in want:
+        import memory  # bench/memory.py: RSS over a long run
+        memory.memory_tables()
     return 0
 
 

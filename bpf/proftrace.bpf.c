@@ -579,3 +579,35 @@ int BPF_PROG(pt_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm 
 		proc_event(PT_REC_EXEC, tgid, 0);
 	return 0;
 }
+
+/*
+ * A thread of a traced process ended. Only threads that ever entered a
+ * probed call have task storage, and only they are reported: user space
+ * frees what it keeps per thread (the aggregator's stack and step state),
+ * so a server that creates and ends threads all day costs proftrace no
+ * memory per thread. The tracepoint runs on the exiting thread itself, so
+ * this is the last record of that thread in the ring (a thread's records
+ * keep their order). No wakeup: it is drained with the rest.
+ */
+SEC("tp_btf/sched_process_exit")
+int BPF_PROG(pt_texit, struct task_struct *p)
+{
+	__u32 tgid = p->tgid;
+	struct pt_rec *r;
+
+	if (!bpf_map_lookup_elem(&tgids, &tgid) || !bpf_task_storage_get(&stacks, p, 0, 0))
+		return 0;
+	r = bpf_ringbuf_reserve(&events, sizeof(*r), 0);
+	if (!r) {
+		/* its state stays until the end of the run: counted */
+		__sync_fetch_and_add(&counters.texit_dropped, 1);
+		return 0;
+	}
+	__builtin_memset(r, 0, sizeof(*r));
+	r->type = PT_REC_TEXIT;
+	r->pid = tgid;
+	r->tid = p->pid;
+	r->t_entry = bpf_ktime_get_ns();
+	bpf_ringbuf_submit(r, rb_flags());
+	return 0;
+}

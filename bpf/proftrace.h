@@ -108,6 +108,8 @@ enum pt_rec_type {
 	PT_REC_FORK = 8, /* a traced process forked: pid the parent, tid the child's pid */
 	PT_REC_EXEC = 9, /* a traced process (pid) replaced its image: exec */
 	PT_REC_ATTR = 10, /* struct pt_rec_attr: where does this type keep that attribute? */
+	PT_REC_TEXIT = 11, /* a thread (tid) of a traced process that hit a probe ended:
+			    * the last record of that thread; t_entry its time */
 };
 
 /*
@@ -359,7 +361,7 @@ struct pt_counters {
 	__u64 py_map_full;    /* code objects the py_codes map could not hold */
 	__u64 val_dropped;    /* value records not written: ring full */
 	__u64 py_unnamed;     /* frames the frame probe saw that no py: probe names */
-	__u64 reserved;
+	__u64 texit_dropped;  /* thread-exit records not written: ring full */
 };
 
 /*

@@ -124,17 +124,18 @@ def test_dlopen_after_attach():
     conf = ENGINE_CONF + "bucket engine.dl native:libvictim_dl.so:dl_work\n"
     lib = os.path.join(VICTIMS, "libvictim_dl.so")
 
+    # the library sits next to the executable: proftrace finds its file
+    # at attach and probes it before it is mapped (run/prearm.c), so no
+    # call is missed (test_faults.py has the case where it cannot)
     def on_attached(v, pt):
-        assert "waiting for its library" in pt.lines["err"][-1], pt.lines["err"][-1]
+        assert "waiting for its library" not in pt.lines["err"][-1], pt.lines["err"][-1]
         v.send("go\n")
         v.wait_line("dlopened")
-        line = pt.wait_line("proftrace: attached 1 more probe", "err")
-        assert "libvictim_dl.so" in line, line
 
     s, t, _ = profile(conf, ["--steps", N, "--dlopen", lib], on_attached=on_attached)
     f = func(s, "dl_work")
     eq(f["attached"], True, "dl_work attached")
-    assert f["attached_after_s"] > 0, f
+    eq(f["dlopen_window_ms"], 0, "armed before its library was mapped")
     eq(f["calls"], N, "dl_work calls")
     within(f["total_ms"], t["functions"]["dl_work"], N, "dl_work total")
     eq(bucket(s, "engine.dl")["calls"], N, "engine.dl calls")

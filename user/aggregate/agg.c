@@ -174,8 +174,47 @@ static struct thread *thread_get(struct pt_agg *a, uint32_t tid, uint32_t pid)
 		;
 	a->slots[i] = (uint32_t)a->nthreads;
 	a->health.threads++;
+	if (a->nthreads > a->health.threads_max)
+		a->health.threads_max = a->nthreads;
 	return a->last = th;
 }
+
+/* The slot holding tid; nslots when none. */
+static size_t slot_of(const struct pt_agg *a, uint32_t tid)
+{
+	size_t i;
+
+	if (!a->nslots)
+		return 0;
+	for (i = tid_hash(tid, a->nslots); a->slots[i]; i = (i + 1) & (a->nslots - 1))
+		if (a->threads[a->slots[i] - 1]->tid == tid)
+			return i;
+	return a->nslots;
+}
+
+/* Empty slot i of the linear-probing table, moving back the entries after
+ * it that would no longer be found (no tombstones, so lookups stay short
+ * however many threads come and go). */
+static void slot_delete(struct pt_agg *a, size_t i)
+{
+	size_t mask = a->nslots - 1, j = i, k;
+
+	a->slots[i] = 0;
+	for (;;) {
+		j = (j + 1) & mask;
+		if (!a->slots[j])
+			return;
+		k = tid_hash(a->threads[a->slots[j] - 1]->tid, a->nslots);
+		/* j's entry may move to i when its home k is not in (i, j] */
+		if ((i <= j) ? (k <= i || k > j) : (k <= i && k > j)) {
+			a->slots[i] = a->slots[j];
+			a->slots[j] = 0;
+			i = j;
+		}
+	}
+}
+
+static void thread_reset(struct pt_agg *a, struct thread *th);
 
 /* ---- steps ---- */
 
@@ -607,28 +646,59 @@ bool pt_agg__value(struct pt_agg *a, uint32_t tid, uint32_t pid, unsigned int ro
 	return true;
 }
 
+bool pt_agg__thread_exit(struct pt_agg *a, uint32_t tid)
+{
+	size_t i = slot_of(a, tid), idx, last;
+	struct thread *th;
+
+	if (i >= a->nslots)
+		return false;
+	idx = a->slots[i] - 1;
+	th = a->threads[idx];
+	thread_reset(a, th);
+	slot_delete(a, i);
+	/* the last thread takes the freed index */
+	last = a->nthreads - 1;
+	if (idx != last) {
+		size_t j = slot_of(a, a->threads[last]->tid);
+
+		a->threads[idx] = a->threads[last];
+		a->slots[j] = (uint32_t)(idx + 1);
+	}
+	a->nthreads--;
+	if (a->last == th)
+		a->last = NULL;
+	free(th->pend);
+	free(th);
+	a->health.threads_ended++;
+	return true;
+}
+
 void pt_agg__lost(struct pt_agg *a, uint64_t n)
 {
 	a->health.lost_records += n;
 }
 
+/* The thread's open step becomes incomplete, its open calls are dropped. */
+static void thread_reset(struct pt_agg *a, struct thread *th)
+{
+	size_t d;
+
+	step_close(a, th, 0, false);
+	for (d = 0; d < th->sp; d++)
+		th->stack[d].fid = NO_FID;
+	th->sp = 0;
+	th->nstep = 0;
+	for (d = 0; d < a->nb; d++)
+		th->b[d].cnt = 0;
+	th->open_mask = 0;
+	th->hit_mask = 0;
+}
+
 void pt_agg__finish(struct pt_agg *a)
 {
-	size_t i, d;
-
-	for (i = 0; i < a->nthreads; i++) {
-		struct thread *th = a->threads[i];
-
-		step_close(a, th, 0, false);
-		for (d = 0; d < th->sp; d++)
-			th->stack[d].fid = NO_FID;
-		th->sp = 0;
-		th->nstep = 0;
-		for (d = 0; d < a->nb; d++)
-			th->b[d].cnt = 0;
-		th->open_mask = 0;
-		th->hit_mask = 0;
-	}
+	for (size_t i = 0; i < a->nthreads; i++)
+		thread_reset(a, a->threads[i]);
 }
 
 const struct pt_agg_step_stats *pt_agg__steps(const struct pt_agg *a)

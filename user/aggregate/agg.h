@@ -82,6 +82,8 @@ struct pt_agg_health {
 	uint64_t lost_calls;     /* open calls discarded because their EXIT was lost */
 	uint64_t bad_records;    /* unknown type or fid: ignored */
 	uint64_t threads;        /* distinct threads seen */
+	uint64_t threads_ended;  /* of those, ended and freed (pt_agg__thread_exit) */
+	uint64_t threads_max;    /* most threads held at once */
 };
 
 struct pt_agg;
@@ -106,6 +108,13 @@ void pt_agg__record(struct pt_agg *a, const struct pt_rec *r);
  */
 bool pt_agg__value(struct pt_agg *a, uint32_t tid, uint32_t pid, unsigned int role, double x,
 		   uint64_t t_entry);
+/*
+ * Thread tid ended (PT_REC_TEXIT, after its last record): what is kept for
+ * it is freed. A step still open on it is incomplete, as at the end of the
+ * run; calls still open are dropped. Memory then depends on the threads
+ * alive at once, not on how many a run has seen. false: tid unknown.
+ */
+bool pt_agg__thread_exit(struct pt_agg *a, uint32_t tid);
 /* n records were lost before they reached us (BPF drop counter delta). */
 void pt_agg__lost(struct pt_agg *a, uint64_t n);
 /* End of the run: open steps become incomplete, open calls are dropped. */

@@ -16,16 +16,32 @@ struct sstep {
 	size_t b; /* index of its nb + 1 bucket times in bns */
 };
 
+/*
+ * Memory stays bounded over any run length: steps wait in a buffer of at
+ * most pending_max (threads commit steps out of start order, so a few must
+ * wait to be put in order), and when it is full the older half is sorted
+ * and folded into runs, which keep only sums and a distribution. A step
+ * that arrives after later-starting steps were folded (a step longer than
+ * the buffer holds of other threads' steps) is still counted, in the run
+ * being built, and counted in `late`.
+ */
+#define PENDING_MAX_DEFAULT 16384
+
 struct pt_bursts {
 	size_t nb;
 	uint64_t gap_ns;
 	unsigned int warmup_runs;
-	struct sstep *steps;
-	size_t nsteps, cap;
+	struct sstep *steps; /* pending */
+	size_t nsteps, cap, pending_max;
 	uint64_t *bns; /* (nb + 1) per step */
 	bool failed;
 	struct pt_run *runs;
 	size_t nruns;
+	/* folding state: the run being built (nruns - 1), the latest end
+	 * and the latest start folded so far */
+	bool open;
+	uint64_t last_end, last_start;
+	uint64_t late;
 	struct pt_runs_aggregate agg;
 };
 
@@ -38,8 +54,22 @@ struct pt_bursts *pt_bursts__new(size_t nbuckets, uint64_t gap_ns, unsigned int 
 	rs->nb = nbuckets;
 	rs->gap_ns = gap_ns;
 	rs->warmup_runs = warmup_runs;
+	rs->pending_max = PENDING_MAX_DEFAULT;
 	return rs;
 }
+
+void pt_bursts__set_pending_max(struct pt_bursts *rs, size_t n)
+{
+	rs->pending_max = n < 2 ? 2 : n;
+}
+
+uint64_t pt_bursts__late(const struct pt_bursts *rs)
+{
+	return rs->late;
+}
+
+static int by_start(const void *a, const void *b);
+static int fold_pending(struct pt_bursts *rs, size_t n);
 
 void pt_bursts__free(struct pt_bursts *rs)
 {
@@ -63,6 +93,10 @@ int pt_bursts__step(struct pt_bursts *rs, const struct pt_step *s)
 
 	if (rs->failed)
 		return -ENOMEM;
+	if (rs->nsteps >= rs->pending_max && fold_pending(rs, rs->nsteps / 2)) {
+		rs->failed = true;
+		return -ENOMEM;
+	}
 	if (rs->nsteps == rs->cap) {
 		size_t cap = rs->cap ? rs->cap * 2 : 1024;
 		struct sstep *v = realloc(rs->steps, cap * sizeof(*v));
@@ -174,53 +208,88 @@ static int aggregate(struct pt_bursts *rs)
 	return 0;
 }
 
+/* One step, in start order (but for late ones), into the runs. */
+static int fold(struct pt_bursts *rs, const struct sstep *st, const uint64_t *bns)
+{
+	struct pt_run *r = rs->open ? &rs->runs[rs->nruns - 1] : NULL;
+
+	if (r && st->t0 < rs->last_start)
+		rs->late++;
+	/* a gap: from the latest end so far (steps of other threads may
+	 * still run) to this start */
+	if (!r || (st->t0 > rs->last_end && st->t0 - rs->last_end >= rs->gap_ns)) {
+		struct pt_run *v = realloc(rs->runs, (rs->nruns + 1) * sizeof(*v));
+
+		if (!v)
+			return -ENOMEM;
+		rs->runs = v;
+		r = &rs->runs[rs->nruns];
+		memset(r, 0, sizeof(*r));
+		r->bucket_ns = calloc(rs->nb + 1, sizeof(*r->bucket_ns));
+		if (!r->bucket_ns)
+			return -ENOMEM;
+		r->index = (unsigned int)rs->nruns;
+		r->warmup = rs->nruns < rs->warmup_runs;
+		r->t0 = st->t0;
+		rs->nruns++;
+		rs->open = true;
+	}
+	if (st->t0 < r->t0)
+		r->t0 = st->t0; /* a late step */
+	if (st->t0 > rs->last_start)
+		rs->last_start = st->t0;
+	pt_dist__add(&r->dur, st->t1 - st->t0);
+	if (st->t1 > r->t1)
+		r->t1 = st->t1;
+	if (st->t1 > rs->last_end)
+		rs->last_end = st->t1;
+	for (size_t b = 0; b <= rs->nb; b++)
+		r->bucket_ns[b] += bns[b];
+	if (st->has_batch) {
+		r->batch_steps++;
+		r->batch_sum += st->batch;
+	}
+	if (st->has_tok) {
+		r->tok_steps++;
+		r->tokens += st->tokens;
+		r->tok_ns += (double)(st->t1 - st->t0);
+	}
+	return 0;
+}
+
+/* Sort the pending steps and fold the n earliest; the rest stay pending. */
+static int fold_pending(struct pt_bursts *rs, size_t n)
+{
+	size_t nb1 = rs->nb + 1, i;
+	uint64_t *tmp;
+
+	if (!rs->nsteps) /* qsort(NULL, 0, ...) is undefined */
+		return 0;
+	qsort(rs->steps, rs->nsteps, sizeof(*rs->steps), by_start);
+	for (i = 0; i < n && i < rs->nsteps; i++)
+		if (fold(rs, &rs->steps[i], &rs->bns[rs->steps[i].b]))
+			return -ENOMEM;
+	/* keep the rest, their bucket times compacted in their new order */
+	tmp = malloc((rs->nsteps - i) * nb1 * sizeof(*tmp) + 1);
+	if (!tmp)
+		return -ENOMEM;
+	for (size_t k = i; k < rs->nsteps; k++) {
+		memcpy(&tmp[(k - i) * nb1], &rs->bns[rs->steps[k].b], nb1 * sizeof(*tmp));
+		rs->steps[k - i] = rs->steps[k];
+		rs->steps[k - i].b = (k - i) * nb1;
+	}
+	memcpy(rs->bns, tmp, (rs->nsteps - i) * nb1 * sizeof(*tmp));
+	free(tmp);
+	rs->nsteps -= i;
+	return 0;
+}
+
 int pt_bursts__finish(struct pt_bursts *rs)
 {
-	uint64_t last_end = 0;
-	struct pt_run *r = NULL;
-
 	if (rs->failed)
 		return -ENOMEM;
-	if (rs->nsteps) /* qsort(NULL, 0, ...) is undefined */
-		qsort(rs->steps, rs->nsteps, sizeof(*rs->steps), by_start);
-	for (size_t i = 0; i < rs->nsteps; i++) {
-		const struct sstep *st = &rs->steps[i];
-
-		/* a gap: from the latest end so far (steps of other threads may
-		 * still run) to this start */
-		if (!r || (st->t0 > last_end && st->t0 - last_end >= rs->gap_ns)) {
-			struct pt_run *v = realloc(rs->runs, (rs->nruns + 1) * sizeof(*v));
-
-			if (!v)
-				return -ENOMEM;
-			rs->runs = v;
-			r = &rs->runs[rs->nruns];
-			memset(r, 0, sizeof(*r));
-			r->bucket_ns = calloc(rs->nb + 1, sizeof(*r->bucket_ns));
-			if (!r->bucket_ns)
-				return -ENOMEM;
-			r->index = (unsigned int)rs->nruns;
-			r->warmup = rs->nruns < rs->warmup_runs;
-			r->t0 = st->t0;
-			rs->nruns++;
-		}
-		pt_dist__add(&r->dur, st->t1 - st->t0);
-		if (st->t1 > r->t1)
-			r->t1 = st->t1;
-		if (st->t1 > last_end)
-			last_end = st->t1;
-		for (size_t b = 0; b <= rs->nb; b++)
-			r->bucket_ns[b] += rs->bns[st->b + b];
-		if (st->has_batch) {
-			r->batch_steps++;
-			r->batch_sum += st->batch;
-		}
-		if (st->has_tok) {
-			r->tok_steps++;
-			r->tokens += st->tokens;
-			r->tok_ns += (double)(st->t1 - st->t0);
-		}
-	}
+	if (fold_pending(rs, rs->nsteps))
+		return -ENOMEM;
 	return aggregate(rs);
 }
 

@@ -54,6 +54,12 @@ int pt_bursts__step(struct pt_bursts *rs, const struct pt_step *s);
 /* Split and compute. 0 or -ENOMEM. */
 int pt_bursts__finish(struct pt_bursts *rs);
 bool pt_bursts__failed(const struct pt_bursts *rs);
+/* Steps are held until they can be put in start order, at most n (default
+ * 16384, whatever the run's length); then the older half is folded. */
+void pt_bursts__set_pending_max(struct pt_bursts *rs, size_t n);
+/* Steps folded after a later-starting one (longer than the buffer's
+ * reach): counted in the run being built, their start order lost. */
+uint64_t pt_bursts__late(const struct pt_bursts *rs);
 size_t pt_bursts__count(const struct pt_bursts *rs);
 const struct pt_run *pt_bursts__get(const struct pt_bursts *rs, size_t i);
 const struct pt_runs_aggregate *pt_bursts__aggregate(const struct pt_bursts *rs);

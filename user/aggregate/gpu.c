@@ -53,8 +53,44 @@ struct pt_gpu {
 	size_t nsteps, csteps;
 	struct biv *bivs;
 	size_t nbivs, cbivs;
+	/* the bound (max_held entries of the four arrays, and an eighth more
+	 * for late ones): a time window, [start, cut_ts) */
+	size_t max_held;
+	bool cut;
+	uint64_t cut_ts;
 	struct pt_gpu_result res;
 };
+
+#define MAX_HELD_DEFAULT (1u << 22)
+
+void pt_gpu__set_max_held(struct pt_gpu *g, size_t n)
+{
+	g->max_held = n ? n : 1;
+}
+
+/*
+ * Memory stays bounded over any run length: records are joined at the end,
+ * so at most max_held are held. When one does not fit, the figures become
+ * those of a time window, the same for every kind: what started before it
+ * is still held (records arrive late: GPU work when the ring is drained,
+ * steps and bucket calls at their end) in an eighth more, what started
+ * from then on is counted in not_held, and the join's window ends there.
+ */
+static bool hold(struct pt_gpu *g, uint64_t ts)
+{
+	size_t n = g->nitems + g->napis + g->nsteps + g->nbivs;
+
+	if (g->cut && ts >= g->cut_ts)
+		goto no;
+	if (n < g->max_held || (g->cut && n < g->max_held + g->max_held / 8))
+		return true;
+	if (!g->cut || ts < g->cut_ts)
+		g->cut_ts = ts;
+	g->cut = true;
+no:
+	g->res.not_held++;
+	return false;
+}
 
 static int grow(void **p, size_t *cap, size_t n, size_t size)
 {
@@ -79,6 +115,7 @@ struct pt_gpu *pt_gpu__new(size_t nbuckets)
 	if (!g)
 		return NULL;
 	g->nb = nbuckets;
+	g->max_held = MAX_HELD_DEFAULT;
 	g->res.buckets = calloc(nbuckets ? nbuckets : 1, sizeof(*g->res.buckets));
 	if (!g->res.buckets) {
 		free(g);
@@ -110,6 +147,8 @@ int pt_gpu__record(struct pt_gpu *g, const struct pt_gpu_rec *r)
 
 	switch (r->kind) {
 	case PT_GPU_API:
+		if (!hold(g, r->start_ns))
+			return 0;
 		g->res.api_calls++;
 		if (grow((void **)&g->apis, &g->capis, g->napis, sizeof(*g->apis)))
 			return -ENOMEM;
@@ -117,7 +156,8 @@ int pt_gpu__record(struct pt_gpu *g, const struct pt_gpu_rec *r)
 						    .tid = r->api.tid };
 		return 0;
 	case PT_GPU_SYNC:
-		g->res.syncs++;
+		if (!g->cut || r->start_ns < g->cut_ts)
+			g->res.syncs++;
 		return 0;
 	case PT_GPU_KERNEL:
 	case PT_GPU_MEMCPY:
@@ -128,6 +168,8 @@ int pt_gpu__record(struct pt_gpu *g, const struct pt_gpu_rec *r)
 	}
 	if (r->end_ns < r->start_ns)
 		return 0; /* the reader drops these; never trust it twice */
+	if (!hold(g, r->start_ns))
+		return 0;
 	if (grow((void **)&g->items, &g->citems, g->nitems, sizeof(*g->items)))
 		return -ENOMEM;
 	it = &g->items[g->nitems++];
@@ -153,6 +195,8 @@ int pt_gpu__bucket_call(struct pt_gpu *g, uint32_t tid, uint64_t t0, uint64_t t1
 {
 	if (!bmask || t1 < t0)
 		return 0;
+	if (!hold(g, t0))
+		return 0;
 	if (grow((void **)&g->bivs, &g->cbivs, g->nbivs, sizeof(*g->bivs)))
 		return -ENOMEM;
 	g->bivs[g->nbivs++] = (struct biv){ .s = t0, .e = t1, .mask = bmask, .tid = tid };
@@ -161,6 +205,8 @@ int pt_gpu__bucket_call(struct pt_gpu *g, uint32_t tid, uint64_t t0, uint64_t t1
 
 int pt_gpu__step(struct pt_gpu *g, uint32_t tid, uint64_t t0, uint64_t t1)
 {
+	if (!hold(g, t0))
+		return 0;
 	if (grow((void **)&g->steps, &g->csteps, g->nsteps, sizeof(*g->steps)))
 		return -ENOMEM;
 	g->steps[g->nsteps++] = (struct step){ .s = t0, .e = t1 > t0 ? t1 : t0, .tid = tid };
@@ -475,6 +521,35 @@ const struct pt_gpu_result *pt_gpu__join(struct pt_gpu *g, uint64_t t0, uint64_t
 	struct iv *ivs, *u;
 	size_t nu;
 
+	if (g->cut) {
+		/* the window: what started before cut_ts, nothing after */
+		size_t k;
+
+#define WINDOW(arr, n, field)                                                                      \
+	do {                                                                                       \
+		for (k = 0, i_ = 0; i_ < (n); i_++)                                                 \
+			if ((arr)[i_].field < g->cut_ts)                                           \
+				(arr)[k++] = (arr)[i_];                                            \
+		R->not_held += (n) - k;                                                            \
+		(n) = k;                                                                           \
+	} while (0)
+		size_t i_;
+
+		for (k = 0, i_ = 0; i_ < g->napis; i_++)
+			if (g->apis[i_].s < g->cut_ts)
+				g->apis[k++] = g->apis[i_];
+		R->api_calls -= g->napis - k;
+		R->not_held += g->napis - k;
+		g->napis = k;
+		WINDOW(g->items, g->nitems, s);
+		WINDOW(g->steps, g->nsteps, s);
+		WINDOW(g->bivs, g->nbivs, s);
+#undef WINDOW
+		if (t1 > g->cut_ts)
+			t1 = g->cut_ts;
+		R->window_cut = true;
+		R->window_end_ns = t1;
+	}
 	R->window_ns = t1 > t0 ? t1 - t0 : 0;
 	/* qsort(NULL, 0, ...) is undefined: empty arrays are NULL here */
 	if (g->napis)

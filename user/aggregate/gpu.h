@@ -44,6 +44,11 @@ struct pt_gpu_result {
 	uint64_t window_ns;
 	uint64_t unmatched; /* work whose launch call was not seen (no API record) */
 	uint64_t outside_steps; /* launched outside any counted step */
+	/* the memory bound (pt_gpu__set_max_held): records not held, the
+	 * figures then those of [t0, window_end_ns) */
+	uint64_t not_held;
+	bool window_cut;
+	uint64_t window_end_ns;
 	/* counted steps */
 	uint64_t steps;
 	uint64_t steps_with_gpu; /* with any work launched in them */
@@ -68,7 +73,10 @@ int pt_gpu__bucket_call(struct pt_gpu *g, uint32_t tid, uint64_t t0, uint64_t t1
 			uint64_t bmask);
 /* A counted step. */
 int pt_gpu__step(struct pt_gpu *g, uint32_t tid, uint64_t t0, uint64_t t1);
-/* Join everything; the window is [t0, t1). The result lives in g. */
+/* At most n records held (default 4M); past that, a time window (gpu.c). */
+void pt_gpu__set_max_held(struct pt_gpu *g, size_t n);
+/* Join everything; the window is [t0, t1), or shorter when the bound cut
+ * it (window_cut). The result lives in g. */
 const struct pt_gpu_result *pt_gpu__join(struct pt_gpu *g, uint64_t t0, uint64_t t1);
 
 #endif

@@ -9,6 +9,10 @@ void pt_skew__add(struct pt_skew_steps *s, uint64_t t_start, uint64_t t_end)
 {
 	if (s->oom)
 		return;
+	if (s->n >= PT_SKEW_MAX_STEPS) {
+		s->not_kept++; /* the comparison covers the first ones */
+		return;
+	}
 	if (s->n == s->cap) {
 		size_t cap = s->cap ? s->cap * 2 : 1024;
 		uint64_t *v = realloc(s->t, cap * 2 * sizeof(*v));

@@ -25,10 +25,14 @@
 
 #include "dist.h"
 
-/* The counted steps of one process, in commit order. */
+/* The counted steps of one process, in commit order: the first
+ * PT_SKEW_MAX_STEPS (16 MiB), whatever the run's length; the comparison
+ * covers those (it ends with the shortest list anyway). */
+#define PT_SKEW_MAX_STEPS (1u << 20)
 struct pt_skew_steps {
 	uint64_t *t; /* start, end pairs (CLOCK_MONOTONIC ns) */
 	size_t n, cap;
+	uint64_t not_kept; /* steps past PT_SKEW_MAX_STEPS */
 	bool oom; /* a step could not be kept: no skew figures */
 };
 

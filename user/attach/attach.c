@@ -30,7 +30,7 @@ struct pt_attach {
 	size_t nattached;
 	struct pt_attach_opts opts;
 	bool py_session;   /* the frame evaluator is probed as a uprobe session */
-	struct bpf_link *fork_link, *exec_link;
+	struct bpf_link *fork_link, *exec_link, *texit_link;
 	pthread_t *reapers; /* threads taking out the probes of exec'ed processes */
 	size_t nreapers;
 };
@@ -136,6 +136,15 @@ int pt_attach__open(struct pt_attach **out, const struct pt_attach_opts *opts, c
 	/* exec of a traced process: always (its probes are gone with the
 	 * old image); forks: only for --children */
 	a->exec_link = bpf_program__attach(a->skel->progs.pt_exec);
+	/* thread exits: what is kept per thread is freed as threads end */
+	if (a->exec_link)
+		a->texit_link = bpf_program__attach(a->skel->progs.pt_texit);
+	if (a->exec_link && !a->texit_link) {
+		e = -errno;
+		snprintf(err, errlen, "cannot attach to the sched_process_exit tracepoint: %s",
+			 strerror(-e));
+		goto fail;
+	}
 	if (a->exec_link && opts->follow_children)
 		a->fork_link = bpf_program__attach(a->skel->progs.pt_fork);
 	if (!a->exec_link || (opts->follow_children && !a->fork_link)) {
@@ -171,6 +180,7 @@ void pt_attach__free(struct pt_attach *a)
 	destroy_links(a->links, a->nlinks);
 	bpf_link__destroy(a->fork_link);
 	bpf_link__destroy(a->exec_link);
+	bpf_link__destroy(a->texit_link);
 	free(a->links);
 	proftrace_bpf__destroy(a->skel);
 	free(a);

@@ -19,6 +19,7 @@ struct pt_obj {
 	int elf_err;        /* -errno when it could not be read */
 	bool elf_tried;
 	int *sym_fid; /* per symbol index: its function's fid, or -1 */
+	bool ahead;   /* a file probed before it is mapped (run/prearm.c) */
 };
 
 struct pt_resolver {
@@ -147,6 +148,13 @@ static int add_obj(struct pt_resolver *r, const struct pt_mapping *mp)
 		if (o->inode == mp->inode && o->dev_major == mp->dev_major &&
 		    o->dev_minor == mp->dev_minor && strcmp(o->path, mp->path) == 0)
 			return 0;
+		/* the file armed ahead, now mapped: the same object even where
+		 * maps shows another device or inode than stat (overlayfs), so
+		 * its functions are never probed twice */
+		if (o->ahead && strcmp(o->path, mp->path) == 0) {
+			o->ahead = false;
+			return 0;
+		}
 	}
 	v = realloc(r->objs, (r->nobjs + 1) * sizeof(*v));
 	if (!v)
@@ -157,6 +165,7 @@ static int add_obj(struct pt_resolver *r, const struct pt_mapping *mp)
 	o->dev_major = mp->dev_major;
 	o->dev_minor = mp->dev_minor;
 	o->inode = mp->inode;
+	o->ahead = mp->start == mp->end; /* not a mapping: a file named ahead */
 	o->path = strdup(mp->path);
 	o->host_path = pt_resolver__host_path(r->pid, mp);
 	if (!o->path || !o->host_path) {

@@ -60,7 +60,9 @@ void pt_resolver__free(struct pt_resolver *r);
  * of functions added, or -errno with a one-line message in err. strict: a
  * probe whose object is mapped but whose symbol matches nothing in any of
  * its objects is an error (-ENOENT, message lists the closest names); used
- * for the first scan, later scans only add what they find.
+ * for the first scan, later scans only add what they find. A mapping with
+ * start == end stands for a file not mapped yet, probed ahead of its
+ * mapping (run/prearm.c); its later real mapping is the same object.
  */
 int pt_resolver__update(struct pt_resolver *r, const struct pt_maps *maps, bool strict, char *err,
 			size_t errlen);

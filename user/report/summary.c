@@ -524,6 +524,11 @@ static void build_gpu(struct jb *b, cJSON *root, const struct pt_report *r)
 	jb_num(b, o, "syncs", (double)g->syncs);
 	jb_num(b, o, "unmatched", (double)g->unmatched);
 	jb_num(b, o, "outside_steps", (double)g->outside_steps);
+	jb_num(b, o, "records_not_held", (double)g->not_held);
+	if (g->window_cut && g->window_end_ns > r->t0_mono)
+		jb_num(b, o, "window_end_s", round6((double)(g->window_end_ns - r->t0_mono) / 1e9));
+	else
+		jb_null(b, o, "window_end_s");
 	jb_ms(b, o, "busy_ms", (double)g->busy_ns);
 	jb_num(b, o, "busy_share", share_of(g->busy_ns, g->window_ns));
 	arr = add_arr(b, o, "devices");
@@ -836,6 +841,10 @@ static void build_func(struct jb *b, cJSON *arr, const struct pt_report *r,
 		jb_null(b, o, "attached_after_s");
 		jb_str(b, o, "reason", fn->reason);
 	}
+	if (fn->attached && fn->has_window)
+		jb_num(b, o, "dlopen_window_ms", round6(fn->window_ms));
+	else
+		jb_null(b, o, "dlopen_window_ms");
 	if (fn->timing && !strcmp(fn->timing, "sampled") && fn->fid >= 0) {
 		/* counts from the partial probe are not shown as if exact */
 		jb_null(b, o, "calls");
@@ -919,10 +928,16 @@ static void build_health(struct jb *b, cJSON *root, const struct pt_report *r)
 		jb_num(b, o, "orphan_returns", (double)h->orphan_returns);
 		jb_num(b, o, "py_unreadable_frames", (double)h->py_unreadable);
 		jb_num(b, o, "py_code_map_full", (double)h->py_map_full);
+		jb_num(b, o, "thread_exits_dropped", (double)h->thread_exits_dropped);
 	}
 	jb_num(b, o, "py_calls_unresolved", (double)h->py_unresolved);
 	jb_num(b, o, "lost_calls", (double)h->lost_calls);
 	jb_num(b, o, "steps_incomplete", (double)h->steps_incomplete);
+	jb_num(b, o, "threads", (double)h->threads);
+	jb_num(b, o, "threads_ended", (double)h->threads_ended);
+	jb_num(b, o, "threads_held_max", (double)h->threads_max);
+	jb_num(b, o, "runs_late_steps", (double)h->runs_late_steps);
+	jb_num(b, o, "skew_steps_not_kept", (double)h->skew_steps_not_kept);
 	jb_num(b, o, "probes_requested", h->probes_requested);
 	jb_num(b, o, "probes_attached", h->probes_attached);
 	arr = add_arr(b, o, "unattached");

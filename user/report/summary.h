@@ -146,6 +146,10 @@ struct pt_report_func {
 	const char *probe_insn;  /* pt_insn_class__str() */
 	bool attached;
 	double attached_after_s; /* since proftrace started; valid if attached */
+	/* its library was mapped after attach: ms from the mapping to its
+	 * probes (calls in between not seen; 0: armed before the mapping) */
+	bool has_window;
+	double window_ms;
 	const char *reason;      /* why not attached; NULL when attached */
 	bool py;                 /* a py: function: object is its file, symbol its qualname */
 	unsigned int line;       /* py: co_firstlineno */
@@ -193,6 +197,12 @@ struct pt_report_health {
 	uint64_t py_unreadable; /* Python frames whose code BPF could not read */
 	uint64_t py_map_full;   /* code objects BPF's map could not hold */
 	uint64_t py_unresolved; /* Python calls of code freed before it was read */
+	/* bounded memory: threads followed, freed at their exit, most held
+	 * at once; exits BPF could not report (their state kept to the end);
+	 * steps put into runs out of start order (pt_bursts__late) */
+	uint64_t threads, threads_ended, threads_max, thread_exits_dropped;
+	uint64_t runs_late_steps;
+	uint64_t skew_steps_not_kept; /* past the skew's bound, all processes */
 	unsigned int probes_requested; /* functions resolved + probes unresolved */
 	unsigned int probes_attached;
 };

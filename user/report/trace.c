@@ -79,6 +79,10 @@ struct pt_trace {
 	uint64_t nflows, dropped;
 	uint64_t first_drop_ts;
 	bool any_drop;
+	/* the window's end: the earliest start of a slice that was dropped
+	 * (an arrow is no event of its own: dropping one moves no window) */
+	uint64_t win_ts;
+	bool win;
 	struct step_aux *aux;
 	uint64_t *bns; /* nbuckets per aux, room for cbns auxes */
 	size_t naux, caux, cbns;
@@ -283,12 +287,30 @@ static int drop(struct pt_trace *t, uint64_t ts, uint64_t n, int e)
 		t->first_drop_ts = ts;
 	t->any_drop = true;
 	t->dropped += n;
+	if (n == 1 && (!t->win || ts < t->win_ts)) {
+		t->win = true;
+		t->win_ts = ts;
+	}
 	return e;
 }
 
 static uint64_t used(const struct pt_trace *t)
 {
 	return t->nev + 2 * t->nflows;
+}
+
+/*
+ * The bound keeps a time window, not the first events to arrive: once an
+ * event is dropped, everything that started before the earliest dropped
+ * one is still taken (records arrive late: a call's slice comes at its
+ * return, GPU work when the device ring is drained), in up to max / 8
+ * events more; at the end the events from that time on are left out
+ * (window_cut), so the file holds every event of [start, cut) and none
+ * after, whatever its kind.
+ */
+static bool late_room(const struct pt_trace *t, uint64_t ts, uint64_t n)
+{
+	return t->win && ts < t->win_ts && used(t) + n <= t->max + t->max / 8;
 }
 
 /* A new event on track (cls, proc, dev, id), or NULL when dropped (*e
@@ -300,10 +322,10 @@ static struct ev *add(struct pt_trace *t, uint8_t cls, uint32_t proc, uint32_t d
 	long k;
 
 	*e = -ENOSPC;
-	if (used(t) >= t->max)
+	if (used(t) >= t->max && !late_room(t, ts, 1))
 		return NULL;
 	*e = -ENOMEM;
-	if (grow((void **)&t->ev, &t->cev, t->nev, sizeof(*t->ev), t->max))
+	if (grow((void **)&t->ev, &t->cev, t->nev, sizeof(*t->ev), t->max + t->max / 8))
 		return NULL;
 	k = track(t, cls, proc, dev, id);
 	if (k < 0) {
@@ -394,7 +416,7 @@ static void note_corr(struct pt_trace *t, uint32_t proc, uint32_t c, uint32_t en
 	*st |= end;
 	if ((*st & (CF_API | CF_WORK)) != (CF_API | CF_WORK))
 		return;
-	if (used(t) + 2 > t->max) {
+	if (used(t) + 2 > t->max && !late_room(t, ts, 2)) {
 		drop(t, ts, 2, 0);
 		return;
 	}
@@ -546,13 +568,42 @@ static size_t nhosts(const struct pt_trace *t)
 	return n ? n : 1;
 }
 
-void pt_trace__stats(const struct pt_trace *t, struct pt_trace_stats *st)
+/* The window: leave out what started at or after the earliest dropped
+ * event (late_room), arrows included when one end goes. Idempotent. */
+static void window_cut(struct pt_trace *t)
+{
+	size_t k = 0;
+
+	if (!t->win)
+		return;
+	for (size_t i = 0; i < t->nev; i++) {
+		struct ev *e = &t->ev[i];
+		uint32_t *st;
+
+		if (e->ts < t->win_ts) {
+			t->ev[k++] = *e;
+			continue;
+		}
+		t->dropped++;
+		st = e->corr ? map_get(&t->corr_map, corr_key(e->proc, e->corr)) : NULL;
+		if (st && (*st & CF_FLOW)) {
+			*st &= ~CF_FLOW;
+			t->nflows--;
+			t->dropped += 2;
+		}
+	}
+	t->nev = k;
+}
+
+void pt_trace__stats(struct pt_trace *t, struct pt_trace_stats *st)
 {
 	uint64_t n;
 
 	memset(st, 0, sizeof(*st));
 	if (!t)
 		return;
+	window_cut(t);
+	st->window_end_ns = t->win ? t->win_ts : 0;
 	st->kept = used(t);
 	st->flows = t->nflows;
 	st->dropped = t->dropped;
@@ -1117,7 +1168,7 @@ int pt_trace__write(struct pt_trace *t, FILE *f, const struct pt_trace_write_opt
 		/* a global instant where the trace stops being complete */
 		fprintf(f, ",\n{\"ph\":\"i\",\"s\":\"g\",\"pid\":%d,\"tid\":%d,\"ts\":",
 			main_proc->pid, main_proc->pid);
-		put_us(f, (int64_t)(t->first_drop_ts - o->t0));
+		put_us(f, (int64_t)((t->win ? t->win_ts : t->first_drop_ts) - o->t0));
 		fprintf(f, ",\"name\":\"proftrace: trace cut at %" PRIu64 " events "
 			   "(--trace-max-events), %" PRIu64 " dropped from here on\","
 			   "\"cat\":\"proftrace\"}",
@@ -1134,11 +1185,20 @@ int pt_trace__write(struct pt_trace *t, FILE *f, const struct pt_trace_write_opt
 		   ",\"flows\":%" PRIu64 ",\"dropped\":%" PRIu64 ",\"truncated\":%s",
 		o->t0, o->start_unix_ns, st.max_events, st.events, st.flows, st.dropped,
 		st.truncated ? "true" : "false");
-	if (st.truncated)
-		fprintf(f, ",\"note\":\"trace cut at --trace-max-events %" PRIu64 ": the "
-			   "first events were kept, %" PRIu64 " later ones dropped; raise "
+	if (st.truncated && st.window_end_ns) {
+		fprintf(f, ",\"window_end_us\":");
+		put_us(f, (int64_t)(st.window_end_ns - o->t0));
+		fprintf(f, ",\"note\":\"trace cut at --trace-max-events %" PRIu64 ": every "
+			   "event that started before window_end_us is kept, of every kind, "
+			   "%" PRIu64 " from then on left out; raise --trace-max-events for "
+			   "the whole run\"",
+			st.max_events, st.dropped);
+	} else if (st.truncated) {
+		fprintf(f, ",\"note\":\"trace cut at --trace-max-events %" PRIu64 ": every "
+			   "slice kept, %" PRIu64 " arrow events left out; raise "
 			   "--trace-max-events for the whole run\"",
 			st.max_events, st.dropped);
+	}
 	fputs("}}\n", f);
 	free(w.tpid);
 	free(w.hosts);

@@ -4,8 +4,10 @@
  * ui.perfetto.dev and chrome://tracing open (docs/summary.md, "trace.json").
  *
  * Events are kept in a bounded array while the run goes (at most
- * max_events slices and flow events; the first ones are kept, later ones
- * only counted) and written at the end, sorted by time. Strings are kept
+ * max_events slices and flow events, and max_events / 8 more for events
+ * that started before the first one dropped; the kept ones are a time
+ * window, the same for every kind: trace.c's late_room) and written at
+ * the end, sorted by time. Strings are kept
  * as pointers: function names must live until pt_trace__write (the
  * resolver's do), GPU kernel names too (the ring's live until
  * pt_gpuring__close); thread names are copied.
@@ -128,8 +130,12 @@ struct pt_trace_stats {
 	uint64_t dropped;    /* slices and flow events left out at the bound */
 	uint64_t max_events;
 	bool truncated;      /* dropped > 0 */
+	uint64_t window_end_ns; /* truncated: the events kept are those that
+				 * started before this (CLOCK_MONOTONIC) */
 };
 
-void pt_trace__stats(const struct pt_trace *t, struct pt_trace_stats *st);
+/* Applies the bound's window first (so not const): call once recording
+ * is over. */
+void pt_trace__stats(struct pt_trace *t, struct pt_trace_stats *st);
 
 #endif

@@ -206,6 +206,16 @@ void pt_run__rescan(struct proc *p)
 		return;
 	pt_log__clear_status();
 	n = pt_run__attach_new(p, before);
+	if (p->dl_ns) {
+		/* the window its calls could be missed in, said per function */
+		double ms = (double)(pt_now_ns(CLOCK_MONOTONIC) - p->dl_ns) / 1e6;
+
+		for (size_t i = before; i < p->nfs; i++) {
+			p->fs[i].has_window = p->fs[i].attached;
+			p->fs[i].window_ms = ms;
+		}
+	}
+	p->dl_ns = 0;
 	if (n > 0) {
 		const struct pt_func *f = pt_resolver__func(p->res, before);
 
@@ -433,6 +443,8 @@ void pt_run__free_proc(struct proc *p)
 {
 	if (!p)
 		return;
+	if (p->run && !p->ended)
+		p->run->slot_busy[p->idx] = false; /* never traced: free at once */
 	pt_agent__close(p->agent);
 	free(p->agent_why);
 	pt_gpuring__close(p->gr);
@@ -454,6 +466,37 @@ void pt_run__free_proc(struct proc *p)
 }
 
 /*
+ * A free BPF process slot, or -1. A run may see any number of processes
+ * (--children: workers come and go all day); PT_MAX_PROCS bounds those
+ * traced at once. The slot of a process that exited is free at once: its
+ * records were drained and its BPF entry zeroed when it ended, and its
+ * probes cannot fire again (their task is gone). An exec'ed image's slot
+ * is never reused: its old probes are still coming out (in a thread) and
+ * the new image may hit them. Never-used slots go first, then the one
+ * freed longest ago.
+ */
+static int slot_get(struct run *r)
+{
+	/* PT_TEST_MAX_PROCS: fewer slots, so the tests can run out of them
+	 * and reuse them in seconds (test_faults.py) */
+	const char *lim = getenv("PT_TEST_MAX_PROCS");
+	int n = lim && atoi(lim) > 0 && atoi(lim) < PT_MAX_PROCS ? atoi(lim) : PT_MAX_PROCS;
+	int best = -1;
+
+	for (int i = 0; i < n; i++) {
+		if (r->slot_busy[i])
+			continue;
+		if (!r->slot_freed[i]) {
+			best = i;
+			break;
+		}
+		if (best < 0 || r->slot_freed[i] < r->slot_freed[best])
+			best = i;
+	}
+	return best;
+}
+
+/*
  * Inspect process pid: resolve the probes against its maps, find its
  * interpreter, set up its figures. strict (the processes named with -p):
  * a probe that names a mapped object but matches nothing, or py: probes
@@ -464,15 +507,18 @@ void pt_run__free_proc(struct proc *p)
 int pt_run__open_proc(struct run *r, int pid, bool strict, struct proc **out, char *err,
 		     size_t errlen)
 {
+	int slot;
 	struct pt_resolver_opts ropts = { 0 };
 	struct pt_maps maps = { 0 };
 	struct proc *p;
 	int e, n;
 
 	*out = NULL;
-	if (r->nprocs >= PT_MAX_PROCS) {
-		snprintf(err, errlen, "more than %d processes: pid %d is not traced",
-			 PT_MAX_PROCS, pid);
+	slot = slot_get(r);
+	if (slot < 0) {
+		snprintf(err, errlen, "more than %d processes traced at once: pid %d is not traced",
+			 getenv("PT_TEST_MAX_PROCS") ? atoi(getenv("PT_TEST_MAX_PROCS")) : PT_MAX_PROCS,
+			 pid);
 		return 1;
 	}
 	p = calloc(1, sizeof(*p));
@@ -481,7 +527,8 @@ int pt_run__open_proc(struct run *r, int pid, bool strict, struct proc **out, ch
 		return -ENOMEM;
 	}
 	p->run = r;
-	p->idx = (unsigned int)r->nprocs;
+	p->idx = (unsigned int)slot;
+	r->slot_busy[slot] = true; /* until it ends, or is freed unused */
 	p->pidfd = -1;
 	p->rank = p->local_rank = -1;
 	e = pt_tracee__open(&p->tracee, pid, err, errlen);
@@ -632,12 +679,16 @@ int pt_run__start_proc(struct proc *p, int ep)
 	pt_run__agents_alive(r);
 	if (n < 0)
 		return n;
+	e = pt_run__prearm(p);
+	if (e < 0)
+		return e;
+	n += e;
 	if (r->trace) /* its track carries its name even if it never calls in */
 		pt_trace__thread_name(r->trace, (uint32_t)p->tracee.pid, (uint32_t)p->tracee.pid,
 				      p->tracee.comm);
 	p->pidfd = pt_tracee__pidfd(&p->tracee);
 	if (p->pidfd >= 0 && ep >= 0)
-		pt_run__add_fd(ep, p->pidfd, TAG_PID + p->idx);
+		pt_run__add_fd(ep, p->pidfd, TAG_PID + p->pos);
 	for (size_t s = 0; s < r->cfg.nprobes; s++)
 		pending += r->cfg.probes[s].kind == PT_PROBE_NATIVE &&
 			   pt_resolver__spec_nfuncs(p->res, s) == 0;
@@ -682,6 +733,10 @@ void pt_run__end_proc(struct proc *p, const char *why)
 	p->end_why = why;
 	p->t_ended = pt_now_ns(CLOCK_MONOTONIC);
 	pt_attach__end_proc(r->att, p->idx, p->tracee.pid, !strcmp(why, "exec"));
+	if (strcmp(why, "exec")) { /* exited: its slot can serve another (slot_get) */
+		r->slot_freed[p->idx] = pt_now_ns(CLOCK_MONOTONIC);
+		r->slot_busy[p->idx] = false;
+	}
 	pt_sampler__end_process(r->smp, p->tracee.pid);
 	if (p->gpu_attached) {
 		pt_gpuring__drain(p->gr, pt_run__on_gpu_rec, p);
@@ -704,6 +759,7 @@ int pt_run__add_procs(struct run *r, struct proc *p)
 	if (!v)
 		return -ENOMEM;
 	r->procs = v;
+	p->pos = (unsigned int)r->nprocs;
 	r->procs[r->nprocs++] = p;
 	return 0;
 }

@@ -90,6 +90,8 @@ int pt_run__on_rec(void *ctx, const struct pt_rec *rec, size_t size)
 	switch (rec->type) {
 	case PT_REC_DLOPEN:
 		p->rescan = true;
+		if (!p->dl_ns)
+			p->dl_ns = rec->t_entry;
 		return 0;
 	case PT_REC_PYCODE:
 		if (p->pp)
@@ -100,6 +102,12 @@ int pt_run__on_rec(void *ctx, const struct pt_rec *rec, size_t size)
 		return 0;
 	case PT_REC_ATTR:
 		pt_run__on_attr(p, (const struct pt_rec_attr *)rec);
+		return 0;
+	case PT_REC_TEXIT:
+		/* after the thread's last record: free what is kept for it */
+		pt_agg__thread_exit(p->v.agg, rec->tid);
+		if (r->multi)
+			pt_agg__thread_exit(r->all.agg, rec->tid);
 		return 0;
 	}
 	copy = *rec;

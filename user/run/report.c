@@ -88,6 +88,7 @@ struct fref {
 	double at_s;
 	const char *reason;
 	unsigned int last_line;
+	const struct fstate *fs; /* the process's own state of it */
 };
 
 /* What one summary document is built from. */
@@ -298,7 +299,7 @@ static struct fref *proc_frefs(struct proc *p, size_t *n)
 		v[i] = (struct fref){ .f = pt_resolver__func(p->res, i), .p = p, .fid = (int)i,
 				      .attached = p->fs[i].attached, .at_s = p->fs[i].at_s,
 				      .reason = p->fs[i].reason,
-				      .last_line = p->fs[i].last_line };
+				      .last_line = p->fs[i].last_line, .fs = &p->fs[i] };
 	*n = p->nfs;
 	return v;
 }
@@ -318,7 +319,7 @@ static struct fref *merged_frefs(struct run *r, size_t *n)
 		v[i] = (struct fref){ .f = pt_resolver__func(p->res, m->fid), .p = p, .fid = (int)i,
 				      .attached = m->attached, .at_s = m->at_s,
 				      .reason = m->attached ? NULL : p->fs[m->fid].reason,
-				      .last_line = m->last_line };
+				      .last_line = m->last_line, .fs = &p->fs[m->fid] };
 	}
 	*n = r->nmf;
 	return v;
@@ -532,6 +533,8 @@ static int doc_functions(const struct docsrc *d, struct docbuf *b, size_t nunres
 			row->probe_insn = pt_insn_class__str(f->site.cls);
 			row->attached = fr->attached;
 			row->attached_after_s = fr->at_s;
+			row->has_window = fr->fs && fr->fs->has_window;
+			row->window_ms = row->has_window ? fr->fs->window_ms : 0;
 			row->reason = fr->reason;
 			row->py = f->py;
 			row->line = f->py_line;
@@ -720,6 +723,13 @@ static void doc_health(const struct docsrc *d, struct docbuf *b, const struct pt
 		if (!d->p || d->p == r->procs[i])
 			h->py_unresolved += r->procs[i]->py_unresolved;
 	h->lost_calls = pt_agg__health(d->v->agg)->lost_calls;
+	h->threads = pt_agg__health(d->v->agg)->threads;
+	h->threads_ended = pt_agg__health(d->v->agg)->threads_ended;
+	h->threads_max = pt_agg__health(d->v->agg)->threads_max;
+	h->thread_exits_dropped = c->texit_dropped;
+	h->runs_late_steps = d->v->runs ? pt_bursts__late(d->v->runs) : 0;
+	for (size_t i = 0; i < r->nprocs && !d->p; i++)
+		h->skew_steps_not_kept += r->procs[i]->steps.not_kept;
 	h->steps_incomplete = pt_agg__steps(d->v->agg)->incomplete;
 	h->probes_requested = (unsigned int)(d->nfr + nunres);
 	/* functions with probes in place: native uprobes, and py: functions
@@ -1000,6 +1010,9 @@ int pt_run__write_outputs(struct run *r)
 	if (r->env.json) {
 		int e2 = pt_summary__write_json(stdout, doc);
 
+		if (e2 && e2 != -ENOMEM)
+			pt_msg("proftrace: cannot print summary.json on stdout: %s (the files "
+			       "are written)\n", strerror(-e2));
 		e = e ? e : e2;
 	}
 out:

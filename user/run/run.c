@@ -233,6 +233,9 @@ int pt_run__attach(struct run *r)
 	sigaddset(&r->stop_mask, SIGINT);
 	sigaddset(&r->stop_mask, SIGTERM);
 	sigprocmask(SIG_BLOCK, &r->stop_mask, NULL);
+	/* `--json | head -c 10`: a reader that goes away is a write error
+	 * to report, not a death (the files are written first anyway). */
+	signal(SIGPIPE, SIG_IGN);
 	if (r->env.trace) {
 		r->trace = pt_trace__new(r->env.trace_max ? r->env.trace_max : PT_TRACE_DEFAULT_MAX,
 					 r->cfg.nbuckets);

@@ -58,6 +58,11 @@ struct fstate {
 	double at_s;
 	char *reason; /* owned */
 	unsigned int last_line; /* py: last line per its line table, 0: unknown */
+	/* its library was mapped after attach: the time from the mapping
+	 * (the dynamic linker's notification) to its probes in place, when
+	 * known; 0 when armed before the mapping (prearm.c) */
+	bool has_window;
+	double window_ms;
 };
 
 struct run;
@@ -82,7 +87,9 @@ struct attr_retry {
 /* One traced process. */
 struct proc {
 	struct run *run;
-	unsigned int idx; /* in BPF fids (PT_FID_MAKE) */
+	unsigned int idx; /* its BPF slot, in fids (PT_FID_MAKE); reused after
+			   * it ended (procs.c: slot_get) */
+	unsigned int pos; /* in run->procs */
 	struct pt_tracee tracee;
 	int rank, local_rank; /* RANK, LOCAL_RANK in its environment; -1: not set */
 	int pidfd;            /* readable when it exits; -1: checked each tick */
@@ -97,6 +104,7 @@ struct proc {
 	size_t nfs;
 	uint32_t *mfid; /* local fid -> fid of the merged view (several processes) */
 	bool rescan;
+	uint64_t dl_ns; /* first dynamic-linker notification not rescanned yet */
 	bool dl_hooked;
 	bool dl_tried; /* a dynamic linker was seen: hooked or not, done */
 
@@ -177,6 +185,10 @@ struct run {
 	struct view all;   /* merged (multi only) */
 	struct mfunc *mf;
 	size_t nmf;
+	/* BPF process slots: busy, and when each was freed (ns) (procs.c:
+	 * slot_get) */
+	bool slot_busy[PT_MAX_PROCS];
+	uint64_t slot_freed[PT_MAX_PROCS];
 	const struct pt_python *py0; /* the first process's CPython: python_mode is decided on it */
 	bool want_py;
 	bool py_probe_wanted;
@@ -269,6 +281,9 @@ bool pt_run__all_ended(const struct run *r);
 int pt_run__grow_fstate(struct proc *p);
 int pt_run__attach_new(struct proc *p, size_t from);
 void pt_run__rescan(struct proc *p);
+/* Probe the libraries named by probes and not mapped yet whose file can be
+ * found now (prearm.c): the number of functions attached, or -ENOMEM. */
+int pt_run__prearm(struct proc *p);
 int pt_run__open_gpu(struct proc *p);
 int pt_run__open_sampler(struct run *r, char *err, size_t errlen);
 bool pt_run__py_exact(const struct proc *p);

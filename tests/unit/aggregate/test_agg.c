@@ -487,6 +487,49 @@ static void test_many_threads(void **state)
 	assert_int_equal(pt_agg__health(agg)->lost_calls, 0);
 }
 
+/* Threads that come and go: each is freed at its exit, so the table
+ * holds the live ones only; figures are those of every thread; a thread
+ * that ends inside a step leaves it incomplete; a tid reused after its
+ * exit starts fresh. */
+static void test_thread_exit_frees(void **state)
+{
+	const uint32_t n = 8000; /* < got[] */
+	uint32_t i, tid;
+
+	make(1, PT_STEP_CALL, 0);
+	for (i = 0; i < n; i++) {
+		/* 50 live at a time, interleaved, exits out of start order */
+		tid = 1000 + i;
+		rec(PT_REC_ENTRY, tid, F_STEP, 0, 10 * i, 0, 0);
+		rec(PT_REC_ENTRY, tid, F_A, 1, 10 * i + 1, 0, 0);
+		rec(PT_REC_EXIT, tid, F_A, 1, 10 * i + 1, 10 * i + 3, 0);
+		rec(PT_REC_EXIT, tid, F_STEP, 0, 10 * i, 10 * i + 5, 0);
+		if (i >= 50)
+			assert_true(pt_agg__thread_exit(agg, 1000 + i - 50));
+	}
+	assert_int_equal(pt_agg__health(agg)->threads, n);
+	assert_int_equal(pt_agg__health(agg)->threads_ended, n - 50);
+	assert_true(pt_agg__health(agg)->threads_max <= 51);
+	assert_false(pt_agg__thread_exit(agg, 999)); /* never seen */
+	assert_false(pt_agg__thread_exit(agg, 1000)); /* already gone */
+	/* the live ones are still found, whatever moved in the table */
+	for (i = n - 50; i < n; i++)
+		assert_true(pt_agg__thread_exit(agg, 1000 + i));
+
+	/* ended inside a step: incomplete; its tid reused: a fresh thread */
+	in(1, F_STEP, 1000000);
+	in(1, F_A, 1000010);
+	assert_true(pt_agg__thread_exit(agg, 1));
+	memset(&sims[1], 0, sizeof(sims[1]));
+	call(1, F_STEP, 2000000, 2000100);
+	pt_agg__finish(agg);
+	assert_int_equal(pt_agg__steps(agg)->incomplete, 1);
+	assert_int_equal(pt_agg__steps(agg)->dur.count, n + 1);
+	assert_int_equal(pt_agg__bucket(agg, 0)->calls, n);
+	assert_int_equal(pt_agg__bucket(agg, 0)->total_ns, 2 * n);
+	assert_int_equal(pt_agg__health(agg)->lost_calls, 0);
+}
+
 static void test_bucket_outside_step(void **state)
 {
 	make(1, PT_STEP_CALL, 0);
@@ -945,6 +988,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_warmup_order, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_interleaved_threads, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_many_threads, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_thread_exit_frees, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_bucket_outside_step, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_bucket_around_steps, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_lost_entry, setup, teardown),

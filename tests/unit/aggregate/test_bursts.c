@@ -130,12 +130,73 @@ static void test_many_steps(void **state)
 	pt_bursts__free(rs);
 }
 
+/* Steps from several threads, committed out of start order, folded
+ * through a buffer of 8: the same runs as with every step held, and
+ * nothing late (no step is longer than the buffer's reach). */
+static void test_bounded_buffer_same_runs(void **state)
+{
+	struct pt_bursts *all = pt_bursts__new(1, 50 * MS, 1);
+	struct pt_bursts *few = pt_bursts__new(1, 50 * MS, 1);
+
+	pt_bursts__set_pending_max(few, 8);
+	for (int i = 0; i < 3000; i++) {
+		/* 3 threads, each committing in turn; a 60 ms pause every 500 */
+		uint64_t t = (uint64_t)(i / 3) * MS + (uint64_t)(i / 500) * 60 * MS;
+		uint32_t tid = 1 + (uint32_t)(i % 3);
+		uint64_t t0 = t + (2 - i % 3) * 100000, t1 = t0 + MS / 2;
+
+		step(all, tid, t0, t1, MS / 4, i % 7);
+		step(few, tid, t0, t1, MS / 4, i % 7);
+	}
+	assert_int_equal(pt_bursts__finish(all), 0);
+	assert_int_equal(pt_bursts__finish(few), 0);
+	assert_int_equal(pt_bursts__count(few), pt_bursts__count(all));
+	assert_int_equal(pt_bursts__count(few), 6);
+	for (size_t i = 0; i < pt_bursts__count(all); i++) {
+		const struct pt_run *a = pt_bursts__get(all, i), *f = pt_bursts__get(few, i);
+
+		assert_int_equal(f->dur.count, a->dur.count);
+		assert_int_equal(f->t0, a->t0);
+		assert_int_equal(f->t1, a->t1);
+		assert_int_equal(f->bucket_ns[0], a->bucket_ns[0]);
+		assert_int_equal(f->bucket_ns[1], a->bucket_ns[1]);
+		assert_true(f->tokens == a->tokens);
+	}
+	assert_int_equal(pt_bursts__late(few), 0);
+	pt_bursts__free(all);
+	pt_bursts__free(few);
+}
+
+/* A step that started before steps already folded: counted, in the run
+ * being built, and said (late). */
+static void test_late_step_counted(void **state)
+{
+	struct pt_bursts *rs = pt_bursts__new(0, 50 * MS, 0);
+	uint64_t n = 0;
+
+	pt_bursts__set_pending_max(rs, 4);
+	for (int i = 0; i < 20; i++)
+		step(rs, 1, 10 * MS + (uint64_t)i * MS, 10 * MS + (uint64_t)i * MS + MS / 2, 0, -1);
+	/* thread 2's one long step, from before all of them */
+	step(rs, 2, 0, 40 * MS, 0, -1);
+	assert_int_equal(pt_bursts__finish(rs), 0);
+	assert_int_equal(pt_bursts__count(rs), 1);
+	n = pt_bursts__get(rs, 0)->dur.count;
+	assert_int_equal(n, 21);
+	assert_int_equal(pt_bursts__get(rs, 0)->t0, 0);
+	assert_int_equal(pt_bursts__get(rs, 0)->t1, 40 * MS);
+	assert_int_equal(pt_bursts__late(rs), 1);
+	pt_bursts__free(rs);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_split_on_gaps),
 		cmocka_unit_test(test_empty_and_all_warmup),
 		cmocka_unit_test(test_many_steps),
+		cmocka_unit_test(test_bounded_buffer_same_runs),
+		cmocka_unit_test(test_late_step_counted),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -637,6 +637,37 @@ static void test_many(void **state)
 	pt_gpu__free(g);
 }
 
+/* The memory bound: past max_held, a time window. A late record that
+ * started before the cut is still held; later ones are not, and the
+ * join's window ends at the cut. */
+static void test_bound_window(void **state)
+{
+	struct pt_gpu *g = pt_gpu__new(0);
+	const struct pt_gpu_result *R;
+
+	pt_gpu__set_max_held(g, 8);
+	for (uint32_t c = 1; c <= 4; c++) {
+		api(g, c, TA, c * 1000, false);
+		kern(g, c, 0, "k", c * 1000 + 100, c * 1000 + 200);
+	}
+	/* full: this one (at 5000) is not held, the window ends there */
+	api(g, 5, TA, 5000, false);
+	kern(g, 5, 0, "k", 5100, 5200);
+	/* a step from 500 committed late: held (an eighth more: 1) */
+	assert_int_equal(pt_gpu__step(g, TA, 500, 4500), 0);
+	R = join(g, 0, 10000);
+	assert_int_equal(R->kernels, 4);
+	assert_int_equal(R->api_calls, 4);
+	assert_int_equal(R->not_held, 2);
+	assert_true(R->window_cut);
+	assert_int_equal(R->window_end_ns, 5000);
+	assert_int_equal(R->window_ns, 5000);
+	assert_int_equal(R->steps, 1);
+	assert_int_equal(R->step_items, 4);
+	assert_int_equal(R->unmatched, 0);
+	pt_gpu__free(g);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -654,6 +685,7 @@ int main(void)
 		cmocka_unit_test(test_empty),
 		cmocka_unit_test(test_no_buckets),
 		cmocka_unit_test(test_many),
+		cmocka_unit_test(test_bound_window),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

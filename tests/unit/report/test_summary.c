@@ -314,12 +314,13 @@ static void test_key_order(void **state)
 	CHECK_KEYS(nth(item(d, "functions"), 0), "probe", "kind", "object", "symbol", "line",
 		   "timing", "aliases",
 		   "file_offset", "probe_skip", "probe_insn", "attached", "attached_after_s",
-		   "reason", "calls", "total_ms", "mean_ms", "p50_ms", "p90_ms", "p99_ms",
+		   "reason", "dlopen_window_ms", "calls", "total_ms", "mean_ms", "p50_ms", "p90_ms", "p99_ms",
 		   "max_ms", "sampled");
 	CHECK_KEYS(item(d, "health"), "events", "dropped_events", "depth_overflow", "unwound",
 		   "orphan_returns", "py_unreadable_frames", "py_code_map_full",
-		   "py_calls_unresolved", "lost_calls",
-		   "steps_incomplete", "probes_requested",
+		   "thread_exits_dropped", "py_calls_unresolved", "lost_calls",
+		   "steps_incomplete", "threads", "threads_ended", "threads_held_max",
+		   "runs_late_steps", "skew_steps_not_kept", "probes_requested",
 		   "probes_attached", "unattached");
 	CHECK_KEYS(nth(item(item(d, "health"), "unattached"), 0), "probe", "object", "symbol",
 		   "reason");
@@ -1817,7 +1818,8 @@ static void test_gpu_section(void **state)
 	assert_non_null(doc);
 	o = item(doc, "gpu");
 	CHECK_KEYS(o, "source", "shim", "records", "kernels", "copies", "memsets", "copy_bytes",
-		   "api_calls", "syncs", "unmatched", "outside_steps", "busy_ms", "busy_share",
+		   "api_calls", "syncs", "unmatched", "outside_steps", "records_not_held",
+		   "window_end_s", "busy_ms", "busy_share",
 		   "devices", "steps", "launch_delay", "buckets", "top_kernels", "kernel_names");
 	check_str(o, "source", "cupti-shim");
 	x = item(o, "shim");

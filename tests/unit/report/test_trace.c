@@ -518,6 +518,48 @@ static void test_truncation(void **state)
 	pt_trace__free(t);
 }
 
+/* The bound keeps a time window: a record that arrives late (a GPU kernel
+ * drained after later host slices) but started before the first event
+ * dropped is still kept, in the bound's eighth more; events that started
+ * after that are left out even if they had fit, so every kind is whole
+ * up to the window's end. */
+static void test_truncation_window(void **state)
+{
+	struct pt_trace *t = pt_trace__new(16, 0);
+	struct pt_trace_stats st;
+	struct pt_gpu_rec r;
+	char *text = NULL;
+	cJSON *doc;
+
+	/* 16 host slices at 0, 1000, ... 15000: the bound */
+	for (int i = 0; i < 16; i++)
+		assert_int_equal(pt_trace__slice(t, TID, T0 + 1000 * (uint64_t)i,
+						 T0 + 1000 * (uint64_t)i + 500, "f", false, 0), 0);
+	/* the 17th, at 16000: dropped, the window ends there */
+	assert_int_equal(pt_trace__slice(t, TID, T0 + 16000, T0 + 16500, "f", false, 0),
+			 -ENOSPC);
+	/* a kernel from 2500 arrives late: inside the window, kept */
+	r = kernel(1, T0 + 2500, T0 + 2600, "k");
+	assert_int_equal(pt_trace__gpu(t, &r, PID), 0);
+	/* one from 17000: after the window's end, dropped */
+	r = kernel(2, T0 + 17000, T0 + 17100, "k");
+	assert_int_equal(pt_trace__gpu(t, &r, PID), -ENOSPC);
+	/* a long slice that started at 15500 and ends late: in the window */
+	assert_int_equal(pt_trace__slice(t, TID + 1, T0 + 15500, T0 + 30000, "g", false, 0), 0);
+	pt_trace__stats(t, &st);
+	assert_int_equal(st.kept, 18);
+	assert_int_equal(st.dropped, 2);
+	assert_true(st.window_end_ns == T0 + 16000);
+	doc = render(t, &text);
+	assert_int_equal(count_ph(doc, "X"), 18);
+	assert_true(num(other(doc), "window_end_us") == 16.0);
+	assert_true(num(find(doc, "i", NULL, 0), "ts") == 16.0);
+	check_count(t, doc);
+	cJSON_Delete(doc);
+	free(text);
+	pt_trace__free(t);
+}
+
 /* An arrow counts against the bound; with no room for it, none is drawn
  * (and none points at a slice that was dropped). */
 static void test_flow_bound(void **state)
@@ -960,6 +1002,7 @@ int main(void)
 		cmocka_unit_test(test_steps),
 		cmocka_unit_test(test_gpu_and_flows),
 		cmocka_unit_test(test_truncation),
+		cmocka_unit_test(test_truncation_window),
 		cmocka_unit_test(test_flow_bound),
 		cmocka_unit_test(test_many),
 		cmocka_unit_test(test_procs_threads),

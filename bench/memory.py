@@ -1,0 +1,87 @@
+# SPDX-License-Identifier: BSD-2-Clause
+"""`make bench`, section memory: proftrace's RSS over a long run.
+
+Two loads on tests/victims/victim_faults: a steady rate of probed calls
+(20,000 a second) and thread churn (1,000 short threads a second, each
+making one probed call). proftrace's RSS is read at a tenth of the run and
+at its end; memory is bounded when the two agree (docs/guarantees.md says
+what is bounded and how). PT_BENCH_MEM_S: the run's length in seconds
+(120; the issue's figure is 3600: RSS at 1 min vs 60 min).
+"""
+import json
+import os
+import subprocess
+import tempfile
+import time
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
+PROFTRACE = os.path.join(ROOT, "proftrace")
+VICTIMS = os.path.abspath(os.environ.get("PT_VICTIMS", os.path.join(ROOT, ".output", "victims")))
+SECONDS = float(os.environ.get("PT_BENCH_MEM_S", "120"))
+
+
+def rss_kb(pid):
+    try:
+        with open("/proc/%d/status" % pid) as f:
+            for line in f:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
+
+
+def one(mode, rate, conf_text):
+    tmp = tempfile.mkdtemp(prefix="pt-bench-mem-")
+    conf = os.path.join(tmp, "t.conf")
+    with open(conf, "w") as f:
+        f.write(conf_text)
+    v = subprocess.Popen([os.path.join(VICTIMS, "victim_faults"), mode, str(rate), str(SECONDS),
+                          "--truth", os.path.join(tmp, "truth.json")],
+                         stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    pid = int(v.stdout.readline().split()[1])
+    t = subprocess.Popen([PROFTRACE, "-q", "-p", str(pid), "--targets", conf, "-o",
+                          os.path.join(tmp, "out")], stderr=subprocess.PIPE)
+    while True:
+        line = t.stderr.readline().decode(errors="replace")
+        if not line or line.startswith("proftrace: attached"):
+            break
+    v.stdin.write(b"go\n")
+    v.stdin.flush()
+    t0 = time.monotonic()
+    time.sleep(SECONDS / 10)
+    early = rss_kb(t.pid)
+    late = early
+    while v.poll() is None:
+        late = rss_kb(t.pid) or late
+        time.sleep(1)
+    t.wait(120)
+    with open(os.path.join(tmp, "out", "summary.json")) as f:
+        s = json.load(f)
+    calls = sum(r["calls"] or 0 for r in s["functions"]
+                if r["symbol"] in ("fault_step", "fault_tiny"))
+    return early, late, calls / max(time.monotonic() - t0, 1e-9), s["health"]
+
+
+def memory_tables():
+    rows = []
+    for what, mode, rate, conf in (
+            ("20,000 probed calls/s", "rate", 20000, "step native:exe:fault_tiny\n"),
+            ("1,000 thread creations/s", "threadrate", 1000,
+             "step native:exe:fault_step\nbucket fault.work native:exe:fault_work\n")):
+        early, late, per_s, h = one(mode, rate, conf)
+        rows.append([what, "%.0f" % per_s, "%.1f" % (early / 1024), "%.1f" % (late / 1024),
+                     "%+.1f%%" % (100.0 * (late - early) / max(early, 1)),
+                     str(h.get("threads_ended", "?")), str(h.get("dropped_events", "?"))])
+    print("\n### Memory over a run of %.0f s (RSS of proftrace)\n" % SECONDS)
+    head = ["load", "calls/s seen", "RSS MB at %.0f s" % (SECONDS / 10),
+            "RSS MB at %.0f s" % SECONDS, "growth", "threads freed", "drops"]
+    print("| " + " | ".join(head) + " |")
+    print("|" + "|".join("---:" if i else "---" for i in range(len(head))) + "|")
+    for r in rows:
+        print("| " + " | ".join(r) + " |")
+    print("\nBounded: growth within 10%. PT_BENCH_MEM_S=3600 for the hour.")
+
+
+if __name__ == "__main__":
+    memory_tables()

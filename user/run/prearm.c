@@ -1,0 +1,220 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * The dlopen race, closed where it can be (docs/guarantees.md).
+ *
+ * A library named by a probe and not mapped yet used to be probed once
+ * the dynamic linker said it had mapped it (its _dl_debug_state hook):
+ * calls made between that and the probes going in (about a millisecond)
+ * were not seen, the first one included. But a uprobe belongs to a file
+ * (its inode), not to a mapping: registered on a file the process has not
+ * mapped, the kernel writes the breakpoints into the process as the file
+ * is mapped, before any of its code can run. So such a library is looked
+ * for now, where the target will load it from: the folders of the files it
+ * maps already (a server's own libraries sit together) and its
+ * LD_LIBRARY_PATH. A probe whose object glob matches exactly one file
+ * there has that file resolved and probed at attach: its first call is
+ * timed, and nothing in the target pauses. Where no file or several match
+ * (which one will it load?), or the target has another root, the probe
+ * waits for the dynamic linker's notification as before, and the calls in
+ * that window can be missed.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fnmatch.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+
+#include "run.h"
+
+#define ENV_MAX (1u << 20)
+#define MAX_DIRS 256
+
+struct dirs {
+	char *v[MAX_DIRS];
+	size_t n;
+};
+
+static void dirs_add(struct dirs *d, const char *dir, size_t len)
+{
+	char *s;
+
+	if (!len || dir[0] != '/' || d->n == MAX_DIRS)
+		return;
+	for (size_t i = 0; i < d->n; i++)
+		if (strlen(d->v[i]) == len && !strncmp(d->v[i], dir, len))
+			return;
+	s = strndup(dir, len);
+	if (s)
+		d->v[d->n++] = s;
+}
+
+/* LD_LIBRARY_PATH's folders, from the environment the target started with. */
+static void env_dirs(int pid, struct dirs *d)
+{
+	char path[64], *buf;
+	size_t n;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/environ", pid);
+	f = fopen(path, "re");
+	if (!f)
+		return;
+	buf = malloc(ENV_MAX + 1);
+	if (!buf) {
+		fclose(f);
+		return;
+	}
+	n = fread(buf, 1, ENV_MAX, f);
+	fclose(f);
+	buf[n] = 0; /* the target's bytes: a cut last entry ends here too */
+	for (size_t i = 0; i < n; i += strlen(buf + i) + 1) {
+		const char *v = buf + i, *end;
+
+		if (strncmp(v, "LD_LIBRARY_PATH=", 16))
+			continue;
+		for (v += 16; *v; v = *end ? end + 1 : end) {
+			end = strchr(v, ':');
+			if (!end)
+				end = v + strlen(v);
+			dirs_add(d, v, (size_t)(end - v));
+		}
+	}
+	free(buf);
+}
+
+/* The one file in dirs that spec's object glob names; NULL when none or
+ * several (then which one the target will load cannot be told). */
+static char *find_one(const struct dirs *d, const struct pt_probe_spec *s)
+{
+	char *found = NULL;
+	bool many = false;
+
+	for (size_t i = 0; i < d->n && !many; i++) {
+		DIR *dir = opendir(d->v[i]);
+		struct dirent *de;
+
+		if (!dir)
+			continue;
+		while (!many && (de = readdir(dir))) {
+			char full[PATH_MAX], *real;
+			struct stat st;
+
+			if (snprintf(full, sizeof(full), "%s/%s", d->v[i], de->d_name) >=
+			    (int)sizeof(full))
+				continue;
+			if (fnmatch(s->object, de->d_name, 0) && fnmatch(s->object, full, 0))
+				continue;
+			if (stat(full, &st) || !S_ISREG(st.st_mode))
+				continue;
+			real = realpath(full, NULL); /* maps shows the file, not the link */
+			if (!real)
+				continue;
+			if (found && strcmp(found, real)) {
+				many = true;
+				free(real);
+			} else if (found) {
+				free(real);
+			} else {
+				found = real;
+			}
+		}
+		closedir(dir);
+	}
+	if (many) {
+		pt_vlog("proftrace: %s: several files match; probed once one is loaded\n", s->text);
+		free(found);
+		return NULL;
+	}
+	return found;
+}
+
+int pt_run__prearm(struct proc *p)
+{
+	const struct pt_config *cfg = &p->run->cfg;
+	struct pt_maps maps = { 0 }, ahead = { 0 };
+	struct dirs d = { 0 };
+	size_t before = pt_resolver__nfuncs(p->res);
+	char root[16], err[512];
+	ssize_t rl;
+	int n = 0, e = 0;
+
+	/* another root (a container, a chroot): its folders are not ours */
+	snprintf(err, sizeof(err), "/proc/%d/root", p->tracee.pid);
+	rl = readlink(err, root, sizeof(root));
+	if (rl != 1 || root[0] != '/')
+		return 0;
+	for (size_t s = 0; s < cfg->nprobes; s++)
+		n += cfg->probes[s].kind == PT_PROBE_NATIVE && strcmp(cfg->probes[s].object, "exe") &&
+		     !pt_resolver__spec_nobjects(p->res, s);
+	if (!n || pt_maps__read_pid(&maps, p->tracee.pid))
+		return 0;
+	for (size_t i = 0; i < maps.n; i++) {
+		const char *path = maps.v[i].path, *slash;
+
+		if (pt_mapping__is_exec_file(&maps.v[i]) && (slash = strrchr(path, '/')))
+			dirs_add(&d, path, (size_t)(slash - path));
+	}
+	pt_maps__free(&maps);
+	env_dirs(p->tracee.pid, &d);
+
+	ahead.v = calloc(cfg->nprobes, sizeof(*ahead.v));
+	for (size_t s = 0; ahead.v && s < cfg->nprobes; s++) {
+		const struct pt_probe_spec *sp = &cfg->probes[s];
+		struct pt_mapping *mp;
+		struct stat st;
+		char *file;
+
+		if (sp->kind != PT_PROBE_NATIVE || !strcmp(sp->object, "exe") ||
+		    pt_resolver__spec_nobjects(p->res, s))
+			continue;
+		file = find_one(&d, sp);
+		if (!file)
+			continue;
+		if (stat(file, &st)) {
+			free(file);
+			continue;
+		}
+		/* one entry per file (two probes may name one library) */
+		for (size_t k = 0; k < ahead.n; k++) {
+			if (!strcmp(ahead.v[k].path, file)) {
+				free(file);
+				file = NULL;
+				break;
+			}
+		}
+		if (!file)
+			continue;
+		mp = &ahead.v[ahead.n++];
+		/* start == end: not a mapping, a file probed ahead of it */
+		memcpy(mp->perms, "r-xp", 5);
+		mp->inode = st.st_ino;
+		mp->dev_major = major(st.st_dev);
+		mp->dev_minor = minor(st.st_dev);
+		mp->path = file;
+	}
+	for (size_t i = 0; i < d.n; i++)
+		free(d.v[i]);
+	if (!ahead.v)
+		return -ENOMEM;
+	n = ahead.n ? pt_resolver__update(p->res, &ahead, false, err, sizeof(err)) : 0;
+	if (n < 0) {
+		pt_msg("proftrace: warning: %s\n", err);
+		n = 0;
+	}
+	if (n > 0) {
+		e = pt_run__attach_new(p, before);
+		for (size_t i = before; i < p->nfs; i++)
+			p->fs[i].has_window = p->fs[i].attached; /* window 0 */
+		if (e > 0)
+			pt_vlog("proftrace: pid %d: %d probe%s in %zu librar%s not loaded yet, "
+				"armed ahead (its first calls are timed)\n",
+				p->tracee.pid, e, e == 1 ? "" : "s", ahead.n, ahead.n == 1 ? "y" : "ies");
+	}
+	pt_maps__free(&ahead);
+	return e;
+}
