@@ -250,7 +250,7 @@ FUZZ_CFLAGS := -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=
 	       -std=gnu11 -D_GNU_SOURCE -I. -Iuser
 # One harness per reader of target-controlled input: the module(s) it links
 # (only those, so a finding points at one file) and any extra libraries.
-FUZZ_NAMES := maps elf config pycode pyline folded gpuring pyattr agent
+FUZZ_NAMES := maps elf config pycode pyline folded gpuring pyattr agent regions
 FUZZ_SRCS_maps := user/attach/maps.c
 FUZZ_SRCS_elf := user/attach/elfsyms.c
 FUZZ_LIBS_elf := -lelf
@@ -267,6 +267,10 @@ FUZZ_SRCS_pyattr := user/python/pyattr.c user/python/pylayout.c
 # is a header as the agent publishes it (tests/fuzz/corpus/agent)
 FUZZ_SRCS_agent := user/python/agent.c user/util/segment.c user/util/log.c user/util/tasks.c
 FUZZ_ARGS_agent := -max_len=4096
+# intra-kernel region files (import-regions): readers, then the matcher and
+# the trace merge on what they read
+FUZZ_SRCS_regions := user/gpu/regions.c user/aggregate/regions.c user/report/regions_out.c
+FUZZ_LIBS_regions := -lcjson -lm
 # libFuzzer caps inputs near the largest seed (13 KB for ELF); let them
 # grow enough for big symbol tables.
 FUZZ_ARGS_elf := -max_len=65536

@@ -62,6 +62,12 @@ static int ev_cmp(const void *a, const void *b)
 	return 0;
 }
 
+/* The middle of [a, b], a <= b, without overflow. */
+static int64_t mid(int64_t a, int64_t b)
+{
+	return (int64_t)((uint64_t)a + ((uint64_t)b - (uint64_t)a) / 2);
+}
+
 static uint64_t nearest_rank(const uint64_t *sorted, size_t n, double q)
 {
 	size_t k = (size_t)(q * (double)n + 0.999999999);
@@ -316,8 +322,7 @@ int pt_regions__match(const struct pt_region_set *s, const char *default_kernel,
 		for (size_t j = i, n = 0; j < s->nl; j++) {
 			if (r->m[j].span < 0 || strcmp(s->l[j].clock, c->clock))
 				continue;
-			r->m[j].offset_ns = c->one_offset ? L + (H - L) / 2
-							  : lo[j] + (hi[j] - lo[j]) / 2;
+			r->m[j].offset_ns = c->one_offset ? mid(L, H) : mid(lo[j], hi[j]);
 			offs[n++] = r->m[j].offset_ns;
 		}
 		qsort(offs, c->launches, sizeof(*offs), i64_cmp);
@@ -336,15 +341,18 @@ int pt_regions__match(const struct pt_region_set *s, const char *default_kernel,
 			continue;
 		k = &spans[m->span];
 		for (size_t j = 0; j < l->nev; j++) {
-			int64_t a = (int64_t)l->ev[j].start_ns + m->offset_ns;
-			int64_t b = a + (int64_t)l->ev[j].dur_ns;
-			int64_t out1 = (int64_t)k->start_ns - a, out2 = b - (int64_t)k->end_ns;
-			int64_t o = out1 > out2 ? out1 : out2;
+			/* wrapping sums: no signed overflow on any input */
+			int64_t a = (int64_t)(l->ev[j].start_ns + (uint64_t)m->offset_ns);
+			int64_t b = (int64_t)((uint64_t)a + l->ev[j].dur_ns);
+			int64_t ks = (int64_t)k->start_ns, ke = (int64_t)k->end_ns;
+			uint64_t out1 = a < ks ? (uint64_t)ks - (uint64_t)a : 0;
+			uint64_t out2 = b > ke ? (uint64_t)b - (uint64_t)ke : 0;
+			uint64_t o = out1 > out2 ? out1 : out2;
 
 			if (o > 0) {
 				m->outside++;
-				if ((uint64_t)o > m->outside_ns)
-					m->outside_ns = (uint64_t)o;
+				if (o > m->outside_ns)
+					m->outside_ns = o;
 			}
 		}
 		r->regions_outside += m->outside;

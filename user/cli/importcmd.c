@@ -182,13 +182,14 @@ static void print_result(const struct pt_region_set *s, const struct pt_regions_
 
 		fprintf(stderr, "proftrace: import-regions: clock %s: %" PRIu64 " launches, "
 				"CLOCK_MONOTONIC = its time + %" PRId64 " ns (%s)\n",
-			c->clock, c->launches, (int64_t)(c->offset_ns - PT_RTRACE_BIAS_NS + t0),
+			c->clock, c->launches, (int64_t)((uint64_t)c->offset_ns - PT_RTRACE_BIAS_NS + (uint64_t)t0),
 			c->one_offset ? "one offset fits every launch"
 				      : "no one offset fits: each launch its own, median shown");
 		if (!c->one_offset)
 			fprintf(stderr, "proftrace: import-regions: warning: clock %s: offsets "
 					"spread over %" PRId64 " ns\n",
-				c->clock, c->offset_max_ns - c->offset_min_ns);
+				c->clock,
+				(int64_t)((uint64_t)c->offset_max_ns - (uint64_t)c->offset_min_ns));
 	}
 	if (res->launches_matched)
 		fprintf(stderr, "proftrace: import-regions: residual: %" PRIu64 " regions outside "

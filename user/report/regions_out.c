@@ -190,7 +190,7 @@ static bool fits(struct lane *l, uint64_t a, uint64_t b)
 }
 
 struct rsort {
-	uint64_t a, b;
+	int64_t a, b; /* aligned: may fall before the bias (a region far outside) */
 	size_t i;
 };
 
@@ -275,10 +275,11 @@ static int merge_launch(struct pt_rtrace *t, cJSON *evs, const struct pt_region_
 	num(kev, "tid", &tid);
 	num(kargs, "correlation", &corr);
 	for (size_t i = 0; i < l->nev; i++) {
-		int64_t a = (int64_t)l->ev[i].start_ns + m->offset_ns;
-		int64_t b = a + (int64_t)l->ev[i].dur_ns;
+		/* wrapping sums: no signed overflow on any input (gcc wraps the casts) */
+		int64_t a = (int64_t)(l->ev[i].start_ns + (uint64_t)m->offset_ns);
+		int64_t b = (int64_t)((uint64_t)a + l->ev[i].dur_ns);
 
-		o[i] = (struct rsort){ (uint64_t)a, (uint64_t)b, i };
+		o[i] = (struct rsort){ a, b, i };
 	}
 	qsort(o, l->nev, sizeof(*o), rsort_cmp);
 	for (unsigned int j = 0; j < PT_REGION_MAX_LANES; j++) {
@@ -287,13 +288,14 @@ static int merge_launch(struct pt_rtrace *t, cJSON *evs, const struct pt_region_
 	}
 	for (size_t i = 0; i < l->nev; i++) {
 		const struct pt_region *r = &l->ev[o[i].i];
-		uint64_t a = o[i].a, b = o[i].b, ca, cb;
+		int64_t a = o[i].a, b = o[i].b, ks = (int64_t)k->start_ns, ke = (int64_t)k->end_ns;
+		uint64_t ca, cb;
 		unsigned int j;
 		double ltid;
 		cJSON *ev, *args;
 
-		ca = a < k->start_ns ? k->start_ns : a > k->end_ns ? k->end_ns : a;
-		cb = b > k->end_ns ? k->end_ns : b < ca ? ca : b;
+		ca = (uint64_t)(a < ks ? ks : a > ke ? ke : a);
+		cb = (uint64_t)(b > ke ? ke : b < (int64_t)ca ? (int64_t)ca : b);
 		for (j = 0; j < nlanes && !fits(&lanes[j], ca, cb); j++)
 			;
 		if (j == nlanes) {
@@ -328,9 +330,9 @@ static int merge_launch(struct pt_rtrace *t, cJSON *evs, const struct pt_region_
 		    !cJSON_AddNumberToObject(args, "correlation", corr) ||
 		    !add_i64(args, "tid", r->tid) || !cJSON_AddNumberToObject(args, "lane", j))
 			goto out;
-		if (ca != a || cb != b) {
-			uint64_t out1 = a < k->start_ns ? k->start_ns - a : 0;
-			uint64_t out2 = b > k->end_ns ? b - k->end_ns : 0;
+		if ((int64_t)ca != a || (int64_t)cb != b) {
+			uint64_t out1 = a < ks ? (uint64_t)ks - (uint64_t)a : 0;
+			uint64_t out2 = b > ke ? (uint64_t)b - (uint64_t)ke : 0;
 
 			if (!add_i64(args, "outside_ns", (int64_t)(out1 > out2 ? out1 : out2)))
 				goto out;
@@ -478,8 +480,10 @@ int pt_regions__add_summary(cJSON *summary, const struct pt_region_set *s,
 			cJSON_AddStringToObject(y, "mode", c->one_offset ? "one_offset"
 									 : "per_launch");
 			/* on CLOCK_MONOTONIC: ts 0 of the trace is t0_mono_ns */
-			add_i64(y, "offset_ns", c->offset_ns - BIAS_NS + t0_mono_ns);
-			add_i64(y, "offset_spread_ns", c->offset_max_ns - c->offset_min_ns);
+			add_i64(y, "offset_ns", (int64_t)((uint64_t)c->offset_ns - BIAS_NS +
+							  (uint64_t)t0_mono_ns));
+			add_i64(y, "offset_spread_ns",
+				(int64_t)((uint64_t)c->offset_max_ns - (uint64_t)c->offset_min_ns));
 		}
 	}
 	a = cJSON_AddArrayToObject(o, "unmatched");
