@@ -84,7 +84,7 @@ BENCH_SRCS := $(wildcard bench/*.c)
 BENCH_BINS := $(patsubst bench/%.c,$(OUTPUT)/bench/%,$(filter-out bench/shim_bench.c,$(BENCH_SRCS))) \
 	      $(if $(SHIM),$(OUTPUT)/bench/shim_bench)
 
-.PHONY: all deps test unit integration asan bench demo clean fuzz
+.PHONY: all deps test unit integration asan bench demo clean fuzz gpu-check
 .DELETE_ON_ERROR:
 .SECONDARY:
 
@@ -307,6 +307,25 @@ fuzz: $(FUZZ_BINS)
 		printf '  %-8s fuzz_%-7s %s runs, %s/s, %s, corpus %s: %s\n' FUZZ $$n \
 			"$${runs:-?}" "$${rate:-?}" "$${cov:-cov: ?}" $$d "$$res"; \
 	done; exit $$fail
+
+# ---- on a lent GPU machine (docs/gpu.md, "make gpu-check"): tests/gpu/,
+# checked against CUDA-event truth; skips with a message without nvidia-smi ----
+NVCC ?= $(CUDA_HOME)/bin/nvcc
+NVCC_ARCH ?= sm_90
+GPU_TOOLS := $(OUTPUT)/gpu/victim_gpu $(OUTPUT)/gpu/gpuring_dump
+.PHONY: gpu-check gpu-tools
+gpu-tools: $(GPU_TOOLS)
+$(OUTPUT)/gpu/victim_gpu: tests/gpu/victim_gpu.cu
+	$(call msg,NVCC,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(NVCC) -O2 -lineinfo -arch=$(NVCC_ARCH) $< -o $@
+$(OUTPUT)/gpu/gpuring_dump: tests/gpu/gpuring_dump.c user/gpu/gpuring.c user/gpu/gpuring.h shim/ptgpu.h
+	$(call msg,CC,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) -g -O2 -std=gnu11 -D_GNU_SOURCE -I. -Iuser -Iuser/gpu $< user/gpu/gpuring.c -o $@
+gpu-check:
+	$(Q)PT_MAKE="$(MAKE)" PT_OUTPUT=$(OUTPUT) PT_PROFTRACE=$(BIN) PT_SHIM=$(SHIM) \
+		$(PYTHON) tests/gpu/gpu_check.py
 
 unit: $(UNIT_BINS) $(FIXTURES)
 	$(Q)PT_FIXTURES=$(OUTPUT)/fixtures ./tests/run-unit $(OUTPUT)/tests "$(T)"
