@@ -159,10 +159,26 @@ def test_import_regions():
         json.dump({"kernel": "mlp_fwd", "launch": 100000, "tags": TAGS}, f)
     files += [bad, past]
 
+    with open(os.path.join(out, "report.md")) as f:
+        md_before = f.read()
     p = subprocess.run([PROFTRACE, "import-regions"] + files + [out], capture_output=True,
                        text=True, timeout=60)
     assert p.returncode == 0, p.stderr
     assert "13 of 15 region launches matched" in p.stderr, p.stderr
+    # report.md: the same, plus a regions section in its GPU part
+    with open(os.path.join(out, "report.md")) as f:
+        md = f.read()
+    head, sep, rest = md.partition("### Regions inside kernels\n")
+    assert sep, md
+    section, _, tail = rest.partition("\n\n")  # the summary line
+    table, _, tail = tail.partition("\n\n")
+    notes, _, tail2 = tail.partition("\n\n")
+    assert notes.startswith("- not matched:"), notes
+    eq(head + tail2, md_before, "report.md otherwise unchanged")
+    assert "13 of 15 region launches matched" in section, section
+    assert "| `attn_fwd` | load | 40 | 10 |" in table, table
+    # (markdown text: underscores escaped)
+    assert "buffer overflowed: %s" % files[3].replace("_", "\\_") in notes, notes
     assert "no_such_kernel" in p.stderr and "not matched" in p.stderr, p.stderr
     assert "overflowed: %d events recorded, %d read" % (
         len(truth[("attn_fwd", 3)]) + 7, len(truth[("attn_fwd", 3)])) in p.stderr, p.stderr

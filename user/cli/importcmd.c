@@ -17,6 +17,7 @@
 #include "importcmd.h"
 #include "aggregate/regions.h"
 #include "gpu/regions.h"
+#include "report/emit.h"
 #include "report/outdir.h"
 #include "report/regions_out.h"
 #include "util/util.h"
@@ -171,6 +172,11 @@ static int write_json(FILE *f, const void *ctx)
 	return e;
 }
 
+static int write_md(FILE *f, const void *ctx)
+{
+	return pt_report_md__write(f, ctx);
+}
+
 static void print_result(const struct pt_region_set *s, const struct pt_regions_result *res,
 			 const struct pt_rtrace_stats *st, int64_t t0, const char *outdir)
 {
@@ -318,6 +324,8 @@ int pt_importcmd__run(int argc, char **argv)
 		e = pt_outdir__write(od, "trace.json", write_trace, trace, err, sizeof(err));
 	if (!e)
 		e = pt_outdir__write(od, "summary.json", write_json, sum, err, sizeof(err));
+	if (!e) /* its GPU section gains the regions */
+		e = pt_outdir__write(od, "report.md", write_md, sum, err, sizeof(err));
 	if (e) {
 		fprintf(stderr, "proftrace: import-regions: %s\n", err);
 		goto out;
