@@ -74,7 +74,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		for (size_t j = 0; j < s.l[i].nev; j++)
 			if (s.l[i].ev[j].tag >= s.ntags)
 				__builtin_trap();
-	doc = pt_regions__parse_json(TRACE, sizeof(TRACE) - 1);
+	doc = pt_regions__parse_json(TRACE, sizeof(TRACE) - 1, true);
 	sum = cJSON_Parse("{\"gpu\":{}}");
 	if (doc && sum && !pt_rtrace__open(&t, doc, err, sizeof(err))) {
 		if (!pt_regions__match(&s, "k", t.spans, t.n, &res)) {

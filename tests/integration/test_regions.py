@@ -161,6 +161,8 @@ def test_import_regions():
 
     with open(os.path.join(out, "report.md")) as f:
         md_before = f.read()
+    with open(os.path.join(out, "trace.json")) as f:
+        trace_before = f.read()
     p = subprocess.run([PROFTRACE, "import-regions"] + files + [out], capture_output=True,
                        text=True, timeout=60)
     assert p.returncode == 0, p.stderr
@@ -184,8 +186,13 @@ def test_import_regions():
         len(truth[("attn_fwd", 3)]) + 7, len(truth[("attn_fwd", 3)])) in p.stderr, p.stderr
 
     with open(os.path.join(out, "trace.json")) as f:
-        doc = json.load(f)
+        text = f.read()
+    doc = json.loads(text)
     tr = doc["traceEvents"]
+    # every event proftrace wrote is there as it was, one a line
+    lines = set(ln.rstrip(",") for ln in text.splitlines())
+    old = [ln.rstrip(",") for ln in trace_before.splitlines() if ln.startswith("{\"ph\"")]
+    eq([ln for ln in old if ln not in lines], [], "events of the run, unchanged")
     eq(doc["otherData"]["tool"], "proftrace", "otherData kept")
     regions = [e for e in tr if e["ph"] == "X" and e.get("cat") == "region"]
     eq(len(regions), sum(len(v) for v in truth.values()), "region slices")

@@ -286,7 +286,7 @@ int pt_importcmd__run(int argc, char **argv)
 		e = -PT_EUSAGE;
 		goto out;
 	}
-	trace = pt_regions__parse_json(buf, len);
+	trace = pt_regions__parse_json(buf, len, true);
 	free(buf);
 	buf = NULL;
 	if (!trace || pt_rtrace__open(&t, trace, err, sizeof(err))) {
@@ -297,7 +297,7 @@ int pt_importcmd__run(int argc, char **argv)
 	}
 	snprintf(path, sizeof(path), "%s/summary.json", outdir);
 	e = read_file(path, &buf, &len, err, sizeof(err));
-	sum = e ? NULL : pt_regions__parse_json(buf, len);
+	sum = e ? NULL : pt_regions__parse_json(buf, len, false);
 	free(buf);
 	buf = NULL;
 	if (!sum) {

@@ -570,7 +570,7 @@ static void restore_raw(cJSON *it)
 	}
 }
 
-cJSON *pt_regions__parse_json(const char *txt, size_t len)
+cJSON *pt_regions__parse_json(const char *txt, size_t len, bool all_raw)
 {
 	/* each marked integer grows by the marker and two quotes */
 	size_t cap = len + 1, n = 0;
@@ -587,6 +587,7 @@ cJSON *pt_regions__parse_json(const char *txt, size_t len)
 		if (!in_str && (c == '-' || (c >= '0' && c <= '9')) &&
 		    (!i || !strchr("0123456789.eE+-", txt[i - 1]))) {
 			size_t digits = 0;
+			bool frac = false;
 
 			if (txt[k] == '-')
 				k++;
@@ -594,8 +595,22 @@ cJSON *pt_regions__parse_json(const char *txt, size_t len)
 				k++;
 				digits++;
 			}
-			/* an integer too long for a double's 53 bits */
-			if (digits >= 16 && (k == len || !strchr(".eE", txt[k]))) {
+			/* the rest of the number: fraction, exponent */
+			if (k < len && txt[k] == '.') {
+				frac = true;
+				for (k++; k < len && txt[k] >= '0' && txt[k] <= '9'; k++)
+					;
+			}
+			if (k < len && (txt[k] == 'e' || txt[k] == 'E')) {
+				frac = true;
+				k++;
+				if (k < len && (txt[k] == '+' || txt[k] == '-'))
+					k++;
+				while (k < len && txt[k] >= '0' && txt[k] <= '9')
+					k++;
+			}
+			/* all of them, or integers too long for a double's 53 bits */
+			if (digits && (all_raw || (digits >= 16 && !frac))) {
 				if (n + (k - i) + sizeof(RAW_TEXT) + 2 >= cap) {
 					cap = (cap + (k - i) + sizeof(RAW_TEXT) + 2) * 2;
 					o2 = realloc(out, cap);

@@ -19,6 +19,7 @@
 #ifndef PT_REGIONS_OUT_H
 #define PT_REGIONS_OUT_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -70,9 +71,10 @@ int pt_regions__add_summary(cJSON *summary, const struct pt_region_set *s,
 			    int64_t t0_mono_ns, const char *const *files, size_t nfiles);
 
 /* Parse a JSON text keeping integers of 16 digits or more exact (as raw
- * items: start_unix_ns would not survive a double). NULL: not JSON or
- * out of memory. */
-cJSON *pt_regions__parse_json(const char *txt, size_t len);
+ * items: start_unix_ns would not survive a double); all_raw: every
+ * number, so it is written back as it was ("10.000" stays). NULL: not
+ * JSON or out of memory. */
+cJSON *pt_regions__parse_json(const char *txt, size_t len, bool all_raw);
 
 /* trace.json as proftrace writes it: one event a line. 0 or -errno. */
 int pt_rtrace__write(FILE *f, const cJSON *doc);
