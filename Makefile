@@ -134,7 +134,7 @@ $(OUTPUT)/tests/$(basename $(notdir $(1))): $(1) $(LIBPT) | $(OUTPUT)/tests
 	$$(call msg,TEST-CC,$$@)
 	$$(Q)$$(CC) $$(CFLAGS) $$(INCLUDES) $$(LDFLAGS) $$< $$(LIBPT) $$(LDLIBS) -lcmocka -o $$@
 endef
-$(foreach t,$(filter-out %/test_shim.c %/test_gpuring.c,$(UNIT_SRCS)),$(eval $(call unit_rule,$(t))))
+$(foreach t,$(filter-out %/test_shim.c %/test_gpuring.c tests/unit/agent/%,$(UNIT_SRCS)),$(eval $(call unit_rule,$(t))))
 
 # ---- tools for the integration tests (linked like the unit tests) ----
 $(OUTPUT)/tests-tools/%: tests/tools/%.c $(LIBPT) | $(OUTPUT)/tests-tools
@@ -235,6 +235,12 @@ $(AGENT): $(AGENT_OBJS)
 	$(call msg,AGENT-LD,$@)
 	$(Q)$(CC) -shared -pthread -Wl,-z,defs $^ -ldl -o $@
 -include $(AGENT_OBJS:.o=.d)
+# The agent's pure parts (its code-object filter, module matcher) alone:
+# no interpreter in the test (tests/unit/agent/).
+$(OUTPUT)/tests/test_agent_filter: tests/unit/agent/test_agent_filter.c shim/agent/codeset.c \
+		shim/agent/scan.c $(wildcard shim/agent/*.h) | $(OUTPUT)/tests
+	$(call msg,TEST-CC,$@)
+	$(Q)$(CC) $(CFLAGS) -I. $(LDFLAGS) $< shim/agent/codeset.c shim/agent/scan.c -lcmocka -o $@
 
 # The reader against segments made by the shim's own writer (no CUPTI).
 $(OUTPUT)/tests/test_gpuring: tests/unit/gpu/test_gpuring.c shim/ring.c shim/ring.h shim/ptgpu.h $(LIBPT) | $(OUTPUT)/tests

@@ -34,10 +34,11 @@ static inline bool ptag_codeset__has(const struct ptag_codeset *s, uint64_t code
 	for (;;) {
 		uint64_t v = s->slot[i];
 
-		if (v == code)
-			return true;
+		/* empty first: 0 (no code object) is never in the set */
 		if (!v)
 			return false;
+		if (v == code)
+			return true;
 		i = (i + 1) & s->mask;
 	}
 }

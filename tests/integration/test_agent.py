@@ -215,6 +215,11 @@ def _segment_state(pid):
     return state, reason, conflict, text
 
 
+def _switches(pid, tid):
+    with open("/proc/%d/task/%s/status" % (pid, tid)) as f:
+        return [x for x in f.read().splitlines() if "ctxt_switches" in x]
+
+
 def test_agent_dormant_costs_nothing():
     """Loaded and never attached: nothing in the interpreter, one thread
     asleep on a futex that used no CPU at all."""
@@ -233,6 +238,11 @@ def test_agent_dormant_costs_nothing():
         eq(int(st[11]) + int(st[12]), 0, "agent thread CPU ticks (utime + stime)")
         with open("/proc/%d/task/%s/wchan" % (v.pid, agent_tid)) as f:
             assert "futex" in f.read(), "agent thread is not waiting on its futex"
+        # and it never wakes while dormant (no timeout on that wait): an
+        # agent left alone for minutes costs what it cost in these seconds
+        switches = _switches(v.pid, agent_tid)
+        time.sleep(3.0)
+        eq(_switches(v.pid, agent_tid), switches, "agent thread wake-ups while dormant")
         eq(_segment_state(v.pid)[:2], (0, 0), "dormant, never attached")
         v.send("go\n")
         v.wait_line("held", timeout=60)
@@ -288,6 +298,57 @@ def test_agent_conflict_reported_program_untouched():
     assert "taken" in (py["agent"]["problem"] or ""), py
     eq(py["timing"], "sampled", "timing without the agent's hooks")
     eq(s["stats"]["steps"], 0, "no steps without exact calls")
+
+
+OTHER_EVAL_VICTIM = r"""
+import os, sys
+sys.path.insert(0, %r)
+sys.path.insert(0, %r)
+import other_eval
+other_eval.install()   # another tool's frame evaluator, in before proftrace
+import pyagent_cases as pc
+sys.argv = ["pyagent_cases", "--steps", "10"]
+pc.main()
+print("evaluator", other_eval.installed(), other_eval.frames() > 0, flush=True)
+"""
+
+
+def test_agent_other_frame_evaluator_left_alone():
+    """3.8-3.11: another PEP 523 frame evaluator (a JIT's, a debugger's) is
+    installed: the agent installs nothing, proftrace names the other one
+    (its symbol and file), rows are sampled, and the program keeps its
+    evaluator, which saw every frame."""
+    python = tp.pyenv_python(10)
+    tmp = tempfile.mkdtemp(prefix="pt-it-")
+    inc = subprocess.run([python, "-c", "import sysconfig; print(sysconfig.get_paths()"
+                          "['include'])"], capture_output=True, timeout=30).stdout.decode().strip()
+    so = os.path.join(tmp, "other_eval.so")
+    cc = subprocess.run(["gcc", "-shared", "-fPIC", "-O1", "-I", inc, "-o", so,
+                         os.path.join(ROOT, "tests", "victims", "pyext", "other_eval.c")],
+                        capture_output=True, timeout=60)
+    eq(cc.returncode, 0, "building other_eval: " + cc.stderr.decode())
+    script = os.path.join(tmp, "other.py")
+    with open(script, "w") as f:
+        f.write(OTHER_EVAL_VICTIM % (tmp, os.path.join(ROOT, "tests", "victims")))
+    conf = write_conf(tmp, CONF)
+    out = os.path.join(tmp, "out")
+    v = victim([python, script], env=agent_env())
+    try:
+        pt = _attach(v.pid, conf, out)
+        v.send("go\n")
+        eq(v.wait_line("evaluator "), "evaluator True True", "the program's evaluator")
+        eq(v.wait(60), 0, "victim")
+        eq(pt.wait(60), 0, "proftrace")
+        err = pt.rest("err")
+    finally:
+        v.kill()
+    assert "another frame evaluator (PEP 523) is installed: other_eval in " in err, err
+    assert "other_eval.so" in err, err
+    with open(os.path.join(out, "summary.json")) as f:
+        s = json.load(f)
+    py = s["meta"]["python"]
+    assert "frame evaluator" in (py["agent"]["problem"] or ""), py
+    eq(py["timing"], "sampled", "timing without the agent's hooks")
 
 
 def test_agent_missing_says_how():

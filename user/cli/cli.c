@@ -78,114 +78,72 @@ static int bad(const char *fmt, const char *arg)
 	return -EINVAL;
 }
 
-int pt_cli__parse(struct pt_env *env, int argc, char **argv)
+/* -p 1234 or -p 1234,1240: each a positive id, at most PT_CLI_MAX_PIDS */
+static int parse_pids(struct pt_env *env, const char *arg)
 {
-	static const struct option opts[] = {
-		{ "pid", required_argument, NULL, 'p' },
-		{ "children", no_argument, NULL, 'C' },
-		{ "targets", required_argument, NULL, 't' },
-		{ "duration", required_argument, NULL, 'd' },
-		{ "output", required_argument, NULL, 'o' },
-		{ "json", no_argument, NULL, 'j' },
-		{ "verbose", no_argument, NULL, 'v' },
-		{ "dry-run", no_argument, NULL, 'n' },
-		{ "quiet", no_argument, NULL, 'q' },
-		{ "list-targets", no_argument, NULL, 'L' },
-		{ "gpu", required_argument, NULL, 'G' },
-		{ "trace", no_argument, NULL, 'T' },
-		{ "trace-max-events", required_argument, NULL, 'M' },
-		{ "help", no_argument, NULL, 'h' },
-		{},
-	};
 	char *end;
 	long v;
-	int c;
 
-	memset(env, 0, sizeof(*env));
-	opterr = 0;
-	optind = 1;
-	while ((c = getopt_long(argc, argv, ":p:t:d:o:vqh", opts, NULL)) != -1) {
-		switch (c) {
-		case 'p':
-			for (const char *q = optarg;; q = end + 1) {
-				errno = 0;
-				v = strtol(q, &end, 10);
-				if (errno || end == q || (*end && *end != ',') || v <= 0 ||
-				    v > 0x3fffffff)
-					return bad("bad PID list '%s': give numeric ids of running "
-						   "processes, e.g. -p 1234 or -p 1234,1240", optarg);
-				if (env->npids == PT_CLI_MAX_PIDS)
-					return bad("too many processes in '%s' (at most 256)", optarg);
-				env->pids[env->npids++] = (int)v;
-				if (!*end)
-					break;
-			}
-			env->pid = env->pids[0];
+	for (const char *q = arg;; q = end + 1) {
+		errno = 0;
+		v = strtol(q, &end, 10);
+		if (errno || end == q || (*end && *end != ',') || v <= 0 || v > 0x3fffffff)
+			return bad("bad PID list '%s': give numeric ids of running processes, e.g. "
+				   "-p 1234 or -p 1234,1240", arg);
+		if (env->npids == PT_CLI_MAX_PIDS)
+			return bad("too many processes in '%s' (at most 256)", arg);
+		env->pids[env->npids++] = (int)v;
+		if (!*end)
 			break;
-		case 'C':
-			env->children = true;
-			break;
-		case 't':
-			env->targets = optarg;
-			break;
-		case 'd':
-			errno = 0;
-			env->duration_s = strtod(optarg, &end);
-			if (errno || *end || !(env->duration_s > 0) || !isfinite(env->duration_s))
-				return bad("bad duration '%s': give seconds > 0, e.g. -d 10", optarg);
-			break;
-		case 'o':
-			env->output = optarg;
-			break;
-		case 'j':
-			env->json = true;
-			break;
-		case 'v':
-			env->verbose++;
-			break;
-		case 'n':
-			env->dry_run = true;
-			break;
-		case 'T':
-			env->trace = true;
-			break;
-		case 'M':
-			errno = 0;
-			v = strtol(optarg, &end, 10);
-			if (errno || *end || v <= 0 || v > 1000000000)
-				return bad("bad --trace-max-events '%s': give a number of events from 1 "
-					   "to 1000000000, e.g. 1000000", optarg);
-			env->trace_max = (unsigned long)v;
-			env->trace = true; /* asking for a bound asks for the trace */
-			break;
-		case 'G':
-			if (!strcmp(optarg, "auto"))
-				env->gpu = PT_GPU_AUTO;
-			else if (!strcmp(optarg, "on"))
-				env->gpu = PT_GPU_ON;
-			else if (!strcmp(optarg, "off"))
-				env->gpu = PT_GPU_OFF;
-			else
-				return bad("bad --gpu '%s': auto (use the CUPTI shim when the process "
-					   "has it), on or off", optarg);
-			break;
-		case 'q':
-			env->quiet = true;
-			break;
-		case 'L':
-			env->list_targets = true;
-			break;
-		case 'h':
-			fputs(usage, stdout);
-			return 1;
-		case ':':
-			return bad("option '%s' needs a value", argv[optind - 1]);
-		default:
-			return bad("unknown option '%s'", argv[optind - 1]);
-		}
 	}
-	if (optind < argc)
-		return bad("unexpected argument '%s'", argv[optind]);
+	env->pid = env->pids[0];
+	return 0;
+}
+
+static int parse_duration(struct pt_env *env, const char *arg)
+{
+	char *end;
+
+	errno = 0;
+	env->duration_s = strtod(arg, &end);
+	if (errno || *end || !(env->duration_s > 0) || !isfinite(env->duration_s))
+		return bad("bad duration '%s': give seconds > 0, e.g. -d 10", arg);
+	return 0;
+}
+
+static int parse_trace_max(struct pt_env *env, const char *arg)
+{
+	char *end;
+	long v;
+
+	errno = 0;
+	v = strtol(arg, &end, 10);
+	if (errno || *end || v <= 0 || v > 1000000000)
+		return bad("bad --trace-max-events '%s': give a number of events from 1 to "
+			   "1000000000, e.g. 1000000", arg);
+	env->trace_max = (unsigned long)v;
+	env->trace = true; /* asking for a bound asks for the trace */
+	return 0;
+}
+
+static int parse_gpu(struct pt_env *env, const char *arg)
+{
+	if (!strcmp(arg, "auto"))
+		env->gpu = PT_GPU_AUTO;
+	else if (!strcmp(arg, "on"))
+		env->gpu = PT_GPU_ON;
+	else if (!strcmp(arg, "off"))
+		env->gpu = PT_GPU_OFF;
+	else
+		return bad("bad --gpu '%s': auto (use the CUPTI shim when the process has it), on "
+			   "or off", arg);
+	return 0;
+}
+
+/* What the options say together: a process, once each, and a targets
+ * file (a bundled one by name). */
+static int check_env(struct pt_env *env)
+{
 	if (env->list_targets)
 		return 0;
 	if (!env->pid)
@@ -205,4 +163,85 @@ int pt_cli__parse(struct pt_env *env, int argc, char **argv)
 	if (pt_targets__resolve(env->targets, env->targets_path, sizeof(env->targets_path)) > 0)
 		env->targets = env->targets_path;
 	return 0;
+}
+
+int pt_cli__parse(struct pt_env *env, int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "pid", required_argument, NULL, 'p' },
+		{ "children", no_argument, NULL, 'C' },
+		{ "targets", required_argument, NULL, 't' },
+		{ "duration", required_argument, NULL, 'd' },
+		{ "output", required_argument, NULL, 'o' },
+		{ "json", no_argument, NULL, 'j' },
+		{ "verbose", no_argument, NULL, 'v' },
+		{ "dry-run", no_argument, NULL, 'n' },
+		{ "quiet", no_argument, NULL, 'q' },
+		{ "list-targets", no_argument, NULL, 'L' },
+		{ "gpu", required_argument, NULL, 'G' },
+		{ "trace", no_argument, NULL, 'T' },
+		{ "trace-max-events", required_argument, NULL, 'M' },
+		{ "help", no_argument, NULL, 'h' },
+		{},
+	};
+	int c, e = 0;
+
+	memset(env, 0, sizeof(*env));
+	opterr = 0;
+	optind = 1;
+	while (!e && (c = getopt_long(argc, argv, ":p:t:d:o:vqh", opts, NULL)) != -1) {
+		switch (c) {
+		case 'p':
+			e = parse_pids(env, optarg);
+			break;
+		case 'C':
+			env->children = true;
+			break;
+		case 't':
+			env->targets = optarg;
+			break;
+		case 'd':
+			e = parse_duration(env, optarg);
+			break;
+		case 'o':
+			env->output = optarg;
+			break;
+		case 'j':
+			env->json = true;
+			break;
+		case 'v':
+			env->verbose++;
+			break;
+		case 'n':
+			env->dry_run = true;
+			break;
+		case 'T':
+			env->trace = true;
+			break;
+		case 'M':
+			e = parse_trace_max(env, optarg);
+			break;
+		case 'G':
+			e = parse_gpu(env, optarg);
+			break;
+		case 'q':
+			env->quiet = true;
+			break;
+		case 'L':
+			env->list_targets = true;
+			break;
+		case 'h':
+			fputs(usage, stdout);
+			return 1;
+		case ':':
+			return bad("option '%s' needs a value", argv[optind - 1]);
+		default:
+			return bad("unknown option '%s'", argv[optind - 1]);
+		}
+	}
+	if (e)
+		return e;
+	if (optind < argc)
+		return bad("unexpected argument '%s'", argv[optind]);
+	return check_env(env);
 }

@@ -760,15 +760,190 @@ static bool parse_onoff(const char *s, bool *out)
 	return true;
 }
 
-static int parse_set(struct parser *p)
+/* ---- set <key> <value>: one parser per key (v: the value's token;
+ * what: "bad value for <key>", the message of every refusal) ---- */
+
+/* A whole number in [min, max] into *out; else the hint. */
+static int set_uint(struct parser *p, const struct tok *v, const char *what,
+		    unsigned long long min, unsigned long long max, unsigned long long *out,
+		    const char *hint)
+{
+	if (!parse_uint(v->s, max, out) || *out < min)
+		return perr(p, v->col, v->s, what, "%s", hint);
+	return 0;
+}
+
+static int set_warmup_steps(struct parser *p, const struct tok *v, const char *what)
+{
+	unsigned long long n;
+	int e = set_uint(p, v, what, 0, UINT_MAX, &n, "a whole number of steps, 0..4294967295");
+
+	if (!e)
+		p->cfg->warmup_steps = n;
+	return e;
+}
+
+static int set_ringbuf_mb(struct parser *p, const struct tok *v, const char *what)
+{
+	unsigned long long n;
+
+	/* BPF ring buffers must be a power-of-two number of pages. */
+	if (!parse_uint(v->s, 1024, &n) || !n || (n & (n - 1)))
+		return perr(p, v->col, v->s, what, "a power of two from 1 to 1024 (MiB), e.g. 16");
+	p->cfg->ringbuf_mb = n;
+	return 0;
+}
+
+static int set_poll_ms(struct parser *p, const struct tok *v, const char *what)
+{
+	unsigned long long n;
+	int e = set_uint(p, v, what, 1, 1000, &n, "milliseconds, 1..1000");
+
+	if (!e)
+		p->cfg->poll_ms = n;
+	return e;
+}
+
+static int set_sample_hz(struct parser *p, const struct tok *v, const char *what)
+{
+	unsigned long long n;
+	/* cpu-clock periods below 100 us cost the target more than they
+	 * tell; 0 turns sampling off. */
+	int e = set_uint(p, v, what, 0, 10000, &n,
+			 "samples per second per thread, 0 (off) to 10000, e.g. 1000");
+
+	if (!e)
+		p->cfg->sample_hz = n;
+	return e;
+}
+
+static int set_python_mode(struct parser *p, const struct tok *v, const char *what)
+{
+	static const struct {
+		const char *name;
+		enum pt_python_mode mode;
+	} modes[] = {
+		{ "auto", PT_PYMODE_AUTO },
+		{ "agent", PT_PYMODE_AGENT },
+		{ "evalframe", PT_PYMODE_EVALFRAME },
+		{ "sampled", PT_PYMODE_SAMPLED },
+	};
+
+	for (size_t k = 0; k < ARRAY_SIZE(modes); k++)
+		if (!strcmp(v->s, modes[k].name)) {
+			p->cfg->python_mode = modes[k].mode;
+			return 0;
+		}
+	if (!strcmp(v->s, "usdt"))
+		return perr(p, v->col, v->s, "python_mode usdt is not offered",
+			    "where an interpreter's USDT probes time every call, the agent times "
+			    "only the named calls, exactly (docs/targets.md); use auto or agent");
+	return perr(p, v->col, v->s, what,
+		    "auto (the agent where the process has it, else sampled), agent, evalframe "
+		    "or sampled");
+}
+
+static int set_run_gap_ms(struct parser *p, const struct tok *v, const char *what)
+{
+	unsigned long long n;
+	/* below a step's own length every step would be a run */
+	int e = set_uint(p, v, what, 1, 3600000, &n,
+			 "milliseconds of no steps that end a run, 1..3600000, e.g. 1000");
+
+	if (!e)
+		p->cfg->run_gap_ms = (unsigned int)n;
+	return e;
+}
+
+static int set_warmup_runs(struct parser *p, const struct tok *v, const char *what)
+{
+	unsigned long long n;
+	int e = set_uint(p, v, what, 0, UINT_MAX, &n, "a whole number of runs, 0..4294967295");
+
+	if (!e)
+		p->cfg->warmup_runs = (unsigned int)n;
+	return e;
+}
+
+static int set_kv_len_reduce(struct parser *p, const struct tok *v, const char *what)
+{
+	static const enum pt_vfn ok[] = { PT_VFN_MEAN, PT_VFN_MAX, PT_VFN_MIN,
+					  PT_VFN_SUM,  PT_VFN_P50, PT_VFN_P90 };
+
+	for (size_t k = 0; k < ARRAY_SIZE(ok); k++)
+		if (!strcmp(v->s, pt_vexpr__fn_name(ok[k]))) {
+			p->cfg->kv_reduce = ok[k];
+			return 0;
+		}
+	return perr(p, v->col, v->s, what,
+		    "mean, max, min, sum, p50 or p90: how a kv_len list becomes one number per "
+		    "step");
+}
+
+static int set_kv_bins(struct parser *p, const struct tok *v, const char *what)
 {
 	struct pt_config *cfg = p->cfg;
-	const struct tok *t = p->toks;
-	const char *sugg, *v;
+	char buf[LINE_MAX_CHARS + 1], *s = buf, *comma;
 	unsigned long long n;
+	size_t nb = 0;
+
+	snprintf(buf, sizeof(buf), "%s", v->s); /* cut at commas; v stays whole for messages */
+	for (;;) {
+		comma = strchr(s, ',');
+		if (comma)
+			*comma = '\0';
+		if (nb == PT_MAX_KV_BINS || !parse_uint(s, UINT64_MAX / 2, &n) ||
+		    (nb == 0 && n != 0) || (nb && n <= cfg->kv_bins[nb - 1]))
+			return perr(p, v->col, v->s, what,
+				    "increasing lower bounds starting at 0, comma-separated, at most "
+				    "%d, e.g. 0,512,1024,2048 (the last bin is open-ended)",
+				    PT_MAX_KV_BINS);
+		cfg->kv_bins[nb++] = n;
+		if (!comma)
+			break;
+		s = comma + 1;
+	}
+	cfg->nkv_bins = nb;
+	return 0;
+}
+
+static int set_onoff(struct parser *p, const struct tok *v, const char *what, bool *out)
+{
+	if (!parse_onoff(v->s, out))
+		return perr(p, v->col, v->s, what, "on or off");
+	return 0;
+}
+
+static int set_prologue_skip(struct parser *p, const struct tok *v, const char *what)
+{
+	return set_onoff(p, v, what, &p->cfg->prologue_skip);
+}
+
+static int set_ringbuf_wakeup(struct parser *p, const struct tok *v, const char *what)
+{
+	return set_onoff(p, v, what, &p->cfg->ringbuf_wakeup);
+}
+
+static int set_py_session(struct parser *p, const struct tok *v, const char *what)
+{
+	return set_onoff(p, v, what, &p->cfg->py_session);
+}
+
+static int (*const set_fns[NR_KEYS])(struct parser *p, const struct tok *v, const char *what) = {
+	[KEY_WARMUP_STEPS] = set_warmup_steps,   [KEY_RINGBUF_MB] = set_ringbuf_mb,
+	[KEY_POLL_MS] = set_poll_ms,             [KEY_PROLOGUE_SKIP] = set_prologue_skip,
+	[KEY_RINGBUF_WAKEUP] = set_ringbuf_wakeup, [KEY_PY_SESSION] = set_py_session,
+	[KEY_SAMPLE_HZ] = set_sample_hz,         [KEY_PYTHON_MODE] = set_python_mode,
+	[KEY_KV_LEN_REDUCE] = set_kv_len_reduce, [KEY_KV_BINS] = set_kv_bins,
+	[KEY_RUN_GAP_MS] = set_run_gap_ms,       [KEY_WARMUP_RUNS] = set_warmup_runs,
+};
+
+static int parse_set(struct parser *p)
+{
+	const struct tok *t = p->toks;
+	const char *sugg;
 	char what[64];
-	int key;
-	bool b;
+	int key, e;
 
 	if (p->ntok < 2)
 		return perr(p, t[0].col, t[0].s, "set has no key",
@@ -792,120 +967,11 @@ static int parse_set(struct parser *p)
 	if (p->key_line[key])
 		return perr(p, t[1].col, t[1].s, "key set twice",
 			    "first set at line %d; keep one", p->key_line[key]);
-
-	v = t[2].s;
 	snprintf(what, sizeof(what), "bad value for %s", key_names[key]);
-	switch (key) {
-	case KEY_WARMUP_STEPS:
-		if (!parse_uint(v, UINT_MAX, &n))
-			return perr(p, t[2].col, v, what, "a whole number of steps, 0..%u",
-				    UINT_MAX);
-		cfg->warmup_steps = n;
-		break;
-	case KEY_RINGBUF_MB:
-		/* BPF ring buffers must be a power-of-two number of pages. */
-		if (!parse_uint(v, 1024, &n) || !n || (n & (n - 1)))
-			return perr(p, t[2].col, v, what,
-				    "a power of two from 1 to 1024 (MiB), e.g. 16");
-		cfg->ringbuf_mb = n;
-		break;
-	case KEY_POLL_MS:
-		if (!parse_uint(v, 1000, &n) || !n)
-			return perr(p, t[2].col, v, what, "milliseconds, 1..1000");
-		cfg->poll_ms = n;
-		break;
-	case KEY_SAMPLE_HZ:
-		/* cpu-clock periods below 100 us cost the target more than
-		 * they tell; 0 turns sampling off. */
-		if (!parse_uint(v, 10000, &n))
-			return perr(p, t[2].col, v, what,
-				    "samples per second per thread, 0 (off) to 10000, e.g. 1000");
-		cfg->sample_hz = n;
-		break;
-	case KEY_PYTHON_MODE:
-		if (!strcmp(v, "auto"))
-			cfg->python_mode = PT_PYMODE_AUTO;
-		else if (!strcmp(v, "evalframe"))
-			cfg->python_mode = PT_PYMODE_EVALFRAME;
-		else if (!strcmp(v, "sampled"))
-			cfg->python_mode = PT_PYMODE_SAMPLED;
-		else if (!strcmp(v, "agent"))
-			cfg->python_mode = PT_PYMODE_AGENT;
-		else if (!strcmp(v, "usdt"))
-			return perr(p, t[2].col, v, "python_mode usdt is not offered",
-				    "where an interpreter's USDT probes time every call, the "
-				    "agent times only the named calls, exactly (docs/targets.md); "
-				    "use auto or agent");
-		else
-			return perr(p, t[2].col, v, what,
-				    "auto (the agent where the process has it, else sampled), "
-				    "agent, evalframe or sampled");
-		break;
-	case KEY_RUN_GAP_MS:
-		/* below a step's own length every step would be a run */
-		if (!parse_uint(v, 3600000, &n) || !n)
-			return perr(p, t[2].col, v, what,
-				    "milliseconds of no steps that end a run, 1..3600000, e.g. 1000");
-		cfg->run_gap_ms = (unsigned int)n;
-		break;
-	case KEY_WARMUP_RUNS:
-		if (!parse_uint(v, UINT_MAX, &n))
-			return perr(p, t[2].col, v, what, "a whole number of runs, 0..%u", UINT_MAX);
-		cfg->warmup_runs = (unsigned int)n;
-		break;
-	case KEY_KV_LEN_REDUCE: {
-		static const enum pt_vfn ok[] = { PT_VFN_MEAN, PT_VFN_MAX, PT_VFN_MIN, PT_VFN_SUM,
-						  PT_VFN_P50, PT_VFN_P90 };
-		size_t k;
-
-		for (k = 0; k < ARRAY_SIZE(ok); k++)
-			if (!strcmp(v, pt_vexpr__fn_name(ok[k])))
-				break;
-		if (k == ARRAY_SIZE(ok))
-			return perr(p, t[2].col, v, what,
-				    "mean, max, min, sum, p50 or p90: how a kv_len list becomes "
-				    "one number per step");
-		cfg->kv_reduce = ok[k];
-		break;
-	}
-	case KEY_KV_BINS: {
-		char buf[LINE_MAX_CHARS + 1], *s = buf, *comma;
-		size_t nb = 0;
-
-		snprintf(buf, sizeof(buf), "%s", v); /* cut at commas; v stays whole for messages */
-		for (;;) {
-			comma = strchr(s, ',');
-			if (comma)
-				*comma = '\0';
-			if (nb == PT_MAX_KV_BINS || !parse_uint(s, UINT64_MAX / 2, &n) ||
-			    (nb == 0 && n != 0) || (nb && n <= cfg->kv_bins[nb - 1]))
-				return perr(p, t[2].col, v, what,
-					    "increasing lower bounds starting at 0, comma-separated, "
-					    "at most %d, e.g. 0,512,1024,2048 (the last bin is "
-					    "open-ended)", PT_MAX_KV_BINS);
-			cfg->kv_bins[nb++] = n;
-			if (!comma)
-				break;
-			s = comma + 1;
-		}
-		cfg->nkv_bins = nb;
-		break;
-	}
-	case KEY_PROLOGUE_SKIP:
-	case KEY_RINGBUF_WAKEUP:
-	case KEY_PY_SESSION:
-		if (!parse_onoff(v, &b))
-			return perr(p, t[2].col, v, what, "on or off");
-		if (key == KEY_PROLOGUE_SKIP)
-			cfg->prologue_skip = b;
-		else if (key == KEY_RINGBUF_WAKEUP)
-			cfg->ringbuf_wakeup = b;
-		else
-			cfg->py_session = b;
-		break;
-	}
-	p->key_line[key] = p->line;
-	return 0;
+	e = set_fns[key](p, &t[2], what);
+	if (!e)
+		p->key_line[key] = p->line;
+	return e;
 }
 
 /* Split in place on spaces and tabs; a '#' anywhere starts a comment. */

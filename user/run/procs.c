@@ -301,6 +301,8 @@ static void warn_py_timing(const struct proc *p)
 	if (!r->want_py || !p->have_py || pt_run__agent_ok(p) ||
 	    (p->py_probed && pt_run__py_exact(p)))
 		return;
+	if (p->agent && p->agent_warned)
+		return; /* the agent is there and blocked: said with what blocks it */
 	if (r->cfg.python_mode == PT_PYMODE_SAMPLED)
 		return; /* asked for */
 	if (!strcmp(pt_run__py_timing(p), "sampled"))
@@ -646,9 +648,11 @@ int pt_run__start_proc(struct proc *p, int ep)
 		fprintf(stderr, " rank %d", p->rank);
 	if (p->py_probed)
 		fprintf(stderr, "; Python %s frames probed", p->py.version);
-	if (p->agent)
+	if (pt_run__agent_ok(p))
 		fprintf(stderr, "; Python %s agent hooks %u code object%s", p->py.version,
 			p->agent_narm, p->agent_narm == 1 ? "" : "s");
+	else if (p->agent)
+		fprintf(stderr, "; Python %s agent blocked (above)", p->py.version);
 	if (p->sampled)
 		fprintf(stderr, "; stacks sampled at %u Hz", r->cfg.sample_hz);
 	if (p->gpu)

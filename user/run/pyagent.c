@@ -126,9 +126,14 @@ static void check_state(struct proc *p)
 		p->agent_active = true;
 	if (in.conflict && !p->agent_warned) {
 		p->agent_warned = true;
-		pt_msg("proftrace: warning: pid %d: the Python agent cannot hook: %s (%s); py: "
-		       "functions get sampled times\n", p->tracee.pid, in.conflict_text,
-		       ptag_reason_name(in.reason));
+		/* its dormant reason adds to the text only once it went dormant */
+		bool dormant = in.state == PTAG_STATE_DORMANT && in.reason != PTAG_DORMANT_NEVER &&
+			       in.reason != PTAG_DORMANT_CONFLICT;
+
+		pt_msg("proftrace: warning: pid %d: the Python agent cannot hook: %s%s%s%s; py: "
+		       "functions get sampled times and the py: step and buckets are not "
+		       "counted\n", p->tracee.pid, in.conflict_text, dormant ? " (" : "",
+		       dormant ? ptag_reason_name(in.reason) : "", dormant ? ")" : "");
 	}
 	if (in.hook_lost && !p->agent_lost_said) {
 		p->agent_lost_said = true;
@@ -136,6 +141,8 @@ static void check_state(struct proc *p)
 		       "py: calls are not seen from now on\n", p->tracee.pid);
 	}
 }
+
+static void pep768_cleanup(struct proc *p);
 
 void pt_run__agent_tick(struct proc *p, uint64_t now)
 {
@@ -146,10 +153,18 @@ void pt_run__agent_tick(struct proc *p, uint64_t now)
 		char err[512];
 
 		/* asked through PEP 768, not up yet: it is now? */
-		if (pt_run__agent_start(p, err, sizeof(err)) == 0)
+		int e = pt_run__agent_start(p, err, sizeof(err));
+
+		if (!e)
 			pt_msg("proftrace: pid %d: the Python agent loaded (PEP 768) at +%.3fs: its "
 			       "named calls are timed from now on\n", p->tracee.pid,
 			       since_start_s(p->run));
+		else if (e != -ENOENT && e != -EINPROGRESS) {
+			pt_msg("proftrace: warning: pid %d: %s\n", p->tracee.pid, err);
+			free(p->agent_why);
+			p->agent_why = strdup(err);
+			pep768_cleanup(p); /* no more tries */
+		}
 		return;
 	}
 	if (!p->agent)
@@ -192,6 +207,28 @@ static void first_arm(struct proc *p)
 	}
 }
 
+/* The ids the target opens files with (Uid:/Gid: in status, the fs one). */
+static int target_fsids(int pid, unsigned int *uid, unsigned int *gid)
+{
+	char path[64], line[256];
+	unsigned int r, e, sv;
+	int got = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", pid);
+	f = fopen(path, "re");
+	if (!f)
+		return -errno;
+	while (got != 3 && fgets(line, sizeof(line), f)) {
+		if (sscanf(line, "Uid: %u %u %u %u", &r, &e, &sv, uid) == 4)
+			got |= 1;
+		else if (sscanf(line, "Gid: %u %u %u %u", &r, &e, &sv, gid) == 4)
+			got |= 2;
+	}
+	fclose(f);
+	return got == 3 ? 0 : -EPROTO;
+}
+
 /* The script PEP 768 runs: load the agent. In a folder of our own that
  * the target's user can read (it opens the file as itself). */
 static int pep768_script(struct proc *p, const char *lib, char *err, size_t errlen)
@@ -200,8 +237,16 @@ static int pep768_script(struct proc *p, const char *lib, char *err, size_t errl
 	FILE *f;
 	int fd;
 
+	unsigned int uid, gid;
+
+	if (target_fsids(p->tracee.pid, &uid, &gid)) {
+		snprintf(err, errlen, "cannot read its user ids");
+		return -ESRCH;
+	}
 	snprintf(p->pep768_dir, sizeof(p->pep768_dir), "/tmp/proftrace-pep768-XXXXXX");
-	if (!mkdtemp(p->pep768_dir) || chmod(p->pep768_dir, 0755)) {
+	/* its own: it reads the script and writes why a load failed there */
+	if (!mkdtemp(p->pep768_dir) || chown(p->pep768_dir, uid, gid) ||
+	    chmod(p->pep768_dir, 0700)) {
 		snprintf(err, errlen, "cannot make a folder for the PEP 768 script: %s",
 			 strerror(errno));
 		p->pep768_dir[0] = 0;
@@ -216,9 +261,17 @@ static int pep768_script(struct proc *p, const char *lib, char *err, size_t errl
 			close(fd);
 		return -errno;
 	}
+	/* a failure is written next to it for proftrace, never raised into
+	 * the program */
 	fprintf(f, "# proftrace: load its Python agent (PEP 768 remote debugging);\n"
 		   "# removed by proftrace once the agent is up\n"
-		   "import ctypes\nctypes.CDLL('%s')\n", lib);
+		   "try:\n"
+		   "    import ctypes\n"
+		   "    ctypes.CDLL('%s')\n"
+		   "except BaseException as e:\n"
+		   "    with open('%s/failed', 'w') as f:\n"
+		   "        f.write('%%s: %%s' %% (type(e).__name__, e))\n",
+		lib, p->pep768_dir);
 	if (fclose(f)) {
 		snprintf(err, errlen, "cannot write %s: %s", path, strerror(errno));
 		return -errno;
@@ -234,8 +287,33 @@ static void pep768_cleanup(struct proc *p)
 		return;
 	snprintf(path, sizeof(path), "%s/agent.py", p->pep768_dir);
 	unlink(path);
+	snprintf(path, sizeof(path), "%s/failed", p->pep768_dir);
+	unlink(path);
 	rmdir(p->pep768_dir);
 	p->pep768_dir[0] = 0;
+}
+
+/* Why the script could not load the agent, as it wrote it (the target's
+ * words: bounded, not followed through a link, made printable): 1 with
+ * err set, 0 when it has not failed (yet). */
+static int pep768_failed(struct proc *p, char *err, size_t errlen)
+{
+	char path[sizeof(p->pep768_dir) + 16], why[256];
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/failed", p->pep768_dir);
+	fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	n = read(fd, why, sizeof(why) - 1);
+	close(fd);
+	why[n > 0 ? n : 0] = 0;
+	for (char *c = why; *c; c++)
+		if ((unsigned char)*c < 0x20 || (unsigned char)*c == 0x7f)
+			*c = '?';
+	snprintf(err, errlen, "the agent could not be loaded through PEP 768: %s", why);
+	return 1;
 }
 
 /* Python 3.14+ without an agent: ask the interpreter to load it (PEP 768,
@@ -300,24 +378,31 @@ int pt_run__agent_start(struct proc *p, char *err, size_t errlen)
 			snprintf(err, errlen, "could not load the agent through PEP 768: %s", why);
 			return e;
 		}
+		e = -ENOENT; /* asked: not there until its main thread runs the script */
 		/* the main thread runs it at its next safe point: a server's
 		 * loop does within milliseconds */
-		for (int i = 0; i < 300 && e; i++) {
+		for (int i = 0; i < 300 && e && !pep768_failed(p, why, sizeof(why)); i++) {
 			struct timespec ts = { 0, 10 * 1000 * 1000 };
 
 			nanosleep(&ts, NULL);
 			e = pt_agent__open(&p->agent, p->tracee.pid, err, errlen);
 		}
-		if (e) {
+		if (e && !pep768_failed(p, why, sizeof(why))) {
 			snprintf(err, errlen, "asked it to load the agent (PEP 768), but its main "
 				 "thread has not run Python code for 3 s: it will when it does");
 			return -EINPROGRESS;
 		}
+	}
+	if (e && p->pep768_dir[0] && pep768_failed(p, err, errlen)) {
 		pep768_cleanup(p);
-		p->agent_loaded_by = "pep768";
+		return -ENOEXEC;
 	}
 	if (e)
 		return e;
+	if (p->pep768_asked && !p->agent_loaded_by) {
+		pep768_cleanup(p);
+		p->agent_loaded_by = "pep768";
+	}
 	pt_agent__info(p->agent, &in);
 	if (in.conflict == PTAG_CONFLICT_UNSUPPORTED) {
 		snprintf(err, errlen, "the Python agent cannot run there: %s", in.conflict_text);
