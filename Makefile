@@ -85,7 +85,7 @@ BENCH_SRCS := $(wildcard bench/*.c)
 BENCH_BINS := $(patsubst bench/%.c,$(OUTPUT)/bench/%,$(filter-out bench/shim_bench.c,$(BENCH_SRCS))) \
 	      $(if $(SHIM),$(OUTPUT)/bench/shim_bench)
 
-.PHONY: all deps test unit integration asan bench demo clean fuzz
+.PHONY: all deps test unit integration asan bench demo clean fuzz gpu-check
 .DELETE_ON_ERROR:
 .SECONDARY:
 
@@ -268,7 +268,7 @@ FUZZ_CFLAGS := -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=
 	       -std=gnu11 -D_GNU_SOURCE -I. -Iuser
 # One harness per reader of target-controlled input: the module(s) it links
 # (only those, so a finding points at one file) and any extra libraries.
-FUZZ_NAMES := maps elf config pycode pyline folded gpuring pyattr agent pyoffsets pysrc
+FUZZ_NAMES := maps elf config pycode pyline folded gpuring pyattr agent pyoffsets pysrc regions
 FUZZ_SRCS_maps := user/attach/maps.c
 FUZZ_SRCS_elf := user/attach/elfsyms.c
 FUZZ_LIBS_elf := -lelf
@@ -289,6 +289,10 @@ FUZZ_ARGS_agent := -max_len=4096
 FUZZ_SRCS_pyoffsets := user/python/pylayout.c
 # a 3.8-3.10 target's source files, read to name its code objects
 FUZZ_SRCS_pysrc := user/python/pysrc.c
+# intra-kernel region files (import-regions): readers, then the matcher and
+# the trace merge on what they read
+FUZZ_SRCS_regions := user/gpu/regions.c user/aggregate/regions.c user/report/regions_out.c
+FUZZ_LIBS_regions := -lcjson -lm
 # libFuzzer caps inputs near the largest seed (13 KB for ELF); let them
 # grow enough for big symbol tables.
 FUZZ_ARGS_elf := -max_len=65536
@@ -325,6 +329,25 @@ fuzz: $(FUZZ_BINS)
 		printf '  %-8s fuzz_%-7s %s runs, %s/s, %s, corpus %s: %s\n' FUZZ $$n \
 			"$${runs:-?}" "$${rate:-?}" "$${cov:-cov: ?}" $$d "$$res"; \
 	done; exit $$fail
+
+# ---- on a lent GPU machine (docs/gpu.md, "make gpu-check"): tests/gpu/,
+# checked against CUDA-event truth; skips with a message without nvidia-smi ----
+NVCC ?= $(CUDA_HOME)/bin/nvcc
+NVCC_ARCH ?= sm_90
+GPU_TOOLS := $(OUTPUT)/gpu/victim_gpu $(OUTPUT)/gpu/gpuring_dump
+.PHONY: gpu-check gpu-tools
+gpu-tools: $(GPU_TOOLS)
+$(OUTPUT)/gpu/victim_gpu: tests/gpu/victim_gpu.cu
+	$(call msg,NVCC,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(NVCC) -O2 -lineinfo -arch=$(NVCC_ARCH) $< -o $@
+$(OUTPUT)/gpu/gpuring_dump: tests/gpu/gpuring_dump.c user/gpu/gpuring.c user/gpu/gpuring.h shim/ptgpu.h
+	$(call msg,CC,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) -g -O2 -std=gnu11 -D_GNU_SOURCE -I. -Iuser -Iuser/gpu $< user/gpu/gpuring.c -o $@
+gpu-check:
+	$(Q)PT_MAKE="$(MAKE)" PT_OUTPUT=$(OUTPUT) PT_PROFTRACE=$(BIN) PT_SHIM=$(SHIM) \
+		$(PYTHON) tests/gpu/gpu_check.py
 
 unit: $(UNIT_BINS) $(FIXTURES)
 	$(Q)PT_FIXTURES=$(OUTPUT)/fixtures ./tests/run-unit $(OUTPUT)/tests "$(T)"

@@ -13,6 +13,7 @@
 
 #include "cli/cli.h"
 #include "cli/envcmd.h"
+#include "cli/importcmd.h"
 #include "config/targets_list.h"
 #include "run/run.h"
 
@@ -24,6 +25,8 @@ int main(int argc, char **argv)
 
 	if (argc == 2 && !strcmp(argv[1], "env")) /* eval "$(proftrace env)" */
 		return pt_exit_code(pt_envcmd__print(stdout));
+	if (argc >= 2 && !strcmp(argv[1], "import-regions"))
+		return pt_exit_code(pt_importcmd__run(argc - 1, argv + 1));
 	e = pt_cli__parse(&env, argc, argv);
 	if (e)
 		return e > 0 ? PT_EXIT_OK : PT_EXIT_USAGE; /* help, or a usage error said */

@@ -1319,6 +1319,78 @@ static void put_gpu_health(FILE *f, const cJSON *g)
 			   "time, in no step or bucket.\n\n", v, plural(v));
 }
 
+/* gpu.regions, once import-regions ran (docs/gpu.md). */
+static void put_gpu_regions(FILE *f, const cJSON *g)
+{
+	const cJSON *r = pt_jget(g, "regions"), *al = pt_jget(r, "alignment"), *it;
+	double v, n;
+
+	if (!cJSON_IsObject(r))
+		return;
+	fputs("### Regions inside kernels\n\n", f);
+	put_count(f, r, "launches_matched");
+	fputs(" of ", f);
+	put_count(f, r, "launches");
+	fputs(" region launches matched to kernel launches (", f);
+	put_count(f, r, "regions");
+	fputs(" regions)", f);
+	if (!pt_jnum(r, "launches_matched", &v) || v <= 0) {
+		fputs(".\n\n", f);
+		goto notes;
+	}
+	fputs("; clocks aligned ", f);
+	fputs(!strcmp(pt_jstr(al, "mode") ? pt_jstr(al, "mode") : "", "one_offset_per_clock")
+		      ? "by one offset per clock"
+		      : "launch by launch (no one offset fitted)",
+	      f);
+	if (pt_jnum(al, "regions_outside", &n) && n > 0 && pt_jnum(al, "residual_max_ns", &v))
+		fprintf(f, "; %.0f region%s fell outside %s kernel, by at most %.0f ns (clamped "
+			   "in trace.json)", n, plural(n), n == 1 ? "its" : "their", v);
+	fputs(".\n\n| kernel | tag | count | launches | total ms | per launch: mean ms | p50 ms "
+	      "| p99 ms | share of kernel |\n|---|---|---:|---:|---:|---:|---:|---:|---:|\n", f);
+	cJSON_ArrayForEach(it, pt_jarr(r, "tags"))
+	{
+		static const struct cell cols[] = {
+			{ C_COUNT, "count" }, { C_COUNT, "launches" }, { C_MS, "total_ms" },
+			{ C_MS, "mean_ms" },  { C_MS, "p50_ms" },      { C_MS, "p99_ms" },
+			{ C_SHARE, "share_of_kernel" },
+		};
+
+		fputs("| ", f);
+		put_code(f, pt_jstr(it, "kernel"));
+		CELL(f);
+		put_text(f, pt_jstr(it, "tag"));
+		CELL(f);
+		put_cells(f, it, cols, ARRAY_SIZE(cols));
+		fputs(" |\n", f);
+	}
+	fputs("\n", f);
+notes:
+	cJSON_ArrayForEach(it, pt_jarr(r, "unmatched"))
+	{
+		fputs("- not matched: ", f);
+		put_text(f, pt_jstr(it, "file"));
+		fputs(" (kernel ", f);
+		put_text(f, pt_jstr(it, "kernel"));
+		fputs("): ", f);
+		put_text(f, pt_jstr(it, "why"));
+		fputs("\n", f);
+	}
+	cJSON_ArrayForEach(it, pt_jarr(r, "overflowed"))
+	{
+		fputs("- the profiler's buffer overflowed: ", f);
+		put_text(f, pt_jstr(it, "file"));
+		fputs(" (", f);
+		put_count(f, it, "recorded");
+		fputs(" events recorded, ", f);
+		put_count(f, it, "read");
+		fputs(" read)\n", f);
+	}
+	if (cJSON_GetArraySize(pt_jarr(r, "unmatched")) ||
+	    cJSON_GetArraySize(pt_jarr(r, "overflowed")))
+		fputs("\n", f);
+}
+
 static void put_gpu(FILE *f, const cJSON *doc)
 {
 	const cJSON *g = pt_jget(doc, "gpu"), *st, *it;
@@ -1391,6 +1463,7 @@ static void put_gpu(FILE *f, const cJSON *doc)
 		fputs(" |\n", f);
 	}
 	fputs("\n", f);
+	put_gpu_regions(f, g);
 	put_gpu_health(f, g);
 }
 

@@ -132,6 +132,7 @@ static void tick_procs(struct run *r, uint64_t now)
 		if (p->gpu_attached) {
 			/* the shim goes dormant after 1 s without a heartbeat */
 			pt_gpuring__heartbeat(p->gr, now);
+			pt_nstid__refresh(p->nst); /* threads started since: before their records */
 			pt_gpuring__drain(p->gr, pt_run__on_gpu_rec, p);
 		}
 		if (p->pidfd < 0 && !pt_tracee__alive(&p->tracee))

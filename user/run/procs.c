@@ -44,6 +44,14 @@ int pt_run__open_gpu(struct proc *p)
 		p->gpu = pt_gpu__new(r->cfg.nbuckets);
 		if (!p->gpu)
 			return -ENOMEM;
+		/* in a container: CUPTI's tids are the container's (docs/gpu.md) */
+		e = pt_nstid__open(&p->nst, "/proc", p->tracee.pid);
+		if (e == -ENOMEM)
+			return e;
+		if (e)
+			fprintf(stderr, "proftrace: warning: pid %d: cannot read its thread ids (%s): GPU "
+				"work of a container's threads may count as outside steps\n",
+				p->tracee.pid, strerror(-e));
 		return 0;
 	}
 	snprintf(p->gpu_why, sizeof(p->gpu_why), "%s", err);
@@ -448,6 +456,7 @@ void pt_run__free_proc(struct proc *p)
 	pt_agent__close(p->agent);
 	free(p->agent_why);
 	pt_gpuring__close(p->gr);
+	pt_nstid__free(p->nst);
 	pt_gpu__free(p->gpu);
 	pt_pysym__free(p->sym);
 	pt_pyprobe__free(p->pp);

@@ -167,11 +167,19 @@ int pt_run__on_gpu_rec(void *ctx, const struct pt_gpu_rec *g)
 {
 	struct proc *p = ctx;
 	struct run *r = p->run;
+	struct pt_gpu_rec host;
 
+	if (p->nst && g->kind == PT_GPU_API) {
+		/* the thread as BPF sees it (0 when unknown: in no step) */
+		host = *g;
+		host.api.tid = pt_nstid__host_tid(p->nst, g->api.tid, pt_now_ns(CLOCK_MONOTONIC));
+		host.api.pid = (uint32_t)p->tracee.pid;
+		g = &host;
+	}
 	if (pt_gpu__record(p->gpu, g))
 		p->gpu_oom = true;
 	if (r->trace) {
-		if (g->kind == PT_GPU_API)
+		if (g->kind == PT_GPU_API && g->api.tid)
 			trace_thread(p, g->api.tid);
 		pt_trace__gpu(r->trace, g, (uint32_t)p->tracee.pid);
 	}

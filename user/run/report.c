@@ -754,6 +754,29 @@ static void doc_trace(const struct docsrc *d, struct docbuf *b)
 	b->rep.meta.trace = &b->trace_rep;
 }
 
+/* gpu.pid_namespace: how CUPTI's thread ids were mapped to the host's
+ * (docs/summary.md). NULL stays NULL; out of memory leaves it out. */
+static cJSON *add_pid_namespace(const struct docsrc *d, cJSON *doc)
+{
+	const char *why;
+	struct proc *gp = gpu_proc(d, &why);
+	struct pt_nstid_stats st;
+	cJSON *g = doc ? cJSON_GetObjectItemCaseSensitive(doc, "gpu") : NULL, *o;
+
+	if (!g || !gp || !cJSON_GetObjectItemCaseSensitive(g, "kernels"))
+		return doc;
+	pt_nstid__stats(gp->nst, &st);
+	o = cJSON_AddObjectToObject(g, "pid_namespace");
+	if (!o)
+		return doc;
+	cJSON_AddBoolToObject(o, "other", gp->nst != NULL);
+	cJSON_AddNumberToObject(o, "ns_pid", gp->nst ? st.ns_pid : gp->tracee.pid);
+	cJSON_AddNumberToObject(o, "threads_mapped", (double)st.threads);
+	cJSON_AddNumberToObject(o, "api_records_mapped", (double)st.translated);
+	cJSON_AddNumberToObject(o, "api_records_unmapped", (double)st.unmapped);
+	return doc;
+}
+
 /*
  * The summary document of one view: a process's (d->p) or the merged
  * one, a section at a time. NULL on allocation failure.
@@ -774,7 +797,7 @@ static cJSON *build_doc(const struct docsrc *d, struct docbuf *b)
 	doc_gpu(d, b);
 	doc_health(d, b, &c, nunres);
 	doc_trace(d, b);
-	return pt_summary__build(&b->rep);
+	return add_pid_namespace(d, pt_summary__build(&b->rep));
 }
 
 /* The skew of step times across the processes with steps. */

@@ -27,6 +27,7 @@
 #include "config/config.h"
 #include "aggregate/gpu.h"
 #include "gpu/gpuring.h"
+#include "gpu/nstid.h"
 #include "python/pycode.h"
 #include "python/pyprobe.h"
 #include "sample/pysym.h"
@@ -137,6 +138,7 @@ struct proc {
 
 	/* the GPU stream (CUPTI shim) */
 	struct pt_gpuring *gr;
+	struct pt_nstid *nst; /* CUPTI's thread ids -> host ones, when in another PID namespace */
 	struct pt_gpu *gpu;
 	bool gpu_attached;
 	bool gpu_oom; /* a GPU record, step or bucket call could not be kept */
