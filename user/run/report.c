@@ -516,6 +516,7 @@ static int doc_functions(const struct docsrc *d, struct docbuf *b, size_t nunres
 			row->probe = sp->text;
 			row->object = f->object;
 			row->symbol = f->symbol;
+			row->mangled = f->mangled;
 			row->aliases = (const char *const *)f->aliases;
 			row->naliases = f->naliases;
 			row->file_offset = f->file_off;

@@ -311,7 +311,7 @@ static void test_key_order(void **state)
 	CHECK_KEYS(nth(item(d, "buckets"), 0), "name", "domain", "calls", "total_ms",
 		   "avg_ms_per_step", "share", "mean_ms", "p50_ms", "p90_ms", "p99_ms",
 		   "max_ms");
-	CHECK_KEYS(nth(item(d, "functions"), 0), "probe", "kind", "object", "symbol", "line",
+	CHECK_KEYS(nth(item(d, "functions"), 0), "probe", "kind", "object", "symbol", "mangled", "line",
 		   "timing", "aliases",
 		   "file_offset", "probe_skip", "probe_insn", "attached", "attached_after_s",
 		   "reason", "calls", "total_ms", "mean_ms", "p50_ms", "p90_ms", "p99_ms",
@@ -471,6 +471,7 @@ static void test_functions(void **state)
 	check_str(f, "probe", "native:exe:engine_step");
 	check_str(f, "object", "/opt/llm/bin/llm");
 	check_str(f, "symbol", "engine_step");
+	check_null(f, "mangled"); /* not C++ */
 	assert_int_equal(cJSON_GetArraySize(item(f, "aliases")), 0);
 	check_num(f, "file_offset", 0x1234);
 	check_num(f, "probe_skip", 4);
