@@ -14,6 +14,7 @@
 #include "cli/cli.h"
 #include "cli/envcmd.h"
 #include "config/targets_list.h"
+#include "run/calib.h"
 #include "run/run.h"
 
 int main(int argc, char **argv)
@@ -24,6 +25,8 @@ int main(int argc, char **argv)
 
 	if (argc == 2 && !strcmp(argv[1], "env")) /* eval "$(proftrace env)" */
 		return pt_exit_code(pt_envcmd__print(stdout));
+	if (argc == 2 && !strcmp(argv[1], "__calib-helper")) /* run/calib.h */
+		return pt_calib__helper_main();
 	e = pt_cli__parse(&env, argc, argv);
 	if (e)
 		return e > 0 ? PT_EXIT_OK : PT_EXIT_USAGE; /* help, or a usage error said */

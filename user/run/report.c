@@ -745,6 +745,7 @@ static cJSON *build_doc(const struct docsrc *d, struct docbuf *b)
 	const struct run *r = d->r;
 	struct pt_counters c = { 0 };
 	size_t nunres = 0;
+	cJSON *doc;
 
 	if (r->att)
 		pt_attach__counters(r->att, &c);
@@ -756,7 +757,10 @@ static cJSON *build_doc(const struct docsrc *d, struct docbuf *b)
 	doc_gpu(d, b);
 	doc_health(d, b, &c, nunres);
 	doc_trace(d, b);
-	return pt_summary__build(&b->rep);
+	doc = pt_summary__build(&b->rep);
+	if (doc)
+		pt_run__overhead_doc(r, d->v, &b->rep, doc);
+	return doc;
 }
 
 /* The skew of step times across the processes with steps. */

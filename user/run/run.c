@@ -116,6 +116,9 @@ int pt_run__open(struct run *r, const struct pt_env *env)
 		       "PID,PID)\n");
 		return -PT_EUSAGE;
 	}
+	/* before any function is declared: each is given its cost */
+	if (!r->env.dry_run)
+		pt_calib__get(&r->calib, NULL);
 	e = open_named(r);
 	if (!e && r->env.children) {
 		pt_run__scan_children(r, 0);

@@ -31,6 +31,11 @@
 #include "sample/pysym.h"
 #include "python/python.h"
 #include "python/agent.h"
+#include <cjson/cJSON.h>
+
+#include "aggregate/overhead.h"
+#include "report/summary.h"
+#include "calib.h"
 #include "attach/resolve.h"
 #include "aggregate/bursts.h"
 #include "sample/sampler.h"
@@ -70,6 +75,7 @@ struct view {
 	struct pt_stepvals sv;
 	struct pt_bursts *runs;
 	struct pt_stacks *stk; /* NULL: not sampled */
+	struct pt_ovh *ovh;    /* the probes' cost in its intervals */
 };
 
 /* A type whose attribute location was not found yet: asked again at. */
@@ -198,6 +204,8 @@ struct run {
 	struct pt_outdir *out; /* the output folder, opened before attaching */
 
 	uint8_t *attr_warned; /* per spec and expression: a missing attribute was said */
+
+	struct pt_calib calib; /* what a probe hit costs here (calib.h) */
 };
 
 /* epoll tags; TAG_PID + i is process i's pidfd */
@@ -282,6 +290,12 @@ void pt_run__agent_tick(struct proc *p, uint64_t now);
 void pt_run__agent_stop(struct proc *p);
 /* Are its named calls timed through the agent right now? */
 bool pt_run__agent_ok(const struct proc *p);
+
+/* overhead.c: what the probes cost, into a view's document */
+enum pt_site_kind pt_run__site_kind(const struct proc *p, const struct pt_func *f);
+int pt_run__declare_cost(struct proc *p, const struct pt_func *f, struct pt_ovh *o, uint32_t fid);
+void pt_run__overhead_doc(const struct run *r, const struct view *v, const struct pt_report *rep,
+			  cJSON *doc);
 
 /* report.c */
 void pt_run__print_dry_run(const struct run *r);
