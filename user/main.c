@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "cli/diff.h"
 #include "cli/envcmd.h"
 #include "config/targets_list.h"
 #include "run/calib.h"
@@ -25,6 +26,8 @@ int main(int argc, char **argv)
 
 	if (argc == 2 && !strcmp(argv[1], "env")) /* eval "$(proftrace env)" */
 		return pt_exit_code(pt_envcmd__print(stdout));
+	if (argc >= 2 && !strcmp(argv[1], "diff")) /* proftrace diff A B */
+		return pt_diff__main(argc - 1, argv + 1);
 	if (argc == 2 && !strcmp(argv[1], "__calib-helper")) /* run/calib.h */
 		return pt_calib__helper_main();
 	e = pt_cli__parse(&env, argc, argv);
