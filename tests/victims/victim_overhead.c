@@ -8,7 +8,8 @@
  *
  * Protocol: prints "ready <pid>"; at a line on stdin runs --steps steps
  * unattached and prints "unattached done"; at the next line runs them
- * again (attached) and writes --truth FILE.
+ * again (attached), writes --truth FILE, and with --linger SEC stays
+ * SEC seconds more before it exits (scrapes after the last step).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -70,7 +71,7 @@ static void dump_u64s(FILE *f, const char *name, const uint64_t *v, int n, const
 int main(int argc, char **argv)
 {
 	const char *truth = NULL;
-	int nsteps = 200;
+	int nsteps = 200, linger = 0;
 	uint64_t *un, *at, tiny_un_ns, tiny_un_calls;
 	char buf[64];
 	FILE *f;
@@ -82,6 +83,8 @@ int main(int argc, char **argv)
 			ntiny = atoi(argv[++i]);
 		else if (!strcmp(argv[i], "--truth") && i + 1 < argc)
 			truth = argv[++i];
+		else if (!strcmp(argv[i], "--linger") && i + 1 < argc)
+			linger = atoi(argv[++i]);
 		else
 			return 2;
 	}
@@ -103,6 +106,8 @@ int main(int argc, char **argv)
 	if (!fgets(buf, sizeof(buf), stdin))
 		return 3;
 	run(at, nsteps);
+	if (linger)
+		sleep((unsigned int)linger);
 	if (!truth)
 		return 0;
 	f = fopen(truth, "w");

@@ -13,8 +13,10 @@ static const char usage[] =
 	"Usage: proftrace -p PID[,PID...] [--children] --targets FILE|NAME [-d SEC] [-o DIR]\n"
 	"                 [--json] [-v] [-q]\n"
 	"                 [--gpu auto|on|off] [--trace [--trace-max-events N]] [--dry-run]\n"
+	"                 [--metrics HOST:PORT] [--interval SEC]\n"
 	"       proftrace --list-targets\n"
 	"       proftrace env\n"
+	"       proftrace diff A B [--json] [--fail-if 'METRIC OP CHANGE']...\n"
 	"\n"
 	"Attach to a running process and time the functions named in FILE exactly,\n"
 	"grouped into steps and buckets. Writes summary.json and report.md.\n"
@@ -46,6 +48,12 @@ static const char usage[] =
 	"      --trace-max-events N\n"
 	"                       keep at most N events in trace.json (default 1000000;\n"
 	"                       later ones are counted and left out, and it says so)\n"
+	"      --metrics HOST:PORT\n"
+	"                       serve Prometheus metrics (text format) on HOST:PORT\n"
+	"                       while attached: steps, step time histogram, bucket time,\n"
+	"                       tok/s, drops, probe cost, by process, rank and host\n"
+	"      --interval SEC   also write a window summary every SEC seconds into\n"
+	"                       windows/ of the output folder (the last 100 are kept)\n"
 	"      --dry-run        resolve every probe and print it, attach nothing\n"
 	"      --list-targets   list the bundled targets files, one per line (name and\n"
 	"                       what it is for), and exit; they are looked up in\n"
@@ -90,6 +98,8 @@ int pt_cli__parse(struct pt_env *env, int argc, char **argv)
 		{ "gpu", required_argument, NULL, 'G' },
 		{ "trace", no_argument, NULL, 'T' },
 		{ "trace-max-events", required_argument, NULL, 'M' },
+		{ "metrics", required_argument, NULL, 'P' },
+		{ "interval", required_argument, NULL, 'I' },
 		{ "help", no_argument, NULL, 'h' },
 		{},
 	};
@@ -167,6 +177,19 @@ int pt_cli__parse(struct pt_env *env, int argc, char **argv)
 			break;
 		case 'q':
 			env->quiet = true;
+			break;
+		case 'P':
+			if (!strchr(optarg, ':'))
+				return bad("bad --metrics '%s': give HOST:PORT to serve Prometheus "
+					   "metrics on, e.g. --metrics 0.0.0.0:9464", optarg);
+			env->metrics = optarg;
+			break;
+		case 'I':
+			errno = 0;
+			env->interval_s = strtod(optarg, &end);
+			if (errno || *end || !(env->interval_s >= 1) || !isfinite(env->interval_s))
+				return bad("bad --interval '%s': give seconds >= 1, e.g. --interval 60",
+					   optarg);
 			break;
 		case 'L':
 			env->list_targets = true;

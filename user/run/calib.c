@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/utsname.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -143,15 +144,16 @@ static void boot_id(char *buf, size_t len)
 
 static const char *self_exe = "/proc/self/exe";
 
+/* What the cost depends on: the kernel (and the machine: boot_id) and the
+ * BPF programs (proftrace's version), not the build of the rest. */
 static void exe_id(char *buf, size_t len)
 {
-	struct stat st;
+	struct utsname u;
 
-	if (stat(self_exe, &st))
-		snprintf(buf, len, "?");
+	if (uname(&u))
+		snprintf(buf, len, "%s", PT_VERSION);
 	else
-		snprintf(buf, len, "%s %lld %lld", PT_VERSION, (long long)st.st_size,
-			 (long long)st.st_mtime);
+		snprintf(buf, len, "%s %s", PT_VERSION, u.release);
 }
 
 static bool cache_read(struct pt_calib *c)

@@ -12,7 +12,7 @@
  * timer (samples) take the bench's figures (docs/summary.md#overhead).
  *
  * The result is kept in /run/proftrace/calibration.json for an hour (same
- * boot, same binary); PT_CALIBRATE=off turns calibration off (no overhead
+ * boot, kernel and proftrace version); PT_CALIBRATE=off turns calibration off (no overhead
  * figures), PT_CALIBRATE=fresh ignores the cached one.
  */
 #ifndef PT_CALIB_H

@@ -106,6 +106,9 @@ static enum stop_reason on_events(struct run *r, const struct epoll_event *evs, 
 			break;
 		case TAG_RING:
 			break;
+		case TAG_METRICS:
+			pt_run__metrics_serve(r);
+			break;
 		default:
 			if (tag >= TAG_PID && tag - TAG_PID < r->nprocs)
 				pt_run__end_proc(r->procs[tag - TAG_PID], "exited");

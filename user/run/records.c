@@ -136,6 +136,7 @@ void pt_run__on_step(void *ctx, const struct pt_step *s)
 
 	pt_stepvals__step(&p->v.sv, s);
 	pt_ovh__step(p->v.ovh, s);
+	pt_run__metrics_step(p, s);
 	if (r->trace) {
 		trace_thread(p, s->tid);
 		pt_trace__step(r->trace, s);

@@ -206,10 +206,13 @@ struct run {
 	uint8_t *attr_warned; /* per spec and expression: a missing attribute was said */
 
 	struct pt_calib calib; /* what a probe hit costs here (calib.h) */
+	struct pt_metrics *metrics; /* --metrics (metrics.c) */
+	uint64_t next_window;       /* --interval: when the next window ends */
+	unsigned int nwindows;
 };
 
 /* epoll tags; TAG_PID + i is process i's pidfd */
-enum { TAG_SIG = 1, TAG_TIMER, TAG_RING, TAG_PID = 16 };
+enum { TAG_SIG = 1, TAG_TIMER, TAG_RING, TAG_METRICS, TAG_PID = 16 };
 
 static inline double since_start_s(const struct run *r)
 {
@@ -290,6 +293,13 @@ void pt_run__agent_tick(struct proc *p, uint64_t now);
 void pt_run__agent_stop(struct proc *p);
 /* Are its named calls timed through the agent right now? */
 bool pt_run__agent_ok(const struct proc *p);
+
+/* metrics.c: --metrics, Prometheus text exposition while attached */
+struct pt_metrics;
+int pt_run__metrics_open(struct run *r);
+void pt_run__metrics_step(struct proc *p, const struct pt_step *s);
+void pt_run__metrics_serve(struct run *r);
+void pt_run__metrics_free(struct run *r);
 
 /* overhead.c: what the probes cost, into a view's document */
 enum pt_site_kind pt_run__site_kind(const struct proc *p, const struct pt_func *f);
