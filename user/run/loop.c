@@ -238,6 +238,7 @@ int pt_run__loop(struct run *r)
 		if (deadline && now >= deadline && stop == STOP_NONE)
 			stop = STOP_DURATION;
 		status_tick(r, &st, now);
+		pt_run__window_tick(r, now);
 	}
 	if (st.on)
 		pt_log__status_end();

@@ -117,6 +117,7 @@ int pt_run__on_rec(void *ctx, const struct pt_rec *rec, size_t size)
 	copy.fid = fid;
 	pt_ovh__record(p->v.ovh, &copy); /* before pt_agg: its on_step needs it */
 	pt_agg__record(p->v.agg, &copy);
+	pt_run__window_record(p, &copy);
 	if (r->multi) {
 		copy.fid = p->mfid[fid];
 		pt_ovh__record(r->all.ovh, &copy);

@@ -945,6 +945,21 @@ static int write_somewhere(struct run *r, const struct pt_outputs *o)
 	return e ? e : -EIO;
 }
 
+cJSON *pt_run__view_doc(struct run *r, struct proc *p, struct view *v)
+{
+	struct docbuf b = { 0 };
+	struct docsrc d = { .r = r, .v = v, .p = p };
+	cJSON *doc;
+
+	d.fr = proc_frefs(p, &d.nfr);
+	if (!d.fr)
+		return NULL;
+	doc = build_doc(&d, &b);
+	docbuf_free(&b);
+	free(d.fr);
+	return doc;
+}
+
 int pt_run__write_outputs(struct run *r)
 {
 	struct docbuf top = { 0 }, *pb = NULL;

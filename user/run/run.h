@@ -127,6 +127,7 @@ struct proc {
 	struct pt_agent_info agent_last; /* its segment at the end */
 
 	struct view v;
+	struct view *wv; /* --interval: the figures of the current window */
 	struct pt_skew_steps steps; /* counted steps, for the skew across processes */
 
 	/* the GPU stream (CUPTI shim) */
@@ -313,5 +314,13 @@ void pt_run__print_dry_run(const struct run *r);
  * when it cannot be created or written. */
 int pt_run__open_output(struct run *r);
 int pt_run__write_outputs(struct run *r);
+/* The summary document of process p from view v (window.c). */
+cJSON *pt_run__view_doc(struct run *r, struct proc *p, struct view *v);
+
+/* window.c: --interval, a summary of each window of SEC seconds */
+int pt_run__window_open(struct proc *p);
+int pt_run__window_declare(struct proc *p, const struct pt_func *f);
+void pt_run__window_record(struct proc *p, const struct pt_rec *rec);
+void pt_run__window_tick(struct run *r, uint64_t now);
 
 #endif

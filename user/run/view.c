@@ -47,7 +47,8 @@ int pt_run__declare_func(struct proc *p, size_t i)
 	int64_t m;
 
 	if (pt_agg__set_func(p->v.agg, (uint32_t)f->fid, f->is_step, f->bucket_mask) ||
-	    pt_run__declare_cost(p, f, p->v.ovh, (uint32_t)f->fid))
+	    pt_run__declare_cost(p, f, p->v.ovh, (uint32_t)f->fid) ||
+	    pt_run__window_declare(p, f))
 		return -ENOMEM;
 	if (!r->multi)
 		return 0;
