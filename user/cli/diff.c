@@ -440,7 +440,7 @@ int pt_diff__check(const cJSON *diff, const char *cond, char *err, size_t errlen
 }
 
 /* A summary.json, or an output folder holding one. */
-static cJSON *load(const char *path, char *err, size_t errlen)
+cJSON *pt_diff__load(const char *path, char *err, size_t errlen)
 {
 	char p[900];
 	struct stat st;
@@ -531,8 +531,8 @@ int pt_diff__main(int argc, char **argv)
 		usage(stderr);
 		return 2;
 	}
-	a = load(argv[optind], err, sizeof(err));
-	b = a ? load(argv[optind + 1], err, sizeof(err)) : NULL;
+	a = pt_diff__load(argv[optind], err, sizeof(err));
+	b = a ? pt_diff__load(argv[optind + 1], err, sizeof(err)) : NULL;
 	if (!a || !b) {
 		fprintf(stderr, "proftrace diff: %s\n", err);
 		goto out;

@@ -23,6 +23,9 @@ int pt_diff__markdown(FILE *f, const cJSON *diff, const char *name_a, const char
  * -EINVAL with a message in err when it cannot be read or names no row.
  */
 int pt_diff__check(const cJSON *diff, const char *cond, char *err, size_t errlen);
+/* A summary.json, or an output folder holding one; NULL with a message
+ * in err when it cannot be read or is no summary. */
+cJSON *pt_diff__load(const char *path, char *err, size_t errlen);
 /* argv[0] is "diff". Returns the exit code. */
 int pt_diff__main(int argc, char **argv);
 

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "run.h"
 #include <cjson/cJSON.h>
@@ -758,8 +759,23 @@ static cJSON *build_doc(const struct docsrc *d, struct docbuf *b)
 	doc_health(d, b, &c, nunres);
 	doc_trace(d, b);
 	doc = pt_summary__build(&b->rep);
-	if (doc)
+	if (doc) {
+		cJSON *meta = cJSON_GetObjectItem(doc, "meta");
+		char host[256];
+
+		/* for `proftrace merge` of several hosts' runs */
+		if (meta && !gethostname(host, sizeof(host))) {
+			host[sizeof(host) - 1] = '\0';
+			cJSON_AddStringToObject(meta, "host", host);
+		}
+		if (meta && d->p && !cJSON_GetObjectItem(meta, "rank")) {
+			if (d->p->rank >= 0)
+				cJSON_AddNumberToObject(meta, "rank", d->p->rank);
+			else
+				cJSON_AddNullToObject(meta, "rank");
+		}
 		pt_run__overhead_doc(r, d->v, &b->rep, doc);
+	}
 	return doc;
 }
 
