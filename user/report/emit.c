@@ -81,7 +81,7 @@ const struct pt_emitter pt_emitters[] = {
 	{ "lines.txt", lines_txt, has_lines },
 	{ "stacks.folded", stacks_folded, sampled },
 	{ "flame.svg", flame_svg, sampled },
-	{ "profile.pb.gz", profile_pb, sampled },
 	{ "trace.json", trace_json, traced },
+	{ "profile.pb.gz", profile_pb, sampled },
 };
 const size_t pt_nemitters = ARRAY_SIZE(pt_emitters);

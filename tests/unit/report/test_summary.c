@@ -1307,14 +1307,15 @@ static void test_write_errors(void **state)
 static void test_emitters(void **state)
 {
 	static const char *const names[] = { "summary.json", "report.md", "lines.txt",
-					     "stacks.folded", "flame.svg", "trace.json" };
+					     "stacks.folded", "flame.svg", "trace.json",
+					     "profile.pb.gz" };
 	struct fixture *fx = *state;
 	struct pt_outputs o = { .doc = fx->doc };
 	struct pt_flame *fl = pt_flame__new();
 	struct pt_trace *tr = pt_trace__new(10, 1);
 	size_t wanted = 0;
 
-	assert_int_equal(pt_nemitters, 6);
+	assert_int_equal(pt_nemitters, 7);
 	for (size_t i = 0; i < pt_nemitters; i++) {
 		assert_string_equal(pt_emitters[i].filename, names[i]);
 		assert_non_null(pt_emitters[i].write);
@@ -1328,6 +1329,7 @@ static void test_emitters(void **state)
 	o.trace = tr;
 	assert_true(pt_emitters[3].wanted(&o) && pt_emitters[4].wanted(&o));
 	assert_true(pt_emitters[5].wanted(&o));
+	assert_true(pt_emitters[6].wanted(&o)); /* pprof: with the samples */
 	pt_flame__free(fl);
 	pt_trace__free(tr);
 }
