@@ -45,7 +45,8 @@ def test_diff_two_runs():
     eq(rows["step.p50"]["noise_from"], "steps", "noise of step.p50")
     eq(d["noise"], "steps", "noise")
     tiny = rows["bucket.ovh.tiny"]
-    assert 0.9 * want < tiny["change"] < 2 * want, tiny
+    # (a mean: a busy machine only adds to it)
+    assert tiny["change"] > 0.9 * want, tiny
     eq(tiny["beyond_noise"], True, "bucket.ovh.tiny beyond noise")
     eq(rows["function.ovh_tiny.calls"]["a"], 2 * 200, "calls in A")
     eq(rows["function.ovh_tiny.calls"]["b"], 20 * 200, "calls in B")

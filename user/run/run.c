@@ -116,9 +116,6 @@ int pt_run__open(struct run *r, const struct pt_env *env)
 		       "PID,PID)\n");
 		return -PT_EUSAGE;
 	}
-	/* before any function is declared: each is given its cost */
-	if (!r->env.dry_run)
-		pt_calib__get(&r->calib, NULL);
 	e = open_named(r);
 	if (!e && r->env.children) {
 		pt_run__scan_children(r, 0);
@@ -242,6 +239,10 @@ int pt_run__attach(struct run *r)
 		if (!r->trace)
 			return -ENOMEM;
 	}
+	/* before any function is declared (pt_run__start_proc): each is
+	 * given its cost; after the processes were found, so a wrong pid
+	 * is said at once */
+	pt_calib__get(&r->calib, NULL);
 	e = open_bpf(r);
 	if (!e && r->py0 && r->cfg.sample_hz) {
 		/* Loaded before the clock starts: verifying the stack walker
