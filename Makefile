@@ -24,7 +24,7 @@ CFLAGS += -std=gnu11 -D_GNU_SOURCE -Wall -Wextra -Wno-unused-parameter -Wno-miss
 	  -MMD -MP -DPT_VERSION='"$(VERSION)"' $(SANFLAGS)
 # Includes name their folder: "aggregate/agg.h", "bpf/proftrace.h".
 INCLUDES := -I$(OUTPUT) -I. -Iuser
-LDLIBS := -lbpf -lelf -lz -lcjson -lm -lcapstone
+LDLIBS := -lbpf -lelf -lz -lcjson -lm -lcapstone -lstdc++ -lprotobuf-c
 LDFLAGS += $(SANFLAGS)
 
 ifeq ($(V),1)
@@ -72,6 +72,8 @@ VICTIM_SRCS := $(wildcard tests/victims/*.c)
 VICTIMS := $(patsubst tests/victims/%.c,$(OUTPUT)/victims/%,$(filter-out tests/victims/lib%.c,$(VICTIM_SRCS))) \
 	   $(OUTPUT)/victims/libvictim_dl.so $(OUTPUT)/victims/libinject_probe.so \
 	   $(OUTPUT)/victims/libinject_slow.so
+# C++ victims (demangled names): tests/victims/*.cc
+VICTIMS += $(patsubst tests/victims/%.cc,$(OUTPUT)/victims/%,$(wildcard tests/victims/*.cc))
 
 FIXTURES := $(OUTPUT)/fixtures/elf_pie $(OUTPUT)/fixtures/elf_nopie \
 	    $(OUTPUT)/fixtures/elf_stripped $(OUTPUT)/fixtures/libelf_fixture.so
@@ -181,6 +183,9 @@ $(OUTPUT)/victims/victim_nopie: tests/victims/victim_nopie.c tests/victims/victi
 $(OUTPUT)/victims/victim_gpu_synth: tests/victims/victim_gpu_synth.c tests/victims/victim.h shim/ring.c shim/ring.h shim/ptgpu.h | $(OUTPUT)/victims
 	$(call msg,VICTIM,$@)
 	$(Q)$(CC) $(VICTIM_CFLAGS) -Ishim $< shim/ring.c -o $@
+$(OUTPUT)/victims/%: tests/victims/%.cc tests/victims/victim.h | $(OUTPUT)/victims
+	$(call msg,VICTIM,$@)
+	$(Q)$(CXX) $(VICTIM_CFLAGS) $< -o $@
 $(OUTPUT)/victims/%: tests/victims/%.c tests/victims/victim.h | $(OUTPUT)/victims
 	$(call msg,VICTIM,$@)
 	$(Q)$(CC) $(VICTIM_CFLAGS) $< -o $@ -ldl -lm

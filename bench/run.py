@@ -5,7 +5,8 @@ Every figure is measured in this invocation, against a baseline run in the
 same invocation, and printed as a ratio. No assertions: speed lives here,
 correctness in `make test`.
 
-Environment: PT_BENCH_ONLY=probes,python,agent,sampling,agg,shim,inject,memory runs only those
+Environment: PT_BENCH_ONLY=probes,python,agent,sampling,agg,shim,inject,memory,cxx runs only
+those
 sections; PT_BENCH_REPEAT runs per median (3); PT_BENCH_SAMPLE_S seconds of
 work per sampling run (3); PT_BENCH_SAMPLE_PY interpreters for the sampling
 tables by minor version ("11,10": Debian's 3.11, pyenv's 3.10, the newest
@@ -766,7 +767,56 @@ def inject_table():
           "a CPU: the thread and the injector run at nice -20 while it is held.")
 
 
-SECTIONS = ("probes", "python", "agent", "sampling", "agg", "shim", "inject", "memory")
+CXX_CONFS = (
+    ("one function", "step native:libtorch_cpu.so*:at::_ops::linear::call\n"),
+    ("a glob, every overload", "step native:libtorch_cpu.so*:at::native::*softmax*\n"),
+    ("a glob over every library", "step native:*:c10::impl::*\n"),
+    ("a typo: closest names (demangles every symbol)",
+     "step native:libtorch_cpu.so*:at::_ops::linaer::call\n"),
+)
+
+
+def cxx_table():
+    """--dry-run over libtorch_cpu by C++ names (python3-torch, if installed)."""
+    py = "/usr/bin/python3"
+    head = "\n### C++ names: --dry-run over libtorch_cpu\n"
+    p = subprocess.run([py, "-c", "import torch"], capture_output=True)
+    if p.returncode:
+        print(head + "\nskipped: no torch for %s (Debian: apt install python3-torch)" % py)
+        return
+    v = subprocess.Popen([py, "-c", "import torch, os, sys\nprint('ready', os.getpid(), "
+                          "flush=True)\nsys.stdin.readline()"], stdin=subprocess.PIPE,
+                         stdout=subprocess.PIPE, text=True)
+    pid = int(v.stdout.readline().split()[1])
+    lib = [l.split()[-1] for l in open("/proc/%d/maps" % pid) if "libtorch_cpu.so" in l][0]
+    nsyms = subprocess.run(["nm", "-D", "--defined-only", lib], capture_output=True,
+                           text=True).stdout.count("\n")
+    rows = []
+    tmp = tempfile.mkdtemp(prefix="pt-bench-")
+    try:
+        for label, conf in CXX_CONFS:
+            path = os.path.join(tmp, "t.conf")
+            with open(path, "w") as f:
+                f.write(conf)
+            times = []
+            for _ in range(REPEAT):
+                t0 = time.monotonic()
+                r = subprocess.run([PROFTRACE, "-p", str(pid), "--targets", path, "--dry-run"],
+                                   capture_output=True, text=True)
+                times.append(time.monotonic() - t0)
+            n = max(0, r.stdout.count("\n") - 1)
+            rows.append(["%s: `%s`" % (label, conf.split()[-1]), "%d" % n,
+                         "%.2f" % statistics.median(times)])
+    finally:
+        v.kill()
+        v.wait()
+        shutil.rmtree(tmp, ignore_errors=True)
+    table("C++ names: `--dry-run` over libtorch_cpu (%s, %d exported symbols), median of %d"
+          % (os.path.basename(lib), nsyms, REPEAT),
+          ["probe", "functions", "seconds (target: < 2)"], rows)
+
+
+SECTIONS = ("probes", "python", "agent", "sampling", "agg", "shim", "inject", "memory", "cxx")
 
 
 def main():
@@ -800,6 +850,8 @@ def main():
     if "memory" in want:
         import memory  # bench/memory.py: RSS over a long run
         memory.memory_tables()
+    if "cxx" in want:
+        cxx_table()
     return 0
 
 

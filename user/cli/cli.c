@@ -14,9 +14,12 @@ static const char usage[] =
 	"                 [--json] [-v] [-q]\n"
 	"                 [--gpu auto|on|off] [--trace [--trace-max-events N]] [--dry-run]\n"
 	"                 [--inject [--inject-wait MS] [--inject-epoll]]\n"
+	"                 [--metrics HOST:PORT] [--interval SEC]\n"
 	"       proftrace --list-targets\n"
 	"       proftrace env\n"
 	"       proftrace import-regions [--kernel NAME] REGIONS... OUTDIR\n"
+	"       proftrace diff A B [--json] [--fail-if 'METRIC OP CHANGE']...\n"
+	"       proftrace merge [NAME=]SUMMARY... [-o FILE]\n"
 	"\n"
 	"Attach to a running process and time the functions named in FILE exactly,\n"
 	"grouped into steps and buckets. Writes summary.json and report.md.\n"
@@ -48,6 +51,13 @@ static const char usage[] =
 	"      --trace-max-events N\n"
 	"                       keep at most N events in trace.json (default 1000000;\n"
 	"                       later ones are counted and left out, and it says so)\n"
+	"      --metrics HOST:PORT\n"
+	"                       serve Prometheus metrics (text format) on HOST:PORT\n"
+	"                       while attached: steps, step time histogram, bucket time,\n"
+	"                       tok/s, drops, probe cost, by process, rank and host\n"
+	"      --interval SEC   also write a window summary every SEC seconds into\n"
+	"                       window-NNNN.json in the output folder (the last 100\n"
+	"                       are kept)\n"
 	"      --dry-run        resolve every probe and print it, attach nothing\n"
 	"      --inject         a Python process started without the agent gets it now:\n"
 	"                       one of its threads, at a safe point (a libc wait), is\n"
@@ -150,6 +160,26 @@ static int parse_inject_wait(struct pt_env *env, const char *arg)
 	return 0;
 }
 
+static int parse_metrics(struct pt_env *env, const char *arg)
+{
+	if (!strchr(arg, ':'))
+		return bad("bad --metrics '%s': give HOST:PORT to serve Prometheus metrics on, "
+			   "e.g. --metrics 0.0.0.0:9464", arg);
+	env->metrics = arg;
+	return 0;
+}
+
+static int parse_interval(struct pt_env *env, const char *arg)
+{
+	char *end;
+
+	errno = 0;
+	env->interval_s = strtod(arg, &end);
+	if (errno || *end || !(env->interval_s >= 1) || !isfinite(env->interval_s))
+		return bad("bad --interval '%s': give seconds >= 1, e.g. --interval 60", arg);
+	return 0;
+}
+
 static int parse_gpu(struct pt_env *env, const char *arg)
 {
 	if (!strcmp(arg, "auto"))
@@ -208,6 +238,8 @@ int pt_cli__parse(struct pt_env *env, int argc, char **argv)
 		{ "inject", no_argument, NULL, 'I' },
 		{ "inject-wait", required_argument, NULL, 'W' },
 		{ "inject-epoll", no_argument, NULL, 'E' },
+		{ "metrics", required_argument, NULL, 'P' },
+		{ "interval", required_argument, NULL, 'N' },
 		{ "help", no_argument, NULL, 'h' },
 		{},
 	};
@@ -263,6 +295,12 @@ int pt_cli__parse(struct pt_env *env, int argc, char **argv)
 			break;
 		case 'q':
 			env->quiet = true;
+			break;
+		case 'P':
+			e = parse_metrics(env, optarg);
+			break;
+		case 'N':
+			e = parse_interval(env, optarg);
 			break;
 		case 'L':
 			env->list_targets = true;

@@ -1055,6 +1055,33 @@ static void put_sampling_health(FILE *f, const cJSON *doc)
 	fputs(" |\n\n", f);
 }
 
+/* The probes' estimated cost (summary.json overhead). */
+static void put_overhead_health(FILE *f, const cJSON *ov)
+{
+	double added, share, per, sshare, cpu, cshare;
+
+	if (!ov)
+		return;
+	if (!cJSON_IsTrue(pt_jget(ov, "calibrated"))) {
+		fputs("Probe cost: not estimated (", f);
+		put_text(f, pt_jstr(ov, "why") ? pt_jstr(ov, "why") : "no calibration");
+		fputs(").\n\n", f);
+		return;
+	}
+	if (!pt_jnum(ov, "added_ms", &added) || !pt_jnum(ov, "added_share", &share))
+		return;
+	fprintf(f, "Estimated probe cost: %.3f ms of the target's CPU (%.2f%% of the run)", added,
+		100 * share);
+	if (pt_jnum(ov, "per_step_ms", &per) && pt_jnum(ov, "step_share", &sshare))
+		fprintf(f, ", %.4f ms per step (%.2f%% of step time)", per, 100 * sshare);
+	fputs("; `corrected_*` figures in summary.json take it out (an estimate: "
+	      "docs/summary.md#overhead).", f);
+	if (pt_jnum(ov, "proftrace_cpu_ms", &cpu) && pt_jnum(ov, "proftrace_cpu_share", &cshare))
+		fprintf(f, " proftrace itself used %.0f ms of CPU (%.1f%% of one CPU).", cpu,
+			100 * cshare);
+	fputs("\n\n", f);
+}
+
 static void put_health(FILE *f, const cJSON *doc)
 {
 	const cJSON *h = pt_jget(doc, "health"), *arr = pt_jarr(h, "unattached"), *u;
@@ -1088,6 +1115,7 @@ static void put_health(FILE *f, const cJSON *doc)
 				n, plural(n));
 	}
 	put_sampling_health(f, doc);
+	put_overhead_health(f, pt_jget(doc, "overhead"));
 	if (!arr)
 		return;
 	if (!cJSON_GetArraySize(arr)) {

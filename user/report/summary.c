@@ -811,6 +811,7 @@ static void build_func(struct jb *b, cJSON *arr, const struct pt_report *r,
 	jb_str(b, o, "kind", fn->py ? "python" : "native");
 	jb_str(b, o, "object", fn->object);
 	jb_str(b, o, "symbol", fn->symbol);
+	jb_str(b, o, "mangled", fn->mangled);
 	if (fn->py && fn->fid >= 0)
 		jb_num(b, o, "line", fn->line);
 	else

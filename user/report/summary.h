@@ -138,7 +138,8 @@ struct pt_report_func {
 	int fid;            /* index into the aggregator, -1 if none */
 	const char *probe;  /* probe text from the config */
 	const char *object; /* path as mapped in the target; NULL if unresolved */
-	const char *symbol; /* NULL if unresolved */
+	const char *symbol; /* NULL if unresolved; C++: demangled */
+	const char *mangled; /* C++: the ELF symbol; else NULL */
 	const char *const *aliases; /* other names at the same address */
 	size_t naliases;
 	uint64_t file_offset; /* of the symbol */

@@ -33,6 +33,8 @@ struct pt_env {
 	bool inject_epoll; /* --inject-epoll: a thread in epoll_wait may be borrowed */
 	unsigned long trace_max; /* --trace-max-events (implies --trace); 0: PT_TRACE_DEFAULT_MAX */
 	char targets_path[PATH_MAX]; /* --targets NAME resolved to a bundled file */
+	const char *metrics; /* --metrics HOST:PORT: Prometheus text while attached */
+	double interval_s;   /* --interval SEC: a window summary every SEC; 0: none */
 };
 
 #endif

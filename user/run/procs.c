@@ -455,6 +455,10 @@ void pt_run__free_proc(struct proc *p)
 		p->run->slot_busy[p->idx] = false; /* never traced: free at once */
 	pt_agent__close(p->agent);
 	free(p->agent_why);
+	if (p->wv) {
+		pt_run__free_view(p->wv);
+		free(p->wv);
+	}
 	pt_gpuring__close(p->gr);
 	pt_nstid__free(p->nst);
 	pt_gpu__free(p->gpu);
@@ -595,7 +599,7 @@ int pt_run__open_proc(struct run *r, int pid, bool strict, struct proc **out, ch
 	p->tmem.read = read_target;
 	p->tmem.ctx = &p->tracee.pid;
 	e = pt_run__new_view(r, &p->v, pt_run__on_step, p);
-	if (e || pt_run__grow_fstate(p)) {
+	if (e || pt_run__grow_fstate(p) || pt_run__window_open(p)) {
 		snprintf(err, errlen, "out of memory");
 		e = -ENOMEM;
 		goto fail;

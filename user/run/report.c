@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "run.h"
 #include <cjson/cJSON.h>
@@ -526,6 +527,7 @@ static int doc_functions(const struct docsrc *d, struct docbuf *b, size_t nunres
 			row->probe = sp->text;
 			row->object = f->object;
 			row->symbol = f->symbol;
+			row->mangled = f->mangled;
 			row->aliases = (const char *const *)f->aliases;
 			row->naliases = f->naliases;
 			row->file_offset = f->file_off;
@@ -786,6 +788,7 @@ static cJSON *build_doc(const struct docsrc *d, struct docbuf *b)
 	const struct run *r = d->r;
 	struct pt_counters c = { 0 };
 	size_t nunres = 0;
+	cJSON *doc;
 
 	if (r->att)
 		pt_attach__counters(r->att, &c);
@@ -797,7 +800,25 @@ static cJSON *build_doc(const struct docsrc *d, struct docbuf *b)
 	doc_gpu(d, b);
 	doc_health(d, b, &c, nunres);
 	doc_trace(d, b);
-	return add_pid_namespace(d, pt_summary__build(&b->rep));
+	doc = add_pid_namespace(d, pt_summary__build(&b->rep));
+	if (doc) {
+		cJSON *meta = cJSON_GetObjectItem(doc, "meta");
+		char host[256];
+
+		/* for `proftrace merge` of several hosts' runs */
+		if (meta && !gethostname(host, sizeof(host))) {
+			host[sizeof(host) - 1] = '\0';
+			cJSON_AddStringToObject(meta, "host", host);
+		}
+		if (meta && d->p && !cJSON_GetObjectItem(meta, "rank")) {
+			if (d->p->rank >= 0)
+				cJSON_AddNumberToObject(meta, "rank", d->p->rank);
+			else
+				cJSON_AddNullToObject(meta, "rank");
+		}
+		pt_run__overhead_doc(r, d->v, &b->rep, doc);
+	}
+	return doc;
 }
 
 /* The skew of step times across the processes with steps. */
@@ -980,6 +1001,21 @@ static int write_somewhere(struct run *r, const struct pt_outputs *o)
 	pt_outdir__close(fb);
 	/* written, but not where asked: not a success */
 	return e ? e : -EIO;
+}
+
+cJSON *pt_run__view_doc(struct run *r, struct proc *p, struct view *v)
+{
+	struct docbuf b = { 0 };
+	struct docsrc d = { .r = r, .v = v, .p = p };
+	cJSON *doc;
+
+	d.fr = proc_frefs(p, &d.nfr);
+	if (!d.fr)
+		return NULL;
+	doc = build_doc(&d, &b);
+	docbuf_free(&b);
+	free(d.fr);
+	return doc;
 }
 
 int pt_run__write_outputs(struct run *r)

@@ -242,6 +242,10 @@ int pt_run__attach(struct run *r)
 		if (!r->trace)
 			return -ENOMEM;
 	}
+	/* before any function is declared (pt_run__start_proc): each is
+	 * given its cost; after the processes were found, so a wrong pid
+	 * is said at once */
+	pt_calib__get(&r->calib, NULL);
 	e = open_bpf(r);
 	if (!e && r->py0 && r->cfg.sample_hz) {
 		/* Loaded before the clock starts: verifying the stack walker
@@ -259,6 +263,11 @@ int pt_run__attach(struct run *r)
 	r->ep = epoll_create1(EPOLL_CLOEXEC);
 	if (r->ep < 0)
 		return -errno;
+	if (r->env.metrics) {
+		e = pt_run__metrics_open(r);
+		if (e)
+			return e;
+	}
 	r->t0_mono = pt_now_ns(CLOCK_MONOTONIC);
 	r->t0_unix = pt_now_ns(CLOCK_REALTIME);
 	if (r->smp) {
@@ -282,6 +291,7 @@ int pt_run__report(struct run *r)
 
 void pt_run__free(struct run *r)
 {
+	pt_run__metrics_free(r);
 	pt_sampler__free(r->smp);
 	pt_attach__free(r->att);
 	for (size_t i = 0; i < r->nprocs; i++)

@@ -33,6 +33,11 @@
 #include "sample/pysym.h"
 #include "python/python.h"
 #include "python/agent.h"
+#include <cjson/cJSON.h>
+
+#include "aggregate/overhead.h"
+#include "report/summary.h"
+#include "calib.h"
 #include "attach/resolve.h"
 #include "aggregate/bursts.h"
 #include "sample/sampler.h"
@@ -77,6 +82,7 @@ struct view {
 	struct pt_stepvals sv;
 	struct pt_bursts *runs;
 	struct pt_stacks *stk; /* NULL: not sampled */
+	struct pt_ovh *ovh;    /* the probes' cost in its intervals */
 };
 
 /* A type whose attribute location was not found yet: asked again at. */
@@ -134,6 +140,7 @@ struct proc {
 	struct pt_agent_info agent_last; /* its segment at the end */
 
 	struct view v;
+	struct view *wv; /* --interval: the figures of the current window */
 	struct pt_skew_steps steps; /* counted steps, for the skew across processes */
 
 	/* the GPU stream (CUPTI shim) */
@@ -216,10 +223,15 @@ struct run {
 	struct pt_outdir *out; /* the output folder, opened before attaching */
 
 	uint8_t *attr_warned; /* per spec and expression: a missing attribute was said */
+
+	struct pt_calib calib; /* what a probe hit costs here (calib.h) */
+	struct pt_metrics *metrics; /* --metrics (metrics.c) */
+	uint64_t next_window;       /* --interval: when the next window ends */
+	unsigned int nwindows;
 };
 
 /* epoll tags; TAG_PID + i is process i's pidfd */
-enum { TAG_SIG = 1, TAG_TIMER, TAG_RING, TAG_PID = 16 };
+enum { TAG_SIG = 1, TAG_TIMER, TAG_RING, TAG_METRICS, TAG_PID = 16 };
 
 static inline double since_start_s(const struct run *r)
 {
@@ -306,11 +318,32 @@ void pt_run__agents_alive(struct run *r);
 /* Are its named calls timed through the agent right now? */
 bool pt_run__agent_ok(const struct proc *p);
 
+/* metrics.c: --metrics, Prometheus text exposition while attached */
+struct pt_metrics;
+int pt_run__metrics_open(struct run *r);
+void pt_run__metrics_step(struct proc *p, const struct pt_step *s);
+void pt_run__metrics_serve(struct run *r);
+void pt_run__metrics_free(struct run *r);
+
+/* overhead.c: what the probes cost, into a view's document */
+enum pt_site_kind pt_run__site_kind(const struct proc *p, const struct pt_func *f);
+int pt_run__declare_cost(struct proc *p, const struct pt_func *f, struct pt_ovh *o, uint32_t fid);
+void pt_run__overhead_doc(const struct run *r, const struct view *v, const struct pt_report *rep,
+			  cJSON *doc);
+
 /* report.c */
 void pt_run__print_dry_run(const struct run *r);
 /* The output folder (-o, or a new default one), before attaching: -PT_EUSAGE
  * when it cannot be created or written. */
 int pt_run__open_output(struct run *r);
 int pt_run__write_outputs(struct run *r);
+/* The summary document of process p from view v (window.c). */
+cJSON *pt_run__view_doc(struct run *r, struct proc *p, struct view *v);
+
+/* window.c: --interval, a summary of each window of SEC seconds */
+int pt_run__window_open(struct proc *p);
+int pt_run__window_declare(struct proc *p, const struct pt_func *f);
+void pt_run__window_record(struct proc *p, const struct pt_rec *rec);
+void pt_run__window_tick(struct run *r, uint64_t now);
 
 #endif
