@@ -587,6 +587,7 @@ int pt_run__start_proc(struct proc *p, int ep)
 	int e, n;
 
 	p->t_added = pt_now_ns(CLOCK_MONOTONIC);
+	pt_run__agents_alive(r); /* those started before: this one takes a while */
 	if (p->have_py)
 		pt_py_layout__offsets(&p->py.L, &po);
 	e = pt_attach__add_proc(r->att, p->idx, p->tracee.pid, p->have_py ? &po : NULL);
@@ -614,7 +615,9 @@ int pt_run__start_proc(struct proc *p, int ep)
 	if (!pt_maps__read_pid(&maps, p->tracee.pid))
 		hook_dynamic_linker(p, &maps);
 	pt_maps__free(&maps);
+	pt_run__agents_alive(r);
 	n = pt_run__attach_new(p, 0);
+	pt_run__agents_alive(r);
 	if (n < 0)
 		return n;
 	if (r->trace) /* its track carries its name even if it never calls in */

@@ -162,6 +162,21 @@ void pt_run__agent_tick(struct proc *p, uint64_t now)
 	check_state(p);
 }
 
+/* Keep the agents of the processes started so far alive while another one
+ * is being started: that takes seconds on a loaded machine (its probes,
+ * its agent's first arming), and an agent that misses its heartbeat for
+ * a second goes dormant and takes its hooks out, so the calls of the
+ * first process (an engine core whose workers --children attaches next)
+ * would go unseen until the loop's heartbeats woke it again. */
+void pt_run__agents_alive(struct run *r)
+{
+	uint64_t now = pt_now_ns(CLOCK_MONOTONIC);
+
+	for (size_t i = 0; i < r->nprocs; i++)
+		if (r->procs[i]->agent && !r->procs[i]->ended)
+			pt_agent__heartbeat(r->procs[i]->agent, now);
+}
+
 /* Attach: wake it and wait until what it found at attach is hooked (the
  * program's calls are timed from the "attached" line on), at most a few
  * seconds: it needs the GIL, which a long C call may hold. */
@@ -176,6 +191,7 @@ static void first_arm(struct proc *p)
 		uint64_t now = pt_now_ns(CLOCK_MONOTONIC);
 
 		pt_run__agent_tick(p, now);
+		pt_run__agents_alive(p->run);
 		pt_agent__info(p->agent, &in);
 		took |= p->agent_narm || in.cand_seq > 0;
 		if (in.state == PTAG_STATE_ACTIVE && took && pt_agent__armed(p->agent))

@@ -280,6 +280,8 @@ bool pt_run__traced(const struct run *r, int pid);
 int pt_run__agent_start(struct proc *p, char *err, size_t errlen);
 void pt_run__agent_tick(struct proc *p, uint64_t now);
 void pt_run__agent_stop(struct proc *p);
+/* Heartbeat every started process's agent (while another is being started). */
+void pt_run__agents_alive(struct run *r);
 /* Are its named calls timed through the agent right now? */
 bool pt_run__agent_ok(const struct proc *p);
 
