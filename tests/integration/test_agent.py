@@ -143,7 +143,7 @@ def test_agent_pyengine_every_interpreter():
 def _attach(pid, conf, out, *extra):
     pt = Proc([PROFTRACE, "-p", str(pid), "--targets", conf, "-o", out] + list(extra),
               stdin=False, stdout=True, stderr=True)
-    pt.wait_line("proftrace: attached", "err")
+    pt.wait_line("proftrace: attached", "err", timeout=90)
     return pt
 
 

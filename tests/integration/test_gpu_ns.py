@@ -52,7 +52,7 @@ def run_in_namespace(n, threads):
         assert not os.path.exists("/dev/shm/proftrace-%d" % pid), "segment on the host's /dev/shm"
         pt = Proc([PROFTRACE, "-p", str(pid), "--targets", conf, "-o", out, "--trace",
                    "--gpu", "on"], stdin=False, stdout=True, stderr=True)
-        pt.wait_line("proftrace: attached", "err")
+        pt.wait_line("proftrace: attached", "err", timeout=90)
         v.send("go\n")
         assert v.wait(60) == 0, "victim failed"
         rc = pt.wait(60)

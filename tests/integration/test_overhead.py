@@ -118,7 +118,7 @@ def test_calibration_off():
         v.wait_line("unattached done", timeout=60)
         pt = harness.Proc([harness.PROFTRACE, "-p", str(v.pid), "--targets", conf, "-o", out],
                           stdin=False, stdout=True, stderr=True, env=env)
-        pt.wait_line("proftrace: attached", "err")
+        pt.wait_line("proftrace: attached", "err", timeout=90)
         v.send("b\n")
         assert v.wait(60) == 0
         assert pt.wait(60) == 0

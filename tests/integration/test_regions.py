@@ -40,7 +40,7 @@ def run_traced(n):
     try:
         pt = Proc([PROFTRACE, "-p", str(v.p.pid), "--targets", conf, "-o", out, "--trace"],
                   stdin=False, stdout=True, stderr=True)
-        pt.wait_line("proftrace: attached", "err")
+        pt.wait_line("proftrace: attached", "err", timeout=90)
         v.send("go\n")
         assert v.wait(60) == 0, "victim failed"
         rc = pt.wait(60)
