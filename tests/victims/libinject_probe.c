@@ -26,7 +26,14 @@ __attribute__((constructor)) static void loaded(void)
 	const char *ms = getenv("PT_INJECT_SLOW_MS");
 	long t = ms ? atol(ms) : 3000;
 	struct timespec ts = { t / 1000, (t % 1000) * 1000000 };
+	char start[256];
 
+	/* <log>.start: the call is running now (a test signals it then) */
+	if (log && snprintf(start, sizeof(start), "%s.start", log) < (int)sizeof(start)) {
+		fd = open(start, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+		if (fd >= 0)
+			close(fd);
+	}
 	while (nanosleep(&ts, &ts))
 		;
 #endif
