@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "nstid.h"
+#include "util/tasks.h"
 
 /* Open addressing on u32 keys (0: empty), values u32. */
 struct tmap {
@@ -86,40 +87,6 @@ static void tmap_free(struct tmap *m)
 	memset(m, 0, sizeof(*m));
 }
 
-int pt_nstid__parse_status(FILE *f, int *outer, int *inner, uint32_t *depth)
-{
-	char line[512];
-
-	while (fgets(line, sizeof(line), f)) {
-		char *p = line + 6, *end;
-		uint32_t n = 0;
-		long v;
-
-		if (strncmp(line, "NSpid:", 6))
-			continue;
-		for (;;) {
-			errno = 0;
-			v = strtol(p, &end, 10);
-			if (end == p)
-				break;
-			if (errno || v <= 0 || v > INT_MAX)
-				return -EINVAL;
-			if (!n)
-				*outer = (int)v;
-			*inner = (int)v;
-			n++;
-			p = end;
-		}
-		while (*p == ' ' || *p == '\t')
-			p++;
-		if (!n || (*p && *p != '\n'))
-			return -EINVAL;
-		*depth = n;
-		return 0;
-	}
-	return -ENODATA;
-}
-
 /* The NSpid of root/pid/task/tid/status (tid 0: root/pid/status). */
 static int read_status(const char *root, int pid, int tid, int *outer, int *inner,
 		       uint32_t *depth)
@@ -135,7 +102,7 @@ static int read_status(const char *root, int pid, int tid, int *outer, int *inne
 	f = fopen(path, "re");
 	if (!f)
 		return -errno;
-	e = pt_nstid__parse_status(f, outer, inner, depth);
+	e = pt_tasks__parse_nspid(f, outer, inner, depth);
 	fclose(f);
 	return e;
 }

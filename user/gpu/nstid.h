@@ -7,6 +7,8 @@
  * field is TID as this /proc sees it (the host), the last the TID in the
  * innermost namespace (the server's).
  *
+ * The NSpid line is read by pt_tasks__parse_nspid (util/tasks.h).
+ *
  * The map is read when opened and kept fresh: pt_nstid__refresh reads
  * the status of threads it has not seen yet (one readdir otherwise), and
  * a lookup that misses refreshes once more (at most every
@@ -34,13 +36,6 @@ struct pt_nstid_stats {
 	uint64_t translated;    /* lookups that found a host tid */
 	uint64_t unmapped;      /* lookups that found none (left as 0) */
 };
-
-/*
- * The NSpid line of a status file: *outer its first field, *inner its
- * last, *depth how many. 0; -ENODATA when there is none (kernels before
- * 4.1); -EINVAL when malformed.
- */
-int pt_nstid__parse_status(FILE *f, int *outer, int *inner, uint32_t *depth);
 
 /*
  * The map of process pid, under proc_root ("/proc"; tests give a tree of

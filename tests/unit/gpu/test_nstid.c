@@ -22,6 +22,7 @@
 #include <cmocka.h>
 
 #include "gpu/nstid.h"
+#include "util/tasks.h"
 
 static int parse(const char *text, int *outer, int *inner, uint32_t *depth)
 {
@@ -29,7 +30,7 @@ static int parse(const char *text, int *outer, int *inner, uint32_t *depth)
 	int e;
 
 	assert_non_null(f);
-	e = pt_nstid__parse_status(f, outer, inner, depth);
+	e = pt_tasks__parse_nspid(f, outer, inner, depth);
 	fclose(f);
 	return e;
 }
