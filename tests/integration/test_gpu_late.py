@@ -51,6 +51,25 @@ def test_shim_loaded_late_reports_like_at_start():
     assert "CUPTI could not be enabled" in err, err
 
 
+def test_shim_injected_into_a_running_cuda_process():
+    """proftrace --inject into a process that runs CUDA without the shim:
+    the shim is loaded with the borrowed-thread dlopen and reports like
+    one loaded at start; the process runs on."""
+    shim, cudart = shim_and_cudart()
+    py = pyenv_python(10)
+    s, t, err = profile("step py:pyshim::step\n", ["--steps", 60, "--cuda-only", cudart],
+                        victim_name=[py, os.path.join(ROOT, "tests", "victims", "pyshim.py"),
+                                     shim],
+                        extra=["--gpu", "on", "--inject"], victim_env=with_agent(victim_env()))
+    assert "the CUPTI shim loaded (--inject)" in err, err
+    eq(s["stats"]["steps"], 60, "steps: the process ran on")
+    g = s["gpu"]
+    eq(g["source"], "cupti-shim", "source: the injected shim")
+    c = g["shim"]["conflict"]
+    assert c and c["call"].startswith("cupti") and c["result"] == "CUPTI_ERROR_UNKNOWN", g["shim"]
+    assert "CUPTI could not be enabled" in err, err
+
+
 def run_plain(args, env):
     py = pyenv_python(10)
     p = subprocess.run([py, os.path.join(ROOT, "tests", "victims", "pyshim.py")] + args,

@@ -33,11 +33,16 @@ def main():
     ap.add_argument("--truth")
     ap.add_argument("--late", help="libcudart to load before the shim")
     ap.add_argument("--no-cuda", action="store_true")
+    ap.add_argument("--cuda-only", help="load this libcudart and not the shim: "
+                    "proftrace --inject loads it")
     ap.add_argument("--expect-no-start", action="store_true",
                     help="with --late: exit non-zero if the shim started")
     a = ap.parse_args()
     seg = "/dev/shm/proftrace-%d" % os.getpid()
-    if a.late or a.no_cuda:
+    if a.cuda_only:
+        ctypes.CDLL(a.cuda_only, mode=ctypes.RTLD_GLOBAL)
+        rc = 0
+    elif a.late or a.no_cuda:
         if a.late:
             ctypes.CDLL(a.late, mode=ctypes.RTLD_GLOBAL)
         ctypes.CDLL(a.shim)

@@ -15,9 +15,71 @@
 #include "attach/maps.h"
 #include "util/tasks.h"
 #include "python/agent.h"
+#include "attach/inject.h"
+#include "util/helpers.h"
 
 static void update_trampoline(struct proc *p);
 static int read_target(void *ctx, uint64_t addr, void *buf, size_t len);
+
+/* Does pid run CUDA (the runtime or the driver library mapped)? */
+static bool runs_cuda(int pid)
+{
+	char path[64], line[512];
+	bool yes = false;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/maps", pid);
+	f = fopen(path, "re");
+	if (!f)
+		return false;
+	while (!yes && fgets(line, sizeof(line), f))
+		yes = strstr(line, "/libcudart.so") || strstr(line, "/libcuda.so") ||
+		      strstr(line, "/libcudart-");
+	fclose(f);
+	return yes;
+}
+
+/*
+ * --inject, a CUDA process without the CUPTI shim: load it now (the same
+ * borrowed-thread dlopen as the Python agent's; the shim starts dormant
+ * from its constructor when CUDA is already there) and wait a little for
+ * its ring. 0 with p->gr open, or -errno with err set.
+ */
+static int inject_shim(struct proc *p, char *err, size_t errlen)
+{
+	const struct run *r = p->run;
+	struct pt_inject_opts o = { .wait_ms = r->env.inject_wait_ms,
+				    .allow_epoll = r->env.inject_epoll };
+	struct pt_inject_result res;
+	char lib[PATH_MAX], why[1024];
+	int e;
+
+	if (pt_helper__path(PT_CUPTI_LIB, lib, sizeof(lib))) {
+		snprintf(err, errlen, "--inject: no %s to load (built with CUDA's CUPTI)",
+			 PT_CUPTI_LIB);
+		return -ENOENT;
+	}
+	e = pt_inject__dlopen(p->tracee.pid, lib, &o, &res, why, sizeof(why));
+	if (e) {
+		snprintf(err, errlen, "--inject of the CUPTI shim: %.160s", why);
+		return e;
+	}
+	if (!res.already)
+		fprintf(stderr, "proftrace: pid %d: the CUPTI shim loaded (--inject): thread %d held "
+			"%.2f ms\n", p->tracee.pid, res.tid, res.pause_ms);
+	for (int i = 0; i < 200; i++) {
+		struct timespec ts = { 0, 10 * 1000 * 1000 };
+
+		e = pt_gpuring__open(&p->gr, p->tracee.pid, why, sizeof(why));
+		if (e != -ENOENT)
+			break;
+		nanosleep(&ts, NULL);
+	}
+	if (e)
+		snprintf(err, errlen, "--inject: the CUPTI shim is loaded in %d but %.160s",
+			 p->tracee.pid, e == -ENOENT ? "has made no ring in 2 s" : why);
+	return e;
+}
 
 /*
  * The CUPTI shim's ring, if the process has one (before the clock starts:
@@ -35,10 +97,12 @@ int pt_run__open_gpu(struct proc *p)
 		return 0;
 	}
 	e = pt_gpuring__open(&p->gr, p->tracee.pid, err, sizeof(err));
-	if (e == -ENOENT)
+	if (e == -ENOENT && r->env.inject && runs_cuda(p->tracee.pid))
+		e = inject_shim(p, err, sizeof(err));
+	else if (e == -ENOENT)
 		snprintf(err, sizeof(err),
-			 "no CUPTI shim in pid %d: start the server with "
-			 "CUDA_INJECTION64_PATH=/path/to/libproftrace_cupti.so (see docs/gpu.md)",
+			 "no CUPTI shim in pid %d: start the server after `eval \"$(proftrace env)\"` "
+			 "(CUDA_INJECTION64_PATH), or attach with --inject (see docs/gpu.md)",
 			 p->tracee.pid);
 	if (!e) {
 		p->gpu = pt_gpu__new(r->cfg.nbuckets);
@@ -61,7 +125,7 @@ int pt_run__open_gpu(struct proc *p)
 		fprintf(stderr, "proftrace: --gpu on: %s\n", err);
 		return -PT_EUSAGE;
 	}
-	if (e != -ENOENT || r->env.gpu == PT_GPU_ON)
+	if (e != -ENOENT || r->env.gpu == PT_GPU_ON || r->env.inject)
 		fprintf(stderr, "proftrace: warning: no GPU stream: %s\n", err);
 	return 0;
 }
