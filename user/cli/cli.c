@@ -17,6 +17,7 @@ static const char usage[] =
 	"       proftrace --list-targets\n"
 	"       proftrace env\n"
 	"       proftrace diff A B [--json] [--fail-if 'METRIC OP CHANGE']...\n"
+	"       proftrace merge [NAME=]SUMMARY... [-o FILE]\n"
 	"\n"
 	"Attach to a running process and time the functions named in FILE exactly,\n"
 	"grouped into steps and buckets. Writes summary.json and report.md.\n"
