@@ -132,3 +132,63 @@ def test_calibration_off():
     assert "PT_CALIBRATE" in s["overhead"]["why"]
     assert "corrected_p50_ms" not in s["stats"]
     eq(s["stats"]["steps"], 20, "steps")
+
+
+PY_CONF = """\
+step   py:pyoverhead::step
+bucket py.tiny  py:pyoverhead::tiny
+bucket py.phase py:pyoverhead::phase
+"""
+
+
+def _py_run(python, ntiny=40, steps=200):
+    import harness
+    tmp = tempfile.mkdtemp(prefix="pt-it-")
+    truth_path = os.path.join(tmp, "truth.json")
+    conf = write_conf(tmp, PY_CONF)
+    out = os.path.join(tmp, "out")
+    script = os.path.join(harness.ROOT, "tests", "victims", "pyoverhead.py")
+    env = harness.with_agent(dict(os.environ))
+    env.pop("PYTHONPERFSUPPORT", None)
+    v = victim([python, script], "--steps", steps, "--tiny", ntiny, "--truth", truth_path, env=env)
+    pt = None
+    try:
+        v.send("a\n")
+        v.wait_line("unattached done", timeout=60)
+        pt = proftrace(v.pid, conf, out)
+        pt.wait_line("proftrace: attached", "err", timeout=60)
+        v.send("b\n")
+        assert v.wait(120) == 0, "victim failed"
+        rc = pt.wait(60)
+        assert rc == 0, "proftrace exit %d:\n%s" % (rc, pt.rest("err"))
+    finally:
+        v.kill()
+        if pt:
+            pt.kill()
+    with open(os.path.join(out, "summary.json")) as f:
+        s = json.load(f)
+    with open(truth_path) as f:
+        t = json.load(f)
+    s["_out"] = out
+    return s, t
+
+
+def test_python_agent_corrected():
+    """py: functions timed through the agent (its own site kind): the
+    fastest corrected step comes back to the fastest unattached one."""
+    import harness
+    py = "/usr/bin/python3.11"
+    if not os.access(py, os.X_OK):
+        raise harness.Skip("no " + py)
+    s, t = _py_run(py)
+    st, ov = s["stats"], s["overhead"]
+    eq(st["steps"], 200, "steps")
+    print("    out:", s["_out"], json.dumps(ov["hits"]), [(f["symbol"], f["calls"], f["timing"]) for f in s["functions"]])
+    eq(ov["hits"]["python-agent"], 200 * 42, "agent hits: every named call")
+    un_min = min(t["unattached_step_ns"]) / 1e6
+    print("    py step min: unattached %.4f ms, raw %.4f (%+.2f%%), corrected %.4f (%+.2f%%); "
+          "agent cost %s" % (un_min, st["min_ms"], 100 * (st["min_ms"] / un_min - 1),
+                             st["corrected_min_ms"], 100 * (st["corrected_min_ms"] / un_min - 1),
+                             json.dumps(ov["kinds"]["python-agent"])))
+    assert rel(st["min_ms"], un_min) > 0.01, (st["min_ms"], un_min)
+    assert rel(st["corrected_min_ms"], un_min) <= 0.01, (st["corrected_min_ms"], un_min)
