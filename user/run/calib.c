@@ -19,6 +19,7 @@
 #include <cjson/cJSON.h>
 
 #include "calib.h"
+#include "util/helpers.h"
 #include "util/log.h"
 #include "util/util.h"
 
@@ -62,7 +63,8 @@ static const struct site_row {
 	{ PT_SITE_EMULATED, "pt_cal_push", pt_cal_push, 20, 2000, 1000 },
 	{ PT_SITE_NOP5, "pt_cal_nop5", pt_cal_nop5, 20, 1000, 500 },
 	{ PT_SITE_SSTEP, "pt_cal_sstep", pt_cal_sstep, 10, 8000, 4000 },
-	/* bench agent section: ~0.7 us per named call on 3.12 */
+	/* measured on the target's interpreter (pt_calib__python); else
+	 * the bench agent section's ~0.7 us per named call on 3.12 */
 	{ PT_SITE_AGENT, NULL, NULL, 0, 700, 350 },
 	/* shared/notes/cpython.md: uprobe pair on _PyEval_EvalFrameDefault */
 	{ PT_SITE_FRAME, NULL, NULL, 0, 1300, 650 },
@@ -245,7 +247,8 @@ struct child {
 	size_t n;
 };
 
-static int spawn(struct child *ch, char *const argv[], bool read_stderr, bool calib_off)
+static int spawn_exe(struct child *ch, const char *exe, char *const argv[], bool read_stderr,
+		     bool calib_off, const char *preload)
 {
 	int in[2], out[2];
 
@@ -268,7 +271,10 @@ static int spawn(struct child *ch, char *const argv[], bool read_stderr, bool ca
 			dup2(null, read_stderr ? 1 : 2);
 		if (calib_off)
 			setenv("PT_CALIBRATE", "off", 1);
-		execv(self_exe, argv);
+		if (preload)
+			setenv("LD_PRELOAD", preload, 1);
+		unsetenv("PYTHONPERFSUPPORT");
+		execv(exe, argv);
 		_exit(127);
 	}
 	close(in[0]);
@@ -281,6 +287,11 @@ static int spawn(struct child *ch, char *const argv[], bool read_stderr, bool ca
 
 /* The next line starting with prefix, into line; false at EOF or after
  * timeout_ms. */
+static int spawn(struct child *ch, char *const argv[], bool read_stderr, bool calib_off)
+{
+	return spawn_exe(ch, self_exe, argv, read_stderr, calib_off, NULL);
+}
+
 static bool read_line(struct child *ch, const char *prefix, char *line, size_t len,
 		      int timeout_ms)
 {
@@ -489,6 +500,191 @@ out:
 	unlink(conf);
 	rmdir(dir);
 	return e;
+}
+
+/*
+ * The Python agent's named call, on the target's own interpreter (the
+ * cost differs by version: sys.monitoring on 3.12+, a frame evaluator
+ * before): a script of ours run by that interpreter with the agent
+ * preloaded times calls of an empty function, unattached, then while a
+ * child proftrace times them through the agent (py: probe).
+ */
+static const char agent_script[] =
+	"import os, sys, time\n"
+	"now = time.perf_counter_ns\n"
+	"def pt_cal_named():\n"
+	"    pass\n"
+	"def loop(n):\n"
+	"    f, best = pt_cal_named, 1e18\n"
+	"    for k in range(100):\n"
+	"        gap = 0\n"
+	"        t0 = now()\n"
+	"        for i in range(n):\n"
+	"            g0 = g1 = now()\n"
+	"            while g1 - g0 < 5000:\n"
+	"                g1 = now()\n"
+	"            gap += g1 - g0\n"
+	"            f()\n"
+	"        best = min(best, (now() - t0 - gap) / n)\n"
+	"    return best\n"
+	"print('ready', os.getpid(), flush=True)\n"
+	"for line in sys.stdin:\n"
+	"    print(line[0], '%.3f' % loop(20), flush=True)\n";
+
+static int measure_agent(struct pt_calib *c, const char *python)
+{
+	char dir[] = "/tmp/proftrace-calib-XXXXXX", conf[128], out[128], sum[160], script[128],
+	     line[512], pidbuf[16], agent[4096];
+	struct child helper = { .in = -1, .out = -1 }, pt = { .in = -1, .out = -1 };
+	double a, b, m = -1;
+	cJSON *doc = NULL;
+	FILE *f;
+	int e = -EIO;
+
+	if (pt_helper__path(PT_AGENT_LIB, agent, sizeof(agent)))
+		return -ENOENT;
+	if (!mkdtemp(dir))
+		return -errno;
+	snprintf(conf, sizeof(conf), "%s/calib.conf", dir);
+	snprintf(script, sizeof(script), "%s/ptcal_agent.py", dir);
+	snprintf(out, sizeof(out), "%s/out", dir);
+	snprintf(sum, sizeof(sum), "%s/summary.json", out);
+	f = fopen(conf, "w");
+	if (!f || fputs("set python_mode agent\nset sample_hz 0\n"
+			"step py:ptcal_agent::pt_cal_named\n", f) < 0 || fclose(f))
+		goto out;
+	f = fopen(script, "w");
+	if (!f || fputs(agent_script, f) < 0 || fclose(f))
+		goto out;
+	{
+		char *argv[] = { (char *)python, "-S", script, NULL };
+
+		/* -S: no site packages to import, a quick start */
+		e = spawn_exe(&helper, python, argv, false, true, agent);
+	}
+	if (e || !read_line(&helper, "ready ", line, sizeof(line), 10000)) {
+		e = e ? e : -EIO;
+		goto out;
+	}
+	e = -EIO;
+	snprintf(pidbuf, sizeof(pidbuf), "%.15s", line + 6);
+	if (write(helper.in, "a\n", 2) != 2 || !read_line(&helper, "a ", line, sizeof(line), 20000))
+		goto out;
+	a = strtod(line + 2, NULL);
+	{
+		char *argv[] = { "proftrace", "-p", pidbuf, "--targets", conf, "-o", out, "-q", NULL };
+
+		e = spawn(&pt, argv, true, true);
+	}
+	if (e || !read_line(&pt, "proftrace: attached", line, sizeof(line), 30000)) {
+		e = e ? e : -EIO;
+		goto out;
+	}
+	e = -EIO;
+	if (write(helper.in, "b\n", 2) != 2 || !read_line(&helper, "b ", line, sizeof(line), 60000))
+		goto out;
+	b = strtod(line + 2, NULL);
+	reap(&helper, false);
+	reap(&pt, false);
+	doc = read_json(sum);
+	if (doc)
+		m = child_mean_ns(doc, "pt_cal_named");
+	if (m < 0 || b <= a)
+		goto out;
+	c->pair_ns[PT_SITE_AGENT] = b - a;
+	c->self_ns[PT_SITE_AGENT] = m > a ? (m - a < b - a ? m - a : b - a) : 0;
+	c->measured[PT_SITE_AGENT] = true;
+	e = 0;
+out:
+	reap(&helper, true);
+	reap(&pt, true);
+	cJSON_Delete(doc);
+	unlink(sum);
+	snprintf(line, sizeof(line), "%s/report.md", out);
+	unlink(line);
+	rmdir(out);
+	unlink(conf);
+	unlink(script);
+	rmdir(dir);
+	return e;
+}
+
+/* the agent's figures cached per interpreter: calibration-agent-<hash>.json */
+static void agent_cache_path(const char *python, char *buf, size_t len)
+{
+	uint64_t h = 1469598103934665603ull;
+
+	for (const char *s = python; *s; s++)
+		h = (h ^ (unsigned char)*s) * 1099511628211ull;
+	snprintf(buf, len, CACHE_DIR "/calibration-agent-%016llx.json", (unsigned long long)h);
+}
+
+void pt_calib__python(struct pt_calib *c, const char *python, const char *key)
+{
+	const char *env = getenv("PT_CALIBRATE");
+	char path[128], boot[64], exe[128], text[512];
+	cJSON *doc;
+	FILE *f;
+
+	if (!c->ok || !python)
+		return;
+	agent_cache_path(key ? key : python, path, sizeof(path));
+	boot_id(boot, sizeof(boot));
+	exe_id(exe, sizeof(exe));
+	f = (env && !strcmp(env, "fresh")) ? NULL : fopen(path, "r");
+	if (f) {
+		size_t n = fread(text, 1, sizeof(text) - 1, f);
+		const cJSON *v;
+
+		fclose(f);
+		text[n] = '\0';
+		doc = cJSON_Parse(text);
+		v = cJSON_GetObjectItem(doc, "python-agent");
+		if (cJSON_IsArray(v) && cJSON_GetArraySize(v) == 2 &&
+		    cJSON_IsString(cJSON_GetObjectItem(doc, "key")) &&
+		    !strcmp(cJSON_GetObjectItem(doc, "key")->valuestring, boot) &&
+		    cJSON_IsString(cJSON_GetObjectItem(doc, "proftrace")) &&
+		    !strcmp(cJSON_GetObjectItem(doc, "proftrace")->valuestring, exe) &&
+		    cJSON_IsNumber(cJSON_GetObjectItem(doc, "time")) &&
+		    (double)time(NULL) - cJSON_GetObjectItem(doc, "time")->valuedouble <
+			    CACHE_MAX_AGE_S) {
+			c->pair_ns[PT_SITE_AGENT] = cJSON_GetArrayItem(v, 0)->valuedouble;
+			c->self_ns[PT_SITE_AGENT] = cJSON_GetArrayItem(v, 1)->valuedouble;
+			c->measured[PT_SITE_AGENT] = true;
+			cJSON_Delete(doc);
+			return;
+		}
+		cJSON_Delete(doc);
+	}
+	if (measure_agent(c, python)) {
+		pt_vlog("proftrace: calibrating the Python agent on %s failed: the bench's figure "
+			"is used\n", python);
+		return;
+	}
+	doc = cJSON_CreateObject();
+	if (!doc)
+		return;
+	{
+		double v[2] = { c->pair_ns[PT_SITE_AGENT], c->self_ns[PT_SITE_AGENT] };
+
+		cJSON_AddStringToObject(doc, "key", boot);
+		cJSON_AddStringToObject(doc, "proftrace", exe);
+		cJSON_AddStringToObject(doc, "python", key ? key : python);
+		cJSON_AddNumberToObject(doc, "time", (double)time(NULL));
+		cJSON_AddItemToObject(doc, "python-agent", cJSON_CreateDoubleArray(v, 2));
+	}
+	{
+		char *s = cJSON_Print(doc);
+
+		mkdir(CACHE_DIR, 0755);
+		f = s ? fopen(path, "w") : NULL;
+		if (f) {
+			fputs(s, f);
+			fclose(f);
+		}
+		free(s);
+	}
+	cJSON_Delete(doc);
 }
 
 void pt_calib__get(struct pt_calib *c, const char *exe)

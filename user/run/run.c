@@ -246,6 +246,17 @@ int pt_run__attach(struct run *r)
 	 * given its cost; after the processes were found, so a wrong pid
 	 * is said at once */
 	pt_calib__get(&r->calib, NULL);
+	for (size_t i = 0; i < r->nprocs; i++) {
+		/* the agent's cost, on the first such process's interpreter */
+		char exe[64];
+
+		if (!r->procs[i]->have_py || !r->want_py ||
+		    (r->cfg.python_mode != PT_PYMODE_AUTO && r->cfg.python_mode != PT_PYMODE_AGENT))
+			continue;
+		snprintf(exe, sizeof(exe), "/proc/%d/exe", r->procs[i]->tracee.pid);
+		pt_calib__python(&r->calib, exe, r->procs[i]->tracee.exe);
+		break;
+	}
 	e = open_bpf(r);
 	if (!e && r->py0 && r->cfg.sample_hz) {
 		/* Loaded before the clock starts: verifying the stack walker
