@@ -299,23 +299,32 @@ def agent_tables():
         print("\n(agent tables skipped: %s not built)" % AGENT)
         return
     rows, cost = [], []
+    evalframe = STEP_CONF + "set python_mode evalframe\n"
+    perf = {"PYTHONPERFSUPPORT": "1"}
     for label, py in agent_pythons():
-        base = step_measure(py, False, None)
-        dormant = step_measure(py, True, None)
-        agent = step_measure(py, True, STEP_CONF)
-        named = step_measure(py, True, NAMED_CONF)
-        frame = step_measure(py, False, STEP_CONF + "set python_mode evalframe\n")
-        row = [label, "%.2f" % (base / 1e6), "%.3fx" % (dormant / base),
-               "%.3fx" % (agent / base), "%.2fx" % (frame / base)]
+        # (preload, conf, env) per column; the runs of one interpreter are
+        # interleaved round by round, so a machine whose load drifts
+        # weighs on every column alike
+        cols = {"base": (False, None, None), "dormant": (True, None, None),
+                "agent": (True, STEP_CONF, None), "named": (True, NAMED_CONF, None),
+                "frame": (False, evalframe, None)}
         if label in ("3.12", "3.13", "3.14"):
-            tramp = step_measure(py, False, None, {"PYTHONPERFSUPPORT": "1"})
-            tframe = step_measure(py, False, STEP_CONF + "set python_mode evalframe\n",
-                                  {"PYTHONPERFSUPPORT": "1"})
-            row += ["%.2fx" % (tramp / base), "%.2fx" % (tframe / base)]
+            cols["tramp"] = (False, None, perf)
+            cols["tframe"] = (False, evalframe, perf)
+        got = {k: [] for k in cols}
+        for _ in range(REPEAT):
+            for k, (pre, conf, env) in cols.items():
+                got[k].append(step_run(py, pre, conf, env))
+        m = {k: statistics.median(v) for k, v in got.items()}
+        base = m["base"]
+        row = [label, "%.2f" % (base / 1e6), "%.3fx" % (m["dormant"] / base),
+               "%.3fx" % (m["agent"] / base), "%.2fx" % (m["frame"] / base)]
+        if "tramp" in m:
+            row += ["%.2fx" % (m["tramp"] / base), "%.2fx" % (m["tframe"] / base)]
         else:
             row += ["-", "-"]
         rows.append(row)
-        cost.append([label, "%.2f" % ((named - agent) / NAMED_PER_STEP / 1e3)])
+        cost.append([label, "%.2f" % ((m["named"] - m["agent"]) / NAMED_PER_STEP / 1e3)])
     table("Python agent: a scheduler-like step of ~27,000 small Python calls (py_step_bench),"
           " median step time of %d steps, ratio to no tool (same invocation); only the "
           "step function is named" % STEP_STEPS,
