@@ -24,7 +24,7 @@ CFLAGS += -std=gnu11 -D_GNU_SOURCE -Wall -Wextra -Wno-unused-parameter -Wno-miss
 	  -MMD -MP -DPT_VERSION='"$(VERSION)"' $(SANFLAGS)
 # Includes name their folder: "aggregate/agg.h", "bpf/proftrace.h".
 INCLUDES := -I$(OUTPUT) -I. -Iuser
-LDLIBS := -lbpf -lelf -lz -lcjson -lm -lcapstone
+LDLIBS := -lbpf -lelf -lz -lcjson -lm -lcapstone -lstdc++ -lprotobuf-c
 LDFLAGS += $(SANFLAGS)
 
 ifeq ($(V),1)
@@ -70,7 +70,10 @@ endif
 
 VICTIM_SRCS := $(wildcard tests/victims/*.c)
 VICTIMS := $(patsubst tests/victims/%.c,$(OUTPUT)/victims/%,$(filter-out tests/victims/lib%.c,$(VICTIM_SRCS))) \
-	   $(OUTPUT)/victims/libvictim_dl.so
+	   $(OUTPUT)/victims/libvictim_dl.so $(OUTPUT)/victims/libinject_probe.so \
+	   $(OUTPUT)/victims/libinject_slow.so
+# C++ victims (demangled names): tests/victims/*.cc
+VICTIMS += $(patsubst tests/victims/%.cc,$(OUTPUT)/victims/%,$(wildcard tests/victims/*.cc))
 
 FIXTURES := $(OUTPUT)/fixtures/elf_pie $(OUTPUT)/fixtures/elf_nopie \
 	    $(OUTPUT)/fixtures/elf_stripped $(OUTPUT)/fixtures/libelf_fixture.so
@@ -84,7 +87,7 @@ BENCH_SRCS := $(wildcard bench/*.c)
 BENCH_BINS := $(patsubst bench/%.c,$(OUTPUT)/bench/%,$(filter-out bench/shim_bench.c,$(BENCH_SRCS))) \
 	      $(if $(SHIM),$(OUTPUT)/bench/shim_bench)
 
-.PHONY: all deps test unit integration asan bench demo clean fuzz
+.PHONY: all deps test unit integration asan bench demo clean fuzz gpu-check
 .DELETE_ON_ERROR:
 .SECONDARY:
 
@@ -162,6 +165,17 @@ VICTIM_CFLAGS := -g -O2 -fno-omit-frame-pointer -Wall -pthread
 $(OUTPUT)/victims/libvictim_dl.so: tests/victims/libvictim_dl.c tests/victims/victim.h | $(OUTPUT)/victims
 	$(call msg,VICTIM,$@)
 	$(Q)$(CC) $(VICTIM_CFLAGS) -fPIC -shared $< -o $@
+# loaded by the injector's tests (ptinject); the slow one's constructor
+# outlasts the injector's call timeout
+$(OUTPUT)/victims/libinject_probe.so: tests/victims/libinject_probe.c | $(OUTPUT)/victims
+	$(call msg,VICTIM,$@)
+	$(Q)$(CC) $(VICTIM_CFLAGS) -fPIC -shared $< -o $@
+$(OUTPUT)/victims/libinject_slow.so: tests/victims/libinject_probe.c | $(OUTPUT)/victims
+	$(call msg,VICTIM,$@)
+	$(Q)$(CC) $(VICTIM_CFLAGS) -DSLOW -fPIC -shared $< -o $@
+$(OUTPUT)/victims/victim_static: tests/victims/victim_static.c | $(OUTPUT)/victims
+	$(call msg,VICTIM,$@)
+	$(Q)$(CC) $(VICTIM_CFLAGS) -static $< -o $@
 $(OUTPUT)/victims/victim_nopie: tests/victims/victim_nopie.c tests/victims/victim.h | $(OUTPUT)/victims
 	$(call msg,VICTIM,$@)
 	$(Q)$(CC) $(VICTIM_CFLAGS) -fno-pie -no-pie $< -o $@ -ldl -lm
@@ -169,6 +183,9 @@ $(OUTPUT)/victims/victim_nopie: tests/victims/victim_nopie.c tests/victims/victi
 $(OUTPUT)/victims/victim_gpu_synth: tests/victims/victim_gpu_synth.c tests/victims/victim.h shim/ring.c shim/ring.h shim/ptgpu.h | $(OUTPUT)/victims
 	$(call msg,VICTIM,$@)
 	$(Q)$(CC) $(VICTIM_CFLAGS) -Ishim $< shim/ring.c -o $@
+$(OUTPUT)/victims/%: tests/victims/%.cc tests/victims/victim.h | $(OUTPUT)/victims
+	$(call msg,VICTIM,$@)
+	$(Q)$(CXX) $(VICTIM_CFLAGS) $< -o $@
 $(OUTPUT)/victims/%: tests/victims/%.c tests/victims/victim.h | $(OUTPUT)/victims
 	$(call msg,VICTIM,$@)
 	$(Q)$(CC) $(VICTIM_CFLAGS) $< -o $@ -ldl -lm
@@ -256,7 +273,7 @@ FUZZ_CFLAGS := -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=
 	       -std=gnu11 -D_GNU_SOURCE -I. -Iuser
 # One harness per reader of target-controlled input: the module(s) it links
 # (only those, so a finding points at one file) and any extra libraries.
-FUZZ_NAMES := maps elf config pycode pyline folded gpuring pyattr agent pyoffsets pysrc
+FUZZ_NAMES := maps elf config pycode pyline folded gpuring pyattr agent pyoffsets pysrc regions
 FUZZ_SRCS_maps := user/attach/maps.c
 FUZZ_SRCS_elf := user/attach/elfsyms.c
 FUZZ_LIBS_elf := -lelf
@@ -277,6 +294,10 @@ FUZZ_ARGS_agent := -max_len=4096
 FUZZ_SRCS_pyoffsets := user/python/pylayout.c
 # a 3.8-3.10 target's source files, read to name its code objects
 FUZZ_SRCS_pysrc := user/python/pysrc.c
+# intra-kernel region files (import-regions): readers, then the matcher and
+# the trace merge on what they read
+FUZZ_SRCS_regions := user/gpu/regions.c user/aggregate/regions.c user/report/regions_out.c
+FUZZ_LIBS_regions := -lcjson -lm
 # libFuzzer caps inputs near the largest seed (13 KB for ELF); let them
 # grow enough for big symbol tables.
 FUZZ_ARGS_elf := -max_len=65536
@@ -314,6 +335,25 @@ fuzz: $(FUZZ_BINS)
 			"$${runs:-?}" "$${rate:-?}" "$${cov:-cov: ?}" $$d "$$res"; \
 	done; exit $$fail
 
+# ---- on a lent GPU machine (docs/gpu.md, "make gpu-check"): tests/gpu/,
+# checked against CUDA-event truth; skips with a message without nvidia-smi ----
+NVCC ?= $(CUDA_HOME)/bin/nvcc
+NVCC_ARCH ?= sm_90
+GPU_TOOLS := $(OUTPUT)/gpu/victim_gpu $(OUTPUT)/gpu/gpuring_dump
+.PHONY: gpu-check gpu-tools
+gpu-tools: $(GPU_TOOLS)
+$(OUTPUT)/gpu/victim_gpu: tests/gpu/victim_gpu.cu
+	$(call msg,NVCC,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(NVCC) -O2 -lineinfo -arch=$(NVCC_ARCH) $< -o $@
+$(OUTPUT)/gpu/gpuring_dump: tests/gpu/gpuring_dump.c user/gpu/gpuring.c user/gpu/gpuring.h shim/ptgpu.h
+	$(call msg,CC,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) -g -O2 -std=gnu11 -D_GNU_SOURCE -I. -Iuser -Iuser/gpu $< user/gpu/gpuring.c -o $@
+gpu-check:
+	$(Q)PT_MAKE="$(MAKE)" PT_OUTPUT=$(OUTPUT) PT_PROFTRACE=$(BIN) PT_SHIM=$(SHIM) \
+		$(PYTHON) tests/gpu/gpu_check.py
+
 unit: $(UNIT_BINS) $(FIXTURES)
 	$(Q)PT_FIXTURES=$(OUTPUT)/fixtures ./tests/run-unit $(OUTPUT)/tests "$(T)"
 
@@ -334,8 +374,9 @@ test:
 asan:
 	$(Q)$(MAKE) BUILD=asan test
 
-bench: $(BIN) $(BENCH_BINS) $(VICTIMS) $(AGENT)
-	$(Q)PT_BENCH=$(OUTPUT)/bench PT_VICTIMS=$(OUTPUT)/victims $(PYTHON) bench/run.py
+bench: $(BIN) $(BENCH_BINS) $(VICTIMS) $(TOOLS) $(AGENT)
+	$(Q)PT_BENCH=$(OUTPUT)/bench PT_VICTIMS=$(OUTPUT)/victims PT_TOOLS=$(OUTPUT)/tests-tools \
+		$(PYTHON) bench/run.py
 
 demo:
 	$(Q)./scripts/deps.sh

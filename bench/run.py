@@ -5,7 +5,8 @@ Every figure is measured in this invocation, against a baseline run in the
 same invocation, and printed as a ratio. No assertions: speed lives here,
 correctness in `make test`.
 
-Environment: PT_BENCH_ONLY=probes,python,agent,sampling,agg,shim,memory runs only those
+Environment: PT_BENCH_ONLY=probes,python,agent,sampling,agg,shim,inject,memory,cxx runs only
+those
 sections; PT_BENCH_REPEAT runs per median (3); PT_BENCH_SAMPLE_S seconds of
 work per sampling run (3); PT_BENCH_SAMPLE_PY interpreters for the sampling
 tables by minor version ("11,10": Debian's 3.11, pyenv's 3.10, the newest
@@ -298,23 +299,32 @@ def agent_tables():
         print("\n(agent tables skipped: %s not built)" % AGENT)
         return
     rows, cost = [], []
+    evalframe = STEP_CONF + "set python_mode evalframe\n"
+    perf = {"PYTHONPERFSUPPORT": "1"}
     for label, py in agent_pythons():
-        base = step_measure(py, False, None)
-        dormant = step_measure(py, True, None)
-        agent = step_measure(py, True, STEP_CONF)
-        named = step_measure(py, True, NAMED_CONF)
-        frame = step_measure(py, False, STEP_CONF + "set python_mode evalframe\n")
-        row = [label, "%.2f" % (base / 1e6), "%.3fx" % (dormant / base),
-               "%.3fx" % (agent / base), "%.2fx" % (frame / base)]
+        # (preload, conf, env) per column; the runs of one interpreter are
+        # interleaved round by round, so a machine whose load drifts
+        # weighs on every column alike
+        cols = {"base": (False, None, None), "dormant": (True, None, None),
+                "agent": (True, STEP_CONF, None), "named": (True, NAMED_CONF, None),
+                "frame": (False, evalframe, None)}
         if label in ("3.12", "3.13", "3.14"):
-            tramp = step_measure(py, False, None, {"PYTHONPERFSUPPORT": "1"})
-            tframe = step_measure(py, False, STEP_CONF + "set python_mode evalframe\n",
-                                  {"PYTHONPERFSUPPORT": "1"})
-            row += ["%.2fx" % (tramp / base), "%.2fx" % (tframe / base)]
+            cols["tramp"] = (False, None, perf)
+            cols["tframe"] = (False, evalframe, perf)
+        got = {k: [] for k in cols}
+        for _ in range(REPEAT):
+            for k, (pre, conf, env) in cols.items():
+                got[k].append(step_run(py, pre, conf, env))
+        m = {k: statistics.median(v) for k, v in got.items()}
+        base = m["base"]
+        row = [label, "%.2f" % (base / 1e6), "%.3fx" % (m["dormant"] / base),
+               "%.3fx" % (m["agent"] / base), "%.2fx" % (m["frame"] / base)]
+        if "tramp" in m:
+            row += ["%.2fx" % (m["tramp"] / base), "%.2fx" % (m["tframe"] / base)]
         else:
             row += ["-", "-"]
         rows.append(row)
-        cost.append([label, "%.2f" % ((named - agent) / NAMED_PER_STEP / 1e3)])
+        cost.append([label, "%.2f" % ((m["named"] - m["agent"]) / NAMED_PER_STEP / 1e3)])
     table("Python agent: a scheduler-like step of ~27,000 small Python calls (py_step_bench),"
           " median step time of %d steps, ratio to no tool (same invocation); only the "
           "step function is named" % STEP_STEPS,
@@ -708,7 +718,114 @@ def shim_table():
              v["name_len_avg"], 1 << 15))
 
 
-SECTIONS = ("probes", "python", "agent", "sampling", "agg", "shim", "memory")
+INJECT_N = int(os.environ.get("PT_BENCH_INJECT_N", "50"))
+
+
+def inject_run(label, cmd, env):
+    """INJECT_N loads of fresh copies of a small library into cmd's
+    victim with tests/tools/ptinject; a row of pause and call figures."""
+    tools = os.environ.get("PT_TOOLS", os.path.join(ROOT, ".output", "tests-tools"))
+    victims = os.environ.get("PT_VICTIMS", os.path.join(ROOT, ".output", "victims"))
+    tmp = tempfile.mkdtemp(prefix="pt-bench-inj-")
+    os.chmod(tmp, 0o755)
+    libs = []
+    for i in range(INJECT_N):
+        libs.append(os.path.join(tmp, "lib%03d.so" % i))
+        shutil.copy(os.path.join(victims, "libinject_probe.so"), libs[-1])
+    v = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env)
+    try:
+        pid = int(readline(v.stdout, "ready").split()[1])
+        time.sleep(0.3)
+        out = subprocess.run([os.path.join(tools, "ptinject"), str(pid)] + libs,
+                             capture_output=True, timeout=300)
+        rows = [json.loads(x) for x in out.stdout.decode().splitlines()]
+    finally:
+        v.kill()
+        v.wait()
+        shutil.rmtree(tmp, ignore_errors=True)
+    ok = [r for r in rows if r["rc"] == 0]
+    pause = sorted(r["pause_ms"] for r in ok) or [float("nan")]
+    call = sorted(r["call_ms"] for r in ok) or [float("nan")]
+    p99 = pause[min(len(pause) - 1, int(len(pause) * 0.99))]
+    return [label, "%d/%d" % (len(ok), len(rows)), "%.2f" % pause[len(pause) // 2],
+            "%.2f" % p99, "%.2f" % pause[-1], "%.2f" % call[len(call) // 2],
+            ", ".join(sorted(set(r["syscall"] for r in ok)))]
+
+
+def inject_table():
+    """--inject: how long the borrowed thread is held (attach/inject.c)."""
+    victims = os.environ.get("PT_VICTIMS", os.path.join(ROOT, ".output", "victims"))
+    vi = os.path.join(victims, "victim_inject")
+    env = {k: x for k, x in os.environ.items() if k != "LD_PRELOAD"}
+    rows = [
+        inject_run("C: 4 threads in malloc/free", [vi, "malloc"], env),
+        inject_run("C: 3 threads in dlopen/dlclose", [vi, "dlopen",
+                                                      os.path.join(victims, "libvictim_dl.so")],
+                   env),
+        inject_run("Python 3.11 (Debian): 3 threads handing off a token, 1 computing",
+                   ["/usr/bin/python3", os.path.join(ROOT, "tests", "victims",
+                                                     "pyinject_gil.py")], env),
+    ]
+    table("--inject: the borrowed thread's pause per injection (%d injections of a fresh "
+          "library each, ptinject)" % INJECT_N,
+          ["victim", "ok", "pause median ms", "p99 ms", "max ms", "dlopen median ms",
+           "safe point"], rows)
+    print("\npause: from PTRACE_INTERRUPT of the borrowed thread to its release (its "
+          "other threads run on); dlopen: the call alone (a real load: the library is new "
+          "each time). On a 2-vCPU machine the victims' busy threads compete with it for "
+          "a CPU: the thread and the injector run at nice -20 while it is held.")
+
+
+CXX_CONFS = (
+    ("one function", "step native:libtorch_cpu.so*:at::_ops::linear::call\n"),
+    ("a glob, every overload", "step native:libtorch_cpu.so*:at::native::*softmax*\n"),
+    ("a glob over every library", "step native:*:c10::impl::*\n"),
+    ("a typo: closest names (demangles every symbol)",
+     "step native:libtorch_cpu.so*:at::_ops::linaer::call\n"),
+)
+
+
+def cxx_table():
+    """--dry-run over libtorch_cpu by C++ names (python3-torch, if installed)."""
+    py = "/usr/bin/python3"
+    head = "\n### C++ names: --dry-run over libtorch_cpu\n"
+    p = subprocess.run([py, "-c", "import torch"], capture_output=True)
+    if p.returncode:
+        print(head + "\nskipped: no torch for %s (Debian: apt install python3-torch)" % py)
+        return
+    v = subprocess.Popen([py, "-c", "import torch, os, sys\nprint('ready', os.getpid(), "
+                          "flush=True)\nsys.stdin.readline()"], stdin=subprocess.PIPE,
+                         stdout=subprocess.PIPE, text=True)
+    pid = int(v.stdout.readline().split()[1])
+    lib = [l.split()[-1] for l in open("/proc/%d/maps" % pid) if "libtorch_cpu.so" in l][0]
+    nsyms = subprocess.run(["nm", "-D", "--defined-only", lib], capture_output=True,
+                           text=True).stdout.count("\n")
+    rows = []
+    tmp = tempfile.mkdtemp(prefix="pt-bench-")
+    try:
+        for label, conf in CXX_CONFS:
+            path = os.path.join(tmp, "t.conf")
+            with open(path, "w") as f:
+                f.write(conf)
+            times = []
+            for _ in range(REPEAT):
+                t0 = time.monotonic()
+                r = subprocess.run([PROFTRACE, "-p", str(pid), "--targets", path, "--dry-run"],
+                                   capture_output=True, text=True)
+                times.append(time.monotonic() - t0)
+            n = max(0, r.stdout.count("\n") - 1)
+            rows.append(["%s: `%s`" % (label, conf.split()[-1]), "%d" % n,
+                         "%.2f" % statistics.median(times)])
+    finally:
+        v.kill()
+        v.wait()
+        shutil.rmtree(tmp, ignore_errors=True)
+    table("C++ names: `--dry-run` over libtorch_cpu (%s, %d exported symbols), median of %d"
+          % (os.path.basename(lib), nsyms, REPEAT),
+          ["probe", "functions", "seconds (target: < 2)"], rows)
+
+
+SECTIONS = ("probes", "python", "agent", "sampling", "agg", "shim", "inject", "memory", "cxx")
 
 
 def main():
@@ -737,9 +854,13 @@ def main():
         print(agg.stdout.strip() or agg.stderr.strip())
     if "shim" in want:
         shim_table()
+    if "inject" in want:
+        inject_table()
     if "memory" in want:
         import memory  # bench/memory.py: RSS over a long run
         memory.memory_tables()
+    if "cxx" in want:
+        cxx_table()
     return 0
 
 

@@ -9,8 +9,11 @@
  * every failure is recorded in the segment, printed once, and tracing
  * simply stays off.
  */
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
+#include <link.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -650,13 +653,74 @@ static int ptg_inject__start(struct ptg_shim *s)
 	return 0;
 }
 
+static int ptg_started;
+
 /* Called by the CUDA driver. Always reports success: a profiler must not
  * be the reason a server fails to start. */
 PTG_EXPORT int InitializeInjection(void)
 {
-	static int started;
-
-	if (!__atomic_exchange_n(&started, 1, __ATOMIC_ACQ_REL))
+	if (!__atomic_exchange_n(&ptg_started, 1, __ATOMIC_ACQ_REL))
 		ptg_inject__start(&ptg_shim_main);
 	return 1;
+}
+
+/* ---- loaded late (proftrace --inject dlopens the shim into a running
+ * CUDA process): the driver will not call InitializeInjection, so the
+ * constructor starts the same dormant shim. Activation is then what it
+ * always is: CUPTI subscribed and activity enabled when proftrace
+ * attaches, which CUPTI allows after CUDA is initialised. ---- */
+
+bool ptg_inject__late_wanted(const char *injection_env, const char *self, bool cuda_loaded)
+{
+	char a[PATH_MAX], b[PATH_MAX];
+
+	if (!cuda_loaded)
+		return false; /* not a CUDA process (an LD_PRELOAD that strayed) */
+	/* Named by CUDA_INJECTION64_PATH: the driver calls InitializeInjection,
+	 * maybe from inside cuInit right now, where CUPTI must not be called */
+	if (injection_env && *injection_env && self &&
+	    (!strcmp(injection_env, self) ||
+	     (realpath(injection_env, a) && realpath(self, b) && !strcmp(a, b))))
+		return false;
+	return true;
+}
+
+static int ptg_find_cuda(struct dl_phdr_info *info, size_t size, void *data)
+{
+	const char *base = info->dlpi_name ? strrchr(info->dlpi_name, '/') : NULL;
+
+	base = base ? base + 1 : info->dlpi_name;
+	if (base && (!strncmp(base, "libcuda.so", 10) || !strncmp(base, "libcudart.so", 12) ||
+		     !strncmp(base, "libcudart-", 10))) {
+		*(bool *)data = true;
+		return 1;
+	}
+	return 0;
+}
+
+static void *ptg_late_start(void *arg)
+{
+	InitializeInjection();
+	return NULL;
+}
+
+__attribute__((constructor)) static void ptg_ctor(void)
+{
+	bool cuda = false;
+	pthread_attr_t attr;
+	pthread_t thr;
+	Dl_info di;
+
+	dl_iterate_phdr(ptg_find_cuda, &cuda);
+	if (!ptg_inject__late_wanted(getenv("CUDA_INJECTION64_PATH"),
+				     dladdr((void *)ptg_ctor, &di) ? di.dli_fname : NULL, cuda))
+		return;
+	/* Not from in here: the loader's lock is held, and CUPTI's first
+	 * calls may load libraries of their own. */
+	pthread_attr_init(&attr);
+	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	pthread_attr_setstacksize(&attr, 256 << 10);
+	if (pthread_create(&thr, &attr, ptg_late_start, NULL))
+		InitializeInjection(); /* no thread: at once, still never fatal */
+	pthread_attr_destroy(&attr);
 }

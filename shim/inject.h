@@ -97,6 +97,16 @@ int ptg_shim__exit(struct ptg_shim *s, unsigned int timeout_ms);
 /* Tests only: forget s (the real shim lives as long as the process). */
 void ptg_shim__fini(struct ptg_shim *s);
 
+/*
+ * Whether the shim, loaded late into a running process (dlopen by
+ * proftrace --inject), starts from its constructor: only in a CUDA
+ * process (libcuda or libcudart mapped) and only when
+ * CUDA_INJECTION64_PATH does not name it (then the driver calls
+ * InitializeInjection). self: the shim's own path. The start runs on a
+ * thread of its own, never inside dlopen.
+ */
+bool ptg_inject__late_wanted(const char *injection_env, const char *self, bool cuda_loaded);
+
 /* CLOCK_MONOTONIC in ns; also what CUPTI's timestamp callback returns. */
 uint64_t ptg_now_ns(void);
 

@@ -12,8 +12,12 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "cli/diff.h"
+#include "cli/merge.h"
 #include "cli/envcmd.h"
+#include "cli/importcmd.h"
 #include "config/targets_list.h"
+#include "run/calib.h"
 #include "run/run.h"
 
 int main(int argc, char **argv)
@@ -24,6 +28,14 @@ int main(int argc, char **argv)
 
 	if (argc == 2 && !strcmp(argv[1], "env")) /* eval "$(proftrace env)" */
 		return pt_exit_code(pt_envcmd__print(stdout));
+	if (argc >= 2 && !strcmp(argv[1], "import-regions"))
+		return pt_exit_code(pt_importcmd__run(argc - 1, argv + 1));
+	if (argc >= 2 && !strcmp(argv[1], "diff")) /* proftrace diff A B */
+		return pt_diff__main(argc - 1, argv + 1);
+	if (argc >= 2 && !strcmp(argv[1], "merge")) /* proftrace merge DIR... */
+		return pt_merge__main(argc - 1, argv + 1);
+	if (argc == 2 && !strcmp(argv[1], "__calib-helper")) /* run/calib.h */
+		return pt_calib__helper_main();
 	e = pt_cli__parse(&env, argc, argv);
 	if (e)
 		return e > 0 ? PT_EXIT_OK : PT_EXIT_USAGE; /* help, or a usage error said */

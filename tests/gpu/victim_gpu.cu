@@ -12,9 +12,15 @@
  * Host functions are extern "C" (unmangled symbols) and noinline (with an
  * empty asm body so the compiler cannot merge or drop them) so proftrace
  * can put uprobes on them by name.
+ *
+ * PTV_LATE_SHIM=/path/libproftrace_cupti.so: dlopen the shim once CUDA is
+ * initialised, as proftrace --inject would load it into a running server
+ * (its constructor starts it; make gpu-check uses this until --inject is
+ * there).
  */
 #include <cuda_runtime.h>
 
+#include <dlfcn.h>
 #include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -248,6 +254,11 @@ int main(int argc, char **argv)
 	if (o.graph)
 		build_graph(&c, &o);
 	t = (struct step_truth *)calloc(o.steps, sizeof(*t));
+	if (getenv("PTV_LATE_SHIM") && *getenv("PTV_LATE_SHIM") &&
+	    !dlopen(getenv("PTV_LATE_SHIM"), RTLD_NOW | RTLD_GLOBAL)) {
+		fprintf(stderr, "victim_gpu: PTV_LATE_SHIM: %s\n", dlerror());
+		exit(1);
+	}
 
 	printf("victim_gpu: pid %d on %s, %d steps x %d kernels, start in %d ms\n", (int)getpid(),
 	       prop.name, o.steps, o.kernels, o.start_delay_ms);

@@ -159,7 +159,8 @@ def profile(conf_text, victim_args=(), victim_name="victim_engine", extra=(), on
     pt = None
     try:
         pt = proftrace(v.pid, conf, out, *extra)
-        pt.wait_line("proftrace: attached", "err")
+        # the BPF verifier takes seconds on a loaded machine: a bound, not a goal
+        pt.wait_line("proftrace: attached", "err", timeout=90)
         if on_attached:
             on_attached(v, pt)
         v.send("go\n")

@@ -143,7 +143,7 @@ def test_agent_pyengine_every_interpreter():
 def _attach(pid, conf, out, *extra):
     pt = Proc([PROFTRACE, "-p", str(pid), "--targets", conf, "-o", out] + list(extra),
               stdin=False, stdout=True, stderr=True)
-    pt.wait_line("proftrace: attached", "err")
+    pt.wait_line("proftrace: attached", "err", timeout=90)
     return pt
 
 
@@ -296,6 +296,8 @@ def test_agent_conflict_reported_program_untouched():
         s = json.load(f)
     py = s["meta"]["python"]
     assert "taken" in (py["agent"]["problem"] or ""), py
+    eq(py["agent"]["loaded_by"], "environment", "preloaded at start")
+    eq(py["agent"]["inject"], None, "not injected")
     eq(py["timing"], "sampled", "timing without the agent's hooks")
     eq(s["stats"]["steps"], 0, "no steps without exact calls")
 

@@ -182,7 +182,8 @@ def test_demo_script():
     assert "## Buckets" in text and "| engine.forward |" in text, text
     listed = text[text.index("demo: outputs:"):].split()[2:]
     want = sorted(os.path.join(os.path.realpath(out), n) for n in
-                  ("flame.svg", "lines.txt", "report.md", "stacks.folded", "summary.json"))
+                  ("flame.svg", "lines.txt", "profile.pb.gz", "report.md", "stacks.folded",
+                   "summary.json"))
     eq(sorted(listed), want, "listed outputs")
     with open(os.path.join(out, "summary.json")) as f:
         s = json.load(f)

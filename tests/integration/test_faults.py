@@ -34,7 +34,7 @@ def start(args, conf=CONF, extra=(), tmp=None):
     out = os.path.join(tmp, "out")
     pt = proftrace(v.pid, write_conf(tmp, conf), out, *extra)
     try:
-        pt.wait_line("proftrace: attached", "err")
+        pt.wait_line("proftrace: attached", "err", timeout=90)
     except Exception:
         v.kill()
         pt.kill()
@@ -233,7 +233,7 @@ def test_fault_two_proftraces_on_one_process():
     out2 = os.path.join(tmp, "out2")
     pt2 = proftrace(v.pid, os.path.join(tmp, "targets.conf"), out2)
     try:
-        pt2.wait_line("proftrace: attached", "err")
+        pt2.wait_line("proftrace: attached", "err", timeout=90)
     except Exception:
         v.kill()
         pt.kill()
@@ -481,7 +481,7 @@ def test_fault_more_processes_than_slots():
     env = dict(os.environ, PT_TEST_MAX_PROCS="4")
     pt = Proc([PROFTRACE, "-p", str(v.pid), "--targets", write_conf(tmp, CONF), "-o", out,
                "--children", "-q"], stdin=False, stdout=True, stderr=True, env=env)
-    pt.wait_line("proftrace: attached", "err")
+    pt.wait_line("proftrace: attached", "err", timeout=90)
     v.send("go\n")
     s, t, err = finish(v, pt, out, truth)
     procs = s["processes"]

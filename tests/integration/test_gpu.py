@@ -143,7 +143,7 @@ def test_gpu_two_processes():
         pt = Proc([PROFTRACE, "-p", ",".join(str(v.pid) for v in vs), "--targets", conf,
                    "-o", out, "--trace"], stdin=False, stdout=True, stderr=True)
         for _ in vs:
-            pt.wait_line("proftrace: attached", "err")
+            pt.wait_line("proftrace: attached", "err", timeout=90)
         for v in vs:
             v.send("go\n")
         for v in vs:
@@ -199,7 +199,7 @@ def test_gpu_on_with_children():
         pt = Proc([PROFTRACE, "-p", str(sh.p.pid), "--children", "--gpu", "on",
                    "--targets", conf, "-o", out], stdin=False, stdout=True, stderr=True)
         for _ in range(2):
-            pt.wait_line("proftrace: attached", "err")
+            pt.wait_line("proftrace: attached", "err", timeout=90)
         sh.send("go\n")
         assert sh.wait(60) == 0, "victim failed"
         rc = pt.wait(60)

@@ -164,7 +164,7 @@ def long_run(extra=()):
     out = os.path.join(tmp, "out")
     v = victim("victim_engine", "--steps", 1000000)
     pt = proftrace(v.pid, conf, out, *extra)
-    pt.wait_line("proftrace: attached", "err")
+    pt.wait_line("proftrace: attached", "err", timeout=90)
     v.send("go\n")
     return v, pt, out
 
@@ -260,7 +260,7 @@ def test_kill9_leaves_nothing_attached():
         f.seek(off)
         orig = f.read(1)[0]
     try:
-        pt.wait_line("proftrace: attached", "err")
+        pt.wait_line("proftrace: attached", "err", timeout=90)
         assert [n for n in bpf_progs() if n.startswith("pt_")], "programs loaded while attached"
         eq(code_byte(v.pid, exe, off), 0xCC, "int3 at engine_step while attached")
         v.send("go\n")
@@ -373,7 +373,7 @@ def test_chroot_target():
     conf = write_conf(tmp, ENGINE_CONF + "bucket libc.thread native:libc.so*:pthread_create\n")
     pt = proftrace(pid, conf, os.path.join(tmp, "out"))
     try:
-        pt.wait_line("proftrace: attached", "err")
+        pt.wait_line("proftrace: attached", "err", timeout=90)
         v.send("go\n")
         eq(v.wait(120), 0, "victim exit")
         eq(pt.wait(60), 0, "proftrace exit")

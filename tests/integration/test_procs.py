@@ -46,7 +46,7 @@ def _run(pid_arg, extra, args, attached):
         pt = Proc([PROFTRACE, "-p", pid_arg(v.pid, workers), "--targets", conf, "-o", out] +
                   list(extra), stdin=False, stdout=True, stderr=True)
         for _ in range(attached):
-            pt.wait_line("proftrace: attached", "err")
+            pt.wait_line("proftrace: attached", "err", timeout=90)
         v.send("go\n")
         late = None
         if "--late" in args:
@@ -325,8 +325,8 @@ def test_two_python_versions_in_one_run():
                              env=tp.victim_env(env, agent=False)))
         pt = Proc([PROFTRACE, "-p", "%d,%d" % (vs[0].pid, vs[1].pid), "--targets", conf,
                    "-o", out], stdin=False, stdout=True, stderr=True)
-        pt.wait_line("proftrace: attached", "err")
-        pt.wait_line("proftrace: attached", "err")
+        pt.wait_line("proftrace: attached", "err", timeout=90)
+        pt.wait_line("proftrace: attached", "err", timeout=90)
         for v in vs:
             v.send("go\n")
         for v in vs:

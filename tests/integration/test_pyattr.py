@@ -101,3 +101,59 @@ def test_pyattr_313():
 
 def test_pyattr_debian_311():
     check("/usr/bin/python3.11", 11)
+
+
+def _bpf_vs_reference(python):
+    """One interpreter: each kind's BPF reads (count tokens per look_<kind>)
+    against the user reference's reads of the same objects."""
+    import sys
+    sys.path.insert(0, os.path.join(ROOT, "tests", "victims"))
+    import pyattr_cmp as pc
+    from harness import profile
+    import test_python as tp
+    conf = "step py:pyattr_cmp::never_called\n" + "".join(
+        "count tokens py:pyattr_cmp::look_%s arg:o.%s\n" % (k, a) for k, a in pc.KINDS)
+    s, t, err = profile(conf, victim_args=["--check", CHECK],
+                        victim_name=[python, os.path.join(ROOT, "tests", "victims",
+                                                          "pyattr_cmp.py")],
+                        victim_env=tp.victim_env())
+    # the reference: every read as Python's getattr() says
+    assert t["check_rc"] == 0, t["check_out"]
+    lines = s["values"]["count_tokens"]
+    assert len(lines) == len(pc.KINDS), lines
+    for (kind, attr), v in zip(pc.KINDS, lines):
+        want = t["kinds"][kind]
+        what = "%s: %s (%s, reference: %s)" % (python, kind, attr, want["expect"])
+        miss = dict(v["missing"])
+        # the first reads of a type not met before wait for its layout
+        early = miss.pop("type_pending", 0) + miss.pop("first_call", 0)
+        assert early <= 3, (what, v)
+        if "value" in want:
+            assert not miss, (what, v)
+            assert v["read"] == t["calls"] - early, (what, v)
+            assert v["tokens_outside_step"] == want["value"] * v["read"], (what, v)
+        else:
+            assert miss == {want["missing"]: t["calls"] - early}, (what, v)
+            assert v["tokens_outside_step"] == 0, (what, v)
+    return s
+
+
+def test_pyattr_bpf_matches_reference():
+    """proftrace's attribute read in BPF and the user-space reference it
+    was ported from agree, kind of storage by kind (shared keys, combined,
+    replaced and materialized dicts, slots, a slot class's dict, a
+    dataclass, a namespace; deleted, unset, class-only, a property, a key
+    that is not the interned name), on every interpreter here."""
+    ran = []
+    for minor in (8, 9, 10, 11, 12, 13):
+        try:
+            python = pyenv(minor)
+        except Skip:
+            continue
+        _bpf_vs_reference(python)
+        ran.append("3.%d" % minor)
+    if os.path.exists("/usr/bin/python3.11"):
+        _bpf_vs_reference("/usr/bin/python3.11")
+        ran.append("debian-3.11")
+    assert ran, "no interpreter"
+    print("  BPF and reference reads agree on: %s" % ", ".join(ran))

@@ -99,7 +99,7 @@ def run_lines(python, conf=LINES_CONF, seconds=3.5, args=("--late-thread",)):
     pt = None
     try:
         pt = proftrace(v.pid, conf_path, out)
-        pt.wait_line("proftrace: attached", "err")
+        pt.wait_line("proftrace: attached", "err", timeout=90)
         v.send("go\n")
         v.wait_line("done", timeout=seconds + 60)
         pt.p.send_signal(signal.SIGINT)

@@ -12,11 +12,16 @@
  * engine_sync and engine_sample run with the GPU idle. Busy per step:
  * 430 us, all inside the step.
  *
- * usage: victim_gpu_synth [--steps N] [--truth FILE]; prints "ready PID",
- * waits for a line on stdin.
+ * usage: victim_gpu_synth [--steps N] [--threads K] [--truth FILE]; prints
+ * "ready PID", waits for a line on stdin. --threads K: the steps run in K
+ * chunks, each on a thread started for it once the previous one ended
+ * (threads that come and go after attach, as a server's do); the truth
+ * then has the tid of each (as the process sees them).
  */
 #define _GNU_SOURCE /* gettid */
 #include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
@@ -169,11 +174,28 @@ static int segment(void)
 	return 0;
 }
 
+static struct vt_truth t_step;
+
+struct chunk {
+	int steps;
+	pid_t tid;
+};
+
+static void *run_chunk(void *arg)
+{
+	struct chunk *c = arg;
+
+	c->tid = gettid();
+	for (int i = 0; i < c->steps; i++)
+		VT_CALL(&t_step, gpu_step());
+	return NULL;
+}
+
 int main(int argc, char **argv)
 {
 	const char *truth = NULL;
-	struct vt_truth t_step = { 0 };
-	int steps = 100;
+	int steps = 100, nthreads = 0;
+	struct chunk chunks[64];
 	char line[64], path[64];
 
 	for (int i = 1; i < argc; i++) {
@@ -181,6 +203,8 @@ int main(int argc, char **argv)
 			steps = atoi(argv[++i]);
 		else if (!strcmp(argv[i], "--truth") && i + 1 < argc)
 			truth = argv[++i];
+		else if (!strcmp(argv[i], "--threads") && i + 1 < argc)
+			nthreads = atoi(argv[++i]);
 		else
 			return 2;
 	}
@@ -190,8 +214,18 @@ int main(int argc, char **argv)
 	printf("ready %d\n", (int)getpid());
 	if (!fgets(line, sizeof(line), stdin))
 		return 3;
-	for (int i = 0; i < steps; i++)
-		VT_CALL(&t_step, gpu_step());
+	if (nthreads < 0 || nthreads > 64)
+		return 2;
+	if (!nthreads)
+		for (int i = 0; i < steps; i++)
+			VT_CALL(&t_step, gpu_step());
+	for (int k = 0; k < nthreads; k++) {
+		pthread_t th;
+
+		chunks[k].steps = steps / nthreads + (k < steps % nthreads);
+		if (pthread_create(&th, NULL, run_chunk, &chunks[k]) || pthread_join(th, NULL))
+			return 1;
+	}
 	/* like the shim's exit handler: dormant, then the name goes */
 	__atomic_store_n(&ring.hdr->state, PTGPU_STATE_DORMANT, __ATOMIC_RELEASE);
 	snprintf(path, sizeof(path), "/dev/shm/proftrace-%d", (int)getpid());
@@ -202,10 +236,14 @@ int main(int argc, char **argv)
 		if (!f)
 			return 1;
 		fprintf(f, "{\"steps\": %d, \"kernels\": %ld, \"copies\": %ld, \"api\": %ld, "
-			   "\"busy_ns_per_step\": %llu, \"step_outer_ns\": %llu}\n",
+			   "\"busy_ns_per_step\": %llu, \"step_outer_ns\": %llu, \"pid\": %d, "
+			   "\"thread_tids\": [",
 			steps, kernels_written, copies_written, api_written,
 			(unsigned long long)(30 + 40 + 80 + 120 + 160) * US,
-			(unsigned long long)t_step.outer_ns);
+			(unsigned long long)t_step.outer_ns, (int)getpid());
+		for (int k = 0; k < nthreads; k++)
+			fprintf(f, "%s%d", k ? ", " : "", (int)chunks[k].tid);
+		fprintf(f, "]}\n");
 		fclose(f);
 	}
 	return 0;

@@ -384,19 +384,20 @@ static int cmp_cand(const void *a, const void *b)
 	return strcmp(x->name, y->name);
 }
 
-size_t pt_elf__closest(const struct pt_elf *e, const char *want, const char **out, size_t max)
+size_t pt_closest(const char *const *names, size_t nnames, const char *want, const char **out,
+		  size_t max)
 {
 	size_t lw = strlen(want), i, n = 0, nout = 0;
 	struct cand *c;
 
-	if (!e || !max || lw > CLOSEST_MAX_LEN || !e->nsyms)
+	if (!max || lw > CLOSEST_MAX_LEN || !nnames)
 		return 0;
-	c = malloc(e->nsyms * sizeof(*c));
+	c = malloc(nnames * sizeof(*c));
 	if (!c)
 		return 0;
-	for (i = 0; i < e->nsyms; i++) {
-		const char *name = e->syms[i].name;
-		size_t ln = strlen(name);
+	for (i = 0; i < nnames; i++) {
+		const char *name = names[i];
+		size_t ln = name ? strlen(name) : CLOSEST_MAX_LEN + 1;
 
 		if (ln > CLOSEST_MAX_LEN)
 			continue;
@@ -413,4 +414,21 @@ size_t pt_elf__closest(const struct pt_elf *e, const char *want, const char **ou
 	}
 	free(c);
 	return nout;
+}
+
+size_t pt_elf__closest(const struct pt_elf *e, const char *want, const char **out, size_t max)
+{
+	const char **names;
+	size_t i, n;
+
+	if (!e || !e->nsyms)
+		return 0;
+	names = malloc(e->nsyms * sizeof(*names));
+	if (!names)
+		return 0;
+	for (i = 0; i < e->nsyms; i++)
+		names[i] = e->syms[i].name;
+	n = pt_closest(names, e->nsyms, want, out, max);
+	free(names);
+	return n;
 }

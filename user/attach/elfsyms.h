@@ -42,5 +42,8 @@ void pt_sym__strip_version(char *name);
 /* Up to max names in e closest to want (edit distance, then name order),
  * written into out[]. Returns how many. Pointers are into e. */
 size_t pt_elf__closest(const struct pt_elf *e, const char *want, const char **out, size_t max);
+/* The same over any names (NULL entries skipped). */
+size_t pt_closest(const char *const *names, size_t nnames, const char *want, const char **out,
+		  size_t max);
 
 #endif

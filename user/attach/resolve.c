@@ -6,6 +6,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "demangle.h"
 #include "elfsyms.h"
 #include "resolve.h"
 #include "tracee.h"
@@ -20,7 +21,35 @@ struct pt_obj {
 	bool elf_tried;
 	int *sym_fid; /* per symbol index: its function's fid, or -1 */
 	bool ahead;   /* a file probed before it is mapped (run/prearm.c) */
+	/* per symbol index: demangled name, not_cxx, or NULL: not tried
+	 * yet (demangled on demand: libtorch_cpu has >100k symbols) */
+	char **dem;
 };
+
+static char not_cxx[1];
+
+static const char *obj_demangled(struct pt_obj *o, size_t k)
+{
+	if (!o->dem) {
+		o->dem = calloc(o->elf->nsyms + 1, sizeof(*o->dem));
+		if (!o->dem)
+			return NULL;
+	}
+	if (!o->dem[k]) {
+		o->dem[k] = pt_demangle(o->elf->syms[k].name);
+		if (!o->dem[k])
+			o->dem[k] = not_cxx;
+	}
+	return o->dem[k] == not_cxx ? NULL : o->dem[k];
+}
+
+static void free_dem(struct pt_obj *o)
+{
+	for (size_t k = 0; o->dem && k < o->elf->nsyms; k++)
+		if (o->dem[k] != not_cxx)
+			free(o->dem[k]);
+	free(o->dem);
+}
 
 struct pt_resolver {
 	const struct pt_config *cfg;
@@ -66,6 +95,7 @@ void pt_resolver__free(struct pt_resolver *r)
 	for (size_t i = 0; i < r->nobjs; i++) {
 		free(r->objs[i].path);
 		free(r->objs[i].host_path);
+		free_dem(&r->objs[i]); /* before its elf: it reads nsyms */
 		pt_elf__free(r->objs[i].elf);
 		free(r->objs[i].sym_fid);
 	}
@@ -75,6 +105,7 @@ void pt_resolver__free(struct pt_resolver *r)
 		free(f->object);
 		free(f->host_path);
 		free(f->symbol);
+		free(f->mangled);
 		for (size_t j = 0; j < f->naliases; j++)
 			free(f->aliases[j]);
 		free(f->aliases);
@@ -276,6 +307,7 @@ static struct pt_func *new_func(struct pt_resolver *r)
 
 static int add_func(struct pt_resolver *r, struct pt_obj *o, size_t symidx, size_t spec)
 {
+	const char *dem = obj_demangled(o, symidx);
 	const struct pt_probe_spec *s = &r->cfg->probes[spec];
 	const struct pt_sym *sym = &o->elf->syms[symidx];
 	int *slot = sym_slot(o, symidx);
@@ -305,11 +337,15 @@ static int add_func(struct pt_resolver *r, struct pt_obj *o, size_t symidx, size
 	f->file_off = sym->file_off;
 	f->object = strdup(pt_tracee__view(r->root, o->path));
 	f->host_path = strdup(o->host_path);
-	f->symbol = strdup(sym->name);
-	if (!f->object || !f->host_path || !f->symbol || set_aliases(f, o->elf, symidx)) {
+	/* C++: reports show the demangled name, summary.json both */
+	f->symbol = strdup(dem ? dem : sym->name);
+	f->mangled = dem ? strdup(sym->name) : NULL;
+	if (!f->object || !f->host_path || !f->symbol || (dem && !f->mangled) ||
+	    set_aliases(f, o->elf, symidx)) {
 		free(f->object);
 		free(f->host_path);
 		free(f->symbol);
+		free(f->mangled);
 		for (size_t j = 0; j < f->naliases; j++)
 			free(f->aliases[j]);
 		free(f->aliases);
@@ -341,6 +377,7 @@ static int match_obj(struct pt_resolver *r, struct pt_obj *o, size_t oi)
 	for (size_t si = 0; si < r->cfg->nprobes; si++) {
 		const struct pt_probe_spec *s = &r->cfg->probes[si];
 		struct pt_elf *e;
+		char lit[256];
 
 		if (s->kind != PT_PROBE_NATIVE || !object_matches(r, s, o))
 			continue;
@@ -357,11 +394,20 @@ static int match_obj(struct pt_resolver *r, struct pt_obj *o, size_t oi)
 			for (size_t k = 0; k < e->nsyms; k++)
 				o->sym_fid[k] = -1;
 		}
+		pt_demangle__literal(s->symbol, lit, sizeof(lit));
 		for (size_t k = 0; k < e->nsyms; k++) {
+			const char *name = e->syms[k].name, *dem;
 			int err;
 
-			if (fnmatch(s->symbol, e->syms[k].name, 0) != 0)
-				continue;
+			if (fnmatch(s->symbol, name, 0) != 0) {
+				/* by its C++ name: only symbols that spell
+				 * the glob's longest identifier are demangled */
+				if (strncmp(name, "_Z", 2) || (lit[0] && !strstr(name, lit)))
+					continue;
+				dem = obj_demangled(o, k);
+				if (!dem || !pt_demangle__match(s->symbol, dem))
+					continue;
+			}
 			err = add_func(r, o, k, si);
 			if (err < 0)
 				return err;
@@ -371,12 +417,29 @@ static int match_obj(struct pt_resolver *r, struct pt_obj *o, size_t oi)
 	return added;
 }
 
+/* The C++ functions' qualified names (C and unmangled names: NULL), for
+ * suggestions that compare like with like; NULL when out of memory. With
+ * a parameter list in the glob, the whole demangled names. */
+static char **cxx_bases(struct pt_obj *o, const char *glob)
+{
+	char **v = calloc(o->elf->nsyms + 1, sizeof(*v)), buf[4096];
+
+	for (size_t k = 0; v && k < o->elf->nsyms; k++) {
+		const char *d = obj_demangled(o, k);
+
+		if (d)
+			v[k] = strdup(pt_demangle__params(glob) ? d : pt_demangle__base(d, buf, sizeof(buf)));
+	}
+	return v;
+}
+
 static void no_match_error(struct pt_resolver *r, size_t si, char *err, size_t errlen)
 {
 	const struct pt_probe_spec *s = &r->cfg->probes[si];
 	struct pt_obj *o = &r->objs[r->spec_first_obj[si]];
 	const char *near[5];
 	size_t nnear = 0, len;
+	char **bases = NULL;
 
 	if (!o->elf) {
 		snprintf(err, errlen,
@@ -386,7 +449,10 @@ static void no_match_error(struct pt_resolver *r, size_t si, char *err, size_t e
 			 strerror(-o->elf_err));
 		return;
 	}
-	nnear = pt_elf__closest(o->elf, s->symbol, near, 5);
+	if (pt_demangle__is_cxx_glob(s->symbol))
+		bases = cxx_bases(o, s->symbol);
+	nnear = bases ? pt_closest((const char *const *)bases, o->elf->nsyms, s->symbol, near, 5)
+		      : pt_elf__closest(o->elf, s->symbol, near, 5);
 	len = (size_t)snprintf(err, errlen, "%s:%d:%d: error: no function matches '%s' in %s",
 			       r->cfg->path, s->line, s->col, s->symbol, o->path);
 	if (len < errlen && nnear) {
@@ -398,9 +464,12 @@ static void no_match_error(struct pt_resolver *r, size_t si, char *err, size_t e
 			len += (size_t)snprintf(err + len, errlen - len, ")");
 	}
 	if (len < errlen)
-		snprintf(err + len, errlen - len, " (hint: list them with `nm -D --defined-only %s`%s)",
-			 o->host_path, o->elf->has_symtab ? "" : "; the file is stripped, only exported "
+		snprintf(err + len, errlen - len, " (hint: list them with `nm -D%s --defined-only %s`%s)",
+			 bases ? "C" : "", o->host_path, o->elf->has_symtab ? "" : "; the file is stripped, only exported "
 			 "functions can be probed");
+	for (size_t k = 0; bases && k < o->elf->nsyms; k++)
+		free(bases[k]);
+	free(bases);
 }
 
 int pt_resolver__update(struct pt_resolver *r, const struct pt_maps *maps, bool strict, char *err,

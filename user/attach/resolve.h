@@ -26,7 +26,8 @@ struct pt_func {
 	int vals_spec;   /* first spec with values (tokens=, count) that named it, -1: none */
 	char *object;    /* path as the target sees it */
 	char *host_path; /* path to open and attach from here */
-	char *symbol;
+	char *symbol;    /* demangled for C++ */
+	char *mangled;   /* C++: the ELF symbol; else NULL */
 	char **aliases;  /* other names at the same address */
 	size_t naliases;
 	uint64_t file_off; /* of the symbol */

@@ -13,8 +13,13 @@ static const char usage[] =
 	"Usage: proftrace -p PID[,PID...] [--children] --targets FILE|NAME [-d SEC] [-o DIR]\n"
 	"                 [--json] [-v] [-q]\n"
 	"                 [--gpu auto|on|off] [--trace [--trace-max-events N]] [--dry-run]\n"
+	"                 [--inject [--inject-wait MS] [--inject-epoll]]\n"
+	"                 [--metrics HOST:PORT] [--interval SEC]\n"
 	"       proftrace --list-targets\n"
 	"       proftrace env\n"
+	"       proftrace import-regions [--kernel NAME] REGIONS... OUTDIR\n"
+	"       proftrace diff A B [--json] [--fail-if 'METRIC OP CHANGE']...\n"
+	"       proftrace merge [NAME=]SUMMARY... [-o FILE]\n"
 	"\n"
 	"Attach to a running process and time the functions named in FILE exactly,\n"
 	"grouped into steps and buckets. Writes summary.json and report.md.\n"
@@ -46,7 +51,21 @@ static const char usage[] =
 	"      --trace-max-events N\n"
 	"                       keep at most N events in trace.json (default 1000000;\n"
 	"                       later ones are counted and left out, and it says so)\n"
+	"      --metrics HOST:PORT\n"
+	"                       serve Prometheus metrics (text format) on HOST:PORT\n"
+	"                       while attached: steps, step time histogram, bucket time,\n"
+	"                       tok/s, drops, probe cost, by process, rank and host\n"
+	"      --interval SEC   also write a window summary every SEC seconds into\n"
+	"                       window-NNNN.json in the output folder (the last 100\n"
+	"                       are kept)\n"
 	"      --dry-run        resolve every probe and print it, attach nothing\n"
+	"      --inject         a Python process started without the agent gets it now:\n"
+	"                       one of its threads, at a safe point (a libc wait), is\n"
+	"                       borrowed with ptrace for a few ms to dlopen() it; it\n"
+	"                       stays loaded, dormant, after proftrace exits\n"
+	"      --inject-wait MS look for that safe point up to MS ms (default 2000)\n"
+	"      --inject-epoll   a thread in epoll_wait is one too (it sees EINTR, which\n"
+	"                       asyncio, libuv and most event loops retry)\n"
 	"      --list-targets   list the bundled targets files, one per line (name and\n"
 	"                       what it is for), and exit; they are looked up in\n"
 	"                       $PROFTRACE_TARGETS_DIR, else targets/ next to the\n"
@@ -56,6 +75,9 @@ static const char usage[] =
 	"  env                  (alone) print the environment to start a server with, so\n"
 	"                       its Python functions are timed exactly and its GPU seen:\n"
 	"                       eval \"$(proftrace env)\"; python -m my_server\n"
+	"  import-regions       put a device-side profiler's regions inside kernels on the\n"
+	"                       timeline of a run taken with --trace (see\n"
+	"                       proftrace import-regions --help)\n"
 	"\n"
 	"Examples:\n"
 	"  sudo proftrace -p $(pgrep -f my_server) --targets targets/demo.conf -d 10\n"
@@ -122,6 +144,42 @@ static int parse_trace_max(struct pt_env *env, const char *arg)
 	return 0;
 }
 
+/* --inject-wait MS (implies --inject) */
+static int parse_inject_wait(struct pt_env *env, const char *arg)
+{
+	char *end;
+	long v;
+
+	errno = 0;
+	v = strtol(arg, &end, 10);
+	if (errno || *end || v <= 0 || v > 600000)
+		return bad("bad --inject-wait '%s': give milliseconds from 1 to 600000, e.g. 2000",
+			   arg);
+	env->inject_wait_ms = (unsigned int)v;
+	env->inject = true;
+	return 0;
+}
+
+static int parse_metrics(struct pt_env *env, const char *arg)
+{
+	if (!strchr(arg, ':'))
+		return bad("bad --metrics '%s': give HOST:PORT to serve Prometheus metrics on, "
+			   "e.g. --metrics 0.0.0.0:9464", arg);
+	env->metrics = arg;
+	return 0;
+}
+
+static int parse_interval(struct pt_env *env, const char *arg)
+{
+	char *end;
+
+	errno = 0;
+	env->interval_s = strtod(arg, &end);
+	if (errno || *end || !(env->interval_s >= 1) || !isfinite(env->interval_s))
+		return bad("bad --interval '%s': give seconds >= 1, e.g. --interval 60", arg);
+	return 0;
+}
+
 static int parse_gpu(struct pt_env *env, const char *arg)
 {
 	if (!strcmp(arg, "auto"))
@@ -177,6 +235,11 @@ int pt_cli__parse(struct pt_env *env, int argc, char **argv)
 		{ "gpu", required_argument, NULL, 'G' },
 		{ "trace", no_argument, NULL, 'T' },
 		{ "trace-max-events", required_argument, NULL, 'M' },
+		{ "inject", no_argument, NULL, 'I' },
+		{ "inject-wait", required_argument, NULL, 'W' },
+		{ "inject-epoll", no_argument, NULL, 'E' },
+		{ "metrics", required_argument, NULL, 'P' },
+		{ "interval", required_argument, NULL, 'N' },
 		{ "help", no_argument, NULL, 'h' },
 		{},
 	};
@@ -217,11 +280,27 @@ int pt_cli__parse(struct pt_env *env, int argc, char **argv)
 		case 'M':
 			e = parse_trace_max(env, optarg);
 			break;
+		case 'I':
+			env->inject = true;
+			break;
+		case 'W':
+			e = parse_inject_wait(env, optarg);
+			break;
+		case 'E':
+			env->inject_epoll = true;
+			env->inject = true;
+			break;
 		case 'G':
 			e = parse_gpu(env, optarg);
 			break;
 		case 'q':
 			env->quiet = true;
+			break;
+		case 'P':
+			e = parse_metrics(env, optarg);
+			break;
+		case 'N':
+			e = parse_interval(env, optarg);
 			break;
 		case 'L':
 			env->list_targets = true;

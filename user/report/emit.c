@@ -1,7 +1,10 @@
 // SPDX-License-Identifier: BSD-2-Clause
 #include <cjson/cJSON.h>
 
+#include <stdlib.h>
+
 #include "emit.h"
+#include "pprof.h"
 #include "report_lines.h"
 #include "util/util.h"
 
@@ -31,6 +34,27 @@ static int stacks_folded(FILE *f, const struct pt_outputs *o)
 	return pt_flame__write_folded(o->flame, f);
 }
 
+/* the same stacks for pprof, Pyroscope, Parca, Grafana (pprof.h) */
+static int profile_pb(FILE *f, const struct pt_outputs *o)
+{
+	const cJSON *meta = cJSON_GetObjectItemCaseSensitive(o->doc, "meta");
+	const cJSON *smp = cJSON_GetObjectItemCaseSensitive(meta, "sampling");
+	const cJSON *t0 = cJSON_GetObjectItemCaseSensitive(meta, "start_unix_ns");
+	const cJSON *dur = cJSON_GetObjectItemCaseSensitive(meta, "duration_s");
+	const cJSON *per = cJSON_GetObjectItemCaseSensitive(smp, "period_ns");
+	struct pt_pprof_opts po = { 0 };
+
+	if (cJSON_IsNumber(t0))
+		po.time_unix_ns = (uint64_t)t0->valuedouble;
+	else if (cJSON_IsRaw(t0) && t0->valuestring)
+		po.time_unix_ns = strtoull(t0->valuestring, NULL, 10);
+	if (cJSON_IsNumber(dur))
+		po.duration_ns = (uint64_t)(dur->valuedouble * 1e9);
+	if (cJSON_IsNumber(per))
+		po.period_us = (uint64_t)(per->valuedouble / 1e3);
+	return pt_pprof__write(o->flame, f, &po);
+}
+
 static int flame_svg(FILE *f, const struct pt_outputs *o)
 {
 	return pt_flame__write_svg(o->flame, f, &o->svg);
@@ -58,5 +82,6 @@ const struct pt_emitter pt_emitters[] = {
 	{ "stacks.folded", stacks_folded, sampled },
 	{ "flame.svg", flame_svg, sampled },
 	{ "trace.json", trace_json, traced },
+	{ "profile.pb.gz", profile_pb, sampled },
 };
 const size_t pt_nemitters = ARRAY_SIZE(pt_emitters);

@@ -167,6 +167,19 @@ static void put_dropped_warning(FILE *f, const cJSON *health)
 			n);
 }
 
+/* The agent loaded by this run with --inject: what it cost the process. */
+static void put_injected(FILE *f, const cJSON *in)
+{
+	double pause, tid;
+
+	if (!in || !cJSON_IsObject(in) || !pt_jnum(in, "pause_ms", &pause) ||
+	    !pt_jnum(in, "tid", &tid))
+		return;
+	fprintf(f, " The agent was loaded at attach (`--inject`): thread %.0f, waiting in ", tid);
+	put_code(f, pt_jstr(in, "syscall"));
+	fprintf(f, ", was held %.2f ms for it.", pause);
+}
+
 /* How py: probes were timed: said before any figure, since partial
  * Python counts must not be read as exact. */
 static void put_python(FILE *f, const cJSON *py)
@@ -198,6 +211,7 @@ static void put_python(FILE *f, const cJSON *py)
 		put_text(f, adv);
 		fputs(".", f);
 	}
+	put_injected(f, pt_jget(pt_jget(py, "agent"), "inject"));
 	fputs("\n\n", f);
 	if (nosrc && pt_jnum(py, "qualname_from_co_name", &n) && n > 0) {
 		fprintf(f, "> **Warning:** the source of %.0f code object%s could not be read (first: ",
@@ -1041,6 +1055,33 @@ static void put_sampling_health(FILE *f, const cJSON *doc)
 	fputs(" |\n\n", f);
 }
 
+/* The probes' estimated cost (summary.json overhead). */
+static void put_overhead_health(FILE *f, const cJSON *ov)
+{
+	double added, share, per, sshare, cpu, cshare;
+
+	if (!ov)
+		return;
+	if (!cJSON_IsTrue(pt_jget(ov, "calibrated"))) {
+		fputs("Probe cost: not estimated (", f);
+		put_text(f, pt_jstr(ov, "why") ? pt_jstr(ov, "why") : "no calibration");
+		fputs(").\n\n", f);
+		return;
+	}
+	if (!pt_jnum(ov, "added_ms", &added) || !pt_jnum(ov, "added_share", &share))
+		return;
+	fprintf(f, "Estimated probe cost: %.3f ms of the target's CPU (%.2f%% of the run)", added,
+		100 * share);
+	if (pt_jnum(ov, "per_step_ms", &per) && pt_jnum(ov, "step_share", &sshare))
+		fprintf(f, ", %.4f ms per step (%.2f%% of step time)", per, 100 * sshare);
+	fputs("; `corrected_*` figures in summary.json take it out (an estimate: "
+	      "docs/summary.md#overhead).", f);
+	if (pt_jnum(ov, "proftrace_cpu_ms", &cpu) && pt_jnum(ov, "proftrace_cpu_share", &cshare))
+		fprintf(f, " proftrace itself used %.0f ms of CPU (%.1f%% of one CPU).", cpu,
+			100 * cshare);
+	fputs("\n\n", f);
+}
+
 static void put_health(FILE *f, const cJSON *doc)
 {
 	const cJSON *h = pt_jget(doc, "health"), *arr = pt_jarr(h, "unattached"), *u;
@@ -1074,6 +1115,7 @@ static void put_health(FILE *f, const cJSON *doc)
 				n, plural(n));
 	}
 	put_sampling_health(f, doc);
+	put_overhead_health(f, pt_jget(doc, "overhead"));
 	if (!arr)
 		return;
 	if (!cJSON_GetArraySize(arr)) {
@@ -1305,6 +1347,78 @@ static void put_gpu_health(FILE *f, const cJSON *g)
 			   "time, in no step or bucket.\n\n", v, plural(v));
 }
 
+/* gpu.regions, once import-regions ran (docs/gpu.md). */
+static void put_gpu_regions(FILE *f, const cJSON *g)
+{
+	const cJSON *r = pt_jget(g, "regions"), *al = pt_jget(r, "alignment"), *it;
+	double v, n;
+
+	if (!cJSON_IsObject(r))
+		return;
+	fputs("### Regions inside kernels\n\n", f);
+	put_count(f, r, "launches_matched");
+	fputs(" of ", f);
+	put_count(f, r, "launches");
+	fputs(" region launches matched to kernel launches (", f);
+	put_count(f, r, "regions");
+	fputs(" regions)", f);
+	if (!pt_jnum(r, "launches_matched", &v) || v <= 0) {
+		fputs(".\n\n", f);
+		goto notes;
+	}
+	fputs("; clocks aligned ", f);
+	fputs(!strcmp(pt_jstr(al, "mode") ? pt_jstr(al, "mode") : "", "one_offset_per_clock")
+		      ? "by one offset per clock"
+		      : "launch by launch (no one offset fitted)",
+	      f);
+	if (pt_jnum(al, "regions_outside", &n) && n > 0 && pt_jnum(al, "residual_max_ns", &v))
+		fprintf(f, "; %.0f region%s fell outside %s kernel, by at most %.0f ns (clamped "
+			   "in trace.json)", n, plural(n), n == 1 ? "its" : "their", v);
+	fputs(".\n\n| kernel | tag | count | launches | total ms | per launch: mean ms | p50 ms "
+	      "| p99 ms | share of kernel |\n|---|---|---:|---:|---:|---:|---:|---:|---:|\n", f);
+	cJSON_ArrayForEach(it, pt_jarr(r, "tags"))
+	{
+		static const struct cell cols[] = {
+			{ C_COUNT, "count" }, { C_COUNT, "launches" }, { C_MS, "total_ms" },
+			{ C_MS, "mean_ms" },  { C_MS, "p50_ms" },      { C_MS, "p99_ms" },
+			{ C_SHARE, "share_of_kernel" },
+		};
+
+		fputs("| ", f);
+		put_code(f, pt_jstr(it, "kernel"));
+		CELL(f);
+		put_text(f, pt_jstr(it, "tag"));
+		CELL(f);
+		put_cells(f, it, cols, ARRAY_SIZE(cols));
+		fputs(" |\n", f);
+	}
+	fputs("\n", f);
+notes:
+	cJSON_ArrayForEach(it, pt_jarr(r, "unmatched"))
+	{
+		fputs("- not matched: ", f);
+		put_text(f, pt_jstr(it, "file"));
+		fputs(" (kernel ", f);
+		put_text(f, pt_jstr(it, "kernel"));
+		fputs("): ", f);
+		put_text(f, pt_jstr(it, "why"));
+		fputs("\n", f);
+	}
+	cJSON_ArrayForEach(it, pt_jarr(r, "overflowed"))
+	{
+		fputs("- the profiler's buffer overflowed: ", f);
+		put_text(f, pt_jstr(it, "file"));
+		fputs(" (", f);
+		put_count(f, it, "recorded");
+		fputs(" events recorded, ", f);
+		put_count(f, it, "read");
+		fputs(" read)\n", f);
+	}
+	if (cJSON_GetArraySize(pt_jarr(r, "unmatched")) ||
+	    cJSON_GetArraySize(pt_jarr(r, "overflowed")))
+		fputs("\n", f);
+}
+
 static void put_gpu(FILE *f, const cJSON *doc)
 {
 	const cJSON *g = pt_jget(doc, "gpu"), *st, *it;
@@ -1377,6 +1491,7 @@ static void put_gpu(FILE *f, const cJSON *doc)
 		fputs(" |\n", f);
 	}
 	fputs("\n", f);
+	put_gpu_regions(f, g);
 	put_gpu_health(f, g);
 }
 

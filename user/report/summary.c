@@ -297,6 +297,17 @@ static void build_meta(struct jb *b, cJSON *root, const struct pt_report_meta *m
 		jb_num(b, a, "scans", (double)m->python->agent.scans);
 		jb_num(b, a, "scan_ms", round6(m->python->agent.scan_ms));
 		jb_str(b, a, "problem", m->python->agent.problem);
+		if (m->python->agent.injected) {
+			cJSON *i = add_obj(b, a, "inject");
+
+			jb_num(b, i, "pause_ms", round6(m->python->agent.inject_pause_ms));
+			jb_num(b, i, "wait_ms", round6(m->python->agent.inject_wait_ms));
+			jb_num(b, i, "call_ms", round6(m->python->agent.inject_call_ms));
+			jb_num(b, i, "tid", m->python->agent.inject_tid);
+			jb_str(b, i, "syscall", m->python->agent.inject_syscall);
+		} else {
+			jb_null(b, a, "inject");
+		}
 	} else {
 		jb_null(b, o, "agent");
 	}
@@ -800,6 +811,7 @@ static void build_func(struct jb *b, cJSON *arr, const struct pt_report *r,
 	jb_str(b, o, "kind", fn->py ? "python" : "native");
 	jb_str(b, o, "object", fn->object);
 	jb_str(b, o, "symbol", fn->symbol);
+	jb_str(b, o, "mangled", fn->mangled);
 	if (fn->py && fn->fid >= 0)
 		jb_num(b, o, "line", fn->line);
 	else

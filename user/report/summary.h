@@ -38,13 +38,18 @@ struct pt_report_python {
 	/* the agent (mechanism "agent"); hooks NULL: none in the process */
 	struct {
 		const char *hooks;   /* "sys.monitoring" | "frame evaluator" */
-		const char *loaded_by; /* "environment" | "pep768" | "inject" */
+		const char *loaded_by; /* "environment" | "pep768" | "inject" | "earlier" */
 		int tool_id;         /* sys.monitoring tool id, -1: none */
 		uint64_t candidates; /* code objects it found in the probes' modules */
 		uint64_t hooked;     /* of which named: hooked */
 		uint64_t scans;      /* module walks */
 		double scan_ms;      /* the GIL held by its last walk */
 		const char *problem; /* a conflict or failure, NULL: none */
+		/* loaded_by "inject": the borrowed thread (attach/inject.h) */
+		bool injected;
+		int inject_tid;
+		const char *inject_syscall;
+		double inject_pause_ms, inject_wait_ms, inject_call_ms;
 	} agent;
 	/* the frame probe (mechanism "evalframe"): frames it trapped that no
 	 * py: probe names (each one a probe hit the target paid for) */
@@ -133,7 +138,8 @@ struct pt_report_func {
 	int fid;            /* index into the aggregator, -1 if none */
 	const char *probe;  /* probe text from the config */
 	const char *object; /* path as mapped in the target; NULL if unresolved */
-	const char *symbol; /* NULL if unresolved */
+	const char *symbol; /* NULL if unresolved; C++: demangled */
+	const char *mangled; /* C++: the ELF symbol; else NULL */
 	const char *const *aliases; /* other names at the same address */
 	size_t naliases;
 	uint64_t file_offset; /* of the symbol */

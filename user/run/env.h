@@ -28,8 +28,13 @@ struct pt_env {
 	bool list_targets; /* --list-targets: print the bundled configs, exit */
 	int gpu; /* --gpu: PT_GPU_AUTO (default), PT_GPU_ON, PT_GPU_OFF */
 	bool trace; /* --trace: write trace.json */
+	bool inject; /* --inject: load the Python agent with ptrace when it is missing */
+	unsigned int inject_wait_ms; /* --inject-wait: for a safe point; 0: the default */
+	bool inject_epoll; /* --inject-epoll: a thread in epoll_wait may be borrowed */
 	unsigned long trace_max; /* --trace-max-events (implies --trace); 0: PT_TRACE_DEFAULT_MAX */
 	char targets_path[PATH_MAX]; /* --targets NAME resolved to a bundled file */
+	const char *metrics; /* --metrics HOST:PORT: Prometheus text while attached */
+	double interval_s;   /* --interval SEC: a window summary every SEC; 0: none */
 };
 
 #endif

@@ -51,7 +51,7 @@ static void status_tick(struct run *r, struct status *st, uint64_t now)
 	const struct pt_agg_step_stats *ss = pt_agg__steps(a);
 	double dt = (double)(now - st->last_ns) / 1e9;
 	uint64_t steps = ss->dur.count;
-	char procs[32] = "", pcts[64] = "";
+	char procs[32] = "", pcts[64] = "", cost[32] = "";
 
 	if (!st->on || dt < 1.0)
 		return;
@@ -60,9 +60,13 @@ static void status_tick(struct run *r, struct status *st, uint64_t now)
 	if (steps)
 		snprintf(pcts, sizeof(pcts), "  p50 %.3f ms  p99 %.3f ms",
 			 pt_dist__quantile(&ss->dur, 0.5) / 1e6, pt_dist__quantile(&ss->dur, 0.99) / 1e6);
-	pt_log__status("proftrace: %.0fs  %ssteps %llu  %.1f steps/s%s  %.0f events/s  drops %llu",
+	if (steps && r->calib.ok && ss->dur.sum > 0) /* overhead.h: the probes' share */
+		snprintf(cost, sizeof(cost), "  probes ~%.1f%%",
+			 100 * pt_ovh__step_cost_ns(r->multi ? r->all.ovh : r->procs[0]->v.ovh) /
+				 ss->dur.sum);
+	pt_log__status("proftrace: %.0fs  %ssteps %llu  %.1f steps/s%s%s  %.0f events/s  drops %llu",
 		       since_start_s(r), procs, (unsigned long long)steps,
-		       (double)(steps - st->last_steps) / dt, pcts,
+		       (double)(steps - st->last_steps) / dt, pcts, cost,
 		       (double)(r->events - st->last_events) / dt,
 		       (unsigned long long)r->dropped_seen);
 	st->last_ns = now;
@@ -102,6 +106,9 @@ static enum stop_reason on_events(struct run *r, const struct epoll_event *evs, 
 			break;
 		case TAG_RING:
 			break;
+		case TAG_METRICS:
+			pt_run__metrics_serve(r);
+			break;
 		default:
 			if (tag >= TAG_PID && tag - TAG_PID < r->nprocs)
 				pt_run__end_proc(r->procs[tag - TAG_PID], "exited");
@@ -132,6 +139,7 @@ static void tick_procs(struct run *r, uint64_t now)
 		if (p->gpu_attached) {
 			/* the shim goes dormant after 1 s without a heartbeat */
 			pt_gpuring__heartbeat(p->gr, now);
+			pt_nstid__refresh(p->nst); /* threads started since: before their records */
 			pt_gpuring__drain(p->gr, pt_run__on_gpu_rec, p);
 		}
 		if (p->pidfd < 0 && !pt_tracee__alive(&p->tracee))
@@ -231,6 +239,7 @@ int pt_run__loop(struct run *r)
 		if (deadline && now >= deadline && stop == STOP_NONE)
 			stop = STOP_DURATION;
 		status_tick(r, &st, now);
+		pt_run__window_tick(r, now);
 	}
 	if (st.on)
 		pt_log__status_end();

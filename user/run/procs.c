@@ -15,9 +15,71 @@
 #include "attach/maps.h"
 #include "util/tasks.h"
 #include "python/agent.h"
+#include "attach/inject.h"
+#include "util/helpers.h"
 
 static void update_trampoline(struct proc *p);
 static int read_target(void *ctx, uint64_t addr, void *buf, size_t len);
+
+/* Does pid run CUDA (the runtime or the driver library mapped)? */
+static bool runs_cuda(int pid)
+{
+	char path[64], line[512];
+	bool yes = false;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/maps", pid);
+	f = fopen(path, "re");
+	if (!f)
+		return false;
+	while (!yes && fgets(line, sizeof(line), f))
+		yes = strstr(line, "/libcudart.so") || strstr(line, "/libcuda.so") ||
+		      strstr(line, "/libcudart-");
+	fclose(f);
+	return yes;
+}
+
+/*
+ * --inject, a CUDA process without the CUPTI shim: load it now (the same
+ * borrowed-thread dlopen as the Python agent's; the shim starts dormant
+ * from its constructor when CUDA is already there) and wait a little for
+ * its ring. 0 with p->gr open, or -errno with err set.
+ */
+static int inject_shim(struct proc *p, char *err, size_t errlen)
+{
+	const struct run *r = p->run;
+	struct pt_inject_opts o = { .wait_ms = r->env.inject_wait_ms,
+				    .allow_epoll = r->env.inject_epoll };
+	struct pt_inject_result res;
+	char lib[PATH_MAX], why[1024];
+	int e;
+
+	if (pt_helper__path(PT_CUPTI_LIB, lib, sizeof(lib))) {
+		snprintf(err, errlen, "--inject: no %s to load (built with CUDA's CUPTI)",
+			 PT_CUPTI_LIB);
+		return -ENOENT;
+	}
+	e = pt_inject__dlopen(p->tracee.pid, lib, &o, &res, why, sizeof(why));
+	if (e) {
+		snprintf(err, errlen, "--inject of the CUPTI shim: %.160s", why);
+		return e;
+	}
+	if (!res.already)
+		fprintf(stderr, "proftrace: pid %d: the CUPTI shim loaded (--inject): thread %d held "
+			"%.2f ms\n", p->tracee.pid, res.tid, res.pause_ms);
+	for (int i = 0; i < 200; i++) {
+		struct timespec ts = { 0, 10 * 1000 * 1000 };
+
+		e = pt_gpuring__open(&p->gr, p->tracee.pid, why, sizeof(why));
+		if (e != -ENOENT)
+			break;
+		nanosleep(&ts, NULL);
+	}
+	if (e)
+		snprintf(err, errlen, "--inject: the CUPTI shim is loaded in %d but %.160s",
+			 p->tracee.pid, e == -ENOENT ? "has made no ring in 2 s" : why);
+	return e;
+}
 
 /*
  * The CUPTI shim's ring, if the process has one (before the clock starts:
@@ -35,15 +97,25 @@ int pt_run__open_gpu(struct proc *p)
 		return 0;
 	}
 	e = pt_gpuring__open(&p->gr, p->tracee.pid, err, sizeof(err));
-	if (e == -ENOENT)
+	if (e == -ENOENT && r->env.inject && runs_cuda(p->tracee.pid))
+		e = inject_shim(p, err, sizeof(err));
+	else if (e == -ENOENT)
 		snprintf(err, sizeof(err),
-			 "no CUPTI shim in pid %d: start the server with "
-			 "CUDA_INJECTION64_PATH=/path/to/libproftrace_cupti.so (see docs/gpu.md)",
+			 "no CUPTI shim in pid %d: start the server after `eval \"$(proftrace env)\"` "
+			 "(CUDA_INJECTION64_PATH), or attach with --inject (see docs/gpu.md)",
 			 p->tracee.pid);
 	if (!e) {
 		p->gpu = pt_gpu__new(r->cfg.nbuckets);
 		if (!p->gpu)
 			return -ENOMEM;
+		/* in a container: CUPTI's tids are the container's (docs/gpu.md) */
+		e = pt_nstid__open(&p->nst, "/proc", p->tracee.pid);
+		if (e == -ENOMEM)
+			return e;
+		if (e)
+			fprintf(stderr, "proftrace: warning: pid %d: cannot read its thread ids (%s): GPU "
+				"work of a container's threads may count as outside steps\n",
+				p->tracee.pid, strerror(-e));
 		return 0;
 	}
 	snprintf(p->gpu_why, sizeof(p->gpu_why), "%s", err);
@@ -53,7 +125,7 @@ int pt_run__open_gpu(struct proc *p)
 		fprintf(stderr, "proftrace: --gpu on: %s\n", err);
 		return -PT_EUSAGE;
 	}
-	if (e != -ENOENT || r->env.gpu == PT_GPU_ON)
+	if (e != -ENOENT || r->env.gpu == PT_GPU_ON || r->env.inject)
 		fprintf(stderr, "proftrace: warning: no GPU stream: %s\n", err);
 	return 0;
 }
@@ -447,7 +519,12 @@ void pt_run__free_proc(struct proc *p)
 		p->run->slot_busy[p->idx] = false; /* never traced: free at once */
 	pt_agent__close(p->agent);
 	free(p->agent_why);
+	if (p->wv) {
+		pt_run__free_view(p->wv);
+		free(p->wv);
+	}
 	pt_gpuring__close(p->gr);
+	pt_nstid__free(p->nst);
 	pt_gpu__free(p->gpu);
 	pt_pysym__free(p->sym);
 	pt_pyprobe__free(p->pp);
@@ -586,7 +663,7 @@ int pt_run__open_proc(struct run *r, int pid, bool strict, struct proc **out, ch
 	p->tmem.read = read_target;
 	p->tmem.ctx = &p->tracee.pid;
 	e = pt_run__new_view(r, &p->v, pt_run__on_step, p);
-	if (e || pt_run__grow_fstate(p)) {
+	if (e || pt_run__grow_fstate(p) || pt_run__window_open(p)) {
 		snprintf(err, errlen, "out of memory");
 		e = -ENOMEM;
 		goto fail;
@@ -616,6 +693,11 @@ static int use_agent(struct proc *p)
 		return e;
 	free(p->agent_why);
 	p->agent_why = strdup(err);
+	if (p->inject_failed && !r->env.children) {
+		/* asked for, and refused: nothing was left stopped or traced */
+		pt_msg("proftrace: pid %d: %s\n", p->tracee.pid, err);
+		return -PT_EUSAGE;
+	}
 	if (e == -EINPROGRESS) {
 		/* each tick looks again: exact from the moment it is up */
 		pt_msg("proftrace: warning: pid %d: %s\n", p->tracee.pid, err);
@@ -641,6 +723,7 @@ int pt_run__start_proc(struct proc *p, int ep)
 	int e, n, armed;
 
 	p->t_added = pt_now_ns(CLOCK_MONOTONIC);
+	pt_run__agents_alive(r); /* those started before: this one takes a while */
 	if (p->have_py)
 		pt_py_layout__offsets(&p->py.L, &po);
 	e = pt_attach__add_proc(r->att, p->idx, p->tracee.pid, p->have_py ? &po : NULL);
@@ -668,7 +751,9 @@ int pt_run__start_proc(struct proc *p, int ep)
 	if (!pt_maps__read_pid(&maps, p->tracee.pid))
 		hook_dynamic_linker(p, &maps);
 	pt_maps__free(&maps);
+	pt_run__agents_alive(r);
 	n = pt_run__attach_new(p, 0);
+	pt_run__agents_alive(r);
 	if (n < 0)
 		return n;
 	armed = pt_run__prearm(p);

@@ -19,6 +19,7 @@
 #include "run.h"
 
 #include "attach/elfsyms.h"
+#include "attach/inject.h"
 #include "attach/maps.h"
 #include "python/agent.h"
 #include "python/pep768.h"
@@ -177,6 +178,21 @@ void pt_run__agent_tick(struct proc *p, uint64_t now)
 	check_state(p);
 }
 
+/* Keep the agents of the processes started so far alive while another one
+ * is being started: that takes seconds on a loaded machine (its probes,
+ * its agent's first arming), and an agent that misses its heartbeat for
+ * a second goes dormant and takes its hooks out, so the calls of the
+ * first process (an engine core whose workers --children attaches next)
+ * would go unseen until the loop's heartbeats woke it again. */
+void pt_run__agents_alive(struct run *r)
+{
+	uint64_t now = pt_now_ns(CLOCK_MONOTONIC);
+
+	for (size_t i = 0; i < r->nprocs; i++)
+		if (r->procs[i]->agent && !r->procs[i]->ended)
+			pt_agent__heartbeat(r->procs[i]->agent, now);
+}
+
 /* Attach: wake it and wait until what it found at attach is hooked (the
  * program's calls are timed from the "attached" line on), at most a few
  * seconds: it needs the GIL, which a long C call may hold. */
@@ -191,6 +207,7 @@ static void first_arm(struct proc *p)
 		uint64_t now = pt_now_ns(CLOCK_MONOTONIC);
 
 		pt_run__agent_tick(p, now);
+		pt_run__agents_alive(p->run);
 		pt_agent__info(p->agent, &in);
 		took |= p->agent_narm || in.cand_seq > 0;
 		if (in.state == PTAG_STATE_ACTIVE && took && pt_agent__armed(p->agent))
@@ -357,6 +374,68 @@ static int pep768_load(struct proc *p, char *err, size_t errlen)
 	return 0;
 }
 
+/* --inject: load the agent into p with ptrace (attach/inject.h), then
+ * open its segment (its constructor made it inside the dlopen). */
+static int inject_load(struct proc *p, char *err, size_t errlen)
+{
+	struct pt_inject_opts o = { .wait_ms = p->run->env.inject_wait_ms,
+				    .allow_epoll = p->run->env.inject_epoll };
+	char lib[PATH_MAX], why[1024];
+	int e;
+
+	p->inject_tried = true;
+	if (pt_helper__path(PT_AGENT_LIB, lib, sizeof(lib))) {
+		snprintf(err, errlen, "--inject: no %s to load (build it with make)", PT_AGENT_LIB);
+		return -ENOENT;
+	}
+	e = pt_inject__dlopen(p->tracee.pid, lib, &o, &p->inject, why, sizeof(why));
+	if (e) {
+		snprintf(err, errlen, "--inject: %s", why);
+		return e;
+	}
+	p->injected = !p->inject.already;
+	if (p->injected)
+		pt_vlog("proftrace: pid %d: the Python agent loaded (--inject): thread %d, in %s, "
+			"held %.2f ms (dlopen %.2f ms) after %.2f ms looking\n", p->tracee.pid,
+			p->inject.tid, p->inject.syscall, p->inject.pause_ms, p->inject.call_ms,
+			p->inject.wait_ms);
+	for (int i = 0; i < 50; i++) {
+		struct timespec ts = { 0, 10 * 1000 * 1000 };
+
+		e = pt_agent__open(&p->agent, p->tracee.pid, why, sizeof(why));
+		if (e != -ENOENT && e != -ESTALE)
+			break;
+		nanosleep(&ts, NULL);
+	}
+	if (e)
+		snprintf(err, errlen, "--inject: the agent is loaded in %d but %s", p->tracee.pid,
+			 e == -ENOENT || e == -ESTALE ? "made no segment (a full /dev/shm?)" : why);
+	return e;
+}
+
+/* How the agent came into p, when this run did not load it: at start
+ * when its environment preloads it, else by an earlier proftrace. */
+static const char *loaded_before(int pid)
+{
+	char path[64], buf[1 << 16];
+	const char *how = "earlier";
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/environ", pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return how;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	for (ssize_t i = 0; i < n; i += (ssize_t)strlen(buf + i) + 1) {
+		buf[n] = 0;
+		if (!strncmp(buf + i, "LD_PRELOAD=", 11) && strstr(buf + i, AGENT_LIB))
+			how = "environment";
+	}
+	return how;
+}
+
 /* p's agent, if it has one: 0 and p->agent set, or -errno (why in err;
  * -ENOENT: none; -EINPROGRESS: asked for through PEP 768, not up yet). */
 int pt_run__agent_start(struct proc *p, char *err, size_t errlen)
@@ -370,7 +449,14 @@ int pt_run__agent_start(struct proc *p, char *err, size_t errlen)
 	int e;
 
 	e = pt_agent__open(&p->agent, p->tracee.pid, err, errlen);
-	if (e == -ENOENT && p->py.L.minor >= 14 && !p->pep768_asked) {
+	if ((e == -ENOENT || e == -ESTALE) && r->env.inject && !p->inject_tried) {
+		e = inject_load(p, err, errlen);
+		if (e) {
+			p->inject_failed = true;
+			return e;
+		}
+		p->agent_loaded_by = p->injected ? "inject" : loaded_before(p->tracee.pid);
+	} else if (e == -ENOENT && p->py.L.minor >= 14 && !p->pep768_asked) {
 		char why[512];
 
 		e = pep768_load(p, why, sizeof(why));
@@ -403,6 +489,8 @@ int pt_run__agent_start(struct proc *p, char *err, size_t errlen)
 		pep768_cleanup(p);
 		p->agent_loaded_by = "pep768";
 	}
+	if (!p->agent_loaded_by)
+		p->agent_loaded_by = loaded_before(p->tracee.pid);
 	pt_agent__info(p->agent, &in);
 	if (in.conflict == PTAG_CONFLICT_UNSUPPORTED) {
 		snprintf(err, errlen, "the Python agent cannot run there: %s", in.conflict_text);
@@ -434,8 +522,6 @@ int pt_run__agent_start(struct proc *p, char *err, size_t errlen)
 							: "the py: probes do not fit the agent's segment");
 		goto fail;
 	}
-	if (!p->agent_loaded_by)
-		p->agent_loaded_by = "environment";
 	first_arm(p);
 	return 0;
 fail:

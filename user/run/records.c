@@ -123,9 +123,12 @@ int pt_run__on_rec(void *ctx, const struct pt_rec *rec, size_t size)
 	if (fid >= p->nfs)
 		return 0;
 	copy.fid = fid;
+	pt_ovh__record(p->v.ovh, &copy); /* before pt_agg: its on_step needs it */
 	pt_agg__record(p->v.agg, &copy);
+	pt_run__window_record(p, &copy);
 	if (r->multi) {
 		copy.fid = p->mfid[fid];
+		pt_ovh__record(r->all.ovh, &copy);
 		pt_agg__record(r->all.agg, &copy);
 		copy.fid = fid;
 	}
@@ -141,6 +144,8 @@ void pt_run__on_step(void *ctx, const struct pt_step *s)
 	struct run *r = p->run;
 
 	pt_stepvals__step(&p->v.sv, s);
+	pt_ovh__step(p->v.ovh, s);
+	pt_run__metrics_step(p, s);
 	if (r->trace) {
 		trace_thread(p, s->tid);
 		pt_trace__step(r->trace, s);
@@ -159,6 +164,7 @@ void pt_run__on_merged_step(void *ctx, const struct pt_step *s)
 	struct run *r = ctx;
 
 	pt_stepvals__step(&r->all.sv, s);
+	pt_ovh__step(r->all.ovh, s);
 	if (r->all.runs)
 		pt_bursts__step(r->all.runs, s);
 }
@@ -167,11 +173,19 @@ int pt_run__on_gpu_rec(void *ctx, const struct pt_gpu_rec *g)
 {
 	struct proc *p = ctx;
 	struct run *r = p->run;
+	struct pt_gpu_rec host;
 
+	if (p->nst && g->kind == PT_GPU_API) {
+		/* the thread as BPF sees it (0 when unknown: in no step) */
+		host = *g;
+		host.api.tid = pt_nstid__host_tid(p->nst, g->api.tid, pt_now_ns(CLOCK_MONOTONIC));
+		host.api.pid = (uint32_t)p->tracee.pid;
+		g = &host;
+	}
 	if (pt_gpu__record(p->gpu, g))
 		p->gpu_oom = true;
 	if (r->trace) {
-		if (g->kind == PT_GPU_API)
+		if (g->kind == PT_GPU_API && g->api.tid)
 			trace_thread(p, g->api.tid);
 		pt_trace__gpu(r->trace, g, (uint32_t)p->tracee.pid);
 	}

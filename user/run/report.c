@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "run.h"
 #include <cjson/cJSON.h>
@@ -378,6 +379,14 @@ static void fill_agent(const struct proc *p, struct pt_report_python *pyrep)
 	pyrep->agent.hooked = p->agent_narm;
 	pyrep->agent.scans = in->scans;
 	pyrep->agent.scan_ms = (double)in->scan_ns / 1e6;
+	if (p->injected) {
+		pyrep->agent.injected = true;
+		pyrep->agent.inject_tid = p->inject.tid;
+		pyrep->agent.inject_syscall = p->inject.syscall;
+		pyrep->agent.inject_pause_ms = p->inject.pause_ms;
+		pyrep->agent.inject_wait_ms = p->inject.wait_ms;
+		pyrep->agent.inject_call_ms = p->inject.call_ms;
+	}
 	if (in->conflict || in->hook_lost)
 		pyrep->agent.problem = in->conflict_text[0] ? in->conflict_text
 							    : "its frame evaluator was replaced";
@@ -518,6 +527,7 @@ static int doc_functions(const struct docsrc *d, struct docbuf *b, size_t nunres
 			row->probe = sp->text;
 			row->object = f->object;
 			row->symbol = f->symbol;
+			row->mangled = f->mangled;
 			row->aliases = (const char *const *)f->aliases;
 			row->naliases = f->naliases;
 			row->file_offset = f->file_off;
@@ -746,6 +756,29 @@ static void doc_trace(const struct docsrc *d, struct docbuf *b)
 	b->rep.meta.trace = &b->trace_rep;
 }
 
+/* gpu.pid_namespace: how CUPTI's thread ids were mapped to the host's
+ * (docs/summary.md). NULL stays NULL; out of memory leaves it out. */
+static cJSON *add_pid_namespace(const struct docsrc *d, cJSON *doc)
+{
+	const char *why;
+	struct proc *gp = gpu_proc(d, &why);
+	struct pt_nstid_stats st;
+	cJSON *g = doc ? cJSON_GetObjectItemCaseSensitive(doc, "gpu") : NULL, *o;
+
+	if (!g || !gp || !cJSON_GetObjectItemCaseSensitive(g, "kernels"))
+		return doc;
+	pt_nstid__stats(gp->nst, &st);
+	o = cJSON_AddObjectToObject(g, "pid_namespace");
+	if (!o)
+		return doc;
+	cJSON_AddBoolToObject(o, "other", gp->nst != NULL);
+	cJSON_AddNumberToObject(o, "ns_pid", gp->nst ? st.ns_pid : gp->tracee.pid);
+	cJSON_AddNumberToObject(o, "threads_mapped", (double)st.threads);
+	cJSON_AddNumberToObject(o, "api_records_mapped", (double)st.translated);
+	cJSON_AddNumberToObject(o, "api_records_unmapped", (double)st.unmapped);
+	return doc;
+}
+
 /*
  * The summary document of one view: a process's (d->p) or the merged
  * one, a section at a time. NULL on allocation failure.
@@ -755,6 +788,7 @@ static cJSON *build_doc(const struct docsrc *d, struct docbuf *b)
 	const struct run *r = d->r;
 	struct pt_counters c = { 0 };
 	size_t nunres = 0;
+	cJSON *doc;
 
 	if (r->att)
 		pt_attach__counters(r->att, &c);
@@ -766,7 +800,25 @@ static cJSON *build_doc(const struct docsrc *d, struct docbuf *b)
 	doc_gpu(d, b);
 	doc_health(d, b, &c, nunres);
 	doc_trace(d, b);
-	return pt_summary__build(&b->rep);
+	doc = add_pid_namespace(d, pt_summary__build(&b->rep));
+	if (doc) {
+		cJSON *meta = cJSON_GetObjectItem(doc, "meta");
+		char host[256];
+
+		/* for `proftrace merge` of several hosts' runs */
+		if (meta && !gethostname(host, sizeof(host))) {
+			host[sizeof(host) - 1] = '\0';
+			cJSON_AddStringToObject(meta, "host", host);
+		}
+		if (meta && d->p && !cJSON_GetObjectItem(meta, "rank")) {
+			if (d->p->rank >= 0)
+				cJSON_AddNumberToObject(meta, "rank", d->p->rank);
+			else
+				cJSON_AddNullToObject(meta, "rank");
+		}
+		pt_run__overhead_doc(r, d->v, &b->rep, doc);
+	}
+	return doc;
 }
 
 /* The skew of step times across the processes with steps. */
@@ -949,6 +1001,21 @@ static int write_somewhere(struct run *r, const struct pt_outputs *o)
 	pt_outdir__close(fb);
 	/* written, but not where asked: not a success */
 	return e ? e : -EIO;
+}
+
+cJSON *pt_run__view_doc(struct run *r, struct proc *p, struct view *v)
+{
+	struct docbuf b = { 0 };
+	struct docsrc d = { .r = r, .v = v, .p = p };
+	cJSON *doc;
+
+	d.fr = proc_frefs(p, &d.nfr);
+	if (!d.fr)
+		return NULL;
+	doc = build_doc(&d, &b);
+	docbuf_free(&b);
+	free(d.fr);
+	return doc;
 }
 
 int pt_run__write_outputs(struct run *r)

@@ -242,6 +242,21 @@ int pt_run__attach(struct run *r)
 		if (!r->trace)
 			return -ENOMEM;
 	}
+	/* before any function is declared (pt_run__start_proc): each is
+	 * given its cost; after the processes were found, so a wrong pid
+	 * is said at once */
+	pt_calib__get(&r->calib, NULL);
+	for (size_t i = 0; i < r->nprocs; i++) {
+		/* the agent's cost, on the first such process's interpreter */
+		char exe[64];
+
+		if (!r->procs[i]->have_py || !r->want_py ||
+		    (r->cfg.python_mode != PT_PYMODE_AUTO && r->cfg.python_mode != PT_PYMODE_AGENT))
+			continue;
+		snprintf(exe, sizeof(exe), "/proc/%d/exe", r->procs[i]->tracee.pid);
+		pt_calib__python(&r->calib, exe, r->procs[i]->tracee.exe);
+		break;
+	}
 	e = open_bpf(r);
 	if (!e && r->py0 && r->cfg.sample_hz) {
 		/* Loaded before the clock starts: verifying the stack walker
@@ -259,6 +274,11 @@ int pt_run__attach(struct run *r)
 	r->ep = epoll_create1(EPOLL_CLOEXEC);
 	if (r->ep < 0)
 		return -errno;
+	if (r->env.metrics) {
+		e = pt_run__metrics_open(r);
+		if (e)
+			return e;
+	}
 	r->t0_mono = pt_now_ns(CLOCK_MONOTONIC);
 	r->t0_unix = pt_now_ns(CLOCK_REALTIME);
 	if (r->smp) {
@@ -282,6 +302,7 @@ int pt_run__report(struct run *r)
 
 void pt_run__free(struct run *r)
 {
+	pt_run__metrics_free(r);
 	pt_sampler__free(r->smp);
 	pt_attach__free(r->att);
 	for (size_t i = 0; i < r->nprocs; i++)

@@ -23,14 +23,21 @@
 
 #include "aggregate/agg.h"
 #include "attach/attach.h"
+#include "attach/inject.h"
 #include "config/config.h"
 #include "aggregate/gpu.h"
 #include "gpu/gpuring.h"
+#include "gpu/nstid.h"
 #include "python/pycode.h"
 #include "python/pyprobe.h"
 #include "sample/pysym.h"
 #include "python/python.h"
 #include "python/agent.h"
+#include <cjson/cJSON.h>
+
+#include "aggregate/overhead.h"
+#include "report/summary.h"
+#include "calib.h"
 #include "attach/resolve.h"
 #include "aggregate/bursts.h"
 #include "sample/sampler.h"
@@ -75,6 +82,7 @@ struct view {
 	struct pt_stepvals sv;
 	struct pt_bursts *runs;
 	struct pt_stacks *stk; /* NULL: not sampled */
+	struct pt_ovh *ovh;    /* the probes' cost in its intervals */
 };
 
 /* A type whose attribute location was not found yet: asked again at. */
@@ -123,16 +131,21 @@ struct proc {
 	char *agent_why;      /* why there is none, for the report (owned) */
 	uint32_t agent_narm;  /* code objects it was asked to hook */
 	bool agent_active, agent_warned, agent_lost_said;
-	const char *agent_loaded_by; /* "environment" (at start), "pep768", "inject" */
+	const char *agent_loaded_by; /* "environment" (at start), "pep768", "inject",
+				      * "earlier" (by an earlier proftrace) */
+	bool inject_tried, inject_failed, injected; /* --inject: asked, refused, done */
+	struct pt_inject_result inject;  /* what loading it cost (injected) */
 	uint64_t pep768_asked;       /* when proftrace asked through PEP 768, 0: never */
 	char pep768_dir[48];         /* its script's folder, "" once removed */
 	struct pt_agent_info agent_last; /* its segment at the end */
 
 	struct view v;
+	struct view *wv; /* --interval: the figures of the current window */
 	struct pt_skew_steps steps; /* counted steps, for the skew across processes */
 
 	/* the GPU stream (CUPTI shim) */
 	struct pt_gpuring *gr;
+	struct pt_nstid *nst; /* CUPTI's thread ids -> host ones, when in another PID namespace */
 	struct pt_gpu *gpu;
 	bool gpu_attached;
 	bool gpu_oom; /* a GPU record, step or bucket call could not be kept */
@@ -210,10 +223,15 @@ struct run {
 	struct pt_outdir *out; /* the output folder, opened before attaching */
 
 	uint8_t *attr_warned; /* per spec and expression: a missing attribute was said */
+
+	struct pt_calib calib; /* what a probe hit costs here (calib.h) */
+	struct pt_metrics *metrics; /* --metrics (metrics.c) */
+	uint64_t next_window;       /* --interval: when the next window ends */
+	unsigned int nwindows;
 };
 
 /* epoll tags; TAG_PID + i is process i's pidfd */
-enum { TAG_SIG = 1, TAG_TIMER, TAG_RING, TAG_PID = 16 };
+enum { TAG_SIG = 1, TAG_TIMER, TAG_RING, TAG_METRICS, TAG_PID = 16 };
 
 static inline double since_start_s(const struct run *r)
 {
@@ -295,8 +313,23 @@ bool pt_run__traced(const struct run *r, int pid);
 int pt_run__agent_start(struct proc *p, char *err, size_t errlen);
 void pt_run__agent_tick(struct proc *p, uint64_t now);
 void pt_run__agent_stop(struct proc *p);
+/* Heartbeat every started process's agent (while another is being started). */
+void pt_run__agents_alive(struct run *r);
 /* Are its named calls timed through the agent right now? */
 bool pt_run__agent_ok(const struct proc *p);
+
+/* metrics.c: --metrics, Prometheus text exposition while attached */
+struct pt_metrics;
+int pt_run__metrics_open(struct run *r);
+void pt_run__metrics_step(struct proc *p, const struct pt_step *s);
+void pt_run__metrics_serve(struct run *r);
+void pt_run__metrics_free(struct run *r);
+
+/* overhead.c: what the probes cost, into a view's document */
+enum pt_site_kind pt_run__site_kind(const struct proc *p, const struct pt_func *f);
+int pt_run__declare_cost(struct proc *p, const struct pt_func *f, struct pt_ovh *o, uint32_t fid);
+void pt_run__overhead_doc(const struct run *r, const struct view *v, const struct pt_report *rep,
+			  cJSON *doc);
 
 /* report.c */
 void pt_run__print_dry_run(const struct run *r);
@@ -304,5 +337,13 @@ void pt_run__print_dry_run(const struct run *r);
  * when it cannot be created or written. */
 int pt_run__open_output(struct run *r);
 int pt_run__write_outputs(struct run *r);
+/* The summary document of process p from view v (window.c). */
+cJSON *pt_run__view_doc(struct run *r, struct proc *p, struct view *v);
+
+/* window.c: --interval, a summary of each window of SEC seconds */
+int pt_run__window_open(struct proc *p);
+int pt_run__window_declare(struct proc *p, const struct pt_func *f);
+void pt_run__window_record(struct proc *p, const struct pt_rec *rec);
+void pt_run__window_tick(struct run *r, uint64_t now);
 
 #endif

@@ -46,12 +46,14 @@ int pt_run__declare_func(struct proc *p, size_t i)
 	struct run *r = p->run;
 	int64_t m;
 
-	if (pt_agg__set_func(p->v.agg, (uint32_t)f->fid, f->is_step, f->bucket_mask))
+	if (pt_agg__set_func(p->v.agg, (uint32_t)f->fid, f->is_step, f->bucket_mask) ||
+	    pt_run__declare_cost(p, f, p->v.ovh, (uint32_t)f->fid) ||
+	    pt_run__window_declare(p, f))
 		return -ENOMEM;
 	if (!r->multi)
 		return 0;
 	m = merged_fid(r, p, f);
-	if (m < 0)
+	if (m < 0 || pt_run__declare_cost(p, f, r->all.ovh, (uint32_t)m))
 		return -ENOMEM;
 	p->mfid[i] = (uint32_t)m;
 	return 0;
@@ -88,6 +90,7 @@ int pt_run__new_view(struct run *r, struct view *v,
 		     void (*step_cb)(void *ctx, const struct pt_step *s), void *ctx)
 {
 	struct pt_agg_opts o = { 0 };
+	struct pt_ovh_opts oo = { .nbuckets = r->cfg.nbuckets, .step_mode = r->cfg.step_mode };
 
 	o.nbuckets = r->cfg.nbuckets;
 	o.step_mode = r->cfg.step_mode;
@@ -99,12 +102,14 @@ int pt_run__new_view(struct run *r, struct view *v,
 	v->agg = pt_agg__new(&o);
 	v->runs = pt_bursts__new(r->cfg.nbuckets, (uint64_t)r->cfg.run_gap_ms * 1000000,
 			       r->cfg.warmup_runs);
-	return v->agg && v->runs ? 0 : -ENOMEM;
+	v->ovh = pt_ovh__new(&oo);
+	return v->agg && v->runs && v->ovh ? 0 : -ENOMEM;
 }
 
 void pt_run__free_view(struct view *v)
 {
 	pt_agg__free(v->agg);
+	pt_ovh__free(v->ovh);
 	pt_bursts__free(v->runs);
 	pt_stacks__free(v->stk);
 	pt_stepvals__free(&v->sv);

@@ -2,6 +2,7 @@
 #include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,32 +30,53 @@ int pt_tasks__each(int pid, int (*fn)(void *ctx, int tid), void *ctx)
 	return ret;
 }
 
+int pt_tasks__parse_nspid(FILE *f, int *outer, int *inner, uint32_t *depth)
+{
+	char line[512];
+
+	while (fgets(line, sizeof(line), f)) {
+		char *p = line + 6, *end;
+		uint32_t n = 0;
+		long v;
+
+		if (strncmp(line, "NSpid:", 6))
+			continue;
+		for (;;) {
+			errno = 0;
+			v = strtol(p, &end, 10);
+			if (end == p)
+				break;
+			if (errno || v <= 0 || v > INT_MAX)
+				return -EINVAL;
+			if (!n)
+				*outer = (int)v;
+			*inner = (int)v;
+			n++;
+			p = end;
+		}
+		while (*p == ' ' || *p == '\t')
+			p++;
+		if (!n || (*p && *p != '\n'))
+			return -EINVAL;
+		*depth = n;
+		return 0;
+	}
+	return -ENODATA;
+}
+
 int pt_tasks__ns_pid(int pid)
 {
-	char path[64], line[256];
-	int ns = pid;
+	char path[64];
+	int outer, ns = pid;
+	uint32_t depth;
 	FILE *f;
 
 	snprintf(path, sizeof(path), "/proc/%d/status", pid);
 	f = fopen(path, "re");
 	if (!f)
 		return pid;
-	while (fgets(line, sizeof(line), f)) {
-		char *p = line + 6, *end;
-		long v;
-
-		if (strncmp(line, "NSpid:", 6))
-			continue;
-		for (;;) {
-			v = strtol(p, &end, 10);
-			if (end == p)
-				break;
-			if (v > 0 && v <= 0x7fffffff)
-				ns = (int)v;
-			p = end;
-		}
-		break;
-	}
+	if (pt_tasks__parse_nspid(f, &outer, &ns, &depth))
+		ns = pid;
 	fclose(f);
 	return ns;
 }

@@ -16,6 +16,7 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/mman.h>
+#include <sys/mount.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include <cmocka.h>
@@ -745,22 +746,26 @@ static void test_open_by_pid(void **state)
 	unlink(path);
 }
 
-/* A target in its own PID namespace (a container) names its segment by
+/*
+ * A target in its own PID namespace (a container) names its segment by
  * the pid it sees (1 here); the reader finds it through /proc/PID/root and
- * the last NSpid field. Needs CAP_SYS_ADMIN: skipped without. */
+ * the last NSpid field. The target also gets a mount namespace with a
+ * /dev/shm of its own, as a container has: its proftrace-1 is private, so
+ * runs side by side (other checkouts, a victim under unshare) cannot
+ * collide on the name, and only /proc/PID/root can find it. Its pid
+ * comes on one pipe and "ready" on another: on a shared pipe the
+ * target's byte could come first and be read as part of the pid. Needs
+ * CAP_SYS_ADMIN: skipped without.
+ */
 static void test_open_pid_namespace(void **state)
 {
-	int up[2], ready[2], down[2], status, ret;
+	int pidp[2], ready[2], down[2], status, ret;
 	struct pt_gpuring_info in;
 	struct pt_gpuring *r;
 	char err[512], c;
 	pid_t child, target = 0;
 
-	if (!access(PTGPU_SHM_PREFIX "1", F_OK))
-		skip(); /* a real pid-1 segment: leave it alone */
-	/* one pipe per message: the grandchild's "ready" may come before
-	 * the child's pid, and must not be read as part of it */
-	assert_int_equal(pipe(up), 0);
+	assert_int_equal(pipe(pidp), 0);
 	assert_int_equal(pipe(ready), 0);
 	assert_int_equal(pipe(down), 0);
 	child = fork();
@@ -768,11 +773,12 @@ static void test_open_pid_namespace(void **state)
 	if (!child) {
 		pid_t gc;
 
-		/* only the parent writes down: EOF there when it gives up */
-		close(down[1]);
-		close(up[0]);
+		close(pidp[0]);
 		close(ready[0]);
-		if (unshare(CLONE_NEWPID))
+		close(down[1]);
+		if (unshare(CLONE_NEWPID | CLONE_NEWNS) ||
+		    mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) ||
+		    mount("pt-test-shm", "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV, "size=8m"))
 			_exit(77);
 		gc = fork();
 		if (gc < 0)
@@ -786,6 +792,7 @@ static void test_open_pid_namespace(void **state)
 			void *mem;
 			int fd;
 
+			close(pidp[1]);
 			/* pid 1 in the new namespace */
 			fd = open(PTGPU_SHM_PREFIX "1", O_RDWR | O_CREAT | O_EXCL, 0600);
 			if (fd < 0 || ftruncate(fd, (off_t)len) || flock(fd, LOCK_EX))
@@ -794,22 +801,26 @@ static void test_open_pid_namespace(void **state)
 			if (mem == MAP_FAILED || ptg_ring__init(&w, mem, len, &p))
 				_exit(3);
 			c = 'r';
-			fd = write(ready[1], &c, 1) == 1 && read(down[0], &c, 1) == 1;
-			unlink(PTGPU_SHM_PREFIX "1"); /* whatever happened: none left behind */
-			_exit(fd ? 0 : 4);
+			if (write(ready[1], &c, 1) != 1 || read(down[0], &c, 1) != 1)
+				_exit(4);
+			_exit(0); /* its tmpfs goes with its namespace */
 		}
+		close(ready[1]);
 		/* Our fork() saw the grandchild's pid in our namespace. */
-		if (write(up[1], &gc, sizeof(gc)) != sizeof(gc))
+		if (write(pidp[1], &gc, sizeof(gc)) != sizeof(gc))
 			_exit(5);
+		close(pidp[1]);
 		_exit(waitpid(gc, &status, 0) == gc && WIFEXITED(status) ? WEXITSTATUS(status) : 6);
 	}
-	close(up[1]);
+	close(pidp[1]);
 	close(ready[1]);
 	close(down[0]);
-	if (read(up[0], &target, sizeof(target)) != sizeof(target) ||
+	if (read(pidp[0], &target, sizeof(target)) != sizeof(target) ||
 	    read(ready[0], &c, 1) != 1) {
-		close(down[1]); /* a grandchild waiting for us reads EOF and ends */
+		close(down[1]);
 		waitpid(child, &status, 0);
+		close(pidp[0]);
+		close(ready[0]);
 		if (WIFEXITED(status) && WEXITSTATUS(status) == 77)
 			skip();
 		fail_msg("child: status %d", status);
@@ -822,7 +833,7 @@ static void test_open_pid_namespace(void **state)
 	c = 'g';
 	assert_int_equal(write(down[1], &c, 1), 1);
 	assert_int_equal(waitpid(child, &status, 0), child);
-	close(up[0]);
+	close(pidp[0]);
 	close(ready[0]);
 	close(down[1]);
 	if (ret)

@@ -219,6 +219,37 @@ static void test_python_rows(void **state)
 	cJSON_Delete(doc);
 }
 
+/* The agent loaded with --inject: the header says what it cost. */
+static void test_python_injected(void **state)
+{
+	cJSON *doc = load_fixture("full.json");
+	cJSON *meta = cJSON_GetObjectItemCaseSensitive(doc, "meta");
+	cJSON *py = cJSON_CreateObject(), *agent = cJSON_CreateObject();
+	cJSON *inj = cJSON_CreateObject();
+	char *md;
+
+	cJSON_AddStringToObject(py, "version", "3.11.2");
+	cJSON_AddStringToObject(py, "path", "/usr/bin/python3.11");
+	cJSON_AddStringToObject(py, "mechanism", "agent");
+	cJSON_AddFalseToObject(py, "perf_trampoline");
+	cJSON_AddStringToObject(py, "timing", "exact");
+	cJSON_AddStringToObject(py, "why", "the agent hooked the named code objects");
+	cJSON_AddStringToObject(agent, "loaded_by", "inject");
+	cJSON_AddNumberToObject(inj, "pause_ms", 1.234);
+	cJSON_AddNumberToObject(inj, "tid", 4242);
+	cJSON_AddStringToObject(inj, "syscall", "read");
+	cJSON_AddItemToObject(agent, "inject", inj);
+	cJSON_AddItemToObject(py, "agent", agent);
+	cJSON_AddItemToObject(meta, "python", py);
+	md = render(doc);
+	assert_line(md, "Python 3.11.2 (`/usr/bin/python3.11`) · mechanism agent · perf trampoline "
+			"off · py: function timing **exact**: the agent hooked the named code "
+			"objects. The agent was loaded at attach (`--inject`): thread 4242, waiting "
+			"in `read`, was held 1.23 ms for it.");
+	free(md);
+	cJSON_Delete(doc);
+}
+
 static void test_full_health(void **state)
 {
 	cJSON *doc = load_fixture("full.json");
@@ -1167,6 +1198,7 @@ int main(void)
 		cmocka_unit_test(test_share_note_only_above_100),
 		cmocka_unit_test(test_full_functions),
 		cmocka_unit_test(test_python_rows),
+		cmocka_unit_test(test_python_injected),
 		cmocka_unit_test(test_full_health),
 		cmocka_unit_test(test_no_dropped_no_warning),
 		cmocka_unit_test(test_zero_steps),

@@ -311,7 +311,7 @@ static void test_key_order(void **state)
 	CHECK_KEYS(nth(item(d, "buckets"), 0), "name", "domain", "calls", "total_ms",
 		   "avg_ms_per_step", "share", "mean_ms", "p50_ms", "p90_ms", "p99_ms",
 		   "max_ms");
-	CHECK_KEYS(nth(item(d, "functions"), 0), "probe", "kind", "object", "symbol", "line",
+	CHECK_KEYS(nth(item(d, "functions"), 0), "probe", "kind", "object", "symbol", "mangled", "line",
 		   "timing", "aliases",
 		   "file_offset", "probe_skip", "probe_insn", "attached", "attached_after_s",
 		   "reason", "dlopen_window_ms", "calls", "total_ms", "mean_ms", "p50_ms", "p90_ms", "p99_ms",
@@ -472,6 +472,7 @@ static void test_functions(void **state)
 	check_str(f, "probe", "native:exe:engine_step");
 	check_str(f, "object", "/opt/llm/bin/llm");
 	check_str(f, "symbol", "engine_step");
+	check_null(f, "mangled"); /* not C++ */
 	assert_int_equal(cJSON_GetArraySize(item(f, "aliases")), 0);
 	check_num(f, "file_offset", 0x1234);
 	check_num(f, "probe_skip", 4);
@@ -1307,14 +1308,15 @@ static void test_write_errors(void **state)
 static void test_emitters(void **state)
 {
 	static const char *const names[] = { "summary.json", "report.md", "lines.txt",
-					     "stacks.folded", "flame.svg", "trace.json" };
+					     "stacks.folded", "flame.svg", "trace.json",
+					     "profile.pb.gz" };
 	struct fixture *fx = *state;
 	struct pt_outputs o = { .doc = fx->doc };
 	struct pt_flame *fl = pt_flame__new();
 	struct pt_trace *tr = pt_trace__new(10, 1);
 	size_t wanted = 0;
 
-	assert_int_equal(pt_nemitters, 6);
+	assert_int_equal(pt_nemitters, 7);
 	for (size_t i = 0; i < pt_nemitters; i++) {
 		assert_string_equal(pt_emitters[i].filename, names[i]);
 		assert_non_null(pt_emitters[i].write);
@@ -1328,6 +1330,7 @@ static void test_emitters(void **state)
 	o.trace = tr;
 	assert_true(pt_emitters[3].wanted(&o) && pt_emitters[4].wanted(&o));
 	assert_true(pt_emitters[5].wanted(&o));
+	assert_true(pt_emitters[6].wanted(&o)); /* pprof: with the samples */
 	pt_flame__free(fl);
 	pt_trace__free(tr);
 }

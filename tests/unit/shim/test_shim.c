@@ -1130,6 +1130,35 @@ static void test_injection_name_in_use(void **state)
 	assert_int_equal(WEXITSTATUS(status), 0);
 }
 
+/* The constructor's decision when the shim is loaded late (dlopen into a
+ * running process): only in a CUDA process, never when the driver will
+ * call InitializeInjection (CUDA_INJECTION64_PATH names the shim, by
+ * path or through a link). */
+static void test_late_wanted(void **state)
+{
+	char dir[] = "/tmp/pt-shim-XXXXXX", lib[64], link[64];
+	int fd;
+
+	assert_false(ptg_inject__late_wanted(NULL, "/x/libproftrace_cupti.so", false));
+	assert_true(ptg_inject__late_wanted(NULL, "/x/libproftrace_cupti.so", true));
+	assert_true(ptg_inject__late_wanted("", "/x/libproftrace_cupti.so", true));
+	assert_true(ptg_inject__late_wanted("/usr/lib/nsys.so", "/x/libproftrace_cupti.so", true));
+	assert_false(ptg_inject__late_wanted("/x/libproftrace_cupti.so", "/x/libproftrace_cupti.so",
+					     true));
+	assert_true(ptg_inject__late_wanted("/x/libproftrace_cupti.so", NULL, true));
+	assert_non_null(mkdtemp(dir));
+	snprintf(lib, sizeof(lib), "%s/lib.so", dir);
+	snprintf(link, sizeof(link), "%s/link.so", dir);
+	fd = open(lib, O_CREAT | O_WRONLY, 0600);
+	assert_true(fd >= 0);
+	close(fd);
+	assert_int_equal(symlink(lib, link), 0);
+	assert_false(ptg_inject__late_wanted(link, lib, true));
+	unlink(link);
+	unlink(lib);
+	rmdir(dir);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1144,6 +1173,7 @@ int main(void)
 		cmocka_unit_test(test_init_failures),
 		cmocka_unit_test(test_injection_segment),
 		cmocka_unit_test(test_injection_name_in_use),
+		cmocka_unit_test(test_late_wanted),
 	};
 
 	return cmocka_run_group_tests_name("shim", tests, NULL, NULL);

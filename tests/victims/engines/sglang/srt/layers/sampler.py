@@ -1,8 +1,10 @@
 # SPDX-License-Identifier: BSD-2-Clause
 """Fake sglang.srt.layers.sampler: Sampler.forward (an nn.Module in SGLang)."""
-from _fake import spin
+from _fake import inside, spin, timed
 
 
 class Sampler:
+    @timed
     def forward(self, logits_output, sampling_info):
-        spin(10)
+        with inside():
+            spin(250)

@@ -1,63 +1,120 @@
 # SPDX-License-Identifier: BSD-2-Clause
-"""Fake sglang.srt.managers.scheduler: the Scheduler event loops.
+"""Fake sglang.srt.managers.scheduler: the scheduler process of one
+tensor-parallel rank ("sglang::scheduler_TP<n>"), which also runs the model.
 
-event_loop_normal: recv -> process input -> get_next_batch_to_run ->
-run_batch -> process_batch_result; event_loop_overlap processes the
-result of the previous batch after launching the next, as SGLang does.
+Each turn of an event loop, as python/sglang/srt/managers/scheduler.py:
+receive requests (request_receiver.recv_requests; Scheduler.recv_requests
+before May 2026), process_input_requests, get_next_batch_to_run; with a
+batch run_batch (TpModelWorker.forward_batch_generation) and
+process_batch_result (with the overlap scheduler, that of the previous
+batch, after launching this one; it waits for the GPU copy:
+hook("sync")); without one on_idle (idle housekeeping and the sleep until
+the next request). Rank 0 sends each result to the detokenizer process.
+The loops run one after the other here, so that each has code to match:
+event_loop_normal, event_loop_overlap, the pipeline-parallel and the
+disaggregated prefill and decode loops of the mixins.
 """
-from _fake import hook, spin
+import os
+
+import _fake
+from _fake import hook, inside, spin, timed
+from sglang.srt.disaggregation.decode import SchedulerDisaggregationDecodeMixin
+from sglang.srt.disaggregation.prefill import SchedulerDisaggregationPrefillMixin
 from sglang.srt.managers.scheduler_components.request_receiver import (
     SchedulerRequestReceiver,
 )
-from sglang.srt.model_executor.forward_batch_info import ForwardBatch
-from sglang.srt.model_executor.model_runner import ModelRunner
+from sglang.srt.managers.scheduler_pp_mixin import SchedulerPPMixin
+from sglang.srt.managers.tp_worker import TpModelWorker
+
+IDLE_EVERY = 6  # every 6th turn finds no batch
 
 
-class Scheduler:
-    def __init__(self, batches):
+class Scheduler(SchedulerDisaggregationDecodeMixin, SchedulerDisaggregationPrefillMixin,
+                SchedulerPPMixin):
+    def __init__(self, rank, parent):
+        self.rank = rank
+        self.parent = parent
         self.request_receiver = SchedulerRequestReceiver()
-        self.model_runner = ModelRunner()
-        self.remaining = batches
+        self.model_worker = TpModelWorker()
+        self.turns = 0
+        self.last = None
 
+    @timed
     def recv_requests(self):
-        spin(5)
-        return []
+        with inside():
+            spin(200)
+            return []
 
+    @timed
     def process_input_requests(self, recv_reqs):
-        spin(10)
+        with inside():
+            spin(200)
 
-    def _recv(self):
-        reqs = self.request_receiver.recv_requests() + self.recv_requests()
-        self.process_input_requests(reqs)
-
+    @timed
     def get_next_batch_to_run(self):
-        spin(30)
-        self.remaining -= 1
-        return {}
+        with inside():
+            spin(300)
+            self.turns += 1
+            return None if self.turns % IDLE_EVERY == 0 else {"turn": self.turns}
 
+    @timed
     def run_batch(self, batch):
-        fb = ForwardBatch.init_new(batch, self.model_runner)
-        logits = self.model_runner.forward(fb)
-        return self.model_runner.sample(logits, fb)
+        with inside():
+            return self.model_worker.forward_batch_generation(batch)
 
+    @timed
     def process_batch_result(self, batch, result):
-        hook("sync")
-        spin(20)
+        with inside():
+            hook("sync")
+            spin(250)
+            if self.rank == 0:
+                self.parent.send({"out": batch["turn"]})
+
+    @timed
+    def on_idle(self):
+        with inside():
+            spin(1500)
+
+    def _turn(self, overlap):
+        """One turn with a batch (idle turns first, as they come)."""
+        while True:
+            recv_reqs = self.request_receiver.recv_requests() + self.recv_requests()
+            self.process_input_requests(recv_reqs)
+            batch = self.get_next_batch_to_run()
+            if batch is not None:
+                break
+            self._drain()
+            self.on_idle()
+        result = self.run_batch(batch)
+        if not overlap:
+            self.process_batch_result(batch, result)
+            return
+        self._drain()
+        self.last = (batch, result)
+
+    def _drain(self):
+        if self.last is not None:
+            self.process_batch_result(*self.last)
+            self.last = None
 
     def event_loop_normal(self, batches):
         for _ in range(batches):
-            self._recv()
-            batch = self.get_next_batch_to_run()
-            result = self.run_batch(batch)
-            self.process_batch_result(batch, result)
+            self._turn(overlap=False)
 
     def event_loop_overlap(self, batches):
-        last = None
         for _ in range(batches):
-            self._recv()
-            batch = self.get_next_batch_to_run()
-            result = self.run_batch(batch)
-            if last is not None:
-                self.process_batch_result(*last)
-            last = (batch, result)
-        self.process_batch_result(*last)
+            self._turn(overlap=True)
+        self._drain()
+
+
+def run_scheduler_process(args, parent):
+    scheduler = Scheduler(args.rank, parent)
+    parent.send({"ready": [os.getpid()]})
+    parent.recv()  # go
+    each = args.steps // 5
+    scheduler.event_loop_normal(args.steps - 4 * each)
+    scheduler.event_loop_overlap(each)
+    scheduler.event_loop_pp(each)
+    scheduler.event_loop_normal_disagg_prefill(each)
+    scheduler.event_loop_overlap_disagg_decode(each)
+    parent.send({"truth": [_fake.truth("scheduler", args.rank)]})

@@ -1,8 +1,10 @@
 # SPDX-License-Identifier: BSD-2-Clause
 """Fake vllm.v1.sample.sampler: Sampler.forward (an nn.Module in vLLM)."""
-from _fake import spin
+from _fake import inside, spin, timed
 
 
 class Sampler:
+    @timed
     def forward(self, logits, sampling_metadata):
-        spin(10)
+        with inside():
+            spin(250)

@@ -1,11 +1,15 @@
 # SPDX-License-Identifier: BSD-2-Clause
 """Fake tensorrt_llm._torch.pyexecutor.resource_manager.base (package layout)."""
-from _fake import spin
+from _fake import inside, spin, timed
 
 
 class ResourceManager:
+    @timed
     def prepare_resources(self, scheduled_batch):
-        spin(10)
+        with inside():
+            spin(250)
 
+    @timed
     def update_resources(self, scheduled_batch):
-        spin(5)
+        with inside():
+            spin(200)

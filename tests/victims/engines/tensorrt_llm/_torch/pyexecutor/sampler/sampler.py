@@ -1,12 +1,16 @@
 # SPDX-License-Identifier: BSD-2-Clause
 """Fake tensorrt_llm._torch.pyexecutor.sampler.sampler (2026 package layout)."""
-from _fake import spin
+from _fake import inside, spin, timed
 
 
 class TorchSampler:
+    @timed
     def sample_async(self, scheduled_requests, model_outputs):
-        spin(10)
-        return {}
+        with inside():
+            spin(250)
+            return {}
 
+    @timed
     def update_requests(self, state):
-        spin(10)
+        with inside():
+            spin(250)

@@ -1,0 +1,133 @@
+# SPDX-License-Identifier: BSD-2-Clause
+"""--metrics: a real Prometheus server (Debian's `prometheus`) scrapes
+proftrace on 127.0.0.1 during a run; its HTTP API's values are checked
+against summary.json."""
+import json
+import os
+import shutil
+import socket
+import subprocess
+import tempfile
+import time
+import urllib.parse
+import urllib.request
+
+from harness import Skip, eq, proftrace, victim, write_conf
+
+CONF = """\
+step   native:exe:ovh_step
+bucket ovh.tiny  native:exe:ovh_tiny
+bucket ovh.phase native:exe:ovh_phase
+"""
+PROMETHEUS = shutil.which("prometheus") or "/usr/bin/prometheus"
+
+
+def free_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+def http(url, timeout=5):
+    with urllib.request.urlopen(url, timeout=timeout) as r:
+        return r.status, r.read().decode()
+
+
+def start_prometheus(tmp, target):
+    port = free_port()
+    cfg = os.path.join(tmp, "prometheus.yml")
+    with open(cfg, "w") as f:
+        f.write("global:\n  scrape_interval: 1s\n  scrape_timeout: 900ms\n"
+                "scrape_configs:\n  - job_name: proftrace\n    static_configs:\n"
+                "      - targets: ['%s']\n" % target)
+    p = subprocess.Popen([PROMETHEUS, "--config.file=" + cfg,
+                          "--storage.tsdb.path=" + os.path.join(tmp, "tsdb"),
+                          "--web.listen-address=127.0.0.1:%d" % port],
+                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    base = "http://127.0.0.1:%d" % port
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        try:
+            if http(base + "/-/ready")[0] == 200:
+                return p, base
+        except OSError:
+            pass
+        time.sleep(0.2)
+    p.kill()
+    raise AssertionError("prometheus did not get ready")
+
+
+def query(base, q):
+    _, body = http(base + "/api/v1/query?" + urllib.parse.urlencode({"query": q}))
+    d = json.loads(body)
+    assert d["status"] == "success", d
+    return d["data"]["result"]
+
+
+def test_prometheus_scrapes_proftrace():
+    if not os.access(PROMETHEUS, os.X_OK):
+        raise Skip("no prometheus (Debian: apt install prometheus)")
+    tmp = tempfile.mkdtemp(prefix="pt-it-")
+    mport = free_port()
+    prom, base = start_prometheus(tmp, "127.0.0.1:%d" % mport)
+    conf = write_conf(tmp, CONF)
+    out = os.path.join(tmp, "out")
+    v = victim("victim_overhead", "--steps", 2000, "--tiny", 2, "--linger", 3)
+    pt = None
+    try:
+        v.send("a\n")
+        v.wait_line("unattached done", timeout=60)
+        pt = proftrace(v.pid, conf, out, "--metrics", "127.0.0.1:%d" % mport)
+        pt.wait_line("proftrace: attached", "err", timeout=60)
+        # proftrace answers a scrape by itself too
+        status, text = http("http://127.0.0.1:%d/metrics" % mport)
+        eq(status, 200, "GET /metrics")
+        assert "# TYPE proftrace_step_seconds histogram" in text, text
+        v.send("b\n")
+        assert v.wait(120) == 0, "victim failed"
+        rc = pt.wait(60)
+        assert rc == 0, "proftrace exit %d:\n%s" % (rc, pt.rest("err"))
+        # scrapes after the last step saw the final figures
+        with open(os.path.join(out, "summary.json")) as f:
+            s = json.load(f)
+        lbl = '{pid="%d"}' % v.pid
+        steps = query(base, "last_over_time(proftrace_steps_total%s[5m])" % lbl)
+        eq(len(steps), 1, "one series")
+        m = steps[0]["metric"]
+        eq(m["comm"], "victim_overhead", "comm label")
+        eq(m["host"], socket.gethostname(), "host label")
+        assert "rank" not in m, "no rank label without RANK in its environment: %r" % m
+        eq(int(float(steps[0]["value"][1])), s["stats"]["steps"], "steps")
+        cnt = query(base, "last_over_time(proftrace_step_seconds_count%s[5m])" % lbl)
+        eq(int(float(cnt[0]["value"][1])), s["stats"]["steps"], "histogram count")
+        tot = query(base, "last_over_time(proftrace_step_seconds_sum%s[5m])" % lbl)
+        assert abs(float(tot[0]["value"][1]) - s["stats"]["time_ms"] / 1e3) < 1e-5, (tot, s["stats"])
+        inf = query(base, 'last_over_time(proftrace_step_seconds_bucket{pid="%d",le="+Inf"}[5m])'
+                    % v.pid)
+        eq(int(float(inf[0]["value"][1])), s["stats"]["steps"], "+Inf bucket")
+        # the median from the histogram's buckets brackets summary's p50
+        le = query(base, 'last_over_time(proftrace_step_seconds_bucket{pid="%d"}[5m])' % v.pid)
+        below = sorted((float(x["metric"]["le"]), float(x["value"][1])) for x in le)
+        half = s["stats"]["steps"] / 2
+        upper = next(b for b, n in below if n >= half)
+        assert s["stats"]["p50_ms"] / 1e3 <= upper, (below, s["stats"]["p50_ms"])
+        for b in s["buckets"]:
+            got = query(base, 'last_over_time(proftrace_bucket_seconds_total{pid="%d",bucket="%s"}'
+                        '[5m])' % (v.pid, b["name"]))
+            eq(len(got), 1, "bucket " + b["name"])
+            assert abs(float(got[0]["value"][1]) - b["total_ms"] / 1e3) < 1e-5, (got, b)
+        ov = query(base, "last_over_time(proftrace_probe_overhead_seconds_total%s[5m])" % lbl)
+        want = (s["stats"]["time_ms"] - s["stats"]["corrected_time_ms"]) / 1e3
+        assert abs(float(ov[0]["value"][1]) - want) < 1e-5, (ov, want)
+        drops = query(base, "last_over_time(proftrace_dropped_events_total[5m])")
+        eq(float(drops[0]["value"][1]), s["health"]["dropped_events"], "drops")
+        up = query(base, "max_over_time(up{job=\"proftrace\"}[5m])")
+        eq(up[0]["value"][1], "1", "scrapes succeeded")
+    finally:
+        v.kill()
+        if pt:
+            pt.kill()
+        prom.kill()
+        prom.wait()

@@ -1,0 +1,713 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * The calibration (calib.h): a helper process of this binary and a child
+ * proftrace that probes it, table-driven by site kind.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/utsname.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cjson/cJSON.h>
+
+#include "calib.h"
+#include "util/helpers.h"
+#include "util/log.h"
+#include "util/util.h"
+
+/*
+ * The functions probed, one per native site kind, in assembly so their
+ * first instruction is exactly the kind's (a compiler may start a function
+ * with anything). Global, so the child finds them in .symtab.
+ */
+__asm__(".text\n"
+	".globl pt_cal_push\n.type pt_cal_push,@function\n"
+	"pt_cal_push:\n\tpush %rbp\n\tmov %rsp,%rbp\n\tpop %rbp\n\tret\n"
+	".size pt_cal_push,.-pt_cal_push\n"
+	".globl pt_cal_nop5\n.type pt_cal_nop5,@function\n"
+	"pt_cal_nop5:\n\t.byte 0x0f,0x1f,0x44,0x00,0x00\n\tret\n"
+	".size pt_cal_nop5,.-pt_cal_nop5\n"
+	".globl pt_cal_sstep\n.type pt_cal_sstep,@function\n"
+	"pt_cal_sstep:\n\tsub $8,%rsp\n\tadd $8,%rsp\n\tret\n"
+	".size pt_cal_sstep,.-pt_cal_sstep\n");
+void pt_cal_push(void);
+void pt_cal_nop5(void);
+void pt_cal_sstep(void);
+
+#define CACHE_DIR "/run/proftrace"
+#define CACHE_FILE CACHE_DIR "/calibration.json"
+#define CACHE_MAX_AGE_S 3600
+/* Calls are timed in short chunks and the fastest chunk kept: on a
+ * loaded machine most long loops are preempted, a chunk of ~0.2 ms
+ * rarely is. */
+#define CHUNKS 100
+
+/* One row per site kind: how it is measured (a helper function and how
+ * many calls per round, cheap enough for ~50 ms), or the figure `make
+ * bench` measured on this machine kind when it cannot be. */
+static const struct site_row {
+	enum pt_site_kind kind;
+	const char *fn; /* NULL: not measured here */
+	void (*call)(void);
+	long calls; /* per chunk */
+	double def_pair_ns, def_self_ns;
+} site_rows[] = {
+	{ PT_SITE_EMULATED, "pt_cal_push", pt_cal_push, 20, 2000, 1000 },
+	{ PT_SITE_NOP5, "pt_cal_nop5", pt_cal_nop5, 20, 1000, 500 },
+	{ PT_SITE_SSTEP, "pt_cal_sstep", pt_cal_sstep, 10, 8000, 4000 },
+	/* measured on the target's interpreter (pt_calib__python); else
+	 * the bench agent section's ~0.7 us per named call on 3.12 */
+	{ PT_SITE_AGENT, NULL, NULL, 0, 700, 350 },
+	/* shared/notes/cpython.md: uprobe pair on _PyEval_EvalFrameDefault */
+	{ PT_SITE_FRAME, NULL, NULL, 0, 1300, 650 },
+	/* README: the BPF walker, ~1.8 us for a 6-frame Python stack */
+	{ PT_SITE_SAMPLE, NULL, NULL, 0, 1800, 0 },
+};
+#define NROWS (sizeof(site_rows) / sizeof(site_rows[0]))
+
+/* ---- the helper ---- */
+
+/*
+ * Each call follows GAP_NS of work, as calls do in a program (a probe hit
+ * right after another costs several times more here: the kernel's and
+ * the CPU's state of the last one is still busy); the gap is timed by the
+ * clock, so a slow call does not shorten it, and is taken out again.
+ */
+#define GAP_NS 5000
+
+static double loop_ns(void (*f)(void), long n)
+{
+	void (*volatile call)(void) = f;
+	uint64_t t0 = pt_now_ns(CLOCK_MONOTONIC), gap = 0;
+
+	for (long i = 0; i < n; i++) {
+		uint64_t g0 = pt_now_ns(CLOCK_MONOTONIC), g1;
+
+		while ((g1 = pt_now_ns(CLOCK_MONOTONIC)) - g0 < GAP_NS)
+			;
+		gap += g1 - g0;
+		call();
+	}
+	return (double)(pt_now_ns(CLOCK_MONOTONIC) - t0 - gap) / (double)n;
+}
+
+/* "ready PID"; then per line read ("a", "b"): one line of ns per call,
+ * the fastest of CHUNKS chunks per function; exits at EOF. */
+int pt_calib__helper_main(void)
+{
+	char line[16];
+
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	printf("ready %d\n", (int)getpid());
+	while (fgets(line, sizeof(line), stdin)) {
+		double best[NROWS];
+
+		for (size_t i = 0; i < NROWS; i++)
+			best[i] = 1e18;
+		for (int k = 0; k < CHUNKS; k++)
+			for (size_t i = 0; i < NROWS; i++) {
+				double v;
+
+				if (!site_rows[i].call)
+					continue;
+				v = loop_ns(site_rows[i].call, site_rows[i].calls);
+				if (v < best[i])
+					best[i] = v;
+			}
+		printf("%c", line[0]);
+		for (size_t i = 0; i < NROWS; i++)
+			printf(" %.3f", site_rows[i].call ? best[i] : 0.0);
+		printf("\n");
+	}
+	return 0;
+}
+
+/* ---- the cache ---- */
+
+static void boot_id(char *buf, size_t len)
+{
+	FILE *f = fopen("/proc/sys/kernel/random/boot_id", "r");
+
+	buf[0] = '\0';
+	if (f) {
+		if (fgets(buf, (int)len, f))
+			buf[strcspn(buf, "\n")] = '\0';
+		fclose(f);
+	}
+}
+
+static const char *self_exe = "/proc/self/exe";
+
+/* What the cost depends on: the kernel (and the machine: boot_id) and the
+ * BPF programs (proftrace's version), not the build of the rest. */
+static void exe_id(char *buf, size_t len)
+{
+	struct utsname u;
+
+	if (uname(&u))
+		snprintf(buf, len, "%s", PT_VERSION);
+	else
+		snprintf(buf, len, "%s %s", PT_VERSION, u.release);
+}
+
+static bool cache_read(struct pt_calib *c)
+{
+	char boot[64], exe[128], *text = NULL;
+	const cJSON *doc, *k;
+	size_t n = 0;
+	FILE *f = fopen(CACHE_FILE, "r");
+	bool ok = false;
+
+	if (!f)
+		return false;
+	text = malloc(16384);
+	if (text)
+		n = fread(text, 1, 16383, f);
+	fclose(f);
+	if (!text)
+		return false;
+	text[n] = '\0';
+	doc = cJSON_Parse(text);
+	free(text);
+	boot_id(boot, sizeof(boot));
+	exe_id(exe, sizeof(exe));
+	if (!doc || !cJSON_IsString(cJSON_GetObjectItem(doc, "boot_id")) ||
+	    strcmp(cJSON_GetObjectItem(doc, "boot_id")->valuestring, boot) ||
+	    !cJSON_IsString(cJSON_GetObjectItem(doc, "proftrace")) ||
+	    strcmp(cJSON_GetObjectItem(doc, "proftrace")->valuestring, exe) ||
+	    !cJSON_IsNumber(cJSON_GetObjectItem(doc, "time")) ||
+	    (double)time(NULL) - cJSON_GetObjectItem(doc, "time")->valuedouble > CACHE_MAX_AGE_S)
+		goto out;
+	for (size_t i = 0; i < NROWS; i++) {
+		enum pt_site_kind kd = site_rows[i].kind;
+
+		k = cJSON_GetObjectItem(doc, pt_site_kind__str(kd));
+		if (!cJSON_IsArray(k) || cJSON_GetArraySize(k) != 2)
+			goto out;
+		c->pair_ns[kd] = cJSON_GetArrayItem(k, 0)->valuedouble;
+		c->self_ns[kd] = cJSON_GetArrayItem(k, 1)->valuedouble;
+		c->measured[kd] = site_rows[i].fn != NULL;
+	}
+	ok = true;
+out:
+	cJSON_Delete((cJSON *)doc);
+	return ok;
+}
+
+static void cache_write(const struct pt_calib *c)
+{
+	char boot[64], exe[128], tmp[64], *s;
+	cJSON *doc = cJSON_CreateObject();
+	FILE *f;
+
+	if (!doc)
+		return;
+	boot_id(boot, sizeof(boot));
+	exe_id(exe, sizeof(exe));
+	cJSON_AddStringToObject(doc, "boot_id", boot);
+	cJSON_AddStringToObject(doc, "proftrace", exe);
+	cJSON_AddNumberToObject(doc, "time", (double)time(NULL));
+	for (size_t i = 0; i < NROWS; i++) {
+		enum pt_site_kind kd = site_rows[i].kind;
+		double v[2] = { c->pair_ns[kd], c->self_ns[kd] };
+
+		cJSON_AddItemToObject(doc, pt_site_kind__str(kd), cJSON_CreateDoubleArray(v, 2));
+	}
+	s = cJSON_Print(doc);
+	cJSON_Delete(doc);
+	if (!s)
+		return;
+	mkdir(CACHE_DIR, 0755);
+	snprintf(tmp, sizeof(tmp), CACHE_FILE ".%d", (int)getpid());
+	f = fopen(tmp, "w");
+	if (f) {
+		bool ok = fputs(s, f) >= 0;
+
+		ok = !fclose(f) && ok;
+		if (!ok || rename(tmp, CACHE_FILE))
+			unlink(tmp);
+	}
+	free(s);
+}
+
+/* ---- the measurement ---- */
+
+struct child {
+	pid_t pid;
+	int in, out; /* its stdin (write), its stdout or stderr (read) */
+	char buf[4096];
+	size_t n;
+};
+
+static int spawn_exe(struct child *ch, const char *exe, char *const argv[], bool read_stderr,
+		     bool calib_off, const char *preload)
+{
+	int in[2], out[2];
+
+	if (pipe2(in, O_CLOEXEC))
+		return -errno;
+	if (pipe2(out, O_CLOEXEC)) {
+		close(in[0]);
+		close(in[1]);
+		return -errno;
+	}
+	ch->pid = fork();
+	if (ch->pid < 0)
+		return -errno;
+	if (!ch->pid) {
+		int null = open("/dev/null", O_WRONLY);
+
+		dup2(in[0], 0);
+		dup2(out[1], read_stderr ? 2 : 1);
+		if (null >= 0)
+			dup2(null, read_stderr ? 1 : 2);
+		if (calib_off)
+			setenv("PT_CALIBRATE", "off", 1);
+		if (preload)
+			setenv("LD_PRELOAD", preload, 1);
+		unsetenv("PYTHONPERFSUPPORT");
+		execv(exe, argv);
+		_exit(127);
+	}
+	close(in[0]);
+	close(out[1]);
+	ch->in = in[1];
+	ch->out = out[0];
+	ch->n = 0;
+	return 0;
+}
+
+/* The next line starting with prefix, into line; false at EOF or after
+ * timeout_ms. */
+static int spawn(struct child *ch, char *const argv[], bool read_stderr, bool calib_off)
+{
+	return spawn_exe(ch, self_exe, argv, read_stderr, calib_off, NULL);
+}
+
+static bool read_line(struct child *ch, const char *prefix, char *line, size_t len,
+		      int timeout_ms)
+{
+	uint64_t end = pt_now_ns(CLOCK_MONOTONIC) + (uint64_t)timeout_ms * 1000000;
+
+	for (;;) {
+		char *nl = memchr(ch->buf, '\n', ch->n);
+		struct pollfd pfd = { .fd = ch->out, .events = POLLIN };
+		uint64_t now;
+		ssize_t r;
+
+		if (nl) {
+			size_t l = (size_t)(nl - ch->buf);
+			bool hit = !strncmp(ch->buf, prefix, strlen(prefix));
+
+			if (hit)
+				snprintf(line, len, "%.*s", (int)l, ch->buf);
+			memmove(ch->buf, nl + 1, ch->n - l - 1);
+			ch->n -= l + 1;
+			if (hit)
+				return true;
+			continue;
+		}
+		if (ch->n == sizeof(ch->buf))
+			ch->n = 0; /* a line longer than we care for */
+		now = pt_now_ns(CLOCK_MONOTONIC);
+		if (now >= end || poll(&pfd, 1, (int)((end - now) / 1000000) + 1) <= 0)
+			return false;
+		r = read(ch->out, ch->buf + ch->n, sizeof(ch->buf) - ch->n);
+		if (r <= 0)
+			return false;
+		ch->n += (size_t)r;
+	}
+}
+
+static void reap(struct child *ch, bool kill_it)
+{
+	if (ch->pid <= 0)
+		return;
+	if (ch->in >= 0)
+		close(ch->in);
+	if (kill_it)
+		kill(ch->pid, SIGKILL);
+	/* its stderr stays open until it exits: a closed pipe would kill
+	 * it (SIGPIPE) before it writes its summary */
+	waitpid(ch->pid, NULL, 0);
+	if (ch->out >= 0)
+		close(ch->out);
+	ch->pid = 0;
+	ch->in = ch->out = -1;
+}
+
+static bool parse_ns(const char *line, double *v)
+{
+	const char *p = line + 1;
+
+	for (size_t i = 0; i < NROWS; i++) {
+		char *end;
+
+		v[i] = strtod(p, &end);
+		if (end == p)
+			return false;
+		p = end;
+	}
+	return true;
+}
+
+/* p50_ms of fn in the child's summary, in ns; -1 when absent */
+static double child_mean_ns(const cJSON *doc, const char *fn)
+{
+	const cJSON *f;
+
+	cJSON_ArrayForEach(f, cJSON_GetObjectItem(doc, "functions")) {
+		/* the median: robust to the calls a busy machine preempted */
+		const cJSON *s = cJSON_GetObjectItem(f, "symbol"), *m = cJSON_GetObjectItem(f, "p50_ms");
+
+		if (cJSON_IsString(s) && !strcmp(s->valuestring, fn) && cJSON_IsNumber(m))
+			return m->valuedouble * 1e6;
+	}
+	return -1;
+}
+
+static cJSON *read_json(const char *path)
+{
+	FILE *f = fopen(path, "r");
+	char *text;
+	long n;
+	cJSON *doc = NULL;
+
+	if (!f)
+		return NULL;
+	if (fseek(f, 0, SEEK_END) || (n = ftell(f)) < 0 || fseek(f, 0, SEEK_SET)) {
+		fclose(f);
+		return NULL;
+	}
+	text = malloc((size_t)n + 1);
+	if (text && fread(text, 1, (size_t)n, f) == (size_t)n) {
+		text[n] = '\0';
+		doc = cJSON_Parse(text);
+	}
+	free(text);
+	fclose(f);
+	return doc;
+}
+
+static int measure(struct pt_calib *c)
+{
+	char dir[] = "/tmp/proftrace-calib-XXXXXX", conf[128], out[128], sum[160], line[512],
+	     pidbuf[16];
+	struct child helper = { .in = -1, .out = -1 }, pt = { .in = -1, .out = -1 };
+	double a[NROWS], b[NROWS];
+	cJSON *doc = NULL;
+	FILE *f;
+	int e = -EIO;
+
+	if (!mkdtemp(dir)) {
+		snprintf(c->why, sizeof(c->why), "cannot make a folder in /tmp: %s", strerror(errno));
+		return -errno;
+	}
+	snprintf(conf, sizeof(conf), "%s/calib.conf", dir);
+	snprintf(out, sizeof(out), "%s/out", dir);
+	snprintf(sum, sizeof(sum), "%s/summary.json", out);
+	f = fopen(conf, "w");
+	if (!f)
+		goto out;
+	/* the probes stay on the first instruction: one kind each */
+	fprintf(f, "set prologue_skip off\n");
+	for (size_t i = 0, first = 1; i < NROWS; i++) {
+		if (!site_rows[i].fn)
+			continue;
+		if (first)
+			fprintf(f, "step native:exe:%s\n", site_rows[i].fn);
+		else
+			fprintf(f, "bucket cal.%s native:exe:%s\n", site_rows[i].fn + 7,
+				site_rows[i].fn);
+		first = 0;
+	}
+	if (fclose(f))
+		goto out;
+
+	{
+		char *argv[] = { "proftrace", "__calib-helper", NULL };
+
+		e = spawn(&helper, argv, false, true);
+	}
+	if (e || !read_line(&helper, "ready ", line, sizeof(line), 5000)) {
+		snprintf(c->why, sizeof(c->why), "the helper did not start");
+		e = e ? e : -EIO;
+		goto out;
+	}
+	snprintf(pidbuf, sizeof(pidbuf), "%.15s", line + 6);
+	if (write(helper.in, "a\n", 2) != 2 || !read_line(&helper, "a ", line, sizeof(line), 20000) ||
+	    !parse_ns(line, a)) {
+		snprintf(c->why, sizeof(c->why), "the helper did not answer");
+		goto out;
+	}
+	{
+		char *argv[] = { "proftrace", "-p", pidbuf, "--targets", conf, "-o", out, "-q", NULL };
+
+		e = spawn(&pt, argv, true, true);
+	}
+	if (e || !read_line(&pt, "proftrace: attached", line, sizeof(line), 20000)) {
+		snprintf(c->why, sizeof(c->why), "the child proftrace did not attach");
+		e = e ? e : -EIO;
+		goto out;
+	}
+	e = -EIO;
+	if (write(helper.in, "b\n", 2) != 2 || !read_line(&helper, "b ", line, sizeof(line), 60000) ||
+	    !parse_ns(line, b)) {
+		snprintf(c->why, sizeof(c->why), "the helper did not answer while probed");
+		goto out;
+	}
+	reap(&helper, false); /* EOF: it exits, and the child proftrace reports */
+	reap(&pt, false);
+	doc = read_json(sum);
+	if (!doc) {
+		snprintf(c->why, sizeof(c->why), "the child proftrace wrote no summary");
+		goto out;
+	}
+	for (size_t i = 0; i < NROWS; i++) {
+		enum pt_site_kind k = site_rows[i].kind;
+		double m;
+
+		c->pair_ns[k] = site_rows[i].def_pair_ns;
+		c->self_ns[k] = site_rows[i].def_self_ns;
+		if (!site_rows[i].fn)
+			continue;
+		m = child_mean_ns(doc, site_rows[i].fn);
+		if (m < 0 || b[i] <= a[i])
+			continue; /* keep the default, not measured */
+		c->pair_ns[k] = b[i] - a[i];
+		c->self_ns[k] = m > a[i] ? m - a[i] : 0;
+		if (c->self_ns[k] > c->pair_ns[k])
+			c->self_ns[k] = c->pair_ns[k];
+		c->measured[k] = true;
+	}
+	e = 0;
+out:
+	reap(&helper, true);
+	reap(&pt, true);
+	cJSON_Delete(doc);
+	unlink(sum);
+	snprintf(line, sizeof(line), "%s/report.md", out);
+	unlink(line);
+	rmdir(out);
+	unlink(conf);
+	rmdir(dir);
+	return e;
+}
+
+/*
+ * The Python agent's named call, on the target's own interpreter (the
+ * cost differs by version: sys.monitoring on 3.12+, a frame evaluator
+ * before): a script of ours run by that interpreter with the agent
+ * preloaded times calls of an empty function, unattached, then while a
+ * child proftrace times them through the agent (py: probe).
+ */
+static const char agent_script[] =
+	"import os, sys, time\n"
+	"now = time.perf_counter_ns\n"
+	"def pt_cal_named():\n"
+	"    pass\n"
+	"def loop(n):\n"
+	"    f, best = pt_cal_named, 1e18\n"
+	"    for k in range(100):\n"
+	"        gap = 0\n"
+	"        t0 = now()\n"
+	"        for i in range(n):\n"
+	"            g0 = g1 = now()\n"
+	"            while g1 - g0 < 5000:\n"
+	"                g1 = now()\n"
+	"            gap += g1 - g0\n"
+	"            f()\n"
+	"        best = min(best, (now() - t0 - gap) / n)\n"
+	"    return best\n"
+	"print('ready', os.getpid(), flush=True)\n"
+	"for line in sys.stdin:\n"
+	"    print(line[0], '%.3f' % loop(20), flush=True)\n";
+
+static int measure_agent(struct pt_calib *c, const char *python)
+{
+	char dir[] = "/tmp/proftrace-calib-XXXXXX", conf[128], out[128], sum[160], script[128],
+	     line[512], pidbuf[16], agent[4096];
+	struct child helper = { .in = -1, .out = -1 }, pt = { .in = -1, .out = -1 };
+	double a, b, m = -1;
+	cJSON *doc = NULL;
+	FILE *f;
+	int e = -EIO;
+
+	if (pt_helper__path(PT_AGENT_LIB, agent, sizeof(agent)))
+		return -ENOENT;
+	if (!mkdtemp(dir))
+		return -errno;
+	snprintf(conf, sizeof(conf), "%s/calib.conf", dir);
+	snprintf(script, sizeof(script), "%s/ptcal_agent.py", dir);
+	snprintf(out, sizeof(out), "%s/out", dir);
+	snprintf(sum, sizeof(sum), "%s/summary.json", out);
+	f = fopen(conf, "w");
+	if (!f || fputs("set python_mode agent\nset sample_hz 0\n"
+			"step py:ptcal_agent::pt_cal_named\n", f) < 0 || fclose(f))
+		goto out;
+	f = fopen(script, "w");
+	if (!f || fputs(agent_script, f) < 0 || fclose(f))
+		goto out;
+	{
+		char *argv[] = { (char *)python, "-S", script, NULL };
+
+		/* -S: no site packages to import, a quick start */
+		e = spawn_exe(&helper, python, argv, false, true, agent);
+	}
+	if (e || !read_line(&helper, "ready ", line, sizeof(line), 10000)) {
+		e = e ? e : -EIO;
+		goto out;
+	}
+	e = -EIO;
+	snprintf(pidbuf, sizeof(pidbuf), "%.15s", line + 6);
+	if (write(helper.in, "a\n", 2) != 2 || !read_line(&helper, "a ", line, sizeof(line), 20000))
+		goto out;
+	a = strtod(line + 2, NULL);
+	{
+		char *argv[] = { "proftrace", "-p", pidbuf, "--targets", conf, "-o", out, "-q", NULL };
+
+		e = spawn(&pt, argv, true, true);
+	}
+	if (e || !read_line(&pt, "proftrace: attached", line, sizeof(line), 30000)) {
+		e = e ? e : -EIO;
+		goto out;
+	}
+	e = -EIO;
+	if (write(helper.in, "b\n", 2) != 2 || !read_line(&helper, "b ", line, sizeof(line), 60000))
+		goto out;
+	b = strtod(line + 2, NULL);
+	reap(&helper, false);
+	reap(&pt, false);
+	doc = read_json(sum);
+	if (doc)
+		m = child_mean_ns(doc, "pt_cal_named");
+	if (m < 0 || b <= a)
+		goto out;
+	c->pair_ns[PT_SITE_AGENT] = b - a;
+	c->self_ns[PT_SITE_AGENT] = m > a ? (m - a < b - a ? m - a : b - a) : 0;
+	c->measured[PT_SITE_AGENT] = true;
+	e = 0;
+out:
+	reap(&helper, true);
+	reap(&pt, true);
+	cJSON_Delete(doc);
+	unlink(sum);
+	snprintf(line, sizeof(line), "%s/report.md", out);
+	unlink(line);
+	rmdir(out);
+	unlink(conf);
+	unlink(script);
+	rmdir(dir);
+	return e;
+}
+
+/* the agent's figures cached per interpreter: calibration-agent-<hash>.json */
+static void agent_cache_path(const char *python, char *buf, size_t len)
+{
+	uint64_t h = 1469598103934665603ull;
+
+	for (const char *s = python; *s; s++)
+		h = (h ^ (unsigned char)*s) * 1099511628211ull;
+	snprintf(buf, len, CACHE_DIR "/calibration-agent-%016llx.json", (unsigned long long)h);
+}
+
+void pt_calib__python(struct pt_calib *c, const char *python, const char *key)
+{
+	const char *env = getenv("PT_CALIBRATE");
+	char path[128], boot[64], exe[128], text[512];
+	cJSON *doc;
+	FILE *f;
+
+	if (!c->ok || !python)
+		return;
+	agent_cache_path(key ? key : python, path, sizeof(path));
+	boot_id(boot, sizeof(boot));
+	exe_id(exe, sizeof(exe));
+	f = (env && !strcmp(env, "fresh")) ? NULL : fopen(path, "r");
+	if (f) {
+		size_t n = fread(text, 1, sizeof(text) - 1, f);
+		const cJSON *v;
+
+		fclose(f);
+		text[n] = '\0';
+		doc = cJSON_Parse(text);
+		v = cJSON_GetObjectItem(doc, "python-agent");
+		if (cJSON_IsArray(v) && cJSON_GetArraySize(v) == 2 &&
+		    cJSON_IsString(cJSON_GetObjectItem(doc, "key")) &&
+		    !strcmp(cJSON_GetObjectItem(doc, "key")->valuestring, boot) &&
+		    cJSON_IsString(cJSON_GetObjectItem(doc, "proftrace")) &&
+		    !strcmp(cJSON_GetObjectItem(doc, "proftrace")->valuestring, exe) &&
+		    cJSON_IsNumber(cJSON_GetObjectItem(doc, "time")) &&
+		    (double)time(NULL) - cJSON_GetObjectItem(doc, "time")->valuedouble <
+			    CACHE_MAX_AGE_S) {
+			c->pair_ns[PT_SITE_AGENT] = cJSON_GetArrayItem(v, 0)->valuedouble;
+			c->self_ns[PT_SITE_AGENT] = cJSON_GetArrayItem(v, 1)->valuedouble;
+			c->measured[PT_SITE_AGENT] = true;
+			cJSON_Delete(doc);
+			return;
+		}
+		cJSON_Delete(doc);
+	}
+	if (measure_agent(c, python)) {
+		pt_vlog("proftrace: calibrating the Python agent on %s failed: the bench's figure "
+			"is used\n", python);
+		return;
+	}
+	doc = cJSON_CreateObject();
+	if (!doc)
+		return;
+	{
+		double v[2] = { c->pair_ns[PT_SITE_AGENT], c->self_ns[PT_SITE_AGENT] };
+
+		cJSON_AddStringToObject(doc, "key", boot);
+		cJSON_AddStringToObject(doc, "proftrace", exe);
+		cJSON_AddStringToObject(doc, "python", key ? key : python);
+		cJSON_AddNumberToObject(doc, "time", (double)time(NULL));
+		cJSON_AddItemToObject(doc, "python-agent", cJSON_CreateDoubleArray(v, 2));
+	}
+	{
+		char *s = cJSON_Print(doc);
+
+		mkdir(CACHE_DIR, 0755);
+		f = s ? fopen(path, "w") : NULL;
+		if (f) {
+			fputs(s, f);
+			fclose(f);
+		}
+		free(s);
+	}
+	cJSON_Delete(doc);
+}
+
+void pt_calib__get(struct pt_calib *c, const char *exe)
+{
+	const char *env = getenv("PT_CALIBRATE");
+	uint64_t t0 = pt_now_ns(CLOCK_MONOTONIC);
+
+	memset(c, 0, sizeof(*c));
+	if (exe)
+		self_exe = exe;
+	if (env && !strcmp(env, "off")) {
+		snprintf(c->why, sizeof(c->why), "PT_CALIBRATE=off");
+		return;
+	}
+	if (!(env && !strcmp(env, "fresh")) && cache_read(c)) {
+		c->ok = c->cached = true;
+		return;
+	}
+	if (measure(c)) {
+		pt_vlog("proftrace: calibration failed: %s\n", c->why);
+		return;
+	}
+	c->ok = true;
+	c->took_s = (double)(pt_now_ns(CLOCK_MONOTONIC) - t0) / 1e9;
+	cache_write(c);
+}

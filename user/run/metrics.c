@@ -1,0 +1,331 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * --metrics HOST:PORT: the Prometheus text exposition format (0.0.4) over
+ * a minimal HTTP/1.0 server in the event loop, so the figures of a live
+ * run feed the systems a fleet already watches (docs/metrics.md). Each
+ * scrape is answered at once from the aggregators; nothing is kept but a
+ * step-time histogram per process (Prometheus's fixed buckets).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <poll.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "run.h"
+
+/* step-time histogram bounds, seconds */
+static const double le_s[] = { 0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05,
+			       0.1,    0.2,   0.5,   1,     2,    5,    10 };
+#define NLE (sizeof(le_s) / sizeof(le_s[0]))
+
+struct phist {
+	uint64_t n[NLE + 1]; /* last: +Inf */
+	double sum_s;
+};
+
+struct pt_metrics {
+	int fd;
+	char host[256];
+	struct phist *h; /* by process index */
+	size_t nh;
+	char *buf;
+	size_t len, cap;
+	uint64_t scrapes;
+};
+
+int pt_run__metrics_open(struct run *r)
+{
+	struct addrinfo hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
+				  .ai_flags = AI_PASSIVE | AI_NUMERICSERV };
+	struct addrinfo *ai = NULL;
+	const char *colon = strrchr(r->env.metrics, ':');
+	char host[256];
+	struct pt_metrics *m;
+	int one = 1, e;
+
+	snprintf(host, sizeof(host), "%.*s", (int)(colon - r->env.metrics), r->env.metrics);
+	/* [::1]:9464 */
+	if (host[0] == '[' && host[strlen(host) - 1] == ']') {
+		memmove(host, host + 1, strlen(host));
+		host[strlen(host) - 1] = '\0';
+	}
+	e = getaddrinfo(host[0] ? host : NULL, colon + 1, &hints, &ai);
+	if (e) {
+		pt_msg("proftrace: --metrics %s: %s (hint: give HOST:PORT, e.g. 127.0.0.1:9464)\n",
+		       r->env.metrics, gai_strerror(e));
+		return -PT_EUSAGE;
+	}
+	m = calloc(1, sizeof(*m));
+	if (!m) {
+		freeaddrinfo(ai);
+		return -ENOMEM;
+	}
+	m->fd = socket(ai->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (m->fd < 0 || setsockopt(m->fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) ||
+	    bind(m->fd, ai->ai_addr, ai->ai_addrlen) || listen(m->fd, 16)) {
+		e = -errno;
+		pt_msg("proftrace: --metrics %s: cannot listen: %s (hint: is the port in use?)\n",
+		       r->env.metrics, strerror(-e));
+		if (m->fd >= 0)
+			close(m->fd);
+		free(m);
+		freeaddrinfo(ai);
+		return -PT_EUSAGE;
+	}
+	freeaddrinfo(ai);
+	if (gethostname(m->host, sizeof(m->host)))
+		snprintf(m->host, sizeof(m->host), "unknown");
+	r->metrics = m;
+	e = pt_run__add_fd(r->ep, m->fd, TAG_METRICS);
+	if (!e)
+		pt_vlog("proftrace: serving Prometheus metrics on %s\n", r->env.metrics);
+	return e;
+}
+
+void pt_run__metrics_free(struct run *r)
+{
+	struct pt_metrics *m = r->metrics;
+
+	if (!m)
+		return;
+	close(m->fd);
+	free(m->h);
+	free(m->buf);
+	free(m);
+	r->metrics = NULL;
+}
+
+void pt_run__metrics_step(struct proc *p, const struct pt_step *s)
+{
+	struct pt_metrics *m = p->run->metrics;
+	double v = (double)(s->t_end - s->t_start) / 1e9;
+	size_t i;
+
+	if (!m)
+		return;
+	if (p->idx >= m->nh) {
+		size_t n = p->idx + 8;
+		struct phist *h = realloc(m->h, n * sizeof(*h));
+
+		if (!h)
+			return;
+		memset(h + m->nh, 0, (n - m->nh) * sizeof(*h));
+		m->h = h;
+		m->nh = n;
+	}
+	for (i = 0; i < NLE && v > le_s[i]; i++)
+		;
+	m->h[p->idx].n[i]++;
+	m->h[p->idx].sum_s += v;
+}
+
+static void out(struct pt_metrics *m, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void out(struct pt_metrics *m, const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	for (;;) {
+		va_start(ap, fmt);
+		n = vsnprintf(m->buf + m->len, m->cap - m->len, fmt, ap);
+		va_end(ap);
+		if (n < 0)
+			return;
+		if (m->len + (size_t)n < m->cap) {
+			m->len += (size_t)n;
+			return;
+		}
+		{
+			size_t cap = (m->cap + (size_t)n) * 2 + 4096;
+			char *b = realloc(m->buf, cap);
+
+			if (!b)
+				return;
+			m->buf = b;
+			m->cap = cap;
+		}
+	}
+}
+
+/* A label value, escaped as the format asks (\\, \", \n). */
+static void esc(char *dst, size_t len, const char *s)
+{
+	size_t j = 0;
+
+	for (; s && *s && j + 3 < len; s++) {
+		if (*s == '\\' || *s == '"') {
+			dst[j++] = '\\';
+			dst[j++] = *s;
+		} else if (*s == '\n') {
+			dst[j++] = '\\';
+			dst[j++] = 'n';
+		} else {
+			dst[j++] = *s;
+		}
+	}
+	dst[j] = '\0';
+}
+
+static void head(struct pt_metrics *m, const char *name, const char *type, const char *help)
+{
+	out(m, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+}
+
+/* labels of process p: {host,pid,comm,rank} */
+static void plabels(struct pt_metrics *m, const struct proc *p, char *buf, size_t len)
+{
+	char comm[160], host[300];
+
+	esc(comm, sizeof(comm), p->tracee.comm);
+	esc(host, sizeof(host), m->host);
+	if (p->rank >= 0)
+		snprintf(buf, len, "host=\"%s\",pid=\"%d\",comm=\"%s\",rank=\"%d\"", host,
+			 p->tracee.pid, comm, p->rank);
+	else
+		snprintf(buf, len, "host=\"%s\",pid=\"%d\",comm=\"%s\"", host, p->tracee.pid,
+			 comm); /* an empty label is no label */
+}
+
+static void render(struct run *r, struct pt_metrics *m)
+{
+	char l[600], bn[300], host[300];
+	size_t i, b, nb = r->cfg.nbuckets;
+
+	m->len = 0;
+	esc(host, sizeof(host), m->host);
+	head(m, "proftrace_up", "gauge", "1 while proftrace is attached");
+	out(m, "proftrace_up{host=\"%s\"} 1\n", host);
+	head(m, "proftrace_events_total", "counter", "records read from the ring buffer");
+	out(m, "proftrace_events_total{host=\"%s\"} %llu\n", host, (unsigned long long)r->events);
+	head(m, "proftrace_dropped_events_total", "counter",
+	     "records BPF could not write (ring buffer full): figures are incomplete");
+	out(m, "proftrace_dropped_events_total{host=\"%s\"} %llu\n", host,
+	    (unsigned long long)r->dropped_seen);
+
+	head(m, "proftrace_steps_total", "counter", "counted steps");
+	for (i = 0; i < r->nprocs; i++) {
+		plabels(m, r->procs[i], l, sizeof(l));
+		out(m, "proftrace_steps_total{%s} %llu\n", l,
+		    (unsigned long long)pt_agg__steps(r->procs[i]->v.agg)->dur.count);
+	}
+	head(m, "proftrace_step_seconds", "histogram", "step time of counted steps");
+	for (i = 0; i < r->nprocs; i++) {
+		const struct proc *p = r->procs[i];
+		const struct phist *h = p->idx < m->nh ? &m->h[p->idx] : NULL;
+		uint64_t cum = 0;
+
+		plabels(m, p, l, sizeof(l));
+		for (b = 0; b <= NLE; b++) {
+			cum += h ? h->n[b] : 0;
+			if (b < NLE)
+				out(m, "proftrace_step_seconds_bucket{%s,le=\"%g\"} %llu\n", l, le_s[b],
+				    (unsigned long long)cum);
+			else
+				out(m, "proftrace_step_seconds_bucket{%s,le=\"+Inf\"} %llu\n", l,
+				    (unsigned long long)cum);
+		}
+		out(m, "proftrace_step_seconds_sum{%s} %.9f\n", l, h ? h->sum_s : 0.0);
+		out(m, "proftrace_step_seconds_count{%s} %llu\n", l, (unsigned long long)cum);
+	}
+	head(m, "proftrace_bucket_seconds_total", "counter",
+	     "time of each bucket in counted steps (step.other: what no bucket covers); "
+	     "per step: rate(this) / rate(proftrace_steps_total)");
+	for (i = 0; i < r->nprocs; i++) {
+		plabels(m, r->procs[i], l, sizeof(l));
+		for (b = 0; b <= nb; b++) {
+			esc(bn, sizeof(bn), b < nb ? r->cfg.buckets[b].name : "step.other");
+			out(m, "proftrace_bucket_seconds_total{%s,bucket=\"%s\"} %.9f\n", l, bn,
+			    (double)pt_agg__bucket(r->procs[i]->v.agg, b)->total_ns / 1e9);
+		}
+	}
+	head(m, "proftrace_tokens_total", "counter", "tokens of counted steps (when read)");
+	head(m, "proftrace_tokens_per_second", "gauge",
+	     "tokens over the summed time of the steps that have them, since attach");
+	for (i = 0; i < r->nprocs; i++) {
+		const struct pt_stepvals *sv = &r->procs[i]->v.sv;
+
+		if (!sv->role[PT_VROLE_TOKENS].probe && !sv->ncounts)
+			continue;
+		plabels(m, r->procs[i], l, sizeof(l));
+		out(m, "proftrace_tokens_total{%s} %.0f\n", l, sv->tokens);
+		if (sv->tok_ns > 0)
+			out(m, "proftrace_tokens_per_second{%s} %.6f\n", l, sv->tokens / (sv->tok_ns / 1e9));
+	}
+	head(m, "proftrace_probe_overhead_seconds_total", "counter",
+	     "estimated cost of the probes inside counted steps (docs/summary.md#overhead)");
+	for (i = 0; i < r->nprocs && r->calib.ok; i++) {
+		plabels(m, r->procs[i], l, sizeof(l));
+		out(m, "proftrace_probe_overhead_seconds_total{%s} %.9f\n", l,
+		    pt_ovh__step_cost_ns(r->procs[i]->v.ovh) / 1e9);
+	}
+}
+
+/* One scrape: read the request (its first line is enough), answer,
+ * close. The socket is blocking with short timeouts: a client that
+ * stalls costs at most a second of the loop. */
+static void answer(struct run *r, struct pt_metrics *m, int c)
+{
+	struct timeval tv = { .tv_sec = 1 };
+	char req[2048], hdr[256];
+	size_t got = 0;
+	int hn;
+
+	fcntl(c, F_SETFL, fcntl(c, F_GETFL) & ~O_NONBLOCK);
+	setsockopt(c, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	setsockopt(c, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+	while (got < sizeof(req) - 1) {
+		ssize_t n = recv(c, req + got, sizeof(req) - 1 - got, 0);
+
+		if (n <= 0)
+			break;
+		got += (size_t)n;
+		req[got] = '\0';
+		if (strstr(req, "\r\n\r\n") || strstr(req, "\n\n"))
+			break;
+	}
+	req[got] = '\0';
+	if (strncmp(req, "GET ", 4)) {
+		static const char bad[] = "HTTP/1.0 405 Method Not Allowed\r\nContent-Length: 0\r\n"
+					  "Connection: close\r\n\r\n";
+
+		(void)!send(c, bad, sizeof(bad) - 1, MSG_NOSIGNAL);
+		return;
+	}
+	render(r, m);
+	hn = snprintf(hdr, sizeof(hdr),
+		      "HTTP/1.0 200 OK\r\nContent-Type: text/plain; version=0.0.4; charset=utf-8\r\n"
+		      "Content-Length: %zu\r\nConnection: close\r\n\r\n",
+		      m->len);
+	if (send(c, hdr, (size_t)hn, MSG_NOSIGNAL) == hn) {
+		size_t off = 0;
+
+		while (off < m->len) {
+			ssize_t n = send(c, m->buf + off, m->len - off, MSG_NOSIGNAL);
+
+			if (n <= 0)
+				break;
+			off += (size_t)n;
+		}
+	}
+	m->scrapes++;
+}
+
+void pt_run__metrics_serve(struct run *r)
+{
+	struct pt_metrics *m = r->metrics;
+	int c;
+
+	if (!m)
+		return;
+	while ((c = accept4(m->fd, NULL, NULL, SOCK_CLOEXEC)) >= 0) {
+		answer(r, m, c);
+		shutdown(c, SHUT_WR);
+		close(c);
+	}
+}
