@@ -67,11 +67,13 @@ static int inject_shim(struct proc *p, char *err, size_t errlen)
 	if (!res.already)
 		fprintf(stderr, "proftrace: pid %d: the CUPTI shim loaded (--inject): thread %d held "
 			"%.2f ms\n", p->tracee.pid, res.tid, res.pause_ms);
+	/* its thread makes the segment, then sizes and fills it: until it
+	 * has, the file may be missing, empty or unpublished */
 	for (int i = 0; i < 200; i++) {
 		struct timespec ts = { 0, 10 * 1000 * 1000 };
 
 		e = pt_gpuring__open(&p->gr, p->tracee.pid, why, sizeof(why));
-		if (e != -ENOENT)
+		if (!e || e == -ENOMEM)
 			break;
 		nanosleep(&ts, NULL);
 	}
@@ -125,7 +127,7 @@ int pt_run__open_gpu(struct proc *p)
 		fprintf(stderr, "proftrace: --gpu on: %s\n", err);
 		return -PT_EUSAGE;
 	}
-	if (e != -ENOENT || r->env.gpu == PT_GPU_ON || r->env.inject)
+	if (e != -ENOENT || r->env.gpu == PT_GPU_ON)
 		fprintf(stderr, "proftrace: warning: no GPU stream: %s\n", err);
 	return 0;
 }
