@@ -124,8 +124,11 @@ def main():
     dump = ["P %d %d" % (os.getpid(), pv.MINOR)]
     dump += ["A %x %x %s %s" % (id(o), id(type(o)), n, e) for _, o, n, e in objs]
     dump.append("E")
+    # the checker is proftrace's code, not the server's: without the
+    # agent preloaded into it (an ASan build must come first)
+    env = {k: v for k, v in os.environ.items() if k != "LD_PRELOAD"}
     res = subprocess.run([a.check], input=("\n".join(dump) + "\n").encode(),
-                         capture_output=True, timeout=120)
+                         capture_output=True, timeout=120, env=env)
     out = {"calls": CALLS, "check_rc": res.returncode,
            "check_out": res.stdout.decode(errors="replace") + res.stderr.decode(errors="replace"),
            "kinds": {k: dict(bpf_expect(e), expect=e) for k, _, _, e in objs}}
