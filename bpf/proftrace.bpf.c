@@ -569,14 +569,25 @@ int BPF_PROG(pt_fork, struct task_struct *parent, struct task_struct *child)
 	return 0;
 }
 
-/* A traced process replaced its image: its probes and state are gone. */
+/* A traced process replaced its image: its probes and state are gone.
+ * Its slot stops matching at once (ours() sees tgid 0): a probed file the
+ * new image maps again fires there, and those hits are not the old
+ * image's, however late user space reads the exec record. */
 SEC("tp_btf/sched_process_exec")
 int BPF_PROG(pt_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm *bprm)
 {
 	__u32 tgid = p->tgid;
+	__u32 *pidx = bpf_map_lookup_elem(&tgids, &tgid);
+	struct pt_bpf_proc *v;
+	__u32 k;
 
-	if (bpf_map_lookup_elem(&tgids, &tgid))
-		proc_event(PT_REC_EXEC, tgid, 0);
+	if (!pidx)
+		return 0;
+	k = *pidx;
+	v = bpf_map_lookup_elem(&procs, &k);
+	if (v && v->tgid == tgid)
+		v->tgid = 0;
+	proc_event(PT_REC_EXEC, tgid, 0);
 	return 0;
 }
 
