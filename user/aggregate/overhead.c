@@ -136,6 +136,19 @@ int pt_ovh__set_func(struct pt_ovh *o, uint32_t fid, bool is_step, uint64_t buck
 	return 0;
 }
 
+void pt_ovh__thread_exit(struct pt_ovh *o, uint32_t tid)
+{
+	for (size_t i = 0; i < o->nth; i++) {
+		if (o->th[i]->tid != tid)
+			continue;
+		if (o->last == o->th[i])
+			o->last = NULL;
+		free(o->th[i]);
+		o->th[i] = o->th[--o->nth];
+		return;
+	}
+}
+
 static struct othread *thread_get(struct pt_ovh *o, uint32_t tid)
 {
 	struct othread *t;

@@ -67,6 +67,8 @@ int pt_ovh__set_func(struct pt_ovh *o, uint32_t fid, bool is_step, uint64_t buck
 		     enum pt_site_kind kind, double pair_ns, double self_ns);
 /* Every record given to pt_agg__record, before it. */
 void pt_ovh__record(struct pt_ovh *o, const struct pt_rec *r);
+/* A thread ended (after its last record): what is kept for it goes. */
+void pt_ovh__thread_exit(struct pt_ovh *o, uint32_t tid);
 /* pt_agg's on_step: the step is counted. */
 void pt_ovh__step(struct pt_ovh *o, const struct pt_step *s);
 

@@ -104,10 +104,15 @@ int pt_run__on_rec(void *ctx, const struct pt_rec *rec, size_t size)
 		pt_run__on_attr(p, (const struct pt_rec_attr *)rec);
 		return 0;
 	case PT_REC_TEXIT:
-		/* after the thread's last record: free what is kept for it */
+		/* after the thread's last record: free what every view keeps
+		 * for it */
+		pt_ovh__thread_exit(p->v.ovh, rec->tid);
 		pt_agg__thread_exit(p->v.agg, rec->tid);
-		if (r->multi)
+		pt_run__window_thread_exit(p, rec->tid);
+		if (r->multi) {
+			pt_ovh__thread_exit(r->all.ovh, rec->tid);
 			pt_agg__thread_exit(r->all.agg, rec->tid);
+		}
 		return 0;
 	}
 	copy = *rec;

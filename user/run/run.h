@@ -343,6 +343,8 @@ cJSON *pt_run__view_doc(struct run *r, struct proc *p, struct view *v);
 /* window.c: --interval, a summary of each window of SEC seconds */
 int pt_run__window_open(struct proc *p);
 int pt_run__window_declare(struct proc *p, const struct pt_func *f);
+/* A thread ended: the window view forgets it too. */
+void pt_run__window_thread_exit(struct proc *p, uint32_t tid);
 void pt_run__window_record(struct proc *p, const struct pt_rec *rec);
 void pt_run__window_tick(struct run *r, uint64_t now);
 

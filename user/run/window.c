@@ -72,6 +72,14 @@ int pt_run__window_open(struct proc *p)
 	return window_new(p);
 }
 
+void pt_run__window_thread_exit(struct proc *p, uint32_t tid)
+{
+	if (!p->wv)
+		return;
+	pt_ovh__thread_exit(p->wv->ovh, tid);
+	pt_agg__thread_exit(p->wv->agg, tid);
+}
+
 void pt_run__window_record(struct proc *p, const struct pt_rec *rec)
 {
 	if (!p->wv)
