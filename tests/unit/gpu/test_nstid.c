@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <stdbool.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include <cmocka.h>
@@ -213,12 +214,15 @@ static void *idle_thread(void *arg)
 
 static void test_real_namespace(void **state)
 {
-	int up[2], status;
+	int up[2], tids[2], status;
 	pid_t child, target = 0, inner_tid = 0;
+	bool got;
 	struct pt_nstid *m = NULL;
-	int fds[2];
 
+	/* one pipe per message: the thread's tid may come before the child's
+	 * pid and must not be read as part of it */
 	assert_int_equal(pipe(up), 0);
+	assert_int_equal(pipe(tids), 0);
 	child = fork();
 	assert_true(child >= 0);
 	if (!child) {
@@ -232,8 +236,7 @@ static void test_real_namespace(void **state)
 		if (!gc) {
 			pthread_t th;
 
-			fds[1] = up[1];
-			if (pthread_create(&th, NULL, idle_thread, fds))
+			if (pthread_create(&th, NULL, idle_thread, tids))
 				_exit(2);
 			pause();
 			_exit(0);
@@ -244,15 +247,20 @@ static void test_real_namespace(void **state)
 		_exit(0);
 	}
 	close(up[1]);
-	if (read(up[0], &target, sizeof(target)) != sizeof(target)) {
+	close(tids[1]);
+	got = read(up[0], &target, sizeof(target)) == sizeof(target);
+	if (!got || read(tids[0], &inner_tid, sizeof(inner_tid)) != sizeof(inner_tid)) {
+		if (got)
+			kill(target, SIGKILL); /* the namespace's init: all of it ends */
 		waitpid(child, &status, 0);
 		close(up[0]);
+		close(tids[0]);
 		if (WIFEXITED(status) && WEXITSTATUS(status) == 77)
 			skip();
 		fail_msg("child: status %d", status);
 	}
-	assert_int_equal(read(up[0], &inner_tid, sizeof(inner_tid)), sizeof(inner_tid));
 	close(up[0]);
+	close(tids[0]);
 	assert_int_equal(pt_nstid__open(&m, "/proc", target), 0);
 	kill(target, SIGKILL); /* pid 1 of its namespace: the child then reaps */
 	assert_int_equal(waitpid(child, &status, 0), child);
