@@ -3,11 +3,12 @@
 
 Two loads on tests/victims/victim_faults: a steady rate of probed calls
 (20,000 a second) and thread churn (1,000 short threads a second, each
-making one probed call). proftrace's RSS is read at a tenth of the run and
-at its end; memory is bounded when the two agree (docs/guarantees.md says
+making one probed call). proftrace's RSS is read at 1 min (a tenth of a
+shorter run) and at its end; memory is bounded when the two agree (docs/guarantees.md says
 what is bounded and how). PT_BENCH_MEM_S: the run's length in seconds
 (120; the issue's figure is 3600: RSS at 1 min vs 60 min).
 """
+import concurrent.futures
 import json
 import os
 import subprocess
@@ -18,6 +19,8 @@ ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
 PROFTRACE = os.path.join(ROOT, "proftrace")
 VICTIMS = os.path.abspath(os.environ.get("PT_VICTIMS", os.path.join(ROOT, ".output", "victims")))
 SECONDS = float(os.environ.get("PT_BENCH_MEM_S", "120"))
+# the first reading: at 1 min (the issue's figure) or a tenth of a short run
+EARLY_S = min(60.0, SECONDS / 10)
 
 
 def rss_kb(pid):
@@ -49,7 +52,7 @@ def one(mode, rate, conf_text):
     v.stdin.write(b"go\n")
     v.stdin.flush()
     t0 = time.monotonic()
-    time.sleep(SECONDS / 10)
+    time.sleep(EARLY_S)
     early = rss_kb(t.pid)
     late = early
     while v.poll() is None:
@@ -65,16 +68,20 @@ def one(mode, rate, conf_text):
 
 def memory_tables():
     rows = []
-    for what, mode, rate, conf in (
-            ("20,000 probed calls/s", "rate", 20000, "step native:exe:fault_tiny\n"),
-            ("1,000 thread creations/s", "threadrate", 1000,
-             "step native:exe:fault_step\nbucket fault.work native:exe:fault_work\n")):
-        early, late, per_s, h = one(mode, rate, conf)
+    loads = (("20,000 probed calls/s", "rate", 20000, "step native:exe:fault_tiny\n"),
+             ("1,000 thread creations/s", "threadrate", 1000,
+              "step native:exe:fault_step\nbucket fault.work native:exe:fault_work\n"))
+    # the two loads run at the same time (two proftraces, two victims):
+    # RSS does not depend on the other's CPU use, and the hour's figure
+    # then takes one hour, not two
+    with concurrent.futures.ThreadPoolExecutor(len(loads)) as pool:
+        done = list(pool.map(lambda l: one(l[1], l[2], l[3]), loads))
+    for (what, _, _, _), (early, late, per_s, h) in zip(loads, done):
         rows.append([what, "%.0f" % per_s, "%.1f" % (early / 1024), "%.1f" % (late / 1024),
                      "%+.1f%%" % (100.0 * (late - early) / max(early, 1)),
                      str(h.get("threads_ended", "?")), str(h.get("dropped_events", "?"))])
-    print("\n### Memory over a run of %.0f s (RSS of proftrace)\n" % SECONDS)
-    head = ["load", "calls/s seen", "RSS MB at %.0f s" % (SECONDS / 10),
+    print("\n### Memory over a run of %.0f s (RSS of proftrace; both loads at once)\n" % SECONDS)
+    head = ["load", "calls/s seen", "RSS MB at %.0f s" % EARLY_S,
             "RSS MB at %.0f s" % SECONDS, "growth", "threads freed", "drops"]
     print("| " + " | ".join(head) + " |")
     print("|" + "|".join("---:" if i else "---" for i in range(len(head))) + "|")
