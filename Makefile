@@ -87,7 +87,7 @@ BENCH_SRCS := $(wildcard bench/*.c)
 BENCH_BINS := $(patsubst bench/%.c,$(OUTPUT)/bench/%,$(filter-out bench/shim_bench.c,$(BENCH_SRCS))) \
 	      $(if $(SHIM),$(OUTPUT)/bench/shim_bench)
 
-.PHONY: all deps test unit integration asan bench demo clean fuzz gpu-check
+.PHONY: all deps test unit integration asan bench demo clean fuzz gpu-check format
 .DELETE_ON_ERROR:
 .SECONDARY:
 
@@ -95,6 +95,10 @@ all: $(BIN)
 
 deps:
 	@./scripts/deps.sh
+
+# reformat every C file we wrote (make test checks it: scripts/check-format.sh)
+format:
+	git ls-files '*.c' '*.h' | grep -v '\.pb-c\.[ch]$$' | xargs clang-format -i
 
 $(OUTPUT) $(OUTPUT)/user $(OUTPUT)/tests $(OUTPUT)/victims $(OUTPUT)/fixtures $(OUTPUT)/bench \
 $(OUTPUT)/tests-tools:
@@ -368,6 +372,7 @@ test:
 	$(Q)$(MAKE) -s --no-print-directory $(BIN) $(UNIT_BINS) $(FIXTURES) $(VICTIMS) $(TOOLS) \
 		$(SHIM) $(AGENT)
 	$(Q)./scripts/check-layers.sh
+	$(Q)./scripts/check-format.sh
 	$(Q)PT_PROFTRACE=$(BIN) PT_FIXTURES=$(OUTPUT)/fixtures PT_VICTIMS=$(OUTPUT)/victims \
 		PT_TOOLS=$(OUTPUT)/tests-tools PT_SHIM=$(SHIM) PT_AGENT=$(AGENT) ./tests/run-all $(OUTPUT)
 

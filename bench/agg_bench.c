@@ -78,9 +78,9 @@ static void build_template(void)
 
 struct gen {
 	uint32_t tid;
-	size_t pos;         /* next template record */
-	uint64_t base;      /* start of the current step */
-	uint32_t scale;     /* jitter: offsets * scale / 64 */
+	size_t pos;	/* next template record */
+	uint64_t base;	/* start of the current step */
+	uint32_t scale; /* jitter: offsets * scale / 64 */
 	uint64_t rng;
 };
 
@@ -143,8 +143,9 @@ int main(int argc, char **argv)
 	pt_agg__set_func(a, F_B, false, 2);
 	pt_agg__set_func(a, F_LEAF, false, 0);
 	for (k = 0; k < NTHREADS; k++)
-		gens[k] = (struct gen){ .tid = 2000 + k, .base = 1000000 * (k + 1), .scale = 64,
-					.rng = k + 1 };
+		gens[k] = (struct gen){
+			.tid = 2000 + k, .base = 1000000 * (k + 1), .scale = 64, .rng = k + 1
+		};
 
 	k = 0;
 	while (done < total) {

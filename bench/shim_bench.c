@@ -39,11 +39,11 @@
 #include "inject.h"
 #include "ptgpu.h"
 
-#define NSLOTS (1u << 15)      /* the shim's first choice (inject.c) */
+#define NSLOTS (1u << 15) /* the shim's first choice (inject.c) */
 #define STRTAB (2u << 20)
-#define HOT_BUFS 8             /* x PTG_BUF_SIZE: 8 MiB */
-#define COLD_BUFS 128          /* 128 MiB: well past any LLC */
-#define HOT_ROUNDS 64          /* buffers delivered per timed run */
+#define HOT_BUFS 8    /* x PTG_BUF_SIZE: 8 MiB */
+#define COLD_BUFS 128 /* 128 MiB: well past any LLC */
+#define HOT_ROUNDS 64 /* buffers delivered per timed run */
 #define MICRO_N (1u << 20)
 
 /* In the style of what a transformer decode step launches (vLLM/PyTorch
@@ -257,10 +257,12 @@ int main(int argc, char **argv)
 	run_buffers(&s, pool, COLD_BUFS, COLD_BUFS, valid, 1);
 	if (CTR(&s, records_written) != (uint64_t)COLD_BUFS * nrec || CTR(&s, bad_records) ||
 	    CTR(&s, unknown_kinds) || CTR(&s, strtab_full) || CTR(&s, ring_dropped)) {
-		fprintf(stderr, "shim_bench: warm-up wrote %llu of %llu records (bad %llu, unknown "
-				"%llu, strtab_full %llu, dropped %llu)\n",
+		fprintf(stderr,
+			"shim_bench: warm-up wrote %llu of %llu records (bad %llu, unknown "
+			"%llu, strtab_full %llu, dropped %llu)\n",
 			(unsigned long long)CTR(&s, records_written),
-			(unsigned long long)COLD_BUFS * nrec, (unsigned long long)CTR(&s, bad_records),
+			(unsigned long long)COLD_BUFS * nrec,
+			(unsigned long long)CTR(&s, bad_records),
 			(unsigned long long)CTR(&s, unknown_kinds),
 			(unsigned long long)CTR(&s, strtab_full),
 			(unsigned long long)CTR(&s, ring_dropped));
@@ -311,7 +313,8 @@ int main(int argc, char **argv)
 			uint8_t *b = pool[i % HOT_BUFS];
 
 			for (j = 0; j < nrec; j++)
-				sink += ptg_convert__activity(&s.ring, (CUpti_Activity *)(b + offs[j]),
+				sink += ptg_convert__activity(&s.ring,
+							      (CUpti_Activity *)(b + offs[j]),
 							      valid - offs[j], &rec);
 		}
 		m[M_CONV][r] = (double)(bench_now() - ns) / ((double)HOT_ROUNDS * (double)nrec);

@@ -184,7 +184,7 @@ static __always_inline __u64 push_key(__u64 key, __u64 id, __u32 fid, __u64 code
 }
 
 static __always_inline __u64 push(struct pt_regs *ctx, __u64 id, __u32 fid, __u64 code,
-				 __u32 fflags)
+				  __u32 fflags)
 {
 	return push_key(PT_REGS_SP(ctx), id, fid, code, fflags);
 }
@@ -238,13 +238,13 @@ static __always_inline struct pt_frame *pop_to(struct pt_stack *st, __u64 sp)
 }
 
 /* Close the top frame fr (from pop_to) with its EXIT record. */
-static __always_inline void close_top(struct pt_stack *st, struct pt_frame *fr, __u64 id,
-				      __u64 now)
+static __always_inline void close_top(struct pt_stack *st, struct pt_frame *fr, __u64 id, __u64 now)
 {
 	__u32 d = st->depth - 1;
 
 	st->depth = d;
-	emit(PT_REC_EXIT, fr->fid, id, fr->t_entry, now, d, fr->flags & PT_RECF_ENTRY_LOST, fr->code);
+	emit(PT_REC_EXIT, fr->fid, id, fr->t_entry, now, d, fr->flags & PT_RECF_ENTRY_LOST,
+	     fr->code);
 }
 
 SEC("uretprobe")
@@ -294,7 +294,8 @@ static __always_inline bool code_fid(const struct pt_py_offsets *L, __u64 id, __
 	struct pt_py_code fp = {}, *v;
 
 	if (!code ||
-	    bpf_probe_read_user(&fp.filename, 2 * sizeof(__u64), (void *)(code + L->code_filename)) ||
+	    bpf_probe_read_user(&fp.filename, 2 * sizeof(__u64),
+				(void *)(code + L->code_filename)) ||
 	    bpf_probe_read_user(&fp.firstlineno, sizeof(__u32),
 				(void *)(code + L->code_firstlineno))) {
 		__sync_fetch_and_add(&counters.py_unreadable, 1);
@@ -426,7 +427,6 @@ int BPF_KPROBE(pt_py_session)
 	}
 	return py_enter(ctx) ? 0 : 1;
 }
-
 
 /*
  * The Python agent's probe sites (shim/ptagent.h): pt_agent_enter(code,

@@ -45,17 +45,17 @@
 struct pt_py_offsets {
 	__u32 minor; /* 3.<minor>; 0: the process runs no CPython BPF reads */
 	/* frames: _PyEval_EvalFrameDefault's argument, the sampler's walk */
-	__u32 frame_arg;   /* which argument is the frame, 1-based */
-	__u32 frame_code;  /* frame -> code object (f_code, f_executable) */
-	__u32 frame_back;  /* f_back / previous */
-	__u32 frame_lasti; /* int f_lasti (< 3.11); 0: frame_ip instead */
-	__u32 frame_ip;    /* prev_instr / instr_ptr (3.11+) */
-	__u32 frame_owner; /* owner byte (3.11+); 0: none */
-	__u32 owner_cstack; /* owners >= this are shim frames (3.12+); 256: none */
-	__u32 frame_size;  /* bytes from the frame start that hold the above */
+	__u32 frame_arg;	/* which argument is the frame, 1-based */
+	__u32 frame_code;	/* frame -> code object (f_code, f_executable) */
+	__u32 frame_back;	/* f_back / previous */
+	__u32 frame_lasti;	/* int f_lasti (< 3.11); 0: frame_ip instead */
+	__u32 frame_ip;		/* prev_instr / instr_ptr (3.11+) */
+	__u32 frame_owner;	/* owner byte (3.11+); 0: none */
+	__u32 owner_cstack;	/* owners >= this are shim frames (3.12+); 256: none */
+	__u32 frame_size;	/* bytes from the frame start that hold the above */
 	__u32 frame_localsplus; /* localsplus[0]: arguments and locals */
-	__u64 code_mask;   /* a frame slot (code, locals) & code_mask is the object:
-			    * 3.14 tags its stack references in the low bits */
+	__u64 code_mask;	/* a frame slot (code, locals) & code_mask is the object:
+				 * 3.14 tags its stack references in the low bits */
 	/* code objects */
 	__u32 code_filename; /* co_filename; co_name follows at +8 */
 	__u32 code_firstlineno;
@@ -66,17 +66,17 @@ struct pt_py_offsets {
 	__u32 runtime_interp_head; /* _PyRuntime -> first PyInterpreterState */
 	__u32 interp_tstate_head;  /* -> first PyThreadState */
 	__u32 tstate_next;
-	__u32 tstate_thread_id;    /* pthread_self() of the thread */
-	__u32 tstate_frame;        /* frame (< 3.11), cframe (3.11, 3.12), current_frame */
-	__s32 cframe_frame;        /* >= 0: tstate_frame is a _PyCFrame, the frame here */
+	__u32 tstate_thread_id; /* pthread_self() of the thread */
+	__u32 tstate_frame;	/* frame (< 3.11), cframe (3.11, 3.12), current_frame */
+	__s32 cframe_frame;	/* >= 0: tstate_frame is a _PyCFrame, the frame here */
 	/* objects read for values (tokens=, arg:, ret) */
 	__u32 type_flags; /* PyTypeObject.tp_flags */
-	__u32 long_tag;   /* 1: ints carry lv_tag (3.12+), not a signed ob_size */
+	__u32 long_tag;	  /* 1: ints carry lv_tag (3.12+), not a signed ob_size */
 	/* dicts and instances (attributes); keys_hdr 0: not readable */
-	__u32 str_hash;       /* PyASCIIObject.hash */
+	__u32 str_hash;	      /* PyASCIIObject.hash */
 	__u32 dict_keys;      /* PyDictObject.ma_keys */
 	__u32 dict_values;    /* .ma_values */
-	__u32 keys_hdr;       /* PyDictKeysObject header size: the indices follow */
+	__u32 keys_hdr;	      /* PyDictKeysObject header size: the indices follow */
 	__u32 keys_size;      /* dk_size (< 3.11); 0: the log2 fields */
 	__u32 keys_log2;      /* dk_log2_size (3.11+) */
 	__u32 keys_log2ix;    /* dk_log2_index_bytes */
@@ -98,16 +98,16 @@ struct pt_bpf_proc {
 };
 
 enum pt_rec_type {
-	PT_REC_ENTRY = 1, /* a probed function was entered */
-	PT_REC_EXIT = 2,  /* it returned: t_entry..t_exit is the whole call */
+	PT_REC_ENTRY = 1,  /* a probed function was entered */
+	PT_REC_EXIT = 2,   /* it returned: t_entry..t_exit is the whole call */
 	PT_REC_DLOPEN = 3, /* the dynamic linker changed the link map */
 	PT_REC_PYCODE = 4, /* a Python code object not seen before started: code */
 	PT_REC_SAMPLE = 5, /* struct pt_sample: on-CPU Python stack (pysample.bpf.c) */
 	PT_REC_OFFCPU = 6, /* struct pt_sample: a thread's off-CPU interval */
 	PT_REC_VALUES = 7, /* struct pt_rec_vals: values read at a call's entry or exit */
-	PT_REC_FORK = 8, /* a traced process forked: pid the parent, tid the child's pid */
-	PT_REC_EXEC = 9, /* a traced process (pid) replaced its image: exec */
-	PT_REC_ATTR = 10, /* struct pt_rec_attr: where does this type keep that attribute? */
+	PT_REC_FORK = 8,   /* a traced process forked: pid the parent, tid the child's pid */
+	PT_REC_EXEC = 9,   /* a traced process (pid) replaced its image: exec */
+	PT_REC_ATTR = 10,  /* struct pt_rec_attr: where does this type keep that attribute? */
 	PT_REC_TEXIT = 11, /* a thread (tid) of a traced process that hit a probe ended:
 			    * the last record of that thread; t_entry its time */
 };
@@ -150,7 +150,7 @@ struct pt_rec_pycode {
 
 struct pt_py_code {
 	__u64 filename; /* co_filename and co_name object addresses and */
-	__u64 name;     /* co_firstlineno: a reused address will not match */
+	__u64 name;	/* co_firstlineno: a reused address will not match */
 	__u32 firstlineno;
 	__u32 fid; /* PT_FID_PY_NONE: not configured */
 	/* Values read at the call (struct pt_val_spec of fid): the frame
@@ -190,23 +190,23 @@ struct pt_rec {
  * exit, right before the EXIT record. Both records carry the call's
  * t_entry. Reading is all in BPF: the value is the one of that call.
  */
-#define PT_VAL_MAX_ELEMS 4096  /* elements of a list read per call */
+#define PT_VAL_MAX_ELEMS 4096	    /* elements of a list read per call */
 #define PT_COOKIE_VALS (1ULL << 32) /* the function has a pt_val_spec */
 #define PT_PY_SLOT_NONE (-1)
 
 enum pt_val_src {
-	PT_VSRC_ARG = 1,    /* native: integer argument argn (0-based, ABI order) */
-	PT_VSRC_RET = 2,    /* native: integer return value; py: the returned object */
-	PT_VSRC_PYARG = 3,  /* py: frame slot (pt_py_code.slot[i]) at entry */
-	PT_VSRC_PYRET = 4,  /* py: the returned object, at exit */
+	PT_VSRC_ARG = 1,   /* native: integer argument argn (0-based, ABI order) */
+	PT_VSRC_RET = 2,   /* native: integer return value; py: the returned object */
+	PT_VSRC_PYARG = 3, /* py: frame slot (pt_py_code.slot[i]) at entry */
+	PT_VSRC_PYRET = 4, /* py: the returned object, at exit */
 };
 
 enum pt_val_op {
-	PT_VOP_INT = 1,   /* native: the register; py: an int object's value */
-	PT_VOP_LEN = 2,   /* py: len() of list, tuple, dict, str, bytes */
-	PT_VOP_AGG = 3,   /* py: a list or tuple of ints: n, sum, min, max */
-	PT_VOP_ELEMS = 4, /* PT_VOP_AGG and the elements, in the record's tail */
-	PT_VOP_AUTO = 5,  /* py: an int (value) or a list/tuple of ints (PT_VOP_AGG) */
+	PT_VOP_INT = 1,	       /* native: the register; py: an int object's value */
+	PT_VOP_LEN = 2,	       /* py: len() of list, tuple, dict, str, bytes */
+	PT_VOP_AGG = 3,	       /* py: a list or tuple of ints: n, sum, min, max */
+	PT_VOP_ELEMS = 4,      /* PT_VOP_AGG and the elements, in the record's tail */
+	PT_VOP_AUTO = 5,       /* py: an int (value) or a list/tuple of ints (PT_VOP_AGG) */
 	PT_VOP_AUTO_ELEMS = 6, /* py: an int, or a list/tuple of ints with its elements */
 };
 
@@ -264,23 +264,21 @@ enum pt_pyattr_kind {
 #define PT_PYATTR_F_GETATTR 0x4
 
 struct pt_pyattr_loc {
-	__u64 type;	      /* the type this location is for */
-	__u64 key;	      /* dict kinds: the interned name (a str object) */
-	__s64 hash;	      /* dict kinds: its hash */
+	__u64 type;	   /* the type this location is for */
+	__u64 key;	   /* dict kinds: the interned name (a str object) */
+	__s64 hash;	   /* dict kinds: its hash */
 	__u64 shared_keys; /* dict kinds: the type's ht_cached_keys, 0 */
 	__u64 dict_type;   /* dict kinds: &PyDict_Type (a dict's ob_type must
-			       * be it), 0: not checked */
-	__s64 off;	      /* SLOT: member offset; DICTPTR: tp_dictoffset;
-			       * INLINE_313: tp_basicsize */
-	__s32 index;	      /* dict kinds: the name's entry in shared_keys, -1 */
-	__u8 kind;	      /* enum pt_pyattr_kind */
-	__u8 flags;	      /* PT_PYATTR_F_* */
-	__u8 vst;	      /* kind NONE: the enum pt_val_status BPF reports
-			       * (pending, not readable, no such attribute) */
+			    * be it), 0: not checked */
+	__s64 off;	   /* SLOT: member offset; DICTPTR: tp_dictoffset;
+			    * INLINE_313: tp_basicsize */
+	__s32 index;	   /* dict kinds: the name's entry in shared_keys, -1 */
+	__u8 kind;	   /* enum pt_pyattr_kind */
+	__u8 flags;	   /* PT_PYATTR_F_* */
+	__u8 vst;	   /* kind NONE: the enum pt_val_status BPF reports
+			    * (pending, not readable, no such attribute) */
 	__u8 pad;
 };
-
-
 
 struct pt_attr_key {
 	__u64 type; /* the object's ob_type */
@@ -308,20 +306,20 @@ struct pt_rec_attr {
 
 enum pt_val_status {
 	PT_VST_OK = 0,
-	PT_VST_UNREAD = 1,  /* not read in this record (the other side of the call) */
-	PT_VST_FAULT = 2,   /* the memory could not be read */
-	PT_VST_TYPE = 3,    /* not an int (or not a container, or an element not an int) */
-	PT_VST_RANGE = 4,   /* an int beyond +-2^60 */
-	PT_VST_NONAME = 5,  /* the code object has no argument or local of that name */
-	PT_VST_UNSET = 6,   /* the local has no value at entry */
-	PT_VST_TRUNC = 7,   /* a list longer than PT_VAL_MAX_ELEMS: not summed */
-	PT_VST_ATTR_PENDING = 8,    /* a type not seen before: its location is being found */
-	PT_VST_ATTR_MISSING = 9,    /* the object has no such attribute (unset, deleted, only
-				     * on the class, or left to __getattr__) */
+	PT_VST_UNREAD = 1,	     /* not read in this record (the other side of the call) */
+	PT_VST_FAULT = 2,	     /* the memory could not be read */
+	PT_VST_TYPE = 3,	     /* not an int (or not a container, or an element not an int) */
+	PT_VST_RANGE = 4,	     /* an int beyond +-2^60 */
+	PT_VST_NONAME = 5,	     /* the code object has no argument or local of that name */
+	PT_VST_UNSET = 6,	     /* the local has no value at entry */
+	PT_VST_TRUNC = 7,	     /* a list longer than PT_VAL_MAX_ELEMS: not summed */
+	PT_VST_ATTR_PENDING = 8,     /* a type not seen before: its location is being found */
+	PT_VST_ATTR_MISSING = 9,     /* the object has no such attribute (unset, deleted, only
+				      * on the class, or left to __getattr__) */
 	PT_VST_ATTR_UNREADABLE = 10, /* the type computes it (property, __getattribute__...)
 				      * or keeps it where it cannot be read */
-	PT_VST_ATTR_UNDECIDED = 11, /* the instance's dict did not tell (a key that is not
-				     * the interned name, too many probes, implausible) */
+	PT_VST_ATTR_UNDECIDED = 11,  /* the instance's dict did not tell (a key that is not
+				      * the interned name, too many probes, implausible) */
 	PT_VST_MAX
 };
 
@@ -331,11 +329,11 @@ enum pt_val_kind {
 };
 
 struct pt_val {
-	__s64 v;        /* scalar: the value; list: the sum */
+	__s64 v;	/* scalar: the value; list: the sum */
 	__s64 min, max; /* list */
-	__u32 n;        /* list: elements read */
-	__u16 status;   /* enum pt_val_status */
-	__u16 kind;     /* enum pt_val_kind, when status is PT_VST_OK */
+	__u32 n;	/* list: elements read */
+	__u16 status;	/* enum pt_val_status */
+	__u16 kind;	/* enum pt_val_kind, when status is PT_VST_OK */
 };
 
 struct pt_rec_vals {
@@ -352,9 +350,9 @@ struct pt_rec_vals {
 
 /* Counters kept by BPF in .bss, read by user space at the end. */
 struct pt_counters {
-	__u64 dropped;        /* records not written: ring buffer full */
+	__u64 dropped;	      /* records not written: ring buffer full */
 	__u64 depth_overflow; /* calls deeper than PT_MAX_DEPTH, not timed */
-	__u64 unwound;        /* frames abandoned by longjmp/unwinding */
+	__u64 unwound;	      /* frames abandoned by longjmp/unwinding */
 	__u64 orphan_returns; /* returns with no matching tracked entry */
 	__u64 no_storage;     /* task storage could not be created */
 	__u64 py_unreadable;  /* Python frames whose code could not be read */
@@ -397,14 +395,14 @@ struct pt_sample {
 #define PT_SAMPLEF_NOT_PYTHON 0x1 /* the thread has no Python thread state */
 #define PT_SAMPLEF_TRUNCATED 0x2  /* deeper than PT_SAMPLE_MAX_FRAMES: outer frames cut */
 #define PT_SAMPLEF_UNREADABLE 0x4 /* the walk stopped at a frame it could not read */
-#define PT_SAMPLEF_NO_STACK 0x8   /* off-CPU since before attach: stack unknown */
+#define PT_SAMPLEF_NO_STACK 0x8	  /* off-CPU since before attach: stack unknown */
 
 /* Per-thread state of the sampler (task storage; user space reads it at
  * the end to close intervals of threads still off the CPU). */
 struct pt_sample_thread {
-	__u64 tstate;     /* cached PyThreadState *, 0: none found */
-	__u64 checked_ns; /* when "none" was decided */
-	__u64 t_out;      /* went off the CPU at, 0: on the CPU or not known */
+	__u64 tstate;	    /* cached PyThreadState *, 0: none found */
+	__u64 checked_ns;   /* when "none" was decided */
+	__u64 t_out;	    /* went off the CPU at, 0: on the CPU or not known */
 	struct pt_sample s; /* the stack it went off the CPU with */
 };
 
@@ -419,11 +417,11 @@ struct pt_sample_proc {
 
 /* The sampler's counters (.bss of pysample.bpf.c). */
 struct pt_sample_counters {
-	__u64 samples;       /* on-CPU samples taken */
-	__u64 offcpu;        /* off-CPU intervals closed */
-	__u64 lost;          /* records not written: ring full */
-	__u64 no_storage;    /* thread storage could not be created: not sampled */
-	__u64 tstate_walks;  /* thread-state list searches (cache misses) */
+	__u64 samples;	    /* on-CPU samples taken */
+	__u64 offcpu;	    /* off-CPU intervals closed */
+	__u64 lost;	    /* records not written: ring full */
+	__u64 no_storage;   /* thread storage could not be created: not sampled */
+	__u64 tstate_walks; /* thread-state list searches (cache misses) */
 };
 
 #if defined(__STDC_VERSION__) && __STDC_VERSION__ >= 201112L

@@ -28,7 +28,7 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 const volatile __u64 period_ns = 1000000; /* weight of one on-CPU sample */
 const volatile bool offcpu = true;
 
-#define FRAME_BUF 128 /* >= frame_size, checked by user space */
+#define FRAME_BUF 128	/* >= frame_size, checked by user space */
 #define MAX_THREADS 256 /* thread states searched per interpreter */
 /* Retry a thread without a thread state every 10 ms: a new thread gets
  * its thread_id only once it runs its bootstrap, and a long negative cache
@@ -117,8 +117,8 @@ static __always_inline __u64 find_tstate(const struct pt_sample_proc *p, __u64 f
 }
 
 /* The current thread's thread state, through its cache entry. */
-static __always_inline __u64 tstate_of(const struct pt_sample_proc *p,
-				       struct pt_sample_thread *ts, __u64 fs, __u64 now)
+static __always_inline __u64 tstate_of(const struct pt_sample_proc *p, struct pt_sample_thread *ts,
+				       __u64 fs, __u64 now)
 {
 	if (ts->tstate && rd_ptr(ts->tstate + p->py.tstate_thread_id) == fs)
 		return ts->tstate;

@@ -95,14 +95,14 @@ static __always_inline __u16 long_value(const struct py_head *h, bool tag, __s64
 }
 
 struct elems_ctx {
-	__u64 items;    /* the item array */
-	__u64 int_type; /* last type found to be an int type */
+	__u64 items;	  /* the item array */
+	__u64 int_type;	  /* last type found to be an int type */
 	__u32 type_flags; /* PyTypeObject.tp_flags */
 	bool long_tag;
 	__s64 sum, min, max;
 	__u32 n;
 	__u16 status;
-	bool keep;      /* store elements in val_scratch */
+	bool keep; /* store elements in val_scratch */
 };
 
 static long elem_cb(__u64 i, void *data)
@@ -303,8 +303,8 @@ fault:
 }
 
 /* The attribute loc of the object at obj: *out its value object. */
-static __noinline __u16 read_attr(const struct pt_py_offsets *L,
-				 const struct pt_pyattr_loc *loc, __u64 obj, __u64 *out)
+static __noinline __u16 read_attr(const struct pt_py_offsets *L, const struct pt_pyattr_loc *loc,
+				  __u64 obj, __u64 *out)
 {
 	struct probe_ctx c = { .str_hash = L->str_hash };
 	__u64 dict = 0, keys = 0, values = 0, w = 0, v = 0, d[6] = {};
@@ -326,7 +326,7 @@ static __noinline __u16 read_attr(const struct pt_py_offsets *L,
 			return PT_VST_FAULT;
 		if (!v)
 			return (loc->flags & PT_PYATTR_F_NONE_IF_NULL) ? PT_VST_TYPE
-								     : PT_VST_ATTR_MISSING;
+								       : PT_VST_ATTR_MISSING;
 		*out = v;
 		return PT_VST_OK;
 	}
@@ -339,7 +339,8 @@ static __noinline __u16 read_attr(const struct pt_py_offsets *L,
 	case PT_PYATTR_K_MANAGED_311:
 		if (bpf_probe_read_user(&values, 8, (void *)(obj + (__s64)L->managed_values)))
 			return PT_VST_FAULT;
-		if (!values && bpf_probe_read_user(&dict, 8, (void *)(obj + (__s64)L->managed_dict)))
+		if (!values &&
+		    bpf_probe_read_user(&dict, 8, (void *)(obj + (__s64)L->managed_dict)))
 			return PT_VST_FAULT;
 		break;
 	case PT_PYATTR_K_MANAGED_312:
@@ -423,8 +424,9 @@ static __noinline __u16 read_attr(const struct pt_py_offsets *L,
 	/* 3. the shared index: right while these are the type's keys */
 	if (values && keys == loc->shared_keys && loc->index >= 0 &&
 	    (__u64)loc->index < c.nentries) {
-		if (bpf_probe_read_user(&w, 8, (void *)(c.entries + (__u64)loc->index * c.esize +
-							c.esize - 16)))
+		if (bpf_probe_read_user(
+			    &w, 8,
+			    (void *)(c.entries + (__u64)loc->index * c.esize + c.esize - 16)))
 			return PT_VST_FAULT;
 		if (w == loc->key) {
 			c.found = loc->index;
@@ -449,8 +451,8 @@ static __noinline __u16 read_attr(const struct pt_py_offsets *L,
 			return PT_VST_ATTR_UNDECIDED;
 		if (bpf_probe_read_user(&v, 8, (void *)(values + L->values_items + c.found * 8)))
 			return PT_VST_FAULT;
-	} else if (bpf_probe_read_user(&v, 8, (void *)(c.entries + c.found * c.esize +
-						      c.esize - 8))) {
+	} else if (bpf_probe_read_user(&v, 8,
+				       (void *)(c.entries + c.found * c.esize + c.esize - 8))) {
 		return PT_VST_FAULT;
 	}
 	if (!v) /* deleted from a split table */
@@ -638,15 +640,18 @@ static __noinline void send_vals_req(struct pt_regs *ctx, const struct pt_py_off
 		__sync_fetch_and_add(&counters.val_dropped, 1);
 }
 
-
 /* ret: at exit, the returned value (PT_REGS_RC at a return probe, the
  * object the agent passes at its exit site). */
 static __always_inline void send_vals(struct pt_regs *ctx, const struct pt_py_offsets *L, __u64 id,
 				      __u32 fid, __u64 t_entry, bool at_exit, __u64 frame,
 				      const struct pt_py_code *pc, __u64 ret)
 {
-	struct vals_req q = { .id = id, .t_entry = t_entry, .frame = frame, .ret = ret,
-			      .fid = fid, .at_exit = at_exit };
+	struct vals_req q = { .id = id,
+			      .t_entry = t_entry,
+			      .frame = frame,
+			      .ret = ret,
+			      .fid = fid,
+			      .at_exit = at_exit };
 
 	send_vals_req(ctx, L, &q, pc);
 }

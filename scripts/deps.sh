@@ -4,7 +4,7 @@
 set -eu
 pkgs=(make gcc clang llvm libbpf-dev bpftool libelf-dev zlib1g-dev libcjson-dev
       libcmocka-dev libcapstone-dev pkg-config binutils python3 bpftrace util-linux
-      python3-line-profiler austin prometheus libprotobuf-c-dev golang-go)
+      python3-line-profiler austin prometheus libprotobuf-c-dev golang-go clang-format)
 missing=()
 for p in "${pkgs[@]}"; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

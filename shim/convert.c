@@ -43,8 +43,7 @@ static uint32_t clamp32(int64_t v)
 	return v < 0 ? 0 : v > 0xffffffffll ? 0xffffffffu : (uint32_t)v;
 }
 
-static void conv_kernel(struct ptg_ring *r, const CUpti_ActivityKernel10 *k,
-			struct ptgpu_kernel *o)
+static void conv_kernel(struct ptg_ring *r, const CUpti_ActivityKernel10 *k, struct ptgpu_kernel *o)
 {
 	o->type = PTGPU_REC_KERNEL;
 	o->device_id = clamp16(k->deviceId);

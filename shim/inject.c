@@ -46,6 +46,7 @@ const size_t ptg_n_kinds = sizeof(ptg_kinds) / sizeof(ptg_kinds[0]);
  * Driver calls matter too: Triton and CUDA graphs launch through cuLaunch*.
  */
 #define RT(x) CUPTI_RUNTIME_TRACE_CBID_##x
+/* clang-format off */
 const CUpti_CallbackId ptg_runtime_cbids[] = {
 	/* launch */
 	RT(cudaLaunchKernel_v7000), RT(cudaLaunchKernel_ptsz_v7000),
@@ -92,10 +93,12 @@ const CUpti_CallbackId ptg_runtime_cbids[] = {
 	RT(cudaEventSynchronize_v3020),
 	RT(cudaStreamWaitEvent_v3020), RT(cudaStreamWaitEvent_ptsz_v7000),
 };
+/* clang-format on */
 #undef RT
 const size_t ptg_n_runtime_cbids = sizeof(ptg_runtime_cbids) / sizeof(ptg_runtime_cbids[0]);
 
 #define DRV(x) CUPTI_DRIVER_TRACE_CBID_##x
+/* clang-format off */
 const CUpti_CallbackId ptg_driver_cbids[] = {
 	/* launch */
 	DRV(cuLaunchKernel), DRV(cuLaunchKernel_ptsz),
@@ -143,6 +146,7 @@ const CUpti_CallbackId ptg_driver_cbids[] = {
 	DRV(cuEventSynchronize),
 	DRV(cuStreamWaitEvent), DRV(cuStreamWaitEvent_ptsz),
 };
+/* clang-format on */
 #undef DRV
 const size_t ptg_n_driver_cbids = sizeof(ptg_driver_cbids) / sizeof(ptg_driver_cbids[0]);
 
@@ -190,8 +194,8 @@ static void CUPTIAPI ptg_buffer_request(uint8_t **buf, size_t *size, size_t *max
 	*max_records = 0;
 }
 
-static void CUPTIAPI ptg_buffer_complete(CUcontext ctx, uint32_t stream, uint8_t *buf,
-					 size_t size, size_t valid)
+static void CUPTIAPI ptg_buffer_complete(CUcontext ctx, uint32_t stream, uint8_t *buf, size_t size,
+					 size_t valid)
 {
 	struct ptg_shim *s = __atomic_load_n(&ptg_cur, __ATOMIC_ACQUIRE);
 
@@ -224,8 +228,8 @@ static void ptg_shim__conflict(struct ptg_shim *s, enum ptgpu_call call, CUptiRe
 	/* The kind or callback id, for the calls that take one. */
 	if (call >= PTGPU_CALL_ENABLE && call <= PTGPU_CALL_DISABLE)
 		snprintf(args, sizeof(args), "%u", arg);
-	fprintf(stderr, "proftrace-cupti: %s(%s) failed: %s (%d); %s\n", ptgpu_call_name(call), args,
-		str ? str : "CUPTI error", (int)code, what_now);
+	fprintf(stderr, "proftrace-cupti: %s(%s) failed: %s (%d); %s\n", ptgpu_call_name(call),
+		args, str ? str : "CUPTI error", (int)code, what_now);
 }
 
 static void ptg_shim__set_state(struct ptg_shim *s, uint32_t state, uint32_t reason)

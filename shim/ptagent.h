@@ -85,13 +85,13 @@ enum ptag_state {
 };
 
 enum ptag_reason {
-	PTAG_DORMANT_NEVER = 0,     /* never attached */
-	PTAG_DORMANT_DETACH = 1,    /* attached cleared */
-	PTAG_DORMANT_TIMEOUT = 2,   /* heartbeat too old: proftrace gone */
-	PTAG_DORMANT_CONFLICT = 3,  /* another tool holds what we need */
-	PTAG_DORMANT_RESTART = 4,   /* a new attach_seq while active */
-	PTAG_DORMANT_FAILED = 5,    /* a Python call failed (conflict_text) */
-	PTAG_DORMANT_WAITING = 6,   /* attached, the interpreter not initialised yet */
+	PTAG_DORMANT_NEVER = 0,	     /* never attached */
+	PTAG_DORMANT_DETACH = 1,     /* attached cleared */
+	PTAG_DORMANT_TIMEOUT = 2,    /* heartbeat too old: proftrace gone */
+	PTAG_DORMANT_CONFLICT = 3,   /* another tool holds what we need */
+	PTAG_DORMANT_RESTART = 4,    /* a new attach_seq while active */
+	PTAG_DORMANT_FAILED = 5,     /* a Python call failed (conflict_text) */
+	PTAG_DORMANT_WAITING = 6,    /* attached, the interpreter not initialised yet */
 	PTAG_DORMANT_FINALIZING = 7, /* the interpreter is shutting down */
 };
 
@@ -103,9 +103,9 @@ enum ptag_mechanism {
 
 enum ptag_conflict {
 	PTAG_CONFLICT_NONE = 0,
-	PTAG_CONFLICT_TOOL_IDS = 1,   /* every sys.monitoring tool id is taken */
-	PTAG_CONFLICT_EVAL_FRAME = 2, /* another frame evaluator is installed */
-	PTAG_CONFLICT_UNSUPPORTED = 3, /* interpreter version or build */
+	PTAG_CONFLICT_TOOL_IDS = 1,	/* every sys.monitoring tool id is taken */
+	PTAG_CONFLICT_EVAL_FRAME = 2,	/* another frame evaluator is installed */
+	PTAG_CONFLICT_UNSUPPORTED = 3,	/* interpreter version or build */
 	PTAG_CONFLICT_PYTHON_ERROR = 4, /* a call into the interpreter failed */
 };
 
@@ -117,31 +117,31 @@ struct ptag_header {
 	uint32_t total_size;  /* PTAG_SIZE */
 	uint32_t agent_pid;   /* getpid() in the agent's PID namespace */
 	uint32_t py_hex;      /* the interpreter's PY_VERSION_HEX */
-	uint32_t flags;       /* none yet */
+	uint32_t flags;	      /* none yet */
 	uint64_t created_ns;  /* CLOCK_MONOTONIC */
 	uint64_t enter_addr;  /* &pt_agent_enter, &pt_agent_exit in the agent */
 	uint64_t exit_addr;
 	uint64_t reserved0;
 
 	/* Line 1: agent state (the agent writes). */
-	uint32_t state;          /* enum ptag_state */
+	uint32_t state;		 /* enum ptag_state */
 	uint32_t dormant_reason; /* enum ptag_reason */
-	uint32_t mechanism;      /* enum ptag_mechanism in use (or tried) */
-	uint32_t conflict;       /* enum ptag_conflict */
-	uint64_t active_seq;     /* the attach_seq it went ACTIVE for */
-	uint64_t scans;          /* module walks done */
-	uint64_t cand_seq;       /* bumped (release) once cand[]/ncand are written */
+	uint32_t mechanism;	 /* enum ptag_mechanism in use (or tried) */
+	uint32_t conflict;	 /* enum ptag_conflict */
+	uint64_t active_seq;	 /* the attach_seq it went ACTIVE for */
+	uint64_t scans;		 /* module walks done */
+	uint64_t cand_seq;	 /* bumped (release) once cand[]/ncand are written */
 	uint32_t ncand;
-	uint32_t cand_dropped;   /* candidates beyond cand_cap */
-	uint64_t armed_seq;      /* the arm_seq in effect */
-	uint32_t narmed;         /* code objects hooked */
-	int32_t tool_id;         /* sys.monitoring tool id held, -1: none */
+	uint32_t cand_dropped; /* candidates beyond cand_cap */
+	uint64_t armed_seq;    /* the arm_seq in effect */
+	uint32_t narmed;       /* code objects hooked */
+	int32_t tool_id;       /* sys.monitoring tool id held, -1: none */
 
 	/* Line 2: more agent state. */
-	uint64_t hook_lost;      /* our frame evaluator found replaced (PEP 523) */
+	uint64_t hook_lost; /* our frame evaluator found replaced (PEP 523) */
 	uint64_t activations;
-	uint64_t scan_ns;        /* GIL held by the last walk */
-	uint64_t arm_ns;         /* GIL held by the last arm */
+	uint64_t scan_ns; /* GIL held by the last walk */
+	uint64_t arm_ns;  /* GIL held by the last arm */
 	uint64_t reserved2[4];
 
 	/* Lines 3-4: what holds what we need, or what failed; NUL-terminated. */
@@ -152,7 +152,7 @@ struct ptag_header {
 	uint64_t heartbeat_ns; /* CLOCK_MONOTONIC */
 	uint32_t attached;     /* 1 while proftrace wants hooks */
 	uint32_t reader_pid;
-	uint32_t wake;         /* futex word: += 1 and FUTEX_WAKE after a change */
+	uint32_t wake; /* futex word: += 1 and FUTEX_WAKE after a change */
 	uint32_t narm;
 	uint64_t arm_seq;
 	uint64_t rescan_seq;
@@ -161,15 +161,15 @@ struct ptag_header {
 	/* Line 6: the interpreter's layout as proftrace knows it (written
 	 * before attached): where the agent finds the current frame (3.12+)
 	 * and tells a generator's creation frame (3.11), a type's dict. */
-	uint32_t tstate_frame;  /* PyThreadState -> frame (cframe on 3.12) */
-	int32_t cframe_frame;   /* >= 0: tstate_frame is a _PyCFrame, frame here */
-	uint32_t frame_code;    /* frame -> code object */
-	uint32_t frame_owner;   /* owner byte (3.11+), 0: none */
-	uint32_t code_flags;    /* co_flags */
-	uint32_t type_dict;     /* PyTypeObject.tp_dict */
+	uint32_t tstate_frame;	    /* PyThreadState -> frame (cframe on 3.12) */
+	int32_t cframe_frame;	    /* >= 0: tstate_frame is a _PyCFrame, frame here */
+	uint32_t frame_code;	    /* frame -> code object */
+	uint32_t frame_owner;	    /* owner byte (3.11+), 0: none */
+	uint32_t code_flags;	    /* co_flags */
+	uint32_t type_dict;	    /* PyTypeObject.tp_dict */
 	uint32_t interp_eval_frame; /* PyInterpreterState.eval_frame (3.8 only needs it) */
-	uint32_t type_flags;    /* PyTypeObject.tp_flags */
-	uint64_t code_mask;     /* frame's code word & code_mask: the object (3.14 tags it) */
+	uint32_t type_flags;	    /* PyTypeObject.tp_flags */
+	uint64_t code_mask;	    /* frame's code word & code_mask: the object (3.14 tags it) */
 	uint64_t reserved6[3];
 
 	/* Line 7: the areas (offsets from the segment start). */

@@ -92,7 +92,7 @@ enum ptgpu_dormant_reason {
 	PTGPU_DORMANT_TIMEOUT = 2,  /* heartbeat too old: proftrace gone */
 	PTGPU_DORMANT_CONFLICT = 3, /* a CUPTI call failed at attach */
 	PTGPU_DORMANT_RESTART = 4,  /* new attach_seq while active */
-	PTGPU_DORMANT_EXIT = 5,     /* the process exited (final flush done) */
+	PTGPU_DORMANT_EXIT = 5,	    /* the process exited (final flush done) */
 };
 
 /* Which CUPTI call failed (conflict_call); conflict_code is its CUptiResult,
@@ -103,11 +103,11 @@ enum ptgpu_call {
 	PTGPU_CALL_THREAD_ID = 2,    /* cuptiSetThreadIdType */
 	PTGPU_CALL_CALLBACKS = 3,    /* cuptiActivityRegisterCallbacks */
 	PTGPU_CALL_SUBSCRIBE = 4,    /* cuptiSubscribe */
-	PTGPU_CALL_ENABLE = 5,       /* cuptiActivityEnable(kind) */
+	PTGPU_CALL_ENABLE = 5,	     /* cuptiActivityEnable(kind) */
 	PTGPU_CALL_RUNTIME_API = 6,  /* cuptiActivityEnableRuntimeApi(cbid) */
 	PTGPU_CALL_DRIVER_API = 7,   /* cuptiActivityEnableDriverApi(cbid) */
-	PTGPU_CALL_DISABLE = 8,      /* cuptiActivityDisable / Enable*Api(0) */
-	PTGPU_CALL_FLUSH = 9,        /* cuptiActivityFlushAll */
+	PTGPU_CALL_DISABLE = 8,	     /* cuptiActivityDisable / Enable*Api(0) */
+	PTGPU_CALL_FLUSH = 9,	     /* cuptiActivityFlushAll */
 	PTGPU_CALL_MAX
 };
 
@@ -146,35 +146,35 @@ struct ptgpu_header {
 
 	/* Line 1: more identity. */
 	uint32_t cupti_version; /* cuptiGetVersion() */
-	uint32_t flags;         /* none yet */
-	uint64_t created_ns;    /* CLOCK_MONOTONIC */
+	uint32_t flags;		/* none yet */
+	uint64_t created_ns;	/* CLOCK_MONOTONIC */
 	uint64_t reserved1[6];
 
 	/* Line 2: producer (shim), hot. */
-	uint64_t head;            /* records published (release) */
-	uint64_t strtab_used;     /* bytes of strtab in use (release) */
+	uint64_t head;		  /* records published (release) */
+	uint64_t strtab_used;	  /* bytes of strtab in use (release) */
 	uint64_t records_written; /* records put in the ring */
-	uint64_t ring_dropped;    /* records dropped: ring full */
-	uint64_t cupti_dropped;   /* cuptiActivityGetNumDroppedRecords, summed */
-	uint64_t strtab_full;     /* names given PTGPU_NAME_FULL */
-	uint64_t unknown_kinds;   /* CUPTI records of kinds not converted */
-	uint64_t bad_records;     /* CUPTI records shorter than expected */
+	uint64_t ring_dropped;	  /* records dropped: ring full */
+	uint64_t cupti_dropped;	  /* cuptiActivityGetNumDroppedRecords, summed */
+	uint64_t strtab_full;	  /* names given PTGPU_NAME_FULL */
+	uint64_t unknown_kinds;	  /* CUPTI records of kinds not converted */
+	uint64_t bad_records;	  /* CUPTI records shorter than expected */
 
 	/* Line 3: shim state. */
-	uint32_t state;          /* enum ptgpu_state */
-	uint32_t dormant_reason; /* enum ptgpu_dormant_reason */
-	uint64_t active_seq;     /* attach_seq the shim went ACTIVE for */
+	uint32_t state;		      /* enum ptgpu_state */
+	uint32_t dormant_reason;      /* enum ptgpu_dormant_reason */
+	uint64_t active_seq;	      /* attach_seq the shim went ACTIVE for */
 	uint64_t enable_stall_ns;     /* last activation: time in enable calls */
 	uint64_t enable_stall_max_ns; /* the longest of them */
-	uint32_t conflict_call;       /* enum ptgpu_call of the last failure */
-	uint32_t conflict_code;       /* its CUptiResult */
-	uint32_t conflict_arg;        /* kind or cbid, else 0 */
-	uint32_t activations;         /* successful DORMANT -> ACTIVE */
-	uint64_t conflict_seq;        /* attach_seq then (0: at init) */
+	uint32_t conflict_call;	      /* enum ptgpu_call of the last failure */
+	uint32_t conflict_code;	      /* its CUptiResult */
+	uint32_t conflict_arg;	      /* kind or cbid, else 0 */
+	uint32_t activations;	      /* successful DORMANT -> ACTIVE */
+	uint64_t conflict_seq;	      /* attach_seq then (0: at init) */
 	uint64_t reserved3;
 
 	/* Line 4: consumer (proftrace). */
-	uint64_t tail;         /* records consumed (release) */
+	uint64_t tail;	       /* records consumed (release) */
 	uint64_t attach_seq;   /* bumped by each attach */
 	uint64_t heartbeat_ns; /* CLOCK_MONOTONIC */
 	uint32_t attached;     /* 1 while proftrace wants records */

@@ -29,7 +29,7 @@ struct ptg_ring {
 	char *strtab;
 	uint64_t strtab_size;
 	uint64_t strtab_used; /* private copy of hdr->strtab_used */
-	uint64_t head;        /* private copy of hdr->head */
+	uint64_t head;	      /* private copy of hdr->head */
 	/* Interning index, in the shim's private memory: proftrace never
 	 * needs it, and a reader cannot corrupt it. */
 	struct ptg_str_ent *idx;

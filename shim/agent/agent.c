@@ -356,7 +356,8 @@ static void activate(struct ptag_agent *a, uint64_t seq)
 		return;
 	}
 	if (read_specs(a) || read_layout(a)) {
-		set_conflict(a, PTAG_CONFLICT_PYTHON_ERROR, "the segment's probes or layout are invalid");
+		set_conflict(a, PTAG_CONFLICT_PYTHON_ERROR,
+			     "the segment's probes or layout are invalid");
 		a->failed_seq = seq;
 		set_state(a, PTAG_STATE_DORMANT, PTAG_DORMANT_FAILED);
 		return;
@@ -375,7 +376,8 @@ static void activate(struct ptag_agent *a, uint64_t seq)
 	a->api.GILState_Release(gs);
 	a->hdr->tool_id = a->hooks.tool;
 	if (e) {
-		set_conflict(a, e == -EBUSY ? PTAG_CONFLICT_TOOL_IDS : PTAG_CONFLICT_PYTHON_ERROR, why);
+		set_conflict(a, e == -EBUSY ? PTAG_CONFLICT_TOOL_IDS : PTAG_CONFLICT_PYTHON_ERROR,
+			     why);
 		a->failed_seq = seq;
 		set_state(a, PTAG_STATE_DORMANT,
 			  e == -EBUSY ? PTAG_DORMANT_CONFLICT : PTAG_DORMANT_FAILED);

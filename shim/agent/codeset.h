@@ -14,7 +14,7 @@
 
 struct ptag_codeset {
 	uint64_t *slot; /* 0: empty */
-	uint32_t mask;  /* slots - 1 */
+	uint32_t mask;	/* slots - 1 */
 	uint32_t n;
 };
 

@@ -17,15 +17,13 @@
 __asm__(".text\n"
 	".p2align 4\n"
 	".globl " PTAG_SYM_ENTER "\n"
-	".type " PTAG_SYM_ENTER ", @function\n"
-	PTAG_SYM_ENTER ":\n"
+	".type " PTAG_SYM_ENTER ", @function\n" PTAG_SYM_ENTER ":\n"
 	"\t.byte 0x0f, 0x1f, 0x44, 0x00, 0x00\n"
 	"\tret\n"
 	".size " PTAG_SYM_ENTER ", . - " PTAG_SYM_ENTER "\n"
 	".p2align 4\n"
 	".globl " PTAG_SYM_EXIT "\n"
-	".type " PTAG_SYM_EXIT ", @function\n"
-	PTAG_SYM_EXIT ":\n"
+	".type " PTAG_SYM_EXIT ", @function\n" PTAG_SYM_EXIT ":\n"
 	"\t.byte 0x0f, 0x1f, 0x44, 0x00, 0x00\n"
 	"\tret\n"
 	".size " PTAG_SYM_EXIT ", . - " PTAG_SYM_EXIT "\n");
@@ -428,16 +426,16 @@ static int mon_on(struct ptag_hooks *h, char *why, size_t whylen)
 	}
 	/* global, but tested only where an exception unwinds or is thrown
 	 * into a frame: nothing for calls that return */
-	if (!mon_ok(h, mon_call(h, "set_events", 2, h->tool, h->ev_unwind | h->ev_throw, 0, -1, NULL,
-				why, whylen)))
+	if (!mon_ok(h, mon_call(h, "set_events", 2, h->tool, h->ev_unwind | h->ev_throw, 0, -1,
+				NULL, why, whylen)))
 		return -EIO;
 	return 0;
 }
 
 static void mon_off(struct ptag_hooks *h)
 {
-	const long evs[] = { h->ev_start, h->ev_resume, h->ev_throw,
-			     h->ev_return, h->ev_yield, h->ev_unwind };
+	const long evs[] = { h->ev_start,  h->ev_resume, h->ev_throw,
+			     h->ev_return, h->ev_yield,	 h->ev_unwind };
 
 	if (h->tool >= 0) {
 		/* 3.12/3.13's free_tool_id leaves events and callbacks in

@@ -41,15 +41,15 @@ struct ptag_hooks {
 	int mechanism; /* enum ptag_mechanism */
 	bool on;       /* callbacks or the evaluator are installed */
 	/* sys.monitoring */
-	PyObject *mon;      /* the sys.monitoring module */
+	PyObject *mon;	     /* the sys.monitoring module */
 	PyObject *tool_name; /* "proftrace" */
-	int tool;           /* -1: none */
+	int tool;	     /* -1: none */
 	long ev_start, ev_resume, ev_return, ev_yield, ev_unwind, ev_throw;
-	PyObject *cb[3];    /* enter, leave, unwind */
+	PyObject *cb[3]; /* enter, leave, unwind */
 	/* PEP 523 */
 	void *interp;
-	bool evaluator;     /* ours is installed */
-	uint64_t lost;      /* found replaced by someone else's */
+	bool evaluator; /* ours is installed */
+	uint64_t lost;	/* found replaced by someone else's */
 	/* imports: importlib's _find_and_load is hooked as well, and
 	 * on_import(ctx, module) runs in the importing thread (GIL held)
 	 * once a module is imported, before the program calls into it */

@@ -23,14 +23,13 @@ static unsigned int parse_version(const char *v)
 	return (unsigned int)(major << 24 | minor << 16 | micro << 8 | 0xf0);
 }
 
-#define SYM(field, name)                                                   \
-	do {                                                               \
-		*(void **)&a->field = dlsym(RTLD_DEFAULT, name);           \
-		if (!a->field) {                                           \
-			snprintf(err, errlen, "Python %u.%u has no %s", 3, \
-				 a->minor, name);                          \
-			return -ENOTSUP;                                   \
-		}                                                          \
+#define SYM(field, name)                                                                           \
+	do {                                                                                       \
+		*(void **)&a->field = dlsym(RTLD_DEFAULT, name);                                   \
+		if (!a->field) {                                                                   \
+			snprintf(err, errlen, "Python %u.%u has no %s", 3, a->minor, name);        \
+			return -ENOTSUP;                                                           \
+		}                                                                                  \
 	} while (0)
 
 int pt_pyapi__load(struct pt_pyapi *a, char *err, size_t errlen)
@@ -59,8 +58,8 @@ int pt_pyapi__load(struct pt_pyapi *a, char *err, size_t errlen)
 	SYM(IsFinalizing, a->minor >= 13 ? "Py_IsFinalizing" : "_Py_IsFinalizing");
 	SYM(GILState_Ensure, "PyGILState_Ensure");
 	SYM(GILState_Release, "PyGILState_Release");
-	SYM(ThreadState_Get, a->minor >= 13 ? "PyThreadState_GetUnchecked"
-					   : "_PyThreadState_UncheckedGet");
+	SYM(ThreadState_Get,
+	    a->minor >= 13 ? "PyThreadState_GetUnchecked" : "_PyThreadState_UncheckedGet");
 	SYM(Import, "PyImport_ImportModule");
 	SYM(GetAttr, "PyObject_GetAttrString");
 	SYM(CallObject, "PyObject_CallObject");
@@ -100,7 +99,8 @@ int pt_pyapi__load(struct pt_pyapi *a, char *err, size_t errlen)
 		/* 3.8 may not export it: PyThreadState.interp (at 16 on
 		 * 3.8-3.14) is read instead (agent.c) */
 		if (a->minor == 8)
-			*(void **)&a->InterpState_Get = dlsym(RTLD_DEFAULT, "_PyInterpreterState_Get");
+			*(void **)&a->InterpState_Get =
+				dlsym(RTLD_DEFAULT, "_PyInterpreterState_Get");
 		else
 			SYM(InterpState_Get, "PyInterpreterState_Get");
 		SYM(EvalFrameDefault, "_PyEval_EvalFrameDefault");

@@ -79,7 +79,7 @@ struct pt_pyapi {
 
 	/* the frame evaluator (3.8-3.11) */
 	void *(*InterpState_Get)(void);
-	void *(*GetEvalFrame)(void *interp); /* 3.9+ */
+	void *(*GetEvalFrame)(void *interp);	      /* 3.9+ */
 	void (*SetEvalFrame)(void *interp, void *fn); /* 3.9+ */
 	void *EvalFrameDefault;
 };

@@ -44,7 +44,8 @@ static int seen_add(struct ptag_scan *s, const void *o)
 		for (uint32_t j = 0; s->seen && j <= s->seen_mask; j++) {
 			if (!s->seen[j])
 				continue;
-			i = (uint32_t)(((s->seen[j] >> 4) * 0x9e3779b97f4a7c15ull) >> 32) & (size - 1);
+			i = (uint32_t)(((s->seen[j] >> 4) * 0x9e3779b97f4a7c15ull) >> 32) &
+			    (size - 1);
 			while (t[i])
 				i = (i + 1) & (size - 1);
 			t[i] = s->seen[j];

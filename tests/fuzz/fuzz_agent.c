@@ -30,7 +30,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	memset(mem, 0, PTAG_SIZE);
 	memcpy(mem, data, size < PTAG_SIZE ? size : PTAG_SIZE);
 	if (pt_agent__check(mem, PTAG_SIZE, &in, err, sizeof(err)) == 0) {
-		if (strlen(in.conflict_text) >= sizeof(in.conflict_text) || in.ncand > PTAG_MAX_CODES)
+		if (strlen(in.conflict_text) >= sizeof(in.conflict_text) ||
+		    in.ncand > PTAG_MAX_CODES)
 			__builtin_trap();
 	}
 	if (pt_agent__open_mem(&a, mem, PTAG_SIZE, err, sizeof(err)) == 0) {

@@ -16,10 +16,10 @@
 
 #include "aggregate/flame.h"
 
-#define CHECK(c)                         \
-	do {                             \
-		if (!(c))                \
-			__builtin_trap(); \
+#define CHECK(c)                                                                                   \
+	do {                                                                                       \
+		if (!(c))                                                                          \
+			__builtin_trap();                                                          \
 	} while (0)
 
 /* The checks are not under test; instrumented, they took half the time. */

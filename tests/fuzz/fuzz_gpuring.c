@@ -171,7 +171,10 @@ static void emit(const char *dir, const char *name, const void *mem, size_t len)
 static void *seg(struct ptg_ring *w, uint64_t nslots, uint64_t strtab, size_t *len)
 {
 	struct ptg_ring_params p = {
-		.nslots = nslots, .strtab_size = strtab, .pid = 4242, .cupti_version = 130001,
+		.nslots = nslots,
+		.strtab_size = strtab,
+		.pid = 4242,
+		.cupti_version = 130001,
 	};
 	void *mem;
 

@@ -187,8 +187,8 @@ static uint64_t dict(struct b *b, uint64_t k, uint64_t values)
 
 enum { H_NUM = 0x51, H_PROMPT = 0x62, H_LIMIT = 0x13, H_TOTAL = 0x24, H_INIT = 0x35, H_X = 0x46 };
 
-static const char *const names[8] = {"num_tokens", "prompt", "limit", "total",
-				     "__init__",   "x",	     "extra", "a b"};
+static const char *const names[8] = { "num_tokens", "prompt", "limit", "total",
+				      "__init__",   "x",      "extra", "a b" };
 
 struct world {
 	uint64_t type, split, comb, slot;
@@ -229,13 +229,13 @@ static void build(struct b *b, struct world *w)
 	p64(b, member + L->ob_type, b->member_t);
 	p64(b, member + L->descr_type, w->type);
 	p64(b, member + L->descr_member, def);
-	te[0] = (struct ent){str(b, names[4], H_INIT), H_INIT, fn};
-	te[1] = (struct ent){str(b, names[2], H_LIMIT), H_LIMIT, al(b, 32)};
-	te[2] = (struct ent){str(b, names[3], H_TOTAL), H_TOTAL, al(b, 32)};
+	te[0] = (struct ent){ str(b, names[4], H_INIT), H_INIT, fn };
+	te[1] = (struct ent){ str(b, names[2], H_LIMIT), H_LIMIT, al(b, 32) };
+	te[2] = (struct ent){ str(b, names[3], H_TOTAL), H_TOTAL, al(b, 32) };
 	p64(b, te[2].value + L->ob_type, b->prop_t);
-	te[3] = (struct ent){str(b, names[5], H_X), H_X, member};
-	se[0] = (struct ent){num, H_NUM, 0};
-	se[1] = (struct ent){prompt, H_PROMPT, 0};
+	te[3] = (struct ent){ str(b, names[5], H_X), H_X, member };
+	se[0] = (struct ent){ num, H_NUM, 0 };
+	se[1] = (struct ent){ prompt, H_PROMPT, 0 };
 	shared = keys(b, L->keys_size ? 3 : 6, 2, se, 2);
 
 	flags = 1ull << 9 | L->tpf_managed_dict | L->tpf_inline_values;
@@ -278,8 +278,8 @@ static void build(struct b *b, struct world *w)
 	}
 	w->split = obj;
 	/* the combined one */
-	ce[0] = (struct ent){prompt, H_PROMPT, al(b, 32)};
-	ce[1] = (struct ent){num, H_NUM, al(b, 32)};
+	ce[0] = (struct ent){ prompt, H_PROMPT, al(b, 32) };
+	ce[1] = (struct ent){ num, H_NUM, al(b, 32) };
 	obj = al(b, 32 + 16 + 8) + 32;
 	p64(b, obj + L->ob_type, w->type);
 	if (L->idict == PT_PY_IDICT_OFFSET)
@@ -336,7 +336,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	const struct pt_py_layout *L;
 	struct pt_pyattr_loc loc;
 	struct image im;
-	struct pt_tmem m = {image_read, &im};
+	struct pt_tmem m = { image_read, &im };
 	struct world w;
 	const char *name;
 	size_t whylen;
@@ -361,7 +361,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 		if (size < 8)
 			goto out;
-		im = (struct image){data + 8, size - 8, 0};
+		im = (struct image){ data + 8, size - 8, 0 };
 		type = IMAGE_BASE + u16(data + 2);
 		obj = IMAGE_BASE + u16(data + 4);
 		rc = pt_pyattr__resolve(&m, L, type, name, &loc, why, whylen);
@@ -396,7 +396,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		else
 			b.img[off] = data[i + 2];
 	}
-	im = (struct image){b.img, b.brk, 0};
+	im = (struct image){ b.img, b.brk, 0 };
 	rc = pt_pyattr__resolve(&m, L, w.type, name, &loc, why, whylen);
 	check_resolve(rc, &loc, why, whylen);
 	if (!rc) {

@@ -20,8 +20,9 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	static const char *const kinds[] = { "<lambda>", "<listcomp>", "<setcomp>", "<dictcomp>",
-					     "<genexpr>", "<module>", "f", "C", "inner" };
+	static const char *const kinds[] = { "<lambda>",   "<listcomp>", "<setcomp>",
+					     "<dictcomp>", "<genexpr>",	 "<module>",
+					     "f",	   "C",		 "inner" };
 	char out[256], name[64];
 	const char *src, *co_name;
 	unsigned int line, outlen;

@@ -34,15 +34,19 @@ static const char TRACE[] =
 static int fuzz_trace(const char *txt, size_t len)
 {
 	static const char *const tags[] = { "load", "store" };
+	/* clang-format off */
 	struct pt_region ev[3] = {
 		{ 1000, 500, 0, 0 }, { 1200, 100, 1, 1 }, { 1100, 800, 0, 2 },
 	};
+	/* clang-format on */
+	/* clang-format off */
 	struct pt_region_launch l[2] = {
 		{ .kernel = "k", .launch = -1, .ev = ev, .nev = 3, .recorded = 3,
 		  .source = "a", .clock = PT_REGIONS_GPU_CLOCK },
 		{ .kernel = "gemm", .launch = 0, .ev = ev + 1, .nev = 2, .recorded = 2,
 		  .source = "b", .clock = "b" },
 	};
+	/* clang-format on */
 	struct pt_region_set s = { (char **)tags, 2, l, 2 };
 	struct pt_regions_result res;
 	struct pt_rtrace_stats st;

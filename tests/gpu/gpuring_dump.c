@@ -86,12 +86,14 @@ static int on_rec(void *ctx, const struct pt_gpu_rec *r)
 	case PT_GPU_KERNEL:
 		fprintf(f, ", \"name\": ");
 		json_str(f, r->kernel.name);
-		fprintf(f, ", \"device\": %u, \"stream\": %u, \"graph_id\": %u, "
-			"\"graph_node_id\": %llu", r->kernel.device_id, r->kernel.stream_id,
-			r->kernel.graph_id, (unsigned long long)r->kernel.graph_node_id);
-		fprintf(f, ", \"grid\": [%u, %u, %u], \"block\": [%u, %u, %u]",
-			r->kernel.grid[0], r->kernel.grid[1], r->kernel.grid[2],
-			r->kernel.block[0], r->kernel.block[1], r->kernel.block[2]);
+		fprintf(f,
+			", \"device\": %u, \"stream\": %u, \"graph_id\": %u, "
+			"\"graph_node_id\": %llu",
+			r->kernel.device_id, r->kernel.stream_id, r->kernel.graph_id,
+			(unsigned long long)r->kernel.graph_node_id);
+		fprintf(f, ", \"grid\": [%u, %u, %u], \"block\": [%u, %u, %u]", r->kernel.grid[0],
+			r->kernel.grid[1], r->kernel.grid[2], r->kernel.block[0],
+			r->kernel.block[1], r->kernel.block[2]);
 		break;
 	case PT_GPU_MEMCPY:
 		fprintf(f, ", \"bytes\": %llu, \"copy_kind\": %u, \"stream\": %u",

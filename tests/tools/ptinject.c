@@ -61,17 +61,20 @@ int main(int argc, char **argv)
 		printf(", \"rc\": %d, \"err\": ", e);
 		json_str(err);
 		printf(", \"handle\": %llu, \"already\": %s, \"handed_off\": %s, \"tid\": %d, "
-		       "\"syscall\": ", (unsigned long long)r.handle, r.already ? "true" : "false",
+		       "\"syscall\": ",
+		       (unsigned long long)r.handle, r.already ? "true" : "false",
 		       r.handed_off ? "true" : "false", r.tid);
 		json_str(r.syscall);
 		printf(", \"pause_ms\": %.3f, \"wait_ms\": %.3f, \"call_ms\": %.3f, \"tries\": %u, "
-		       "\"held\": %u}\n", r.pause_ms, r.wait_ms, r.call_ms, r.tries, r.held_signals);
+		       "\"held\": %u}\n",
+		       r.pause_ms, r.wait_ms, r.call_ms, r.tries, r.held_signals);
 		fflush(stdout);
 		if (e)
 			bad = 1;
 	}
 	return bad ? 2 : 0;
 usage:
-	fprintf(stderr, "usage: ptinject [--wait MS] [--call MS] [--tid TID] [--epoll] PID LIB...\n");
+	fprintf(stderr,
+		"usage: ptinject [--wait MS] [--call MS] [--tid TID] [--epoll] PID LIB...\n");
 	return 2;
 }

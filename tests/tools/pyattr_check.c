@@ -53,8 +53,8 @@ static unsigned int minor;
 static const struct pt_py_layout *L;
 static unsigned long n_lines, n_bad, n_via_obj, n_early_reads, n_unknown, n_expect[16], n_kind[8];
 
-static const char *const expects[] = {"ok",	 "unset",  "missing", "class",
-				      "getattr", "keycmp", "noread",  "nosuch"};
+static const char *const expects[] = { "ok",	  "unset",  "missing", "class",
+				       "getattr", "keycmp", "noread",  "nosuch" };
 #define N_EXPECTS (sizeof(expects) / sizeof(expects[0]))
 
 static int proc_read(void *ctx, uint64_t addr, void *buf, size_t len)
@@ -69,7 +69,7 @@ static int proc_read(void *ctx, uint64_t addr, void *buf, size_t len)
 	return (size_t)n == len ? 0 : -EFAULT;
 }
 
-static const struct pt_tmem tm = {proc_read, NULL};
+static const struct pt_tmem tm = { proc_read, NULL };
 
 static void bad(const char *line, const char *fmt, ...)
 {

@@ -74,7 +74,7 @@ static struct {
 	int64_t code_len;
 	uint8_t *tab;
 	size_t len;
-	struct vec truth; /* R or S lines, as ranges (S: end unused) */
+	struct vec truth;  /* R or S lines, as ranges (S: end unused) */
 	int *offset_lines; /* O line */
 	size_t n_offset_lines;
 } co;

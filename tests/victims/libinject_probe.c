@@ -45,7 +45,8 @@ __attribute__((constructor)) static void loaded(void)
 	fd = open(log, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
 	if (fd < 0)
 		return;
-	n = snprintf(line, sizeof(line), "loaded %d %ld\n", (int)getpid(), (long)syscall(SYS_gettid));
+	n = snprintf(line, sizeof(line), "loaded %d %ld\n", (int)getpid(),
+		     (long)syscall(SYS_gettid));
 	if (write(fd, line, (size_t)n) < 0)
 		n = 0;
 	close(fd);

@@ -60,11 +60,11 @@ static inline void vt_outer(struct vt_truth *t, uint64_t t0)
 }
 
 /* Call, measuring around the call site into truth t. */
-#define VT_CALL(t, call)                                                                   \
-	do {                                                                               \
-		uint64_t t0_ = vt_now();                                                   \
-		call;                                                                      \
-		vt_outer((t), t0_);                                                        \
+#define VT_CALL(t, call)                                                                           \
+	do {                                                                                       \
+		uint64_t t0_ = vt_now();                                                           \
+		call;                                                                              \
+		vt_outer((t), t0_);                                                                \
 	} while (0)
 
 #endif

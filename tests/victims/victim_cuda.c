@@ -87,9 +87,10 @@ int main(int argc, char **argv)
 
 		if (!f)
 			return 1;
-		fprintf(f, "{\"steps\": %d, \"launches\": %ld, \"copies\": %ld, \"syncs\": %ld, "
-			   "\"functions\": {\"cuda_step\": {\"calls\": %llu, \"total_ns\": %llu, "
-			   "\"outer_ns\": %llu}}}\n",
+		fprintf(f,
+			"{\"steps\": %d, \"launches\": %ld, \"copies\": %ld, \"syncs\": %ld, "
+			"\"functions\": {\"cuda_step\": {\"calls\": %llu, \"total_ns\": %llu, "
+			"\"outer_ns\": %llu}}}\n",
 			steps, n_launch, n_copy, n_sync, (unsigned long long)t_step.calls,
 			(unsigned long long)t_step.total_ns, (unsigned long long)t_step.outer_ns);
 		fclose(f);

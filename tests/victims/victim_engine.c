@@ -231,8 +231,10 @@ int main(int argc, char **argv)
 		else if (!strcmp(argv[i], "--longjmp-every") && i + 1 < argc)
 			longjmp_every = atoi(argv[++i]);
 		else {
-			fprintf(stderr, "usage: %s [--steps N] [--threads T] [--truth FILE] "
-					"[--dlopen LIB] [--longjmp-every K]\n", argv[0]);
+			fprintf(stderr,
+				"usage: %s [--steps N] [--threads T] [--truth FILE] "
+				"[--dlopen LIB] [--longjmp-every K]\n",
+				argv[0]);
 			return 2;
 		}
 	}
@@ -268,8 +270,8 @@ int main(int argc, char **argv)
 		f = fopen(truth, "w");
 		if (!f)
 			return 1;
-		fprintf(f, "{\n  \"pid\": %d,\n  \"threads\": %d,\n  \"steps\": %d,\n", (int)getpid(),
-			nthreads, nthreads * nsteps);
+		fprintf(f, "{\n  \"pid\": %d,\n  \"threads\": %d,\n  \"steps\": %d,\n",
+			(int)getpid(), nthreads, nthreads * nsteps);
 		fprintf(f, "  \"iterations\": %llu,\n  \"iteration_total_ns\": %llu,\n",
 			(unsigned long long)iter_count, (unsigned long long)iter_ns);
 		fprintf(f, "  \"iteration_lower_ns\": %llu,\n  \"iteration_upper_ns\": %llu,\n",

@@ -69,8 +69,9 @@ static void write_truth(const char *path, const char *mode)
 	f = fopen(path, "w");
 	if (!f)
 		exit(1);
-	fprintf(f, "{\"pid\": %d, \"mode\": \"%s\", \"calls\": {\"fault_step\": %llu, "
-		   "\"fault_work\": %llu, \"fault_tiny\": %llu, \"dl_work\": %llu}}\n",
+	fprintf(f,
+		"{\"pid\": %d, \"mode\": \"%s\", \"calls\": {\"fault_step\": %llu, "
+		"\"fault_work\": %llu, \"fault_tiny\": %llu, \"dl_work\": %llu}}\n",
 		(int)getpid(), mode, (unsigned long long)n_step, (unsigned long long)n_work,
 		(unsigned long long)n_tiny, (unsigned long long)n_dl);
 	fclose(f);

@@ -235,9 +235,10 @@ int main(int argc, char **argv)
 
 		if (!f)
 			return 1;
-		fprintf(f, "{\"steps\": %d, \"kernels\": %ld, \"copies\": %ld, \"api\": %ld, "
-			   "\"busy_ns_per_step\": %llu, \"step_outer_ns\": %llu, \"pid\": %d, "
-			   "\"thread_tids\": [",
+		fprintf(f,
+			"{\"steps\": %d, \"kernels\": %ld, \"copies\": %ld, \"api\": %ld, "
+			"\"busy_ns_per_step\": %llu, \"step_outer_ns\": %llu, \"pid\": %d, "
+			"\"thread_tids\": [",
 			steps, kernels_written, copies_written, api_written,
 			(unsigned long long)(30 + 40 + 80 + 120 + 160) * US,
 			(unsigned long long)t_step.outer_ns, (int)getpid());

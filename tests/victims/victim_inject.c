@@ -171,7 +171,8 @@ int main(int argc, char **argv)
 		if (memcmp(in, out, sizeof(in))) {
 			for (int i = 0; i < 16; i++)
 				if (memcmp(in + 16 * i, out + 16 * i, 16))
-					fprintf(stderr, "victim_inject: xmm%d changed across poll\n", i);
+					fprintf(stderr,
+						"victim_inject: xmm%d changed across poll\n", i);
 			abort();
 		}
 		if (r == 0 && errno != 4321) {

@@ -152,8 +152,7 @@ struct child {
 	FILE *to, *from;
 };
 
-static int spawn(struct child *c, int rank, int steps, const char *truth, int alone,
-		 int reexec)
+static int spawn(struct child *c, int rank, int steps, const char *truth, int alone, int reexec)
 {
 	int in[2], out[2];
 	char r[16], s[16];

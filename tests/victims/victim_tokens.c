@@ -102,13 +102,14 @@ int main(int argc, char **argv)
 		if (!f)
 			return 1;
 		fprintf(f, "{\"bursts\": %d, \"burst_steps\": %d, ", bursts, steps / bursts);
-		fprintf(f, "\"rejected\": %ld, \"steps\": %d, \"tokens\": %ld, \"accepted\": %ld, "
-			   "\"batch_sum\": %ld, \"kv_sum\": %ld, \"step_ns\": %llu, \"bins\": [",
+		fprintf(f,
+			"\"rejected\": %ld, \"steps\": %d, \"tokens\": %ld, \"accepted\": %ld, "
+			"\"batch_sum\": %ld, \"kv_sum\": %ld, \"step_ns\": %llu, \"bins\": [",
 			reject_total, steps, tok_total, acc_total, batch_total, kv_total,
 			(unsigned long long)step_ns_total);
 		for (size_t b = 0; b < NBINS; b++)
-			fprintf(f, "%s{\"lo\": %ld, \"steps\": %ld, \"tokens\": %ld}", b ? ", " : "",
-				bins[b], bin_steps[b], bin_tokens[b]);
+			fprintf(f, "%s{\"lo\": %ld, \"steps\": %ld, \"tokens\": %ld}",
+				b ? ", " : "", bins[b], bin_steps[b], bin_tokens[b]);
 		fprintf(f, "]}\n");
 		fclose(f);
 	}

@@ -25,7 +25,7 @@
 
 struct frame {
 	uint64_t bmask; /* buckets this call counted in, fixed at entry */
-	uint32_t fid;   /* NO_FID: slot empty */
+	uint32_t fid;	/* NO_FID: slot empty */
 	uint8_t is_step;
 	uint8_t opener; /* this call opened (call) or began (iteration) the step */
 };
@@ -33,8 +33,8 @@ struct frame {
 /* A bucket's state on one thread. */
 struct tbucket {
 	uint64_t pstart; /* start of the piece the open step has not taken yet */
-	uint64_t acc;    /* time of the open interval given to counted steps */
-	uint32_t cnt;    /* open calls of the bucket's functions */
+	uint64_t acc;	 /* time of the open interval given to counted steps */
+	uint32_t cnt;	 /* open calls of the bucket's functions */
 };
 
 /* A bucket call that ended in the open step: counted if the step is. */
@@ -45,8 +45,8 @@ struct pend {
 
 struct thread {
 	uint32_t tid, pid;
-	uint32_t sp;        /* stack slots >= sp are empty */
-	uint32_t nstep;     /* open calls of step functions */
+	uint32_t sp;	    /* stack slots >= sp are empty */
+	uint32_t nstep;	    /* open calls of step functions */
 	uint64_t open_mask; /* buckets with an open interval */
 	uint64_t hit_mask;  /* open intervals that overlapped a counted step */
 
@@ -56,7 +56,7 @@ struct thread {
 
 	bool step_open, step_broken;
 	uint64_t step_seq, step_start;
-	uint64_t step_cov; /* covered time of the open step */
+	uint64_t step_cov;  /* covered time of the open step */
 	unsigned int vmask; /* values of the open step (struct pt_step) */
 	double val[3];
 	uint64_t *step_ns; /* nbuckets: time of each bucket in the open step */
@@ -88,8 +88,8 @@ struct pt_agg {
 
 	struct thread **threads;
 	size_t nthreads, cap_threads;
-	uint32_t *slots; /* open addressing: index + 1 into threads, 0 free */
-	size_t nslots;   /* power of two, at least twice nthreads */
+	uint32_t *slots;     /* open addressing: index + 1 into threads, 0 free */
+	size_t nslots;	     /* power of two, at least twice nthreads */
 	struct thread *last; /* records come in runs of one thread */
 };
 

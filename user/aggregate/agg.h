@@ -40,9 +40,9 @@
 struct pt_step {
 	uint64_t index; /* 0-based among counted steps, in commit order */
 	uint32_t pid, tid;
-	uint64_t t_start, t_end; /* ns */
+	uint64_t t_start, t_end;   /* ns */
 	const uint64_t *bucket_ns; /* nbuckets entries, time in each bucket */
-	uint64_t other_ns;         /* step time no bucket covers */
+	uint64_t other_ns;	   /* step time no bucket covers */
 	/* Values read during the step (pt_agg__value): bit r of vmask set
 	 * when val[r] holds role r (PT_VROLE_TOKENS, _KVLEN, _BATCH). */
 	unsigned int vmask;
@@ -58,16 +58,16 @@ struct pt_agg_opts {
 };
 
 struct pt_agg_step_stats {
-	struct pt_dist dur;       /* counted steps */
-	uint64_t warmup;          /* steps skipped as warmup */
-	uint64_t incomplete;      /* steps open at the end or broken by loss */
-	uint64_t first_start_ns;  /* of counted steps; 0 when none */
+	struct pt_dist dur;	 /* counted steps */
+	uint64_t warmup;	 /* steps skipped as warmup */
+	uint64_t incomplete;	 /* steps open at the end or broken by loss */
+	uint64_t first_start_ns; /* of counted steps; 0 when none */
 	uint64_t last_end_ns;
 };
 
 struct pt_agg_bucket_stats {
-	uint64_t calls;          /* outermost intervals ending in counted steps */
-	uint64_t total_ns;       /* time attributed to counted steps */
+	uint64_t calls;		 /* outermost intervals ending in counted steps */
+	uint64_t total_ns;	 /* time attributed to counted steps */
 	struct pt_dist per_call; /* attributed time of each of those calls */
 };
 
@@ -77,13 +77,13 @@ struct pt_agg_func_stats {
 };
 
 struct pt_agg_health {
-	uint64_t records;        /* records given to pt_agg__record */
-	uint64_t lost_records;   /* from pt_agg__lost */
-	uint64_t lost_calls;     /* open calls discarded because their EXIT was lost */
-	uint64_t bad_records;    /* unknown type or fid: ignored */
-	uint64_t threads;        /* distinct threads seen */
-	uint64_t threads_ended;  /* of those, ended and freed (pt_agg__thread_exit) */
-	uint64_t threads_max;    /* most threads held at once */
+	uint64_t records;	/* records given to pt_agg__record */
+	uint64_t lost_records;	/* from pt_agg__lost */
+	uint64_t lost_calls;	/* open calls discarded because their EXIT was lost */
+	uint64_t bad_records;	/* unknown type or fid: ignored */
+	uint64_t threads;	/* distinct threads seen */
+	uint64_t threads_ended; /* of those, ended and freed (pt_agg__thread_exit) */
+	uint64_t threads_max;	/* most threads held at once */
 };
 
 struct pt_agg;

@@ -20,13 +20,13 @@
 
 struct pt_run {
 	unsigned int index;
-	bool warmup;              /* one of the first warmup_runs */
-	uint64_t t0, t1;          /* first step's start, last step's end (ns) */
-	struct pt_dist dur;       /* its steps */
-	uint64_t *bucket_ns;      /* nbuckets + 1 (the last: step.other) */
-	uint64_t tok_steps;       /* steps with a token figure */
+	bool warmup;	     /* one of the first warmup_runs */
+	uint64_t t0, t1;     /* first step's start, last step's end (ns) */
+	struct pt_dist dur;  /* its steps */
+	uint64_t *bucket_ns; /* nbuckets + 1 (the last: step.other) */
+	uint64_t tok_steps;  /* steps with a token figure */
 	double tokens, tok_ns;
-	uint64_t batch_steps;     /* steps with a batch figure */
+	uint64_t batch_steps; /* steps with a batch figure */
 	double batch_sum;
 };
 
@@ -37,11 +37,11 @@ struct pt_run_stat {
 };
 
 struct pt_runs_aggregate {
-	size_t runs;           /* counted (not warmup) */
+	size_t runs; /* counted (not warmup) */
 	size_t warmup;
 	struct pt_run_stat steps, steps_per_s, mean_ms, p50_ms, p90_ms, p99_ms, duration_s;
 	struct pt_run_stat tok_per_s;
-	struct pt_run_stat *bucket_ms;    /* nbuckets + 1: ms per step */
+	struct pt_run_stat *bucket_ms;	  /* nbuckets + 1: ms per step */
 	struct pt_run_stat *bucket_share; /* nbuckets + 1: share of step time */
 };
 

@@ -16,13 +16,16 @@
 struct pt_dist {
 	uint64_t count;
 	uint64_t min, max; /* ns; valid when count > 0 */
-	double sum;        /* ns */
+	double sum;	   /* ns */
 	double mean, m2;   /* Welford */
 	uint64_t zeros;
-	uint32_t *bins;    /* NULL until the first non-zero value */
+	uint32_t *bins; /* NULL until the first non-zero value */
 };
 
-#define PT_DIST_INIT { 0 }
+#define PT_DIST_INIT                                                                               \
+	{                                                                                          \
+		0                                                                                  \
+	}
 
 void pt_dist__init(struct pt_dist *d);
 /* 0 or -ENOMEM (then only the exact moments keep counting). */

@@ -30,7 +30,7 @@ struct flame_node {
 	uint64_t self, total;
 	uint32_t parent, name; /* name: string id; NIL for the root */
 	uint32_t child, next;  /* first child, next sibling; NIL ends */
-	uint32_t depth;        /* root 0, frames[i] i + 1 */
+	uint32_t depth;	       /* root 0, frames[i] i + 1 */
 };
 
 /*
@@ -38,8 +38,8 @@ struct flame_node {
  * string: at 10^5 adds a second that is one cache miss per frame, not two.
  */
 struct flame_slot {
-	uint32_t id;           /* NIL: empty */
-	uint32_t hash;         /* low 32 bits: the slot, and a quick compare */
+	uint32_t id;	       /* NIL: empty */
+	uint32_t hash;	       /* low 32 bits: the slot, and a quick compare */
 	uint32_t parent, name; /* node table only */
 };
 
@@ -55,7 +55,7 @@ struct pt_flame {
 	uint32_t nstrs, cap_strs;
 	struct flame_tab node_tab; /* (parent, name) -> node */
 	struct flame_tab str_tab;  /* name -> string id */
-	uint32_t *path;            /* the last add's node per frame */
+	uint32_t *path;		   /* the last add's node per frame */
 	uint32_t cap_path, path_len;
 	uint32_t max_depth;
 	uint64_t total;
@@ -501,8 +501,7 @@ static int folded_line(struct pt_flame *fl, char *line, size_t len, size_t linen
 		return ferr(err, errlen, lineno, -EINVAL, "missing weight after the last space");
 	for (p = sp + 1; p < line + len; p++) {
 		if (*p < '0' || *p > '9')
-			return ferr(err, errlen, lineno, -EINVAL,
-				    "weight is not a decimal number");
+			return ferr(err, errlen, lineno, -EINVAL, "weight is not a decimal number");
 		if (w > (UINT64_MAX - (uint64_t)(*p - '0')) / 10)
 			return ferr(err, errlen, lineno, -EINVAL, "weight overflows u64");
 		w = w * 10 + (uint64_t)(*p - '0');
@@ -596,8 +595,8 @@ out:
 
 /* ---- SVG ---- */
 
-#define SVG_PAD 10     /* px left and right of the plot */
-#define SVG_TOP 60     /* title, subtitle, reset */
+#define SVG_PAD 10 /* px left and right of the plot */
+#define SVG_TOP 60 /* title, subtitle, reset */
 #define SVG_BOTTOM 10
 #define SVG_ROW 16     /* px per depth; rects are one less */
 #define SVG_CHAR_W 7.2 /* 0.6em at 12 px */
@@ -770,8 +769,9 @@ static void svg_frame(const struct svg *c, const char *name, uint64_t hash, uint
 	fprintf(f, " (%" PRIu64 " ", scaled(c->fl, w));
 	xml_put(f, c->unit, SIZE_MAX);
 	fprintf(f, ", %.2f%%)</title>", 100.0 * ((double)w / (double)c->fl->total));
-	fprintf(f, "<rect x=\"%.2f\" y=\"%lu\" width=\"%.2f\" height=\"%u\" "
-		   "fill=\"rgb(%u,%u,%u)\" rx=\"2\" ry=\"2\"/>",
+	fprintf(f,
+		"<rect x=\"%.2f\" y=\"%lu\" width=\"%.2f\" height=\"%u\" "
+		"fill=\"rgb(%u,%u,%u)\" rx=\"2\" ry=\"2\"/>",
 		x, y, wd, SVG_ROW - 1, rgb[0], rgb[1], rgb[2]);
 	fprintf(f, "<text x=\"%.2f\" y=\"%lu\">", x + 3, y + 11);
 	fit = (wd - 6) / SVG_CHAR_W;
@@ -938,16 +938,18 @@ int pt_flame__write_svg(const struct pt_flame *fl, FILE *f, const struct pt_flam
 		height = SVG_TOP + 50;
 	}
 
-	fprintf(f, "<?xml version=\"1.0\" encoding=\"UTF-8\" standalone=\"no\"?>\n"
-		   "<svg xmlns=\"http://www.w3.org/2000/svg\" version=\"1.1\" width=\"%u\" "
-		   "height=\"%lu\" viewBox=\"0 0 %u %lu\">\n"
-		   "<rect x=\"0\" y=\"0\" width=\"%u\" height=\"%lu\" fill=\"rgb(250,250,250)\"/>\n"
-		   "<text x=\"%.1f\" y=\"24\" text-anchor=\"middle\" font-family=\"sans-serif\" "
-		   "font-size=\"17\" font-weight=\"bold\">",
+	fprintf(f,
+		"<?xml version=\"1.0\" encoding=\"UTF-8\" standalone=\"no\"?>\n"
+		"<svg xmlns=\"http://www.w3.org/2000/svg\" version=\"1.1\" width=\"%u\" "
+		"height=\"%lu\" viewBox=\"0 0 %u %lu\">\n"
+		"<rect x=\"0\" y=\"0\" width=\"%u\" height=\"%lu\" fill=\"rgb(250,250,250)\"/>\n"
+		"<text x=\"%.1f\" y=\"24\" text-anchor=\"middle\" font-family=\"sans-serif\" "
+		"font-size=\"17\" font-weight=\"bold\">",
 		width, height, width, height, width, height, width / 2.0);
 	xml_put(f, title, SIZE_MAX);
-	fprintf(f, "</text>\n<text x=\"%.1f\" y=\"44\" text-anchor=\"middle\" "
-		   "font-family=\"sans-serif\" font-size=\"12\" fill=\"rgb(80,80,80)\">",
+	fprintf(f,
+		"</text>\n<text x=\"%.1f\" y=\"44\" text-anchor=\"middle\" "
+		"font-family=\"sans-serif\" font-size=\"12\" fill=\"rgb(80,80,80)\">",
 		width / 2.0);
 	if (sub) {
 		xml_put(f, sub, SIZE_MAX);
@@ -958,9 +960,10 @@ int pt_flame__write_svg(const struct pt_flame *fl, FILE *f, const struct pt_flam
 	fprintf(f, " in %zu stack%s</text>\n", fl->nstacks, fl->nstacks == 1 ? "" : "s");
 
 	if (!fl->total) {
-		fprintf(f, "<text x=\"%.1f\" y=\"%u\" text-anchor=\"middle\" "
-			   "font-family=\"sans-serif\" font-size=\"14\" "
-			   "fill=\"rgb(80,80,80)\">no samples</text>\n</svg>\n",
+		fprintf(f,
+			"<text x=\"%.1f\" y=\"%u\" text-anchor=\"middle\" "
+			"font-family=\"sans-serif\" font-size=\"14\" "
+			"fill=\"rgb(80,80,80)\">no samples</text>\n</svg>\n",
 			width / 2.0, SVG_TOP + 25);
 		return fflush(f) || ferror(f) ? -EIO : 0;
 	}
@@ -972,8 +975,9 @@ int pt_flame__write_svg(const struct pt_flame *fl, FILE *f, const struct pt_flam
 	err = svg_frames(&c);
 	if (err)
 		return err;
-	fprintf(f, "</g>\n<script type=\"text/ecmascript\"><![CDATA[\n"
-		   "var W = %.2f, X0 = %d, CW = %.1f;\n",
+	fprintf(f,
+		"</g>\n<script type=\"text/ecmascript\"><![CDATA[\n"
+		"var W = %.2f, X0 = %d, CW = %.1f;\n",
 		c.plot_w, SVG_PAD, SVG_CHAR_W);
 	fputs(svg_script, f);
 	fputs("</svg>\n", f);

@@ -152,7 +152,8 @@ int pt_gpu__record(struct pt_gpu *g, const struct pt_gpu_rec *r)
 		g->res.api_calls++;
 		if (grow((void **)&g->apis, &g->capis, g->napis, sizeof(*g->apis)))
 			return -ENOMEM;
-		g->apis[g->napis++] = (struct api){ .s = r->start_ns, .corr = r->correlation_id,
+		g->apis[g->napis++] = (struct api){ .s = r->start_ns,
+						    .corr = r->correlation_id,
 						    .tid = r->api.tid };
 		return 0;
 	case PT_GPU_SYNC:
@@ -190,8 +191,7 @@ int pt_gpu__record(struct pt_gpu *g, const struct pt_gpu_rec *r)
 	return 0;
 }
 
-int pt_gpu__bucket_call(struct pt_gpu *g, uint32_t tid, uint64_t t0, uint64_t t1,
-			uint64_t bmask)
+int pt_gpu__bucket_call(struct pt_gpu *g, uint32_t tid, uint64_t t0, uint64_t t1, uint64_t bmask)
 {
 	if (!bmask || t1 < t0)
 		return 0;
@@ -527,10 +527,10 @@ const struct pt_gpu_result *pt_gpu__join(struct pt_gpu *g, uint64_t t0, uint64_t
 
 #define WINDOW(arr, n, field)                                                                      \
 	do {                                                                                       \
-		for (k = 0, i_ = 0; i_ < (n); i_++)                                                 \
+		for (k = 0, i_ = 0; i_ < (n); i_++)                                                \
 			if ((arr)[i_].field < g->cut_ts)                                           \
 				(arr)[k++] = (arr)[i_];                                            \
-		R->not_held += (n) - k;                                                            \
+		R->not_held += (n)-k;                                                              \
 		(n) = k;                                                                           \
 	} while (0)
 		size_t i_;

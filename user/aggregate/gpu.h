@@ -40,9 +40,9 @@ struct pt_gpu_device {
 struct pt_gpu_result {
 	uint64_t kernels, copies, memsets, api_calls, syncs;
 	uint64_t copy_bytes;
-	uint64_t busy_ns;   /* union of all work on all devices, inside the window */
+	uint64_t busy_ns; /* union of all work on all devices, inside the window */
 	uint64_t window_ns;
-	uint64_t unmatched; /* work whose launch call was not seen (no API record) */
+	uint64_t unmatched;	/* work whose launch call was not seen (no API record) */
 	uint64_t outside_steps; /* launched outside any counted step */
 	/* the memory bound (pt_gpu__set_max_held): records not held, the
 	 * figures then those of [t0, window_end_ns) */
@@ -51,12 +51,12 @@ struct pt_gpu_result {
 	uint64_t window_end_ns;
 	/* counted steps */
 	uint64_t steps;
-	uint64_t steps_with_gpu; /* with any work launched in them */
-	uint64_t step_ns;        /* their summed time */
-	uint64_t step_busy_ns;   /* GPU busy inside the step windows */
-	uint64_t step_items;     /* work launched in counted steps */
+	uint64_t steps_with_gpu;	     /* with any work launched in them */
+	uint64_t step_ns;		     /* their summed time */
+	uint64_t step_busy_ns;		     /* GPU busy inside the step windows */
+	uint64_t step_items;		     /* work launched in counted steps */
 	struct pt_dist step_busy, step_idle; /* per step, ns */
-	struct pt_dist launch_delay; /* kernel start - its launch call's start, ns */
+	struct pt_dist launch_delay;	     /* kernel start - its launch call's start, ns */
 	struct pt_gpu_device *devices;
 	size_t ndevices;
 	struct pt_gpu_kstat *top; /* by total_ns, descending */
@@ -69,8 +69,7 @@ void pt_gpu__free(struct pt_gpu *g);
 /* A record from the ring (names must stay valid until pt_gpu__free). */
 int pt_gpu__record(struct pt_gpu *g, const struct pt_gpu_rec *r);
 /* A completed host call of bucket functions (bmask) on thread tid. */
-int pt_gpu__bucket_call(struct pt_gpu *g, uint32_t tid, uint64_t t0, uint64_t t1,
-			uint64_t bmask);
+int pt_gpu__bucket_call(struct pt_gpu *g, uint32_t tid, uint64_t t0, uint64_t t1, uint64_t bmask);
 /* A counted step. */
 int pt_gpu__step(struct pt_gpu *g, uint32_t tid, uint64_t t0, uint64_t t1);
 /* At most n records held (default 4M); past that, a time window (gpu.c). */

@@ -41,14 +41,14 @@ struct oframe {
 
 struct othread {
 	uint32_t tid;
-	double c;         /* cost of the calls completed on it so far */
-	uint32_t nstep;   /* open calls of step functions */
-	double step_c0;   /* c when the open step began */
+	double c;	  /* cost of the calls completed on it so far */
+	uint32_t nstep;	  /* open calls of step functions */
+	double step_c0;	  /* c when the open step began */
 	uint64_t step_t0; /* its start */
-	bool began;       /* a step began on it (iteration: one is open) */
-	double *pend;     /* nb: bucket cost in the open step */
-	uint32_t *cnt;    /* nb: open calls of each bucket's functions */
-	double *snap;     /* nb: c when each bucket's outermost call began */
+	bool began;	  /* a step began on it (iteration: one is open) */
+	double *pend;	  /* nb: bucket cost in the open step */
+	uint32_t *cnt;	  /* nb: open calls of each bucket's functions */
+	double *snap;	  /* nb: c when each bucket's outermost call began */
 	/* the step that closed last, until on_step says it counts */
 	bool closed;
 	uint64_t closed_t0;
@@ -129,8 +129,12 @@ int pt_ovh__set_func(struct pt_ovh *o, uint32_t fid, bool is_step, uint64_t buck
 		memset(o->fst + o->cap, 0, (cap - o->cap) * sizeof(*fst));
 		o->cap = cap;
 	}
-	o->fn[fid] = (struct ofn){ .bmask = bucket_mask, .pair = pair_ns, .self = self_ns,
-				   .kind = kind, .declared = true, .is_step = is_step };
+	o->fn[fid] = (struct ofn){ .bmask = bucket_mask,
+				   .pair = pair_ns,
+				   .self = self_ns,
+				   .kind = kind,
+				   .declared = true,
+				   .is_step = is_step };
 	if (fid >= o->nfn)
 		o->nfn = fid + 1;
 	return 0;
@@ -200,7 +204,7 @@ static void open_step(struct pt_ovh *o, struct othread *t, uint64_t t0)
 }
 
 static void ovh_entry(struct pt_ovh *o, struct othread *t, const struct pt_rec *r,
-		     const struct ofn *fn)
+		      const struct ofn *fn)
 {
 	if (r->depth >= PT_MAX_DEPTH)
 		return;
@@ -222,7 +226,7 @@ static void ovh_entry(struct pt_ovh *o, struct othread *t, const struct pt_rec *
 }
 
 static void ovh_exit(struct pt_ovh *o, struct othread *t, const struct pt_rec *r,
-		    const struct ofn *fn)
+		     const struct ofn *fn)
 {
 	struct pt_ovh_func *fs = &o->fst[r->fid];
 	struct oframe *f = r->depth < PT_MAX_DEPTH ? &t->stack[r->depth] : NULL;
@@ -239,8 +243,7 @@ static void ovh_exit(struct pt_ovh *o, struct othread *t, const struct pt_rec *r
 			if (b < o->nb && t->cnt[b] && !--t->cnt[b])
 				t->pend[b] += t->c - t->snap[b] + fn->self;
 		}
-		if (fn->is_step && t->nstep && !--t->nstep &&
-		    o->opts.step_mode == PT_STEP_CALL)
+		if (fn->is_step && t->nstep && !--t->nstep && o->opts.step_mode == PT_STEP_CALL)
 			close_step(o, t, t->c - t->step_c0 + fn->self);
 		f->fid = NO_FID;
 	}

@@ -35,13 +35,13 @@
 /* Probe-site kinds, each with its own cost (docs/summary.md#overhead). */
 enum pt_site_kind {
 	PT_SITE_EMULATED = 0, /* uprobe on an instruction the kernel emulates (push, branch) */
-	PT_SITE_NOP5,         /* uprobe on a 5-byte nop (the agent's marker functions) */
-	PT_SITE_SSTEP,        /* uprobe on an instruction the kernel single-steps */
-	PT_SITE_AGENT,        /* a named Python call through the agent (its two nop5 sites
+	PT_SITE_NOP5,	      /* uprobe on a 5-byte nop (the agent's marker functions) */
+	PT_SITE_SSTEP,	      /* uprobe on an instruction the kernel single-steps */
+	PT_SITE_AGENT,	      /* a named Python call through the agent (its two nop5 sites
 			       * and its interpreter hook) */
-	PT_SITE_FRAME,        /* the frame probe: a uprobe pair on the frame evaluator,
+	PT_SITE_FRAME,	      /* the frame probe: a uprobe pair on the frame evaluator,
 			       * on every Python call, named or not */
-	PT_SITE_SAMPLE,       /* one stack sample */
+	PT_SITE_SAMPLE,	      /* one stack sample */
 	PT_SITE_NKINDS
 };
 

@@ -202,7 +202,8 @@ int pt_regions__match(const struct pt_region_set *s, const char *default_kernel,
 		const char *name = s->l[i].kernel ? s->l[i].kernel : default_kernel;
 		struct kname *k;
 
-		r->m[i] = (struct pt_rmatch){ .kernel = name, .span = -1, .launch = s->l[i].launch };
+		r->m[i] =
+			(struct pt_rmatch){ .kernel = name, .span = -1, .launch = s->l[i].launch };
 		r->regions_invalid += s->l[i].invalid;
 		if (s->l[i].overflow)
 			r->overflowed++;
@@ -252,7 +253,8 @@ int pt_regions__match(const struct pt_region_set *s, const char *default_kernel,
 				m->launch = (int64_t)k->next;
 			}
 			if (m->launch >= (int64_t)k->n) {
-				m->why = pass ? "more region launches than launches of that kernel in "
+				m->why = pass ? "more region launches than launches of that kernel "
+						"in "
 						"trace.json"
 					      : "launch index past the launches of that kernel in "
 						"trace.json";
@@ -369,8 +371,8 @@ int pt_regions__match(const struct pt_region_set *s, const char *default_kernel,
 
 		for (size_t i = 0; i < s->nl; i++)
 			if (r->m[i].span >= 0 && !strcmp(r->m[i].kernel, g->kernel))
-				g->kernel_ns += spans[r->m[i].span].end_ns -
-						spans[r->m[i].span].start_ns;
+				g->kernel_ns +=
+					spans[r->m[i].span].end_ns - spans[r->m[i].span].start_ns;
 		qsort(sums[t].v, sums[t].n, sizeof(uint64_t), u64_cmp);
 		g->p50_ns = nearest_rank(sums[t].v, sums[t].n, 0.50);
 		g->p99_ns = nearest_rank(sums[t].v, sums[t].n, 0.99);

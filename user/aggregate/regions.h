@@ -36,11 +36,11 @@ struct pt_kspan {
 
 /* One launch of regions (pt_region_set.l[i]) and where it went. */
 struct pt_rmatch {
-	const char *kernel; /* its kernel name (the file's, else the default) */
-	long span;          /* index into the kernel spans; -1: unmatched */
-	int64_t launch;     /* the kernel's launch index (matched, or asked for) */
-	const char *why;    /* unmatched: why (static text) */
-	int64_t offset_ns;  /* trace time = GPU time + offset */
+	const char *kernel;  /* its kernel name (the file's, else the default) */
+	long span;	     /* index into the kernel spans; -1: unmatched */
+	int64_t launch;	     /* the kernel's launch index (matched, or asked for) */
+	const char *why;     /* unmatched: why (static text) */
+	int64_t offset_ns;   /* trace time = GPU time + offset */
 	uint64_t outside_ns; /* the most any of its regions falls outside the kernel */
 	uint64_t outside;    /* regions that do */
 };
@@ -48,20 +48,20 @@ struct pt_rmatch {
 /* Per kernel name and tag, over the matched launches of that kernel. */
 struct pt_rtag {
 	const char *kernel;
-	uint32_t tag;          /* index into pt_region_set.tags */
-	uint64_t count;        /* regions */
-	uint64_t total_ns;     /* their summed durations */
-	uint64_t launches;     /* launches it appears in */
-	uint64_t union_ns;     /* per launch, the time any region of the tag ran; summed */
-	uint64_t kernel_ns;    /* the matched launches' kernel time (all of them) */
+	uint32_t tag;	    /* index into pt_region_set.tags */
+	uint64_t count;	    /* regions */
+	uint64_t total_ns;  /* their summed durations */
+	uint64_t launches;  /* launches it appears in */
+	uint64_t union_ns;  /* per launch, the time any region of the tag ran; summed */
+	uint64_t kernel_ns; /* the matched launches' kernel time (all of them) */
 	uint64_t p50_ns, p99_ns, mean_ns; /* of its per-launch sums (nearest rank) */
 };
 
 struct pt_rclock {
-	const char *clock;    /* pt_region_launch.clock */
-	uint64_t launches;    /* matched */
-	bool one_offset;      /* one offset fits them all */
-	int64_t offset_ns;    /* the median of its launches' */
+	const char *clock; /* pt_region_launch.clock */
+	uint64_t launches; /* matched */
+	bool one_offset;   /* one offset fits them all */
+	int64_t offset_ns; /* the median of its launches' */
 	int64_t offset_min_ns, offset_max_ns;
 };
 
@@ -72,9 +72,9 @@ struct pt_rkernel {
 };
 
 struct pt_regions_result {
-	struct pt_rmatch *m;   /* one per pt_region_set.l */
+	struct pt_rmatch *m; /* one per pt_region_set.l */
 	size_t nm;
-	bool global;           /* one offset per clock fits all its launches */
+	bool global; /* one offset per clock fits all its launches */
 	struct pt_rclock *clocks;
 	size_t nclocks;
 	uint64_t launches_matched, unmatched, overflowed;

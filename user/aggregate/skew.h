@@ -33,7 +33,7 @@ struct pt_skew_steps {
 	uint64_t *t; /* start, end pairs (CLOCK_MONOTONIC ns) */
 	size_t n, cap;
 	uint64_t not_kept; /* steps past PT_SKEW_MAX_STEPS */
-	bool oom; /* a step could not be kept: no skew figures */
+	bool oom;	   /* a step could not be kept: no skew figures */
 };
 
 void pt_skew__add(struct pt_skew_steps *s, uint64_t t_start, uint64_t t_end);
@@ -41,14 +41,14 @@ void pt_skew__free(struct pt_skew_steps *s);
 
 struct pt_skew {
 	size_t nprocs;
-	size_t aligned;    /* step indices compared */
-	size_t unaligned;  /* indices skipped: a step did not overlap the reference's */
-	struct pt_dist skew; /* slowest - fastest, per index, ns */
+	size_t aligned;	       /* step indices compared */
+	size_t unaligned;      /* indices skipped: a step did not overlap the reference's */
+	struct pt_dist skew;   /* slowest - fastest, per index, ns */
 	double slowest_ms_sum; /* sum of the slowest step times compared */
 	double skew_ms_sum;
 	/* per process, in the order given */
-	size_t *first;   /* its step compared with the reference's first compared */
-	long *offset;    /* its step k lines up with the reference's k - offset */
+	size_t *first;	 /* its step compared with the reference's first compared */
+	long *offset;	 /* its step k lines up with the reference's k - offset */
 	size_t *slowest; /* indices where it was the slowest */
 	size_t *fastest;
 	const char *why; /* aligned == 0: why */

@@ -264,7 +264,8 @@ static int add_flame(struct pt_stacks *st, const struct pt_stacks_sample *s,
 	for (size_t i = n; i-- > 0;)
 		st->path[np++] = s->f[i].label;
 	if (!n)
-		st->path[np++] = s->flags & PT_SAMPLEF_NO_STACK   ? "[stack unknown: asleep since attach]"
+		st->path[np++] = s->flags & PT_SAMPLEF_NO_STACK
+					 ? "[stack unknown: asleep since attach]"
 				 : s->flags & PT_SAMPLEF_NOT_PYTHON ? "[not a Python thread]"
 								    : "[no Python frame]";
 	if (s->offcpu)
@@ -320,8 +321,7 @@ const struct pt_stacks_time *pt_stacks__func(const struct pt_stacks *st, uint32_
 	return fid < st->nfns && st->fns[fid].sampled ? &st->fns[fid].t : NULL;
 }
 
-const struct pt_stacks_line *pt_stacks__lines(const struct pt_stacks *st, uint32_t fid,
-					      size_t *n)
+const struct pt_stacks_line *pt_stacks__lines(const struct pt_stacks *st, uint32_t fid, size_t *n)
 {
 	*n = 0;
 	if (fid >= st->nfns || !st->fns[fid].nlines)

@@ -27,8 +27,8 @@ struct pt_flame;
 /* One frame of a symbolized sample. */
 struct pt_sframe {
 	const char *label; /* flame graph frame, e.g. "Sched.step (engine.py:42)" */
-	uint32_t fid;      /* the py: function it belongs to, or UINT32_MAX */
-	uint32_t line;     /* 0: unknown */
+	uint32_t fid;	   /* the py: function it belongs to, or UINT32_MAX */
+	uint32_t line;	   /* 0: unknown */
 };
 
 #define PT_SFID_NONE UINT32_MAX
@@ -37,7 +37,7 @@ struct pt_stacks_sample {
 	uint32_t tid;
 	bool offcpu;
 	uint64_t weight_ns;
-	uint32_t flags; /* PT_SAMPLEF_* */
+	uint32_t flags;		   /* PT_SAMPLEF_* */
 	const struct pt_sframe *f; /* innermost first */
 	size_t n;
 	size_t unknown; /* frames among f whose code could not be read */
@@ -62,14 +62,14 @@ struct pt_stacks_line {
 
 struct pt_stacks_totals {
 	struct pt_stacks_time t;
-	uint64_t intervals;       /* off-CPU intervals */
-	uint64_t python_samples;  /* on-CPU samples with a Python frame */
-	uint64_t no_frames;       /* ... of Python threads with no frame */
-	uint64_t not_python;      /* ... of threads with no thread state */
-	uint64_t truncated;       /* stacks deeper than the walker goes */
-	uint64_t unreadable;      /* walks stopped at an unreadable frame */
-	uint64_t unknown_frames;  /* frames whose code could not be read */
-	uint64_t no_stack;        /* off-CPU intervals begun before attach */
+	uint64_t intervals;	 /* off-CPU intervals */
+	uint64_t python_samples; /* on-CPU samples with a Python frame */
+	uint64_t no_frames;	 /* ... of Python threads with no frame */
+	uint64_t not_python;	 /* ... of threads with no thread state */
+	uint64_t truncated;	 /* stacks deeper than the walker goes */
+	uint64_t unreadable;	 /* walks stopped at an unreadable frame */
+	uint64_t unknown_frames; /* frames whose code could not be read */
+	uint64_t no_stack;	 /* off-CPU intervals begun before attach */
 };
 
 struct pt_stacks;
@@ -93,8 +93,7 @@ const struct pt_stacks_thread *pt_stacks__thread(const struct pt_stacks *st, siz
 /* Inclusive time of function fid; NULL when never sampled. */
 const struct pt_stacks_time *pt_stacks__func(const struct pt_stacks *st, uint32_t fid);
 /* Lines of fid with samples, sorted by line; NULL (and *n 0) when none. */
-const struct pt_stacks_line *pt_stacks__lines(const struct pt_stacks *st, uint32_t fid,
-					      size_t *n);
+const struct pt_stacks_line *pt_stacks__lines(const struct pt_stacks *st, uint32_t fid, size_t *n);
 /* The call tree: weights in microseconds of wall time. */
 const struct pt_flame *pt_stacks__flame(const struct pt_stacks *st);
 

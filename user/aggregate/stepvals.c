@@ -130,8 +130,8 @@ void pt_stepvals__record(struct pt_stepvals *sv, struct pt_agg *agg, int spec,
 
 		if (is_ret(e) != (r->at_exit != 0))
 			continue; /* the other side of the call */
-		st = pt_vexpr__reduce(v, pt_vexpr__reduce_fn(e, sv->cfg->kv_reduce), elem,
-				      r->nelem, &x);
+		st = pt_vexpr__reduce(v, pt_vexpr__reduce_fn(e, sv->cfg->kv_reduce), elem, r->nelem,
+				      &x);
 		if (st) {
 			missed_one(sv, e, (unsigned int)st);
 			continue;

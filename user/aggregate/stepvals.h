@@ -29,10 +29,10 @@
 struct pt_stepvals_role {
 	const struct pt_probe_spec *probe; /* NULL: role not configured */
 	const struct pt_vexpr *expr;
-	uint64_t read;          /* values read (status ok) */
-	uint64_t outside;       /* read with no step open on the thread */
+	uint64_t read;			   /* values read (status ok) */
+	uint64_t outside;		   /* read with no step open on the thread */
 	uint64_t missing[PT_VST_NREASONS]; /* by reason */
-	uint64_t steps;         /* counted steps that have the figure */
+	uint64_t steps;			   /* counted steps that have the figure */
 };
 
 struct pt_stepvals_count {
@@ -47,7 +47,7 @@ struct pt_stepvals_bin {
 	struct pt_dist dur;
 	double tokens;
 	uint64_t tok_steps; /* steps with tokens */
-	double tok_ns;      /* their time */
+	double tok_ns;	    /* their time */
 };
 
 struct pt_stepvals {
@@ -59,8 +59,8 @@ struct pt_stepvals {
 	/* counted steps */
 	uint64_t steps;
 	uint64_t tok_steps; /* with a token figure */
-	double tokens;      /* their tokens */
-	double tok_ns;      /* their summed time */
+	double tokens;	    /* their tokens */
+	double tok_ns;	    /* their summed time */
 	uint64_t batch_steps;
 	double batch_sum;
 	uint64_t kv_steps;

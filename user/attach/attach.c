@@ -29,7 +29,7 @@ struct pt_attach {
 	size_t nlinks, cap;
 	size_t nattached;
 	struct pt_attach_opts opts;
-	bool py_session;   /* the frame evaluator is probed as a uprobe session */
+	bool py_session; /* the frame evaluator is probed as a uprobe session */
 	struct bpf_link *fork_link, *exec_link, *texit_link;
 	pthread_t *reapers; /* threads taking out the probes of exec'ed processes */
 	size_t nreapers;
@@ -278,7 +278,8 @@ void pt_attach__end_proc(struct pt_attach *a, unsigned int pidx, int pid, bool d
 
 	/* Its hits are dropped from now on by the process check. */
 	if (bpf_map__update_elem(a->skel->maps.procs, &k, sizeof(k), &none, sizeof(none), BPF_ANY))
-		pt_vlog("proftrace: cannot end process %d in BPF (its late hits are counted)\n", pid);
+		pt_vlog("proftrace: cannot end process %d in BPF (its late hits are counted)\n",
+			pid);
 	bpf_map__delete_elem(a->skel->maps.tgids, &v, sizeof(v), 0);
 	/* An exited process has no breakpoints left to hit: its links wait
 	 * for the end. A new image may map the same files: its old probes
@@ -327,8 +328,8 @@ int pt_attach__func(struct pt_attach *a, unsigned int pidx, int pid, const struc
 {
 	uint64_t off = f->file_off + f->site.skip;
 	/* the values flag saves every other function a map lookup */
-	uint64_t cookie = (uint64_t)PT_FID_MAKE(pidx, f->fid) |
-			  (f->vals_spec >= 0 ? PT_COOKIE_VALS : 0);
+	uint64_t cookie =
+		(uint64_t)PT_FID_MAKE(pidx, f->fid) | (f->vals_spec >= 0 ? PT_COOKIE_VALS : 0);
 	struct bpf_link *in, *out;
 	int e;
 
@@ -362,8 +363,8 @@ msg:
 int pt_attach__dl_hook(struct pt_attach *a, unsigned int pidx, int pid, const char *path,
 		       uint64_t file_off)
 {
-	struct bpf_link *l = uprobe(a->skel->progs.pt_dlopen, pid, path, file_off,
-				    PT_FID_MAKE(pidx, 0), false);
+	struct bpf_link *l =
+		uprobe(a->skel->progs.pt_dlopen, pid, path, file_off, PT_FID_MAKE(pidx, 0), false);
 
 	if (!l)
 		return -errno;
@@ -447,8 +448,8 @@ int pt_attach__python(struct pt_attach *a, unsigned int pidx, int pid, const cha
 	return 0;
 fail:
 	e = -errno;
-	snprintf(err, errlen, "cannot attach to _PyEval_EvalFrameDefault in %s at 0x%llx: %s",
-		 path, (unsigned long long)off, strerror(-e));
+	snprintf(err, errlen, "cannot attach to _PyEval_EvalFrameDefault in %s at 0x%llx: %s", path,
+		 (unsigned long long)off, strerror(-e));
 	return e ? e : -EINVAL;
 }
 

@@ -28,10 +28,12 @@ char *pt_demangle(const char *name)
 	return d;
 }
 
+/* clang-format off */
 static const char *const thunks[] = {
 	"virtual thunk to ", "non-virtual thunk to ", "covariant return thunk to ",
 	"transaction clone for ",
 };
+/* clang-format on */
 
 /* Length of the operator token after "operator" at s ("()", "[]", "<<=",
  * ...); 0 for conversion operators and "new"/"delete", which end at '('. */
@@ -99,7 +101,8 @@ char *pt_demangle__base(const char *d, char *out, size_t len)
 			angle++;
 		else if (c == '>')
 			angle -= angle > 0;
-		else if (c == '(' && !angle && !paren && strncmp(d + i, "(anonymous namespace)", 21)) {
+		else if (c == '(' && !angle && !paren &&
+			 strncmp(d + i, "(anonymous namespace)", 21)) {
 			size_t j = close_paren(d, i);
 
 			/* "f()::{lambda(int)#1}": a local scope, not the end */
@@ -156,7 +159,7 @@ void pt_demangle__literal(const char *glob, char *out, size_t len)
 
 	if (len)
 		out[0] = '\0';
-	for (; i < end; ) {
+	for (; i < end;) {
 		size_t j = i;
 
 		if (glob[i] == '<')
@@ -182,7 +185,8 @@ void pt_demangle__literal(const char *glob, char *out, size_t len)
 		while (ident_char(glob[j]))
 			j++;
 		/* builtin types, std and operators are encoded, not spelled */
-		if (!angle && j - i > best && j - i < len && !(j - i == 3 && !strncmp(glob + i, "std", 3)) &&
+		if (!angle && j - i > best && j - i < len &&
+		    !(j - i == 3 && !strncmp(glob + i, "std", 3)) &&
 		    !(j - i == 8 && !strncmp(glob + i, "operator", 8)) &&
 		    (i == 0 || glob[i - 1] != '\\')) {
 			best = j - i;

@@ -12,19 +12,19 @@
 #include <sys/types.h> /* ssize_t */
 
 struct pt_sym {
-	char *name;        /* version suffix ("@@GLIBC_2.17", "@V") removed */
-	uint64_t addr;     /* st_value */
-	uint64_t size;     /* st_size */
+	char *name;	   /* version suffix ("@@GLIBC_2.17", "@V") removed */
+	uint64_t addr;	   /* st_value */
+	uint64_t size;	   /* st_size */
 	uint64_t file_off; /* offset in the file of the first instruction */
-	bool ifunc;        /* STT_GNU_IFUNC: the address is the resolver */
-	bool global;       /* STB_GLOBAL or STB_WEAK */
+	bool ifunc;	   /* STT_GNU_IFUNC: the address is the resolver */
+	bool global;	   /* STB_GLOBAL or STB_WEAK */
 };
 
 struct pt_elf {
 	char *path;
-	int e_type;           /* ET_EXEC or ET_DYN */
-	bool has_symtab;      /* false: stripped, .dynsym only */
-	struct pt_sym *syms;  /* functions, sorted by (file_off, name) */
+	int e_type;	     /* ET_EXEC or ET_DYN */
+	bool has_symtab;     /* false: stripped, .dynsym only */
+	struct pt_sym *syms; /* functions, sorted by (file_off, name) */
 	size_t nsyms;
 };
 

@@ -123,7 +123,7 @@ struct target_fns {
 	uint64_t dlopen, dlerror, errno_loc, restorer;
 	int dlopen_mode;
 	uint64_t libc_lo, libc_hi; /* libc's executable mapping */
-	const char *dlopen_from; /* "libc", "libdl", "__libc_dlopen_mode" */
+	const char *dlopen_from;   /* "libc", "libdl", "__libc_dlopen_mode" */
 };
 
 struct held {
@@ -137,17 +137,17 @@ struct borrow {
 	struct user_regs_struct saved;
 	uint8_t xsave[XSAVE_MAX];
 	size_t xsize;
-	uint64_t frame;     /* the return slot; the rt_sigframe starts here */
-	uint64_t fpstate;   /* the hand-off frame's xstate copy */
+	uint64_t frame;	  /* the return slot; the rt_sigframe starts here */
+	uint64_t fpstate; /* the hand-off frame's xstate copy */
 	uint64_t path_at;
-	uint64_t errno_at;  /* 0: not known */
+	uint64_t errno_at; /* 0: not known */
 	uint32_t errno_val;
 	struct held held[MAX_HELD];
 	int nheld;
 	bool group_stop;
-	bool boosted;       /* its nice is BOOST_NICE while it is ours */
-	int nice;           /* its own */
-	uint64_t deadline;  /* of the current wait, CLOCK_MONOTONIC ns */
+	bool boosted;	   /* its nice is BOOST_NICE while it is ours */
+	int nice;	   /* its own */
+	uint64_t deadline; /* of the current wait, CLOCK_MONOTONIC ns */
 };
 
 static uint64_t now_ns(void)
@@ -215,10 +215,13 @@ static int not_permitted(int pid, int e, char *err, size_t errlen)
 {
 	int y = yama_scope();
 
-	snprintf(err, errlen, "ptrace is not permitted on process %d: %s (needs root or "
-		 "CAP_SYS_PTRACE%s)", pid, strerror(-e),
-		 y == 1 ? "; Yama ptrace_scope is 1" :
-		 y == 2 ? "; Yama ptrace_scope is 2: CAP_SYS_PTRACE only" : "");
+	snprintf(err, errlen,
+		 "ptrace is not permitted on process %d: %s (needs root or "
+		 "CAP_SYS_PTRACE%s)",
+		 pid, strerror(-e),
+		 y == 1	  ? "; Yama ptrace_scope is 1"
+		 : y == 2 ? "; Yama ptrace_scope is 2: CAP_SYS_PTRACE only"
+			  : "");
 	return -EPERM;
 }
 
@@ -244,9 +247,10 @@ static int check_exe(int pid, char *err, size_t errlen)
 	close(fd);
 	if (memcmp(h, ELFMAG, SELFMAG) || h[EI_CLASS] != ELFCLASS64 ||
 	    (h[18] | h[19] << 8) != EM_X86_64) {
-		snprintf(err, errlen, "process %d is not a 64-bit x86 program (%s): --inject "
-			 "serves x86-64 only", pid,
-			 h[EI_CLASS] == ELFCLASS32 ? "32-bit" : "another architecture");
+		snprintf(err, errlen,
+			 "process %d is not a 64-bit x86 program (%s): --inject "
+			 "serves x86-64 only",
+			 pid, h[EI_CLASS] == ELFCLASS32 ? "32-bit" : "another architecture");
 		return -ENOEXEC;
 	}
 	return 0;
@@ -271,10 +275,11 @@ static int check_library(int pid, const char *path, const struct pt_procstatus *
 		return -errno;
 	}
 	snprintf(there, sizeof(there), "/proc/%d/root%s", pid, path);
-	if (stat(there, &theirs) || theirs.st_dev != ours.st_dev ||
-	    theirs.st_ino != ours.st_ino) {
-		snprintf(err, errlen, "%s is not visible to process %d (it runs in another mount "
-			 "namespace, a container): put the library inside it", path, pid);
+	if (stat(there, &theirs) || theirs.st_dev != ours.st_dev || theirs.st_ino != ours.st_ino) {
+		snprintf(err, errlen,
+			 "%s is not visible to process %d (it runs in another mount "
+			 "namespace, a container): put the library inside it",
+			 path, pid);
 		return -EXDEV;
 	}
 	if (!st->have_uid || st->uid[3] == 0)
@@ -289,15 +294,18 @@ static int check_library(int pid, const char *path, const struct pt_procstatus *
 
 		for (int i = 0; i < st->ngroups; i++)
 			g[i] = st->groups[i];
-		if (setgroups((size_t)st->ngroups, g) || setresgid(st->gid[3], st->gid[3], st->gid[3]) ||
+		if (setgroups((size_t)st->ngroups, g) ||
+		    setresgid(st->gid[3], st->gid[3], st->gid[3]) ||
 		    setresuid(st->uid[3], st->uid[3], st->uid[3]))
 			_exit(0);
 		fd = open(there, O_RDONLY | O_CLOEXEC);
 		_exit(fd < 0 ? 1 : 0);
 	}
 	if (waitpid(child, &wst, 0) == child && WIFEXITED(wst) && WEXITSTATUS(wst) == 1) {
-		snprintf(err, errlen, "%s cannot be read by process %d's user (uid %u): make it "
-			 "and its folders readable (chmod a+rX)", path, pid, st->uid[3]);
+		snprintf(err, errlen,
+			 "%s cannot be read by process %d's user (uid %u): make it "
+			 "and its folders readable (chmod a+rX)",
+			 path, pid, st->uid[3]);
 		return -EACCES;
 	}
 	return 0;
@@ -431,8 +439,10 @@ static int target_fns(int pid, struct target_fns *f, char *err, size_t errlen)
 			libdl = mp;
 	}
 	if (!libc) {
-		snprintf(err, errlen, "process %d has no libc mapped (a static binary): there is "
-			 "no dlopen to call", pid);
+		snprintf(err, errlen,
+			 "process %d has no libc mapped (a static binary): there is "
+			 "no dlopen to call",
+			 pid);
 		r = -ENOEXEC;
 		goto out;
 	}
@@ -471,8 +481,10 @@ static int target_fns(int pid, struct target_fns *f, char *err, size_t errlen)
 			 !f->dlopen ? "dlopen" : "__errno_location");
 		r = -ENOEXEC;
 	} else if (!f->restorer) {
-		snprintf(err, errlen, "%s: no rt_sigreturn trampoline found, so a slow call could "
-			 "not be handed back: not injecting", libc->path);
+		snprintf(err, errlen,
+			 "%s: no rt_sigreturn trampoline found, so a slow call could "
+			 "not be handed back: not injecting",
+			 libc->path);
 		r = -ENOEXEC;
 	}
 out:
@@ -574,8 +586,7 @@ static int interrupt(struct borrow *b, uint64_t ns)
  * when it has not returned by b->deadline (the thread runs on, inside);
  * -EFAULT when it faulted elsewhere (*fault: that stop's signal, left
  * undelivered); -ESRCH when the process went. */
-static int call(struct borrow *b, uint64_t fn, uint64_t a0, uint64_t a1, uint64_t *ret,
-		int *fault)
+static int call(struct borrow *b, uint64_t fn, uint64_t a0, uint64_t a1, uint64_t *ret, int *fault)
 {
 	struct user_regs_struct r = b->saved;
 	uint64_t slot = RET_ADDR;
@@ -615,8 +626,8 @@ static int call(struct borrow *b, uint64_t fn, uint64_t a0, uint64_t a1, uint64_
 			}
 		}
 		if ((WSTOPSIG(st) == SIGSEGV || WSTOPSIG(st) == SIGBUS || WSTOPSIG(st) == SIGILL ||
-		     WSTOPSIG(st) == SIGFPE) && !ptrace(PTRACE_GETSIGINFO, b->tid, 0, &si) &&
-		    si.si_code > 0) {
+		     WSTOPSIG(st) == SIGFPE) &&
+		    !ptrace(PTRACE_GETSIGINFO, b->tid, 0, &si) && si.si_code > 0) {
 			*fault = WSTOPSIG(st);
 			return -EFAULT;
 		}
@@ -629,8 +640,7 @@ static int call(struct borrow *b, uint64_t fn, uint64_t a0, uint64_t a1, uint64_
  * rt_sigreturn never restarts, so a syscall that would have been
  * restarted is re-issued here, and one whose restart needs the kernel's
  * restart block (a relative sleep) returns EINTR, as after a signal. */
-void pt_inject__resume_regs(int64_t orig_rax, uint64_t *rax, uint64_t *rip, bool handoff,
-			    bool lost)
+void pt_inject__resume_regs(int64_t orig_rax, uint64_t *rax, uint64_t *rip, bool handoff, bool lost)
 {
 	if (orig_rax < 0)
 		return; /* not in a syscall */
@@ -1018,7 +1028,8 @@ static int borrow(struct job *j, int tid)
 			}
 		} else {
 			j->res->handed_off = true;
-			snprintf(j->err, j->errlen, "dlopen of %s in thread %d of %d took over %u ms: "
+			snprintf(j->err, j->errlen,
+				 "dlopen of %s in thread %d of %d took over %u ms: "
 				 "the thread finishes it on its own and then resumes where it was",
 				 j->path, tid, j->pid, j->o->call_ms ? j->o->call_ms : 2000);
 			e = -ETIMEDOUT;
@@ -1072,9 +1083,10 @@ failed:
 			e = dlopen_failed ? -ELIBACC : 1;
 		} else {
 			j->res->handed_off = true;
-			snprintf(j->err, j->errlen, "thread %d of %d did not return from a libc call "
-				 "in time: handed back, it resumes where it was once it does", tid,
-				 j->pid);
+			snprintf(j->err, j->errlen,
+				 "thread %d of %d did not return from a libc call "
+				 "in time: handed back, it resumes where it was once it does",
+				 tid, j->pid);
 		}
 	} else if (e != -ESRCH) {
 		restore(b);
@@ -1287,10 +1299,13 @@ static int find_thread(struct job *j)
 			char what[512];
 
 			say_threads(&p, what, sizeof(what));
-			snprintf(j->err, j->errlen, "no thread of process %d was at a safe point to "
-				 "load from in %u ms (%s); --inject-wait MS waits longer%s", j->pid,
-				 wait_ms, what, p.epoll ? ", --inject-epoll takes a thread in epoll_wait "
-				 "(it sees EINTR, which event loops retry)" : "");
+			snprintf(j->err, j->errlen,
+				 "no thread of process %d was at a safe point to "
+				 "load from in %u ms (%s); --inject-wait MS waits longer%s",
+				 j->pid, wait_ms, what,
+				 p.epoll ? ", --inject-epoll takes a thread in epoll_wait "
+					   "(it sees EINTR, which event loops retry)"
+					 : "");
 			j->res->wait_ms = (double)(now_ns() - t0) / 1e6;
 			return -ETIME;
 		}
@@ -1310,7 +1325,12 @@ int pt_inject__dlopen(int pid, const char *path, const struct pt_inject_opts *op
 	const struct pt_inject_opts *o = opts ? opts : &none;
 	struct pt_procstatus st;
 	struct target_fns fns;
-	struct job j = { .pid = pid, .path = path, .o = o, .fns = &fns, .res = res, .err = err,
+	struct job j = { .pid = pid,
+			 .path = path,
+			 .o = o,
+			 .fns = &fns,
+			 .res = res,
+			 .err = err,
 			 .errlen = errlen };
 	int e;
 

@@ -46,23 +46,23 @@
 #include <stdint.h>
 
 struct pt_inject_opts {
-	unsigned int wait_ms;  /* look for a thread at a safe point this long (0: 2000) */
-	unsigned int call_ms;  /* the call's time before its thread is handed back (0: 2000) */
-	bool allow_epoll;      /* borrow a thread in epoll_wait (it sees EINTR) */
-	int tid;               /* only this thread (0: any, the main thread first) */
+	unsigned int wait_ms; /* look for a thread at a safe point this long (0: 2000) */
+	unsigned int call_ms; /* the call's time before its thread is handed back (0: 2000) */
+	bool allow_epoll;     /* borrow a thread in epoll_wait (it sees EINTR) */
+	int tid;	      /* only this thread (0: any, the main thread first) */
 };
 
 struct pt_inject_result {
-	uint64_t handle;       /* dlopen's: 0 when it failed or was not called */
-	bool already;          /* the library was mapped already: nothing done */
-	bool handed_off;       /* timed out: the thread finishes the call on its own */
-	int tid;               /* the thread borrowed */
-	long sysno;            /* the syscall it was in (or just back from) */
-	char syscall[24];      /* its name */
-	double wait_ms;        /* looking for a safe point */
-	double pause_ms;       /* the thread held: interrupt to release */
-	double call_ms;        /* dlopen itself */
-	unsigned int tries;    /* threads interrupted and found unsuitable, + 1 */
+	uint64_t handle;	   /* dlopen's: 0 when it failed or was not called */
+	bool already;		   /* the library was mapped already: nothing done */
+	bool handed_off;	   /* timed out: the thread finishes the call on its own */
+	int tid;		   /* the thread borrowed */
+	long sysno;		   /* the syscall it was in (or just back from) */
+	char syscall[24];	   /* its name */
+	double wait_ms;		   /* looking for a safe point */
+	double pause_ms;	   /* the thread held: interrupt to release */
+	double call_ms;		   /* dlopen itself */
+	unsigned int tries;	   /* threads interrupted and found unsuitable, + 1 */
 	unsigned int held_signals; /* signals for it held during the call, then delivered */
 };
 

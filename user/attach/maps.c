@@ -49,8 +49,8 @@ static int parse_line(struct pt_mapping *mp, const char *line)
 	int i;
 
 	memset(mp, 0, sizeof(*mp));
-	if (parse_num(&p, 16, &mp->start) || expect(&p, '-') ||
-	    parse_num(&p, 16, &mp->end) || expect(&p, ' '))
+	if (parse_num(&p, 16, &mp->start) || expect(&p, '-') || parse_num(&p, 16, &mp->end) ||
+	    expect(&p, ' '))
 		return -EINVAL;
 	if (mp->end < mp->start)
 		return -EINVAL;

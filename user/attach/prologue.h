@@ -20,22 +20,22 @@
 #include <stdint.h>
 
 enum pt_insn_class {
-	PT_INSN_UNKNOWN = 0,  /* could not read the code */
-	PT_INSN_EMULATED,     /* push reg: emulated by the kernel */
-	PT_INSN_NOP5,         /* 0f 1f 44 00 00: optimised into a call */
-	PT_INSN_SINGLESTEP,   /* anything else: single-stepped */
-	PT_INSN_BRANCH,       /* jmp/jcc rel8/rel32, call rel32: emulated */
-	PT_INSN_NOP,          /* the kernel's other nops (x86_nops[], 90): emulated */
+	PT_INSN_UNKNOWN = 0, /* could not read the code */
+	PT_INSN_EMULATED,    /* push reg: emulated by the kernel */
+	PT_INSN_NOP5,	     /* 0f 1f 44 00 00: optimised into a call */
+	PT_INSN_SINGLESTEP,  /* anything else: single-stepped */
+	PT_INSN_BRANCH,	     /* jmp/jcc rel8/rel32, call rel32: emulated */
+	PT_INSN_NOP,	     /* the kernel's other nops (x86_nops[], 90): emulated */
 };
 
 struct pt_probe_site {
-	unsigned int skip;        /* bytes from the symbol to the probe */
-	enum pt_insn_class cls;   /* class of the probed instruction */
+	unsigned int skip;	/* bytes from the symbol to the probe */
+	enum pt_insn_class cls; /* class of the probed instruction */
 };
 
 /* How far pt_prologue__site() may move the probe from the symbol. */
 enum pt_prologue_skip {
-	PT_PROLOGUE_SKIP_NONE = 0,  /* probe the symbol itself (benchmarks) */
+	PT_PROLOGUE_SKIP_NONE = 0, /* probe the symbol itself (benchmarks) */
 	/* code[] is only the start of the function (size unknown or too big to
 	 * read): skip a leading endbr64 only, as before the walk existed */
 	PT_PROLOGUE_SKIP_ENDBR = 1,
@@ -44,8 +44,8 @@ enum pt_prologue_skip {
 	PT_PROLOGUE_SKIP_WALK = 2,
 };
 
-#define PT_PROLOGUE_MAX_INSNS 8   /* instructions skipped at most */
-#define PT_PROLOGUE_MAX_BYTES 64  /* probe at most this far into the function */
+#define PT_PROLOGUE_MAX_INSNS 8	 /* instructions skipped at most */
+#define PT_PROLOGUE_MAX_BYTES 64 /* probe at most this far into the function */
 
 /*
  * Analyse a function's code (code[0] at the symbol, len bytes: the whole

@@ -17,7 +17,7 @@ struct pt_obj {
 	char *path;
 	char *host_path;
 	struct pt_elf *elf; /* loaded on first match */
-	int elf_err;        /* -errno when it could not be read */
+	int elf_err;	    /* -errno when it could not be read */
 	bool elf_tried;
 	int *sym_fid; /* per symbol index: its function's fid, or -1 */
 	bool ahead;   /* a file probed before it is mapped (run/prearm.c) */
@@ -132,7 +132,8 @@ static bool object_matches(const struct pt_resolver *r, const struct pt_probe_sp
 {
 	if (strcmp(s->object, "exe") == 0)
 		return strcmp(o->path, r->exe) == 0;
-	return fnmatch(s->object, o->path, 0) == 0 || fnmatch(s->object, base_name(o->path), 0) == 0;
+	return fnmatch(s->object, o->path, 0) == 0 ||
+	       fnmatch(s->object, base_name(o->path), 0) == 0;
 }
 
 static struct pt_elf *obj_elf(struct pt_obj *o)
@@ -276,8 +277,8 @@ static bool entered_nearby(const struct pt_elf *e, size_t idx, unsigned int skip
 	if (!buf)
 		return true;
 	n = pt_elf__read(e, from, buf, len);
-	hit = n <= 0 || pt_prologue__entered(buf, (size_t)n, -(int64_t)(sym->file_off - from), 0,
-					     skip);
+	hit = n <= 0 ||
+	      pt_prologue__entered(buf, (size_t)n, -(int64_t)(sym->file_off - from), 0, skip);
 	free(buf);
 	return hit;
 }
@@ -428,7 +429,9 @@ static char **cxx_bases(struct pt_obj *o, const char *glob)
 		const char *d = obj_demangled(o, k);
 
 		if (d)
-			v[k] = strdup(pt_demangle__params(glob) ? d : pt_demangle__base(d, buf, sizeof(buf)));
+			v[k] = strdup(pt_demangle__params(glob)
+					      ? d
+					      : pt_demangle__base(d, buf, sizeof(buf)));
 	}
 	return v;
 }
@@ -464,9 +467,12 @@ static void no_match_error(struct pt_resolver *r, size_t si, char *err, size_t e
 			len += (size_t)snprintf(err + len, errlen - len, ")");
 	}
 	if (len < errlen)
-		snprintf(err + len, errlen - len, " (hint: list them with `nm -D%s --defined-only %s`%s)",
-			 bases ? "C" : "", o->host_path, o->elf->has_symtab ? "" : "; the file is stripped, only exported "
-			 "functions can be probed");
+		snprintf(err + len, errlen - len,
+			 " (hint: list them with `nm -D%s --defined-only %s`%s)", bases ? "C" : "",
+			 o->host_path,
+			 o->elf->has_symtab ? ""
+					    : "; the file is stripped, only exported "
+					      "functions can be probed");
 	for (size_t k = 0; bases && k < o->elf->nsyms; k++)
 		free(bases[k]);
 	free(bases);
@@ -506,7 +512,6 @@ oom:
 	snprintf(err, errlen, "out of memory while resolving probes");
 	return -ENOMEM;
 }
-
 
 int pt_resolver__add_py(struct pt_resolver *r, const size_t *specs, size_t nspecs,
 			const char *filename, const char *qualname, unsigned int line)

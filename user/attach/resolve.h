@@ -18,17 +18,17 @@
 #include "prologue.h"
 
 struct pt_func {
-	int fid;    /* dense id, index in the resolver */
-	int spec;   /* first probe spec that named it */
+	int fid;  /* dense id, index in the resolver */
+	int spec; /* first probe spec that named it */
 	bool is_step;
 	unsigned long long bucket_mask;
-	int lines_spec;  /* first `lines` spec that named it, -1: none */
-	int vals_spec;   /* first spec with values (tokens=, count) that named it, -1: none */
-	char *object;    /* path as the target sees it */
+	int lines_spec;	 /* first `lines` spec that named it, -1: none */
+	int vals_spec;	 /* first spec with values (tokens=, count) that named it, -1: none */
+	char *object;	 /* path as the target sees it */
 	char *host_path; /* path to open and attach from here */
-	char *symbol;    /* demangled for C++ */
-	char *mangled;   /* C++: the ELF symbol; else NULL */
-	char **aliases;  /* other names at the same address */
+	char *symbol;	 /* demangled for C++ */
+	char *mangled;	 /* C++: the ELF symbol; else NULL */
+	char **aliases;	 /* other names at the same address */
 	size_t naliases;
 	uint64_t file_off; /* of the symbol */
 	struct pt_probe_site site;
@@ -47,7 +47,7 @@ struct pt_resolver_opts {
 	 * mapped inode (chroots show host paths in maps, mount namespaces
 	 * do not). 0: use paths as they are (tests). */
 	int pid;
-	const char *exe; /* the target's executable path, as maps shows it */
+	const char *exe;  /* the target's executable path, as maps shows it */
 	const char *root; /* its chroot as we see it, stripped from shown paths */
 };
 

@@ -10,11 +10,27 @@
 /* x86-64 syscall numbers (asm/unistd_64.h), spelled out: this is about
  * the target's ABI, not the one proftrace was built for. */
 enum {
-	NR_read = 0, NR_poll = 7, NR_readv = 19, NR_select = 23, NR_pause = 34,
-	NR_nanosleep = 35, NR_accept = 43, NR_recvfrom = 45, NR_recvmsg = 47, NR_wait4 = 61,
-	NR_futex = 202, NR_clock_nanosleep = 230, NR_epoll_wait = 232, NR_waitid = 247,
-	NR_pselect6 = 270, NR_ppoll = 271, NR_epoll_pwait = 281, NR_accept4 = 288,
-	NR_recvmmsg = 299, NR_epoll_pwait2 = 441, NR_futex_waitv = 449,
+	NR_read = 0,
+	NR_poll = 7,
+	NR_readv = 19,
+	NR_select = 23,
+	NR_pause = 34,
+	NR_nanosleep = 35,
+	NR_accept = 43,
+	NR_recvfrom = 45,
+	NR_recvmsg = 47,
+	NR_wait4 = 61,
+	NR_futex = 202,
+	NR_clock_nanosleep = 230,
+	NR_epoll_wait = 232,
+	NR_waitid = 247,
+	NR_pselect6 = 270,
+	NR_ppoll = 271,
+	NR_epoll_pwait = 281,
+	NR_accept4 = 288,
+	NR_recvmmsg = 299,
+	NR_epoll_pwait2 = 441,
+	NR_futex_waitv = 449,
 };
 
 enum kind { K_NO, K_WAIT, K_FD, K_EPOLL, K_LOCK };
@@ -198,23 +214,30 @@ int pt_safepoint__check_proc(const struct pt_procstatus *st, int pid, int yama, 
 		return -ESRCH;
 	}
 	if (st->tracer) {
-		snprintf(err, errlen, "process %d is already traced by pid %d (a debugger or "
-			 "another tracer): a process has one tracer at a time", pid, st->tracer);
+		snprintf(err, errlen,
+			 "process %d is already traced by pid %d (a debugger or "
+			 "another tracer): a process has one tracer at a time",
+			 pid, st->tracer);
 		return -EBUSY;
 	}
 	if (st->state == 'T' || st->state == 't') {
-		snprintf(err, errlen, "process %d is stopped (state %c): continue it first "
-			 "(kill -CONT %d)", pid, st->state, pid);
+		snprintf(err, errlen,
+			 "process %d is stopped (state %c): continue it first "
+			 "(kill -CONT %d)",
+			 pid, st->state, pid);
 		return -EAGAIN;
 	}
 	if (yama == 3) {
-		snprintf(err, errlen, "ptrace is disabled on this machine (Yama ptrace_scope 3, "
+		snprintf(err, errlen,
+			 "ptrace is disabled on this machine (Yama ptrace_scope 3, "
 			 "/proc/sys/kernel/yama/ptrace_scope; only a reboot lowers it)");
 		return -EPERM;
 	}
 	if (st->shstk) {
-		snprintf(err, errlen, "process %d runs with x86 user shadow stacks (CET): a "
-			 "call made from outside cannot return there", pid);
+		snprintf(err, errlen,
+			 "process %d runs with x86 user shadow stacks (CET): a "
+			 "call made from outside cannot return there",
+			 pid);
 		return -ENOTSUP;
 	}
 	return 0;

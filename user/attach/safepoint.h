@@ -24,8 +24,8 @@
 /* /proc/PID/task/TID/syscall: "NR a1 .. a6 sp pc", "-1 sp pc" (blocked
  * outside a syscall) or "running". */
 struct pt_sysline {
-	bool running;  /* "running": on a CPU, no syscall known */
-	long nr;       /* -1: blocked, not in a syscall */
+	bool running; /* "running": on a CPU, no syscall known */
+	long nr;      /* -1: blocked, not in a syscall */
 	uint64_t args[6];
 	uint64_t sp, pc;
 };
@@ -39,13 +39,13 @@ char pt_stat__state(const char *text);
 
 /* What /proc/PID/status says that matters to a tracer. */
 struct pt_procstatus {
-	char state;        /* 'S', 'R', 'T', 't', 'Z', ... 0: not seen */
-	int tracer;        /* TracerPid */
+	char state;		     /* 'S', 'R', 'T', 't', 'Z', ... 0: not seen */
+	int tracer;		     /* TracerPid */
 	unsigned int uid[4], gid[4]; /* real, effective, saved, fs */
 	unsigned int groups[64];
 	int ngroups;
 	uint64_t sigblk, sigign, sigcgt;
-	bool shstk;        /* x86 user shadow stack enabled (CET) */
+	bool shstk; /* x86 user shadow stack enabled (CET) */
 	bool have_uid;
 };
 
@@ -64,9 +64,9 @@ int pt_safepoint__check_proc(const struct pt_procstatus *st, int pid, int yama, 
 			     size_t errlen);
 
 enum pt_safe {
-	PT_SAFE_YES = 0,  /* borrow it (re-checked once stopped) */
-	PT_SAFE_NOT_NOW,  /* running, in a lock wait, in another syscall: look again */
-	PT_SAFE_NEVER,    /* its state rules it out for good (a zombie thread) */
+	PT_SAFE_YES = 0, /* borrow it (re-checked once stopped) */
+	PT_SAFE_NOT_NOW, /* running, in a lock wait, in another syscall: look again */
+	PT_SAFE_NEVER,	 /* its state rules it out for good (a zombie thread) */
 };
 
 struct pt_safe_opts {

@@ -36,7 +36,8 @@ int pt_tracee__open(struct pt_tracee *t, int pid, char *err, size_t errlen)
 	snprintf(path, sizeof(path), "/proc/%d/comm", pid);
 	if (read_line(path, t->comm, sizeof(t->comm))) {
 		snprintf(err, errlen,
-			 "no such process: %d (hint: check the PID with `ps -p %d` or `pgrep -f NAME`)",
+			 "no such process: %d (hint: check the PID with `ps -p %d` or `pgrep -f "
+			 "NAME`)",
 			 pid, pid);
 		return -ESRCH;
 	}
@@ -51,8 +52,10 @@ int pt_tracee__open(struct pt_tracee *t, int pid, char *err, size_t errlen)
 				 "proftrace ...`)",
 				 pid, strerror(-e));
 		else
-			snprintf(err, errlen, "cannot inspect process %d: %s (is it a kernel thread "
-				 "or exiting?)", pid, strerror(-e));
+			snprintf(err, errlen,
+				 "cannot inspect process %d: %s (is it a kernel thread "
+				 "or exiting?)",
+				 pid, strerror(-e));
 		return e == -ENOENT ? -ESRCH : e;
 	}
 	t->exe[n] = 0;

@@ -107,7 +107,8 @@ static int parse_pids(struct pt_env *env, const char *arg)
 		v = strtol(q, &end, 10);
 		if (errno || end == q || (*end && *end != ',') || v <= 0 || v > 0x3fffffff)
 			return bad("bad PID list '%s': give numeric ids of running processes, e.g. "
-				   "-p 1234 or -p 1234,1240", arg);
+				   "-p 1234 or -p 1234,1240",
+				   arg);
 		if (env->npids == PT_CLI_MAX_PIDS)
 			return bad("too many processes in '%s' (at most 256)", arg);
 		env->pids[env->npids++] = (int)v;
@@ -138,7 +139,8 @@ static int parse_trace_max(struct pt_env *env, const char *arg)
 	v = strtol(arg, &end, 10);
 	if (errno || *end || v <= 0 || v > 1000000000)
 		return bad("bad --trace-max-events '%s': give a number of events from 1 to "
-			   "1000000000, e.g. 1000000", arg);
+			   "1000000000, e.g. 1000000",
+			   arg);
 	env->trace_max = (unsigned long)v;
 	env->trace = true; /* asking for a bound asks for the trace */
 	return 0;
@@ -164,7 +166,8 @@ static int parse_metrics(struct pt_env *env, const char *arg)
 {
 	if (!strchr(arg, ':'))
 		return bad("bad --metrics '%s': give HOST:PORT to serve Prometheus metrics on, "
-			   "e.g. --metrics 0.0.0.0:9464", arg);
+			   "e.g. --metrics 0.0.0.0:9464",
+			   arg);
 	env->metrics = arg;
 	return 0;
 }
@@ -190,7 +193,8 @@ static int parse_gpu(struct pt_env *env, const char *arg)
 		env->gpu = PT_GPU_OFF;
 	else
 		return bad("bad --gpu '%s': auto (use the CUPTI shim when the process has it), on "
-			   "or off", arg);
+			   "or off",
+			   arg);
 	return 0;
 }
 

@@ -41,7 +41,8 @@ static const cJSON *by_name(const cJSON *arr, const char *key, const char *name)
 {
 	const cJSON *it;
 
-	cJSON_ArrayForEach(it, arr) {
+	cJSON_ArrayForEach(it, arr)
+	{
 		const char *n = pt_jstr(it, key);
 
 		if (n && !strcmp(n, name))
@@ -113,10 +114,13 @@ static void step_rows(struct ctx *c, const cJSON *A, const cJSON *B)
 		double se; /* in sigma/sqrt(n); 0: no noise from the steps */
 		bool rate; /* a rate: its noise follows mean_ms's, relatively */
 	} f[] = {
-		{ "mean_ms", "step.mean", "ms", 1, false }, { "min_ms", "step.min", "ms", 0, false },
+		{ "mean_ms", "step.mean", "ms", 1, false },
+		{ "min_ms", "step.min", "ms", 0, false },
 		{ "p50_ms", "step.p50", "ms", SE_P50, false },
-		{ "p90_ms", "step.p90", "ms", SE_P90, false }, { "p99_ms", "step.p99", "ms", SE_P99, false },
-		{ "max_ms", "step.max", "ms", 0, false }, { "std_ms", "step.std", "ms", SE_STD, false },
+		{ "p90_ms", "step.p90", "ms", SE_P90, false },
+		{ "p99_ms", "step.p99", "ms", SE_P99, false },
+		{ "max_ms", "step.max", "ms", 0, false },
+		{ "std_ms", "step.std", "ms", SE_STD, false },
 		{ "steps_per_s", "step.steps_per_s", "1/s", 0, true },
 		{ "tok_per_s", "step.tok_per_s", "tok/s", 0, true },
 		{ "corrected_min_ms", "step.corrected_min", "ms", 0, false },
@@ -141,7 +145,8 @@ static void step_rows(struct ctx *c, const cJSON *A, const cJSON *B)
 			from = "runs";
 		}
 		if (isnan(noise) && f[i].se) {
-			noise = two_se(f[i].se * jnum(sa, "std_ms"), na, f[i].se * jnum(sb, "std_ms"), nb);
+			noise = two_se(f[i].se * jnum(sa, "std_ms"), na,
+				       f[i].se * jnum(sb, "std_ms"), nb);
 			from = "steps";
 		}
 		if (isnan(noise) && f[i].rate && !isnan(mean_noise_rel) && !isnan(a)) {
@@ -179,7 +184,8 @@ static void bucket_rows(struct ctx *c, const cJSON *A, const cJSON *B)
 	for (int side = 0; side < 2; side++) {
 		const cJSON *it, *arr = side ? bb : ba;
 
-		cJSON_ArrayForEach(it, arr) {
+		cJSON_ArrayForEach(it, arr)
+		{
 			const char *name = pt_jstr(it, "name");
 			const cJSON *x, *y;
 			char id[300], id2[310];
@@ -192,8 +198,12 @@ static void bucket_rows(struct ctx *c, const cJSON *A, const cJSON *B)
 			y = by_name(bb, "name", name);
 			snprintf(id, sizeof(id), "bucket.%s", name);
 			if (ka && kb) {
-				noise = two_se(run_std(pt_jget(by_name(aa, "name", name), "avg_ms_per_step")), ka,
-					       run_std(pt_jget(by_name(ab, "name", name), "avg_ms_per_step")), kb);
+				noise = two_se(run_std(pt_jget(by_name(aa, "name", name),
+							       "avg_ms_per_step")),
+					       ka,
+					       run_std(pt_jget(by_name(ab, "name", name),
+							       "avg_ms_per_step")),
+					       kb);
 				from = "runs";
 			}
 			ca = jnum(x, "calls");
@@ -207,8 +217,8 @@ static void bucket_rows(struct ctx *c, const cJSON *A, const cJSON *B)
 			add_row(c, id, "buckets", name, "ms/step", jnum(x, "avg_ms_per_step"),
 				jnum(y, "avg_ms_per_step"), noise, from);
 			snprintf(id2, sizeof(id2), "%s.share", id);
-			add_row(c, id2, "buckets", name, "share", jnum(x, "share"), jnum(y, "share"),
-				NAN, NULL);
+			add_row(c, id2, "buckets", name, "share", jnum(x, "share"),
+				jnum(y, "share"), NAN, NULL);
 		}
 	}
 }
@@ -225,8 +235,8 @@ static void func_name(const cJSON *doc, const cJSON *f, char *out, size_t len)
 		snprintf(out, len, "%s", pt_jstr(f, "probe") ? pt_jstr(f, "probe") : "?");
 		return;
 	}
-	cJSON_ArrayForEach(g, pt_jarr(doc, "functions"))
-		same += pt_jstr(g, "symbol") && !strcmp(pt_jstr(g, "symbol"), sym);
+	cJSON_ArrayForEach(g, pt_jarr(doc, "functions")) same +=
+		pt_jstr(g, "symbol") && !strcmp(pt_jstr(g, "symbol"), sym);
 	base = obj ? strrchr(obj, '/') : NULL;
 	if (same > 1 && obj)
 		snprintf(out, len, "%s (%s)", sym, base ? base + 1 : obj);
@@ -239,7 +249,8 @@ static const cJSON *find_func(const cJSON *doc, const char *name)
 	const cJSON *g;
 	char n[600];
 
-	cJSON_ArrayForEach(g, pt_jarr(doc, "functions")) {
+	cJSON_ArrayForEach(g, pt_jarr(doc, "functions"))
+	{
 		func_name(doc, g, n, sizeof(n));
 		if (!strcmp(n, name))
 			return g;
@@ -252,7 +263,8 @@ static void func_rows(struct ctx *c, const cJSON *A, const cJSON *B)
 	for (int side = 0; side < 2; side++) {
 		const cJSON *it, *arr = pt_jarr(side ? B : A, "functions");
 
-		cJSON_ArrayForEach(it, arr) {
+		cJSON_ArrayForEach(it, arr)
+		{
 			const cJSON *x, *y;
 			char name[600], id[620];
 			double ca, cb;
@@ -266,8 +278,8 @@ static void func_rows(struct ctx *c, const cJSON *A, const cJSON *B)
 			cb = jnum(y, "calls");
 			snprintf(id, sizeof(id), "function.%s", name);
 			add_row(c, id, "functions", name, "ms/call", jnum(x, "mean_ms"),
-				jnum(y, "mean_ms"),
-				two_se(call_sigma(x), ca, call_sigma(y), cb), "calls");
+				jnum(y, "mean_ms"), two_se(call_sigma(x), ca, call_sigma(y), cb),
+				"calls");
 			snprintf(id, sizeof(id), "function.%s.calls", name);
 			add_row(c, id, "functions", name, "calls", ca, cb, NAN, NULL);
 		}
@@ -287,17 +299,20 @@ static void gpu_rows(struct ctx *c, const cJSON *A, const cJSON *B)
 		src = gb;
 	if (pt_jstr(src, "source") && !strcmp(pt_jstr(src, "source"), "none"))
 		return;
-	cJSON_ArrayForEach(it, src) {
+	cJSON_ArrayForEach(it, src)
+	{
 		if (cJSON_IsNumber(it)) {
 			snprintf(id, sizeof(id), "gpu.%s", it->string);
 			add_row(c, id, "gpu", it->string, "", jnum(ga, it->string),
 				jnum(gb, it->string), NAN, NULL);
 		} else if (cJSON_IsObject(it)) {
-			cJSON_ArrayForEach(sub, it) {
+			cJSON_ArrayForEach(sub, it)
+			{
 				if (!cJSON_IsNumber(sub))
 					continue;
 				snprintf(id, sizeof(id), "gpu.%s.%s", it->string, sub->string);
-				add_row(c, id, "gpu", id + 4, "", jnum(pt_jget(ga, it->string), sub->string),
+				add_row(c, id, "gpu", id + 4, "",
+					jnum(pt_jget(ga, it->string), sub->string),
 					jnum(pt_jget(gb, it->string), sub->string), NAN, NULL);
 			}
 		}
@@ -356,24 +371,30 @@ int pt_diff__markdown(FILE *f, const cJSON *diff, const char *name_a, const char
 	const char *noise = pt_jstr(diff, "noise");
 
 	fprintf(f, "# proftrace diff\n\nA: `%s`  \nB: `%s`\n\n", name_a, name_b);
-	fprintf(f, "Change is B - A. *Beyond noise*: the change exceeds twice the standard error "
-		   "of the difference (about 95%%), from %s (docs/diff.md).\n",
-		noise && !strcmp(noise, "runs") ? "the runs' standard deviations (both sides have "
-						  "two or more runs)"
-						: "the step time distribution (std over "
-						  "steps; buckets and functions: their per-call spread)");
+	fprintf(f,
+		"Change is B - A. *Beyond noise*: the change exceeds twice the standard error "
+		"of the difference (about 95%%), from %s (docs/diff.md).\n",
+		noise && !strcmp(noise, "runs")
+			? "the runs' standard deviations (both sides have "
+			  "two or more runs)"
+			: "the step time distribution (std over "
+			  "steps; buckets and functions: their per-call spread)");
 	for (size_t s = 0; s < ARRAY_SIZE(sect); s++) {
 		const cJSON *r;
 		bool head = false;
 
-		cJSON_ArrayForEach(r, pt_jarr(diff, "rows")) {
+		cJSON_ArrayForEach(r, pt_jarr(diff, "rows"))
+		{
 			const cJSON *bn = pt_jget(r, "beyond_noise");
 
 			if (strcmp(pt_jstr(r, "section"), sect[s].section))
 				continue;
 			if (!head) {
-				fprintf(f, "\n## %s\n\n| figure | unit | A | B | change | change %% | noise "
-					   "| beyond noise |\n|---|---|---:|---:|---:|---:|---:|---|\n",
+				fprintf(f,
+					"\n## %s\n\n| figure | unit | A | B | change | change %% | "
+					"noise "
+					"| beyond noise "
+					"|\n|---|---|---:|---:|---:|---:|---:|---|\n",
 					sect[s].title);
 				head = true;
 			}
@@ -385,7 +406,8 @@ int pt_diff__markdown(FILE *f, const cJSON *diff, const char *name_a, const char
 			put_num(f, r, "change", true, false);
 			put_num(f, r, "change_rel", true, true);
 			put_num(f, r, "noise", false, false);
-			fprintf(f, " %s |\n", cJSON_IsBool(bn) ? (cJSON_IsTrue(bn) ? "**yes**" : "no") : "—");
+			fprintf(f, " %s |\n",
+				cJSON_IsBool(bn) ? (cJSON_IsTrue(bn) ? "**yes**" : "no") : "—");
 		}
 	}
 	return ferror(f) ? -EIO : 0;
@@ -412,17 +434,19 @@ int pt_diff__check(const cJSON *diff, const char *cond, char *err, size_t errlen
 	lim = strtod(val, &end);
 	rel = *end == '%';
 	if (end == val || (*end && strcmp(end, "%") && strcmp(end, "ms"))) {
-		snprintf(err, errlen, "--fail-if '%s': '%s' is not a change: +5%% (relative) or "
-				      "0.2 (absolute, in the figure's unit)", cond, val);
+		snprintf(err, errlen,
+			 "--fail-if '%s': '%s' is not a change: +5%% (relative) or "
+			 "0.2 (absolute, in the figure's unit)",
+			 cond, val);
 		return -EINVAL;
 	}
-	cJSON_ArrayForEach(r, pt_jarr(diff, "rows"))
-		if (!strcmp(pt_jstr(r, "id"), metric))
-			row = r;
+	cJSON_ArrayForEach(r, pt_jarr(diff, "rows")) if (!strcmp(pt_jstr(r, "id"), metric)) row = r;
 	if (!row) {
-		snprintf(err, errlen, "--fail-if '%s': no figure '%s' in either summary (figures "
-				      "are the table's first column: step.p50, bucket.NAME, "
-				      "function.SYMBOL, ...)", cond, metric);
+		snprintf(err, errlen,
+			 "--fail-if '%s': no figure '%s' in either summary (figures "
+			 "are the table's first column: step.p50, bucket.NAME, "
+			 "function.SYMBOL, ...)",
+			 cond, metric);
 		return -EINVAL;
 	}
 	if (!pt_jnum(row, rel ? "change_rel" : "change", &x))
@@ -455,8 +479,10 @@ cJSON *pt_diff__load(const char *path, char *err, size_t errlen)
 		snprintf(p, sizeof(p), "%s", path);
 	f = fopen(p, "r");
 	if (!f) {
-		snprintf(err, errlen, "cannot read %s: %s (hint: give summary.json files or the "
-				      "output folders proftrace wrote)", p, strerror(errno));
+		snprintf(err, errlen,
+			 "cannot read %s: %s (hint: give summary.json files or the "
+			 "output folders proftrace wrote)",
+			 p, strerror(errno));
 		return NULL;
 	}
 	if (fseek(f, 0, SEEK_END) || (n = ftell(f)) < 0 || fseek(f, 0, SEEK_SET)) {
@@ -513,7 +539,8 @@ int pt_diff__main(int argc, char **argv)
 			break;
 		case 'f':
 			if (nconds == ARRAY_SIZE(conds)) {
-				fprintf(stderr, "proftrace diff: at most %zu --fail-if\n", ARRAY_SIZE(conds));
+				fprintf(stderr, "proftrace diff: at most %zu --fail-if\n",
+					ARRAY_SIZE(conds));
 				return 2;
 			}
 			conds[nconds++] = optarg;

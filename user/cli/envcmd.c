@@ -19,14 +19,17 @@ int pt_envcmd__print(FILE *out)
 	char agent[PATH_MAX], cupti[PATH_MAX];
 
 	if (pt_helper__path(PT_AGENT_LIB, agent, sizeof(agent))) {
-		fprintf(stderr, "proftrace: env: no %s beside proftrace (build it with `make`, or set "
-			"%s)\n", PT_AGENT_LIB, PT_LIBDIR_ENV);
+		fprintf(stderr,
+			"proftrace: env: no %s beside proftrace (build it with `make`, or set "
+			"%s)\n",
+			PT_AGENT_LIB, PT_LIBDIR_ENV);
 		return -PT_EUSAGE;
 	}
 	if (!preloadable(agent)) {
-		fprintf(stderr, "proftrace: env: %s has a space, colon or quote in its path: "
-			"LD_PRELOAD cannot name it (install it elsewhere and set %s)\n", agent,
-			PT_LIBDIR_ENV);
+		fprintf(stderr,
+			"proftrace: env: %s has a space, colon or quote in its path: "
+			"LD_PRELOAD cannot name it (install it elsewhere and set %s)\n",
+			agent, PT_LIBDIR_ENV);
 		return -PT_EUSAGE;
 	}
 	fprintf(out, "# proftrace's helpers, dormant until proftrace attaches: eval \"$(proftrace "

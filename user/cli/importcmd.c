@@ -120,8 +120,10 @@ static int read_raw(struct pt_region_set *s, const char *bin, const char *tags, 
 	if (!e)
 		e = pt_regions__read_raw(s, b, bl, t, tl, bin, err, errlen);
 	if (!e && !tags)
-		fprintf(stderr, "proftrace: import-regions: %s: no tag names (%s or --tags): tags "
-				"are named by number\n", bin, tp);
+		fprintf(stderr,
+			"proftrace: import-regions: %s: no tag names (%s or --tags): tags "
+			"are named by number\n",
+			bin, tp);
 	free(b);
 	free(t);
 	free(tp);
@@ -180,48 +182,57 @@ static int write_md(FILE *f, const void *ctx)
 static void print_result(const struct pt_region_set *s, const struct pt_regions_result *res,
 			 const struct pt_rtrace_stats *st, int64_t t0, const char *outdir)
 {
-	fprintf(stderr, "proftrace: import-regions: %" PRIu64 " of %zu region launches matched "
-			"(%" PRIu64 " regions) into %s/trace.json and summary.json\n",
+	fprintf(stderr,
+		"proftrace: import-regions: %" PRIu64 " of %zu region launches matched "
+		"(%" PRIu64 " regions) into %s/trace.json and summary.json\n",
 		res->launches_matched, res->nm, res->regions, outdir);
 	for (size_t i = 0; i < res->nclocks; i++) {
 		const struct pt_rclock *c = &res->clocks[i];
 
-		fprintf(stderr, "proftrace: import-regions: clock %s: %" PRIu64 " launches, "
-				"CLOCK_MONOTONIC = its time + %" PRId64 " ns (%s)\n",
-			c->clock, c->launches, (int64_t)((uint64_t)c->offset_ns - PT_RTRACE_BIAS_NS + (uint64_t)t0),
+		fprintf(stderr,
+			"proftrace: import-regions: clock %s: %" PRIu64 " launches, "
+			"CLOCK_MONOTONIC = its time + %" PRId64 " ns (%s)\n",
+			c->clock, c->launches,
+			(int64_t)((uint64_t)c->offset_ns - PT_RTRACE_BIAS_NS + (uint64_t)t0),
 			c->one_offset ? "one offset fits every launch"
 				      : "no one offset fits: each launch its own, median shown");
 		if (!c->one_offset)
-			fprintf(stderr, "proftrace: import-regions: warning: clock %s: offsets "
-					"spread over %" PRId64 " ns\n",
+			fprintf(stderr,
+				"proftrace: import-regions: warning: clock %s: offsets "
+				"spread over %" PRId64 " ns\n",
 				c->clock,
 				(int64_t)((uint64_t)c->offset_max_ns - (uint64_t)c->offset_min_ns));
 	}
 	if (res->launches_matched)
-		fprintf(stderr, "proftrace: import-regions: residual: %" PRIu64 " regions outside "
-				"their kernel after alignment, by at most %" PRIu64 " ns%s\n",
+		fprintf(stderr,
+			"proftrace: import-regions: residual: %" PRIu64 " regions outside "
+			"their kernel after alignment, by at most %" PRIu64 " ns%s\n",
 			res->regions_outside, res->residual_max_ns,
 			res->regions_outside ? " (clamped into it in trace.json)" : "");
 	for (size_t i = 0; i < res->nm; i++) {
 		const struct pt_rmatch *m = &res->m[i];
 
 		if (m->span < 0)
-			fprintf(stderr, "proftrace: import-regions: warning: %s: kernel %s launch "
-					"%" PRId64 " (%zu regions) not matched: %s\n",
+			fprintf(stderr,
+				"proftrace: import-regions: warning: %s: kernel %s launch "
+				"%" PRId64 " (%zu regions) not matched: %s\n",
 				s->l[i].source, m->kernel ? m->kernel : "(none)", m->launch,
 				s->l[i].nev, m->why);
 		if (s->l[i].overflow)
-			fprintf(stderr, "proftrace: import-regions: warning: %s: the profiler's "
-					"buffer overflowed: %" PRIu64 " events recorded, %zu read\n",
+			fprintf(stderr,
+				"proftrace: import-regions: warning: %s: the profiler's "
+				"buffer overflowed: %" PRIu64 " events recorded, %zu read\n",
 				s->l[i].source, s->l[i].recorded, s->l[i].nev);
 		if (s->l[i].invalid)
-			fprintf(stderr, "proftrace: import-regions: warning: %s: %" PRIu64
-					" malformed events left out\n",
+			fprintf(stderr,
+				"proftrace: import-regions: warning: %s: %" PRIu64
+				" malformed events left out\n",
 				s->l[i].source, s->l[i].invalid);
 	}
 	if (st->left_out)
-		fprintf(stderr, "proftrace: import-regions: warning: %" PRIu64 " regions left out "
-				"of trace.json (more than %u overlapping lanes)\n",
+		fprintf(stderr,
+			"proftrace: import-regions: warning: %" PRIu64 " regions left out "
+			"of trace.json (more than %u overlapping lanes)\n",
 			st->left_out, PT_REGION_MAX_LANES);
 }
 
@@ -281,8 +292,10 @@ int pt_importcmd__run(int argc, char **argv)
 	snprintf(path, sizeof(path), "%s/trace.json", outdir);
 	e = read_file(path, &buf, &len, err, sizeof(err));
 	if (e) {
-		fprintf(stderr, "proftrace: import-regions: %s (run proftrace with --trace, "
-				"-o OUTDIR)\n", err);
+		fprintf(stderr,
+			"proftrace: import-regions: %s (run proftrace with --trace, "
+			"-o OUTDIR)\n",
+			err);
 		e = -PT_EUSAGE;
 		goto out;
 	}
@@ -301,7 +314,8 @@ int pt_importcmd__run(int argc, char **argv)
 	free(buf);
 	buf = NULL;
 	if (!sum) {
-		fprintf(stderr, "proftrace: import-regions: %s\n", e ? err : "summary.json: not JSON");
+		fprintf(stderr, "proftrace: import-regions: %s\n",
+			e ? err : "summary.json: not JSON");
 		e = -PT_EUSAGE;
 		goto out;
 	}

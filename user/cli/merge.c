@@ -63,7 +63,8 @@ static cJSON *proc_row(const cJSON *sec, const char *host, const char *source)
 	put_num(row, "tokens", jnum(st, "tokens"));
 	put_num(row, "tok_per_s", jnum(st, "tok_per_s"));
 	bs = cJSON_AddArrayToObject(row, "buckets");
-	cJSON_ArrayForEach(b, pt_jarr(sec, "buckets")) {
+	cJSON_ArrayForEach(b, pt_jarr(sec, "buckets"))
+	{
 		cJSON *e = cJSON_CreateObject();
 
 		if (!e || !bs)
@@ -112,7 +113,8 @@ static cJSON *who(const cJSON *row, const char *by)
  * stds), the range of each process percentile; buckets summed */
 static void pooled(cJSON *doc, cJSON **rows, size_t n)
 {
-	cJSON *st = cJSON_AddObjectToObject(doc, "stats"), *bs = cJSON_AddArrayToObject(doc, "buckets");
+	cJSON *st = cJSON_AddObjectToObject(doc, "stats"),
+	      *bs = cJSON_AddArrayToObject(doc, "buckets");
 	double N = 0, T = 0, S2 = 0, tok = 0, tokps = 0, sps = 0, lo50 = INFINITY, hi50 = -INFINITY,
 	       hi99 = -INFINITY, max = -INFINITY;
 	bool have_tok = false;
@@ -120,7 +122,8 @@ static void pooled(cJSON *doc, cJSON **rows, size_t n)
 	if (!st || !bs)
 		return;
 	for (size_t i = 0; i < n; i++) {
-		double k = jnum(rows[i], "steps"), m = jnum(rows[i], "mean_ms"), s = jnum(rows[i], "std_ms");
+		double k = jnum(rows[i], "steps"), m = jnum(rows[i], "mean_ms"),
+		       s = jnum(rows[i], "std_ms");
 
 		if (!(k > 0) || isnan(m))
 			continue;
@@ -158,21 +161,24 @@ static void pooled(cJSON *doc, cJSON **rows, size_t n)
 	for (size_t i = 0; i < n; i++) {
 		const cJSON *b;
 
-		cJSON_ArrayForEach(b, pt_jarr(rows[i], "buckets")) {
+		cJSON_ArrayForEach(b, pt_jarr(rows[i], "buckets"))
+		{
 			const char *name = pt_jstr(b, "name");
 			double tot = 0;
 			const cJSON *x;
 			cJSON *e;
 			bool seen = false;
 
-			cJSON_ArrayForEach(x, bs)
-				seen |= !strcmp(pt_jstr(x, "name"), name);
+			cJSON_ArrayForEach(x, bs) seen |= !strcmp(pt_jstr(x, "name"), name);
 			if (seen)
 				continue;
 			for (size_t k = 0; k < n; k++) {
-				cJSON_ArrayForEach(x, pt_jarr(rows[k], "buckets"))
-					if (!strcmp(pt_jstr(x, "name"), name) && !isnan(jnum(x, "total_ms")))
-						tot += jnum(x, "total_ms");
+				cJSON_ArrayForEach(
+					x,
+					pt_jarr(rows[k],
+						"buckets")) if (!strcmp(pt_jstr(x, "name"), name) &&
+								!isnan(jnum(x, "total_ms"))) tot +=
+					jnum(x, "total_ms");
 			}
 			e = cJSON_CreateObject();
 			if (!e)
@@ -195,9 +201,10 @@ static void skew(cJSON *doc, cJSON **rows, size_t n)
 	if (!sk)
 		return;
 	cJSON_AddStringToObject(sk, "by", "p50_ms");
-	cJSON_AddStringToObject(sk, "alignment",
-				"none by time: each host's clock is its own; processes are compared "
-				"by their step time distributions");
+	cJSON_AddStringToObject(
+		sk, "alignment",
+		"none by time: each host's clock is its own; processes are compared "
+		"by their step time distributions");
 	for (size_t i = 0; i < n; i++) {
 		double v = jnum(rows[i], "p50_ms");
 
@@ -219,7 +226,8 @@ static void skew(cJSON *doc, cJSON **rows, size_t n)
 		cJSON_AddItemToObject(sk, "slowest", who(slow, "p50_ms"));
 		cJSON_AddItemToObject(sk, "fastest", who(fast, "p50_ms"));
 		put_num(sk, "spread_ms", d);
-		put_num(sk, "spread_rel", jnum(fast, "p50_ms") > 0 ? d / jnum(fast, "p50_ms") : NAN);
+		put_num(sk, "spread_rel",
+			jnum(fast, "p50_ms") > 0 ? d / jnum(fast, "p50_ms") : NAN);
 	}
 	/* per host: its processes' pooled mean */
 	hosts = cJSON_AddArrayToObject(sk, "per_host");
@@ -231,8 +239,7 @@ static void skew(cJSON *doc, cJSON **rows, size_t n)
 		cJSON *e;
 		bool seen = false;
 
-		cJSON_ArrayForEach(x, hosts)
-			seen |= !strcmp(pt_jstr(x, "host"), h);
+		cJSON_ArrayForEach(x, hosts) seen |= !strcmp(pt_jstr(x, "host"), h);
 		if (seen)
 			continue;
 		for (size_t k = 0; k < n; k++) {
@@ -275,7 +282,8 @@ cJSON *pt_merge__build(const cJSON *const *docs, const char *const *names, size_
 	if (!srcs || !procs)
 		goto fail;
 	for (size_t i = 0; i < n; i++) {
-		const cJSON *meta = pt_jget(docs[i], "meta"), *secs = pt_jarr(docs[i], "processes"), *sec;
+		const cJSON *meta = pt_jget(docs[i], "meta"), *secs = pt_jarr(docs[i], "processes"),
+			    *sec;
 		const char *host = names[i] ? names[i] : pt_jstr(meta, "host");
 		char src[32];
 		cJSON *s = cJSON_CreateObject();
@@ -319,8 +327,7 @@ cJSON *pt_merge__build(const cJSON *const *docs, const char *const *names, size_
 		const cJSON *x;
 
 		skew(doc, rows, nrows);
-		cJSON_ArrayForEach(x, pt_jarr(pt_jget(doc, "skew"), "per_host"))
-			nh++;
+		cJSON_ArrayForEach(x, pt_jarr(pt_jget(doc, "skew"), "per_host")) nh++;
 		put_num(m, "hosts", (double)nh);
 	}
 	put_num(m, "processes", (double)nrows);

@@ -64,8 +64,8 @@ static const char *const key_names[NR_KEYS] = {
 	[KEY_WARMUP_RUNS] = "warmup_runs",
 };
 
-#define KNOWN_KEYS                                                                   \
-	"warmup_steps, ringbuf_mb, poll_ms, prologue_skip, ringbuf_wakeup, py_session, " \
+#define KNOWN_KEYS                                                                                 \
+	"warmup_steps, ringbuf_mb, poll_ms, prologue_skip, ringbuf_wakeup, py_session, "           \
 	"sample_hz, python_mode, kv_len_reduce, kv_bins, run_gap_ms, warmup_runs"
 
 static const char *const keywords[] = { "step", "bucket", "set", "lines", "count" };
@@ -103,11 +103,11 @@ static void err_append(char *err, size_t errlen, size_t *off, const char *fmt, .
  * One error line: "path:line:col: error: what 'tok' (hint: ...)". tok and
  * hint may be NULL for the few errors that have none.
  */
-static int perr(struct parser *p, int col, const char *tok, const char *what,
-		const char *hintfmt, ...) __attribute__((format(printf, 5, 6)));
+static int perr(struct parser *p, int col, const char *tok, const char *what, const char *hintfmt,
+		...) __attribute__((format(printf, 5, 6)));
 
-static int perr(struct parser *p, int col, const char *tok, const char *what,
-		const char *hintfmt, ...)
+static int perr(struct parser *p, int col, const char *tok, const char *what, const char *hintfmt,
+		...)
 {
 	size_t off = 0;
 	va_list ap;
@@ -346,8 +346,7 @@ static int py_probe(struct parser *p, const struct tok *t, int *idx)
 		}
 	}
 	if (!*func || (cls && !*cls)) {
-		ret = perr(p, t->col, t->s, "empty class or function in Python probe",
-			   PY_FORM);
+		ret = perr(p, t->col, t->s, "empty class or function in Python probe", PY_FORM);
 		goto fail;
 	}
 	why = glob_problem(func);
@@ -431,8 +430,9 @@ static int probe_get(struct parser *p, const struct tok *t, int *idx)
 	if (at)
 		*at = '\0';
 	if (!*symbol) {
-		ret = perr(p, t->col, t->s, "empty symbol in probe",
-			   "name a symbol or a glob after the second ':', e.g. native:exe:engine_*");
+		ret = perr(
+			p, t->col, t->s, "empty symbol in probe",
+			"name a symbol or a glob after the second ':', e.g. native:exe:engine_*");
 		goto fail;
 	}
 	why = glob_problem(object);
@@ -481,8 +481,8 @@ static int add_vexpr(struct parser *p, int idx, enum pt_vrole role, const struct
 				    ps->vals[k].text);
 		}
 	if (ps->nvals >= PT_MAX_VALS)
-		return perr(p, t->col, t->s, "too many values on one probe",
-			    "at most %d per probe", PT_MAX_VALS);
+		return perr(p, t->col, t->s, "too many values on one probe", "at most %d per probe",
+			    PT_MAX_VALS);
 	ret = pt_vexpr__parse(t->s + skip, ps->kind == PT_PROBE_PY, &ps->vals[ps->nvals], why,
 			      sizeof(why));
 	if (ret == -ENOMEM)
@@ -543,7 +543,8 @@ static int check_percentiles(struct parser *p)
 					    "two percentiles on one probe",
 					    "one list per call can be kept for a percentile, and "
 					    "'%s' is one through kv_len_reduce %s; use mean, min, "
-					    "max or sum for one of them", ps->vals[first].text,
+					    "max or sum for one of them",
+					    ps->vals[first].text,
 					    pt_vexpr__fn_name(cfg->kv_reduce));
 			return perr(p, ps->vals[k].col, ps->vals[k].text,
 				    "two percentiles on one probe",
@@ -585,7 +586,8 @@ static int parse_step(struct parser *p)
 			continue;
 		}
 		if (strncmp(t[i].s, "mode=", 5) || seen_mode)
-			return perr(p, t[i].col, t[i].s, "unexpected token on step line", STEP_FORM);
+			return perr(p, t[i].col, t[i].s, "unexpected token on step line",
+				    STEP_FORM);
 		seen_mode = true;
 		if (!strcmp(t[i].s + 5, "call"))
 			mode = PT_STEP_CALL;
@@ -698,7 +700,7 @@ static int parse_count(struct parser *p)
 	if (p->ntok != 4)
 		return perr(p, t[p->ntok < 4 ? 1 : 4].col, t[p->ntok < 4 ? 1 : 4].s,
 			    p->ntok < 4 ? "count tokens needs a probe and a value"
-				       : "unexpected token on count line",
+					: "unexpected token on count line",
 			    "count tokens <probe> <value>, e.g. count tokens "
 			    "py:engine.Sampler.sample len(ret)");
 	err = probe_get(p, &t[2], &idx);
@@ -764,9 +766,8 @@ static bool parse_onoff(const char *s, bool *out)
  * what: "bad value for <key>", the message of every refusal) ---- */
 
 /* A whole number in [min, max] into *out; else the hint. */
-static int set_uint(struct parser *p, const struct tok *v, const char *what,
-		    unsigned long long min, unsigned long long max, unsigned long long *out,
-		    const char *hint)
+static int set_uint(struct parser *p, const struct tok *v, const char *what, unsigned long long min,
+		    unsigned long long max, unsigned long long *out, const char *hint)
 {
 	if (!parse_uint(v->s, max, out) || *out < min)
 		return perr(p, v->col, v->s, what, "%s", hint);
@@ -894,10 +895,11 @@ static int set_kv_bins(struct parser *p, const struct tok *v, const char *what)
 			*comma = '\0';
 		if (nb == PT_MAX_KV_BINS || !parse_uint(s, UINT64_MAX / 2, &n) ||
 		    (nb == 0 && n != 0) || (nb && n <= cfg->kv_bins[nb - 1]))
-			return perr(p, v->col, v->s, what,
-				    "increasing lower bounds starting at 0, comma-separated, at most "
-				    "%d, e.g. 0,512,1024,2048 (the last bin is open-ended)",
-				    PT_MAX_KV_BINS);
+			return perr(
+				p, v->col, v->s, what,
+				"increasing lower bounds starting at 0, comma-separated, at most "
+				"%d, e.g. 0,512,1024,2048 (the last bin is open-ended)",
+				PT_MAX_KV_BINS);
 		cfg->kv_bins[nb++] = n;
 		if (!comma)
 			break;
@@ -930,12 +932,18 @@ static int set_py_session(struct parser *p, const struct tok *v, const char *wha
 }
 
 static int (*const set_fns[NR_KEYS])(struct parser *p, const struct tok *v, const char *what) = {
-	[KEY_WARMUP_STEPS] = set_warmup_steps,   [KEY_RINGBUF_MB] = set_ringbuf_mb,
-	[KEY_POLL_MS] = set_poll_ms,             [KEY_PROLOGUE_SKIP] = set_prologue_skip,
-	[KEY_RINGBUF_WAKEUP] = set_ringbuf_wakeup, [KEY_PY_SESSION] = set_py_session,
-	[KEY_SAMPLE_HZ] = set_sample_hz,         [KEY_PYTHON_MODE] = set_python_mode,
-	[KEY_KV_LEN_REDUCE] = set_kv_len_reduce, [KEY_KV_BINS] = set_kv_bins,
-	[KEY_RUN_GAP_MS] = set_run_gap_ms,       [KEY_WARMUP_RUNS] = set_warmup_runs,
+	[KEY_WARMUP_STEPS] = set_warmup_steps,
+	[KEY_RINGBUF_MB] = set_ringbuf_mb,
+	[KEY_POLL_MS] = set_poll_ms,
+	[KEY_PROLOGUE_SKIP] = set_prologue_skip,
+	[KEY_RINGBUF_WAKEUP] = set_ringbuf_wakeup,
+	[KEY_PY_SESSION] = set_py_session,
+	[KEY_SAMPLE_HZ] = set_sample_hz,
+	[KEY_PYTHON_MODE] = set_python_mode,
+	[KEY_KV_LEN_REDUCE] = set_kv_len_reduce,
+	[KEY_KV_BINS] = set_kv_bins,
+	[KEY_RUN_GAP_MS] = set_run_gap_ms,
+	[KEY_WARMUP_RUNS] = set_warmup_runs,
 };
 
 static int parse_set(struct parser *p)
@@ -959,14 +967,14 @@ static int parse_set(struct parser *p)
 		return perr(p, t[1].col, t[1].s, "unknown key", "known keys: " KNOWN_KEYS);
 	}
 	if (p->ntok < 3)
-		return perr(p, t[1].col, t[1].s, "missing value for key",
-			    "set %s <value>", key_names[key]);
+		return perr(p, t[1].col, t[1].s, "missing value for key", "set %s <value>",
+			    key_names[key]);
 	if (p->ntok > 3)
 		return perr(p, t[3].col, t[3].s, "unexpected token on set line",
 			    "set takes one key and one value");
 	if (p->key_line[key])
-		return perr(p, t[1].col, t[1].s, "key set twice",
-			    "first set at line %d; keep one", p->key_line[key]);
+		return perr(p, t[1].col, t[1].s, "key set twice", "first set at line %d; keep one",
+			    p->key_line[key]);
 	snprintf(what, sizeof(what), "bad value for %s", key_names[key]);
 	e = set_fns[key](p, &t[2], what);
 	if (!e)
@@ -1025,9 +1033,10 @@ static int parse_line(struct parser *p, char *line, size_t len)
 		return parse_count(p);
 	sugg = closest(t[0].s, keywords, ARRAY_SIZE(keywords));
 	if (sugg)
-		return perr(p, t[0].col, t[0].s, "unknown keyword",
-			    "did you mean %s? a line is step, bucket, lines, count, set or a # comment",
-			    sugg);
+		return perr(
+			p, t[0].col, t[0].s, "unknown keyword",
+			"did you mean %s? a line is step, bucket, lines, count, set or a # comment",
+			sugg);
 	return perr(p, t[0].col, t[0].s, "unknown keyword",
 		    "a line is step, bucket, lines, count, set or a # comment");
 }
@@ -1184,21 +1193,27 @@ bool pt_config__py_has_roles(const struct pt_config *cfg)
 int pt_config__check_modes(const struct pt_config *cfg, char *err, size_t errlen)
 {
 	if (cfg->nlines && !cfg->sample_hz) {
-		snprintf(err, errlen, "%s: lines needs stack sampling, which `set sample_hz 0` "
-			 "turns off (hint: remove that line)", cfg->path);
+		snprintf(err, errlen,
+			 "%s: lines needs stack sampling, which `set sample_hz 0` "
+			 "turns off (hint: remove that line)",
+			 cfg->path);
 		return -EINVAL;
 	}
 	if (cfg->python_mode != PT_PYMODE_SAMPLED)
 		return 0;
 	if (!cfg->sample_hz) {
-		snprintf(err, errlen, "%s: python_mode sampled needs stack sampling, which `set "
-			 "sample_hz 0` turns off (hint: remove one of the two lines)", cfg->path);
+		snprintf(err, errlen,
+			 "%s: python_mode sampled needs stack sampling, which `set "
+			 "sample_hz 0` turns off (hint: remove one of the two lines)",
+			 cfg->path);
 		return -EINVAL;
 	}
 	if (pt_config__py_has_roles(cfg)) {
-		snprintf(err, errlen, "%s: python_mode sampled cannot time a py: probe used as a "
+		snprintf(err, errlen,
+			 "%s: python_mode sampled cannot time a py: probe used as a "
 			 "step, in a bucket or read for values: they need every call (hint: "
-			 "use python_mode auto or agent)", cfg->path);
+			 "use python_mode auto or agent)",
+			 cfg->path);
 		return -EINVAL;
 	}
 	return 0;

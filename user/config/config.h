@@ -31,13 +31,13 @@ enum pt_probe_kind {
  * buckets) is one spec with several roles. */
 struct pt_probe_spec {
 	enum pt_probe_kind kind;
-	char *text;   /* as written, e.g. "native:libc.so*:malloc" */
-	char *object; /* native: glob, or "exe"; py: module as a path, "a/b/c" */
-	char *symbol; /* native: glob, version suffix stripped; py: function glob */
-	char *cls;    /* py: class glob; NULL for module-level functions (::) */
+	char *text;    /* as written, e.g. "native:libc.so*:malloc" */
+	char *object;  /* native: glob, or "exe"; py: module as a path, "a/b/c" */
+	char *symbol;  /* native: glob, version suffix stripped; py: function glob */
+	char *cls;     /* py: class glob; NULL for module-level functions (::) */
 	int line, col; /* first place it was written */
 	bool is_step;
-	bool is_lines; /* named on a lines line: per-line report */
+	bool is_lines;			/* named on a lines line: per-line report */
 	unsigned long long bucket_mask; /* bit i: in buckets[i] */
 	/* Values read at its calls: tokens=, kv_len=, batch= on the step
 	 * line; count tokens lines. */
@@ -55,7 +55,8 @@ enum pt_step_mode {
 
 /* How py: functions are timed (set python_mode). */
 enum pt_python_mode {
-	PT_PYMODE_AUTO = 0,  /* the agent where the process has it (or 3.14+ loads it), else sampled */
+	PT_PYMODE_AUTO =
+		0, /* the agent where the process has it (or 3.14+ loads it), else sampled */
 	PT_PYMODE_EVALFRAME, /* the frame probe (every call pays; c-entry-only where partial) */
 	PT_PYMODE_SAMPLED,   /* sampled figures only */
 	PT_PYMODE_AGENT,     /* the agent, or the process is not traced (exit 2) */
@@ -79,19 +80,19 @@ struct pt_config {
 	/* set <key> <value> */
 	unsigned int warmup_steps; /* warmup_steps, default 0 */
 	unsigned int ringbuf_mb;   /* ringbuf_mb, default 16, power of two 1..1024 */
-	unsigned int poll_ms;      /* poll_ms, default 20, 1..1000: ring drain period */
-	bool prologue_skip;        /* prologue_skip on|off, default on */
-	bool ringbuf_wakeup;       /* ringbuf_wakeup on|off, default off */
+	unsigned int poll_ms;	   /* poll_ms, default 20, 1..1000: ring drain period */
+	bool prologue_skip;	   /* prologue_skip on|off, default on */
+	bool ringbuf_wakeup;	   /* ringbuf_wakeup on|off, default off */
 	/* py_session on|off, default on: probe the Python frame evaluator as
 	 * one uprobe session where the kernel has them (6.13+), so frames
 	 * that are not configured skip the return probe; off: always a
 	 * uprobe/uretprobe pair (for benchmarks). */
 	bool py_session;
-	unsigned int sample_hz; /* sample_hz, default 1000, 0: no sampling */
+	unsigned int sample_hz;		 /* sample_hz, default 1000, 0: no sampling */
 	enum pt_python_mode python_mode; /* python_mode auto|agent|evalframe|sampled */
-	size_t nlines; /* probes named on lines lines */
+	size_t nlines;			 /* probes named on lines lines */
 	/* Tokens and sequence lengths (valexpr.h) */
-	enum pt_vfn kv_reduce; /* kv_len_reduce mean|max|p50|p90|sum, default mean */
+	enum pt_vfn kv_reduce;		  /* kv_len_reduce mean|max|p50|p90|sum, default mean */
 	uint64_t kv_bins[PT_MAX_KV_BINS]; /* kv_bins: lower bounds, [0] == 0, increasing */
 	size_t nkv_bins;
 	size_t nvals; /* expressions over all probes */

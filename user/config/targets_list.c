@@ -102,8 +102,8 @@ int pt_targets__describe(const char *path, char *buf, size_t len)
 			p += strspn(p, " \t");
 		}
 		end = p + strlen(p);
-		while (end > p && (end[-1] == '\n' || end[-1] == '\r' || end[-1] == ' ' ||
-				   end[-1] == '\t'))
+		while (end > p &&
+		       (end[-1] == '\n' || end[-1] == '\r' || end[-1] == ' ' || end[-1] == '\t'))
 			*--end = 0;
 		if (*p) {
 			snprintf(buf, len, "%s", p);

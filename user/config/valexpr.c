@@ -12,10 +12,12 @@
 #include "valexpr.h"
 #include "util/util.h"
 
+/* clang-format off */
 static const char *const fn_names[] = {
 	[PT_VFN_NONE] = "", [PT_VFN_LEN] = "len", [PT_VFN_SUM] = "sum", [PT_VFN_MEAN] = "mean",
 	[PT_VFN_MIN] = "min", [PT_VFN_MAX] = "max", [PT_VFN_P50] = "p50", [PT_VFN_P90] = "p90",
 };
+/* clang-format on */
 
 const char *pt_vexpr__fn_name(enum pt_vfn fn)
 {
@@ -73,10 +75,12 @@ static bool ident(const char *s, size_t n)
 	return true;
 }
 
-#define PY_FORMS "arg:<name>, ret, len(X), sum(X), mean(X), min(X), max(X), p50(X) or p90(X) " \
-		 "with X arg:<name>, ret, arg:<name>.<attr> or ret.<attr>"
-#define NATIVE_FORMS "argN (integer argument N, 0..5) or ret (integer return value), " \
-		     "with :i32 or :u32 for a 32-bit int"
+#define PY_FORMS                                                                                   \
+	"arg:<name>, ret, len(X), sum(X), mean(X), min(X), max(X), p50(X) or p90(X) "              \
+	"with X arg:<name>, ret, arg:<name>.<attr> or ret.<attr>"
+#define NATIVE_FORMS                                                                               \
+	"argN (integer argument N, 0..5) or ret (integer return value), "                          \
+	"with :i32 or :u32 for a 32-bit int"
 
 /* The operand: arg:<name> / ret (py), argN / ret (native). A py:
  * operand may end in one attribute, .<attr>. */
@@ -99,8 +103,9 @@ static int width(const char *s, size_t *n, struct pt_vexpr *e, char *why, size_t
 			*n = (size_t)(colon - s);
 			return 0;
 		}
-	return fail(why, len, "unknown width '%.*s' (hint: :i32 or :u32 for a 32-bit int, :i64 "
-			      "(the default) for a long or pointer-sized one)",
+	return fail(why, len,
+		    "unknown width '%.*s' (hint: :i32 or :u32 for a 32-bit int, :i64 "
+		    "(the default) for a long or pointer-sized one)",
 		    (int)(s + *n - colon), colon);
 }
 
@@ -114,18 +119,22 @@ static int operand(const char *s, size_t n, bool py, struct pt_vexpr *e, char *w
 		const char *dot2 = memchr(dot + 1, '.', an);
 
 		if (dot2)
-			return fail(why, len, "one attribute level at most (hint: read an object "
-					      "nearer the value, e.g. %.*s)", (int)(dot2 - s), s);
+			return fail(why, len,
+				    "one attribute level at most (hint: read an object "
+				    "nearer the value, e.g. %.*s)",
+				    (int)(dot2 - s), s);
 		if (!ident(dot + 1, an))
-			return fail(why, len, "not a Python attribute name after '.' (hint: "
-					      "arg:<name>.<attr>, e.g. arg:req.num_tokens)");
+			return fail(why, len,
+				    "not a Python attribute name after '.' (hint: "
+				    "arg:<name>.<attr>, e.g. arg:req.num_tokens)");
 		if (an > PT_VEXPR_ATTR_MAX)
 			return fail(why, len, "attribute name longer than %d characters",
 				    PT_VEXPR_ATTR_MAX);
 		n = (size_t)(dot - s);
 		if (!(n == 3 && !strncmp(s, "ret", 3)) && !(n > 4 && !strncmp(s, "arg:", 4)))
-			return fail(why, len, "an attribute of what? (hint: arg:<name>.<attr> or "
-					      "ret.<attr>)");
+			return fail(why, len,
+				    "an attribute of what? (hint: arg:<name>.<attr> or "
+				    "ret.<attr>)");
 		e->attr = strndup(dot + 1, an);
 		if (!e->attr)
 			return -ENOMEM;
@@ -143,17 +152,21 @@ static int operand(const char *s, size_t n, bool py, struct pt_vexpr *e, char *w
 			return 0;
 		}
 		if (n > 3 && !strncmp(s, "arg", 3) && isdigit((unsigned char)s[3]))
-			return fail(why, len, "argument index out of range (hint: arg0..arg5, the "
-					      "integer arguments passed in registers)");
+			return fail(why, len,
+				    "argument index out of range (hint: arg0..arg5, the "
+				    "integer arguments passed in registers)");
 		if (n > 4 && !strncmp(s, "arg:", 4))
-			return fail(why, len, "arg:<name> reads a Python argument (hint: a native "
-					      "probe takes " NATIVE_FORMS ")");
-		return fail(why, len, "unknown value (hint: a native probe takes " NATIVE_FORMS ")");
+			return fail(why, len,
+				    "arg:<name> reads a Python argument (hint: a native "
+				    "probe takes " NATIVE_FORMS ")");
+		return fail(why, len,
+			    "unknown value (hint: a native probe takes " NATIVE_FORMS ")");
 	}
 	if (n > 4 && !strncmp(s, "arg:", 4)) {
 		if (!ident(s + 4, n - 4))
-			return fail(why, len, "not a Python name (hint: arg:<name>, the name of an "
-					      "argument of the function)");
+			return fail(why, len,
+				    "not a Python name (hint: arg:<name>, the name of an "
+				    "argument of the function)");
 		e->src = PT_VSRC_PYARG;
 		e->name = strndup(s + 4, n - 4);
 		return e->name ? 0 : -ENOMEM;
@@ -180,11 +193,15 @@ int pt_vexpr__parse(const char *s, bool py, struct pt_vexpr *e, char *why, size_
 			if (strlen(fn_names[i]) == fl && !strncmp(s, fn_names[i], fl))
 				fn = (enum pt_vfn)i;
 		if (fn == PT_VFN_NONE)
-			return fail(why, len, "unknown function '%.*s' (hint: len, sum, mean, min, "
-					      "max, p50 or p90)", (int)fl, s);
+			return fail(why, len,
+				    "unknown function '%.*s' (hint: len, sum, mean, min, "
+				    "max, p50 or p90)",
+				    (int)fl, s);
 		if (!py)
-			return fail(why, len, "%s() reads a Python object (hint: a native probe "
-					      "takes " NATIVE_FORMS ")", fn_names[fn]);
+			return fail(why, len,
+				    "%s() reads a Python object (hint: a native probe "
+				    "takes " NATIVE_FORMS ")",
+				    fn_names[fn]);
 		if (s[n - 1] != ')' || n < fl + 3)
 			return fail(why, len, "unbalanced parentheses (hint: %s(arg:<name>))",
 				    fn_names[fn]);
@@ -228,8 +245,11 @@ enum pt_vfn pt_vexpr__reduce_fn(const struct pt_vexpr *e, enum pt_vfn kv_reduce)
 
 struct pt_val_expr pt_vexpr__bpf(const struct pt_vexpr *e, enum pt_vfn kv_reduce)
 {
-	struct pt_val_expr x = { .src = e->src, .argn = e->argn, .op = PT_VOP_INT,
-				 .width = e->width, .attr = e->attr != NULL };
+	struct pt_val_expr x = { .src = e->src,
+				 .argn = e->argn,
+				 .op = PT_VOP_INT,
+				 .width = e->width,
+				 .attr = e->attr != NULL };
 	enum pt_vfn fn = pt_vexpr__reduce_fn(e, kv_reduce);
 	bool pct = fn == PT_VFN_P50 || fn == PT_VFN_P90;
 

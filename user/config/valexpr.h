@@ -26,9 +26,9 @@
 /* What a value is for. */
 enum pt_vrole {
 	PT_VROLE_TOKENS = 0, /* tokens= on the step line */
-	PT_VROLE_KVLEN,      /* kv_len= */
-	PT_VROLE_BATCH,      /* batch= */
-	PT_VROLE_COUNT,      /* count tokens <probe> <expr>: added to the step's tokens */
+	PT_VROLE_KVLEN,	     /* kv_len= */
+	PT_VROLE_BATCH,	     /* batch= */
+	PT_VROLE_COUNT,	     /* count tokens <probe> <expr>: added to the step's tokens */
 	PT_VROLE_MAX
 };
 
@@ -48,12 +48,12 @@ enum pt_vfn {
 struct pt_vexpr {
 	enum pt_vrole role;
 	enum pt_vfn fn;
-	uint8_t src;  /* enum pt_val_src */
-	uint8_t argn; /* PT_VSRC_ARG */
+	uint8_t src;   /* enum pt_val_src */
+	uint8_t argn;  /* PT_VSRC_ARG */
 	uint8_t width; /* native: enum pt_val_width */
-	char *name;   /* PT_VSRC_PYARG: the argument's name */
-	char *attr;   /* py: the attribute read from the object, or NULL */
-	char *text;   /* as written */
+	char *name;    /* PT_VSRC_PYARG: the argument's name */
+	char *attr;    /* py: the attribute read from the object, or NULL */
+	char *text;    /* as written */
 	int line, col;
 };
 

@@ -142,7 +142,8 @@ static int setup(struct pt_gpuring *r, char *err, size_t errlen)
 	r->version = LD(h->version);
 	if (r->version != PTGPU_VERSION) {
 		seterr(err, errlen,
-		       "GPU segment: ABI version %u, this proftrace reads %u (use matching shim and proftrace builds)",
+		       "GPU segment: ABI version %u, this proftrace reads %u (use matching shim "
+		       "and proftrace builds)",
 		       r->version, PTGPU_VERSION);
 		return -EPROTONOSUPPORT;
 	}
@@ -190,8 +191,7 @@ static int setup(struct pt_gpuring *r, char *err, size_t errlen)
 	return 0;
 }
 
-int pt_gpuring__open_mem(struct pt_gpuring **out, void *base, size_t len, char *err,
-			 size_t errlen)
+int pt_gpuring__open_mem(struct pt_gpuring **out, void *base, size_t len, char *err, size_t errlen)
 {
 	struct pt_gpuring *r;
 	int ret;
@@ -270,7 +270,9 @@ int pt_gpuring__open(struct pt_gpuring **out, int pid, char *err, size_t errlen)
 			ret = -errno;
 			if (ret == -ENOENT)
 				seterr(err, errlen,
-				       "no GPU segment for pid %d (%s): start it with CUDA_INJECTION64_PATH=.../libproftrace_cupti.so; it appears once CUDA initialises",
+				       "no GPU segment for pid %d (%s): start it with "
+				       "CUDA_INJECTION64_PATH=.../libproftrace_cupti.so; it "
+				       "appears once CUDA initialises",
 				       pid, path);
 			else
 				seterr(err, errlen, "GPU segment %s: %s", path, strerror(-ret));
@@ -291,8 +293,8 @@ int pt_gpuring__open(struct pt_gpuring **out, int pid, char *err, size_t errlen)
 	/* Only the target's own user could have made it. */
 	snprintf(path2, sizeof(path2), "/proc/%d", pid);
 	if (!stat(path2, &pst) && pst.st_uid != st.st_uid) {
-		seterr(err, errlen, "GPU segment %s: owned by uid %u, the process runs as %u",
-		       path, (unsigned)st.st_uid, (unsigned)pst.st_uid);
+		seterr(err, errlen, "GPU segment %s: owned by uid %u, the process runs as %u", path,
+		       (unsigned)st.st_uid, (unsigned)pst.st_uid);
 		ret = -EPERM;
 		goto fail;
 	}
@@ -557,8 +559,9 @@ int pt_gpuring__drain(struct pt_gpuring *r, pt_gpuring_cb cb, void *ctx)
 		r->tail = head - r->nslots;
 	}
 	while (r->tail != head) {
-		const volatile uint64_t *src = (const volatile uint64_t *)(r->slots +
-			(r->tail & (r->nslots - 1)) * PTGPU_SLOT_SIZE);
+		const volatile uint64_t *src =
+			(const volatile uint64_t *)(r->slots +
+						    (r->tail & (r->nslots - 1)) * PTGPU_SLOT_SIZE);
 
 		for (i = 0; i < PTGPU_SLOT_SIZE / 8; i++)
 			rec.raw[i] = src[i];
@@ -579,8 +582,7 @@ int pt_gpuring__drain(struct pt_gpuring *r, pt_gpuring_cb cb, void *ctx)
 	return n;
 }
 
-int pt_gpuring__finish(struct pt_gpuring *r, pt_gpuring_cb cb, void *ctx,
-		       unsigned int timeout_ms)
+int pt_gpuring__finish(struct pt_gpuring *r, pt_gpuring_cb cb, void *ctx, unsigned int timeout_ms)
 {
 	uint64_t deadline = pt_now_ns(CLOCK_MONOTONIC) + (uint64_t)timeout_ms * 1000000;
 	struct timespec ts = { 0, 5 * 1000 * 1000 };
@@ -671,16 +673,26 @@ const char *pt_gpuring__call_name(uint32_t call)
 const char *pt_gpuring__result_name(uint32_t code)
 {
 	switch (code) {
-	case 0: return "CUPTI_SUCCESS";
-	case 1: return "CUPTI_ERROR_INVALID_PARAMETER";
-	case 7: return "CUPTI_ERROR_INVALID_OPERATION";
-	case 14: return "CUPTI_ERROR_NOT_COMPATIBLE";
-	case 15: return "CUPTI_ERROR_NOT_INITIALIZED";
-	case 27: return "CUPTI_ERROR_NOT_SUPPORTED";
-	case 35: return "CUPTI_ERROR_INSUFFICIENT_PRIVILEGES";
+	case 0:
+		return "CUPTI_SUCCESS";
+	case 1:
+		return "CUPTI_ERROR_INVALID_PARAMETER";
+	case 7:
+		return "CUPTI_ERROR_INVALID_OPERATION";
+	case 14:
+		return "CUPTI_ERROR_NOT_COMPATIBLE";
+	case 15:
+		return "CUPTI_ERROR_NOT_INITIALIZED";
+	case 27:
+		return "CUPTI_ERROR_NOT_SUPPORTED";
+	case 35:
+		return "CUPTI_ERROR_INSUFFICIENT_PRIVILEGES";
 	case 39: /* the one users meet: say who it probably is */
-		return "CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED (another CUPTI client: torch.profiler, Nsight?)";
-	case 999: return "CUPTI_ERROR_UNKNOWN";
-	default: return "CUPTI error";
+		return "CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED (another CUPTI client: "
+		       "torch.profiler, Nsight?)";
+	case 999:
+		return "CUPTI_ERROR_UNKNOWN";
+	default:
+		return "CUPTI error";
 	}
 }

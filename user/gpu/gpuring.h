@@ -60,7 +60,7 @@ struct pt_gpu_rec {
 			uint16_t memory_kind, flags;
 		} memset;
 		struct {
-			bool driver; /* else the runtime API */
+			bool driver;   /* else the runtime API */
 			uint32_t cbid; /* CUPTI_{RUNTIME,DRIVER}_TRACE_CBID_* */
 			uint32_t tid;  /* system TID */
 			uint32_t pid;
@@ -79,8 +79,8 @@ typedef int (*pt_gpuring_cb)(void *ctx, const struct pt_gpu_rec *rec);
 
 struct pt_gpuring_info {
 	uint32_t version, cupti_version, shim_pid;
-	uint32_t state;          /* enum ptgpu_state: 0 dormant, 1 active */
-	bool active;             /* active for our attach */
+	uint32_t state;		 /* enum ptgpu_state: 0 dormant, 1 active */
+	bool active;		 /* active for our attach */
 	uint32_t dormant_reason; /* enum ptgpu_dormant_reason */
 	uint32_t activations;
 	uint64_t enable_stall_ns, enable_stall_max_ns;
@@ -92,7 +92,7 @@ struct pt_gpuring_info {
 	uint64_t records, ring_dropped, cupti_dropped, strtab_full, unknown_kinds, bad_records;
 	/* This reader's. */
 	uint64_t delivered;
-	uint64_t lost;      /* head ran more than a ring ahead of us */
+	uint64_t lost;	    /* head ran more than a ring ahead of us */
 	uint64_t skipped;   /* records that failed validation */
 	uint64_t bad_names; /* of those: bad string ids */
 	uint64_t resyncs;   /* head moved backwards */
@@ -109,8 +109,7 @@ struct pt_gpuring_info {
  */
 int pt_gpuring__open(struct pt_gpuring **out, int pid, char *err, size_t errlen);
 /* Same over memory the caller owns (tests, fuzzing); base 8-aligned. */
-int pt_gpuring__open_mem(struct pt_gpuring **out, void *base, size_t len, char *err,
-			 size_t errlen);
+int pt_gpuring__open_mem(struct pt_gpuring **out, void *base, size_t len, char *err, size_t errlen);
 
 /* Ask the shim to trace: skip what is in the ring, heartbeat, bump
  * attach_seq, set attached. -EBUSY when another live proftrace is. */
@@ -124,8 +123,7 @@ int pt_gpuring__drain(struct pt_gpuring *r, pt_gpuring_cb cb, void *ctx);
 void pt_gpuring__detach(struct pt_gpuring *r);
 /* Detach, then drain until the shim says dormant (its final flush is in
  * the ring) or timeout_ms passes. Records delivered, or -errno. */
-int pt_gpuring__finish(struct pt_gpuring *r, pt_gpuring_cb cb, void *ctx,
-		       unsigned int timeout_ms);
+int pt_gpuring__finish(struct pt_gpuring *r, pt_gpuring_cb cb, void *ctx, unsigned int timeout_ms);
 void pt_gpuring__info(const struct pt_gpuring *r, struct pt_gpuring_info *info);
 /* Detaches if attached. NULL is fine. */
 void pt_gpuring__close(struct pt_gpuring *r);

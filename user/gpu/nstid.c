@@ -88,8 +88,7 @@ static void tmap_free(struct tmap *m)
 }
 
 /* The NSpid of root/pid/task/tid/status (tid 0: root/pid/status). */
-static int read_status(const char *root, int pid, int tid, int *outer, int *inner,
-		       uint32_t *depth)
+static int read_status(const char *root, int pid, int tid, int *outer, int *inner, uint32_t *depth)
 {
 	char path[PATH_MAX];
 	FILE *f;

@@ -29,12 +29,12 @@
 struct pt_nstid;
 
 struct pt_nstid_stats {
-	int ns_pid;             /* the process's pid in its own namespace */
-	uint32_t depth;         /* NSpid fields: 1 same namespace as our /proc */
-	uint64_t threads;       /* threads mapped */
-	uint64_t refreshes;     /* /proc/PID/task reads */
-	uint64_t translated;    /* lookups that found a host tid */
-	uint64_t unmapped;      /* lookups that found none (left as 0) */
+	int ns_pid;	     /* the process's pid in its own namespace */
+	uint32_t depth;	     /* NSpid fields: 1 same namespace as our /proc */
+	uint64_t threads;    /* threads mapped */
+	uint64_t refreshes;  /* /proc/PID/task reads */
+	uint64_t translated; /* lookups that found a host tid */
+	uint64_t unmapped;   /* lookups that found none (left as 0) */
 };
 
 /*

@@ -130,7 +130,7 @@ static bool good_name(const char *n)
 struct tagtab {
 	char **names; /* the file's, by its tag id; NULL entries: unnamed */
 	size_t n;
-	long *gid;    /* the set's index of each, -1 until needed */
+	long *gid; /* the set's index of each, -1 until needed */
 	char *kernel;
 	int64_t launch;
 	int64_t capacity; /* -1: not given */
@@ -215,7 +215,8 @@ static int parse_tags(struct tagtab *t, const char *json, size_t len, char *err,
 		e = -ENOMEM;
 		goto out;
 	}
-	cJSON_ArrayForEach(it, arr) {
+	cJSON_ArrayForEach(it, arr)
+	{
 		if (cJSON_IsNull(it)) {
 			i++;
 			continue;
@@ -327,8 +328,10 @@ int pt_regions__read_raw(struct pt_region_set *s, const void *buf, size_t len,
 			tagtab_free(&t);
 			return e;
 		}
-		r = (struct pt_region){ .start_ns = (uint64_t)st, .dur_ns = (uint64_t)du,
-					.tag = (uint32_t)g, .tid = get_le64(q + 24) };
+		r = (struct pt_region){ .start_ns = (uint64_t)st,
+					.dur_ns = (uint64_t)du,
+					.tag = (uint32_t)g,
+					.tid = get_le64(q + 24) };
 		if (add_event(l, &cap, &r)) {
 			drop_last(s);
 			tagtab_free(&t);
@@ -389,7 +392,8 @@ int pt_regions__read_chrome(struct pt_region_set *s, const char *json, size_t le
 	it = od ? cJSON_GetObjectItemCaseSensitive(od, "overflow") : NULL;
 	overflow = cJSON_IsTrue(it);
 	/* process names first: they may come after the slices */
-	cJSON_ArrayForEach(e, evs) {
+	cJSON_ArrayForEach(e, evs)
+	{
 		const cJSON *ph = cJSON_GetObjectItemCaseSensitive(e, "ph");
 		const cJSON *nm = cJSON_GetObjectItemCaseSensitive(e, "name");
 		const cJSON *pid = cJSON_GetObjectItemCaseSensitive(e, "pid");
@@ -409,7 +413,8 @@ int pt_regions__read_chrome(struct pt_region_set *s, const char *json, size_t le
 		pn = q;
 		pn[npn++] = (struct pname){ pid->valuedouble, an->valuestring };
 	}
-	cJSON_ArrayForEach(e, evs) {
+	cJSON_ArrayForEach(e, evs)
+	{
 		const cJSON *ph = cJSON_GetObjectItemCaseSensitive(e, "ph");
 		const cJSON *nm = cJSON_GetObjectItemCaseSensitive(e, "name");
 		const cJSON *pid = cJSON_GetObjectItemCaseSensitive(e, "pid");
@@ -484,8 +489,9 @@ int pt_regions__read_chrome(struct pt_region_set *s, const char *json, size_t le
 			goto out;
 		}
 		r.tag = (uint32_t)g;
-		r.tid = cJSON_IsNumber(tid) && fabs(tid->valuedouble) < 9e15 ?
-				(int64_t)tid->valuedouble : 0;
+		r.tid = cJSON_IsNumber(tid) && fabs(tid->valuedouble) < 9e15
+				? (int64_t)tid->valuedouble
+				: 0;
 		if (add_event(l, &caps[li], &r)) {
 			ret = -ENOMEM;
 			goto out;

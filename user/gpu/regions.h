@@ -36,19 +36,19 @@
 struct pt_region {
 	uint64_t start_ns; /* GPU clock */
 	uint64_t dur_ns;
-	uint32_t tag;      /* index into pt_region_set.tags */
-	int64_t tid;       /* the profiler's thread (warp, block) */
+	uint32_t tag; /* index into pt_region_set.tags */
+	int64_t tid;  /* the profiler's thread (warp, block) */
 };
 
 struct pt_region_launch {
-	char *kernel;      /* NULL: not named in the file */
-	int64_t launch;    /* index among the kernel's launches; -1: in order */
+	char *kernel;	/* NULL: not named in the file */
+	int64_t launch; /* index among the kernel's launches; -1: in order */
 	struct pt_region *ev;
 	size_t nev;
 	uint64_t recorded; /* events the profiler counted (>= nev) */
-	bool overflow;     /* it counted more than its buffer held */
+	bool overflow;	   /* it counted more than its buffer held */
 	uint64_t invalid;  /* events left out: negative or overflowing times, bad tag */
-	char *source;      /* the file it came from, for messages */
+	char *source;	   /* the file it came from, for messages */
 	const char *clock; /* its time base: PT_REGIONS_GPU_CLOCK, or source */
 };
 

@@ -46,7 +46,8 @@ int pt_agent__check(const void *mem, size_t len, struct pt_agent_info *out, char
 	}
 	if (c.version != PTAG_VERSION || c.header_size != PTAG_HEADER_SIZE ||
 	    c.total_size != PTAG_SIZE || len < PTAG_SIZE) {
-		snprintf(err, errlen, "agent segment: version %u, %u/%u bytes: this proftrace reads "
+		snprintf(err, errlen,
+			 "agent segment: version %u, %u/%u bytes: this proftrace reads "
 			 "version %u (use the agent built with it: `proftrace env`)",
 			 c.version, c.header_size, c.total_size, PTAG_VERSION);
 		return -EPROTO;
@@ -135,8 +136,8 @@ int pt_agent__open(struct pt_agent **out, int pid, char *err, size_t errlen)
 	*out = NULL;
 	if (!a)
 		return -ENOMEM;
-	e = pt_segment__open(&a->seg, pid, PTAG_SHM_PREFIX, PTAG_SIZE, PTAG_SIZE,
-			     "Python agent", "start the server after `eval \"$(proftrace env)\"`, or "
+	e = pt_segment__open(&a->seg, pid, PTAG_SHM_PREFIX, PTAG_SIZE, PTAG_SIZE, "Python agent",
+			     "start the server after `eval \"$(proftrace env)\"`, or "
 			     "attach with --inject (3.14+: proftrace loads it itself)",
 			     err, errlen);
 	if (!e) {
@@ -297,8 +298,7 @@ void pt_agent__detach(struct pt_agent *a, unsigned int timeout_ms)
 	ST_REL(a->hdr->attached, 0);
 	a->attached = false;
 	wake(a);
-	while (LD_ACQ(a->hdr->state) == PTAG_STATE_ACTIVE &&
-	       pt_now_ns(CLOCK_MONOTONIC) < deadline)
+	while (LD_ACQ(a->hdr->state) == PTAG_STATE_ACTIVE && pt_now_ns(CLOCK_MONOTONIC) < deadline)
 		nanosleep(&ts, NULL);
 }
 

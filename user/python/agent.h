@@ -22,7 +22,7 @@ struct pt_agent;
 /* What the segment says, copied out and checked. */
 struct pt_agent_info {
 	uint32_t py_hex;
-	uint32_t state;     /* enum ptag_state */
+	uint32_t state;	    /* enum ptag_state */
 	uint32_t reason;    /* enum ptag_reason */
 	uint32_t mechanism; /* enum ptag_mechanism */
 	uint32_t conflict;  /* enum ptag_conflict */

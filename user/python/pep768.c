@@ -11,8 +11,8 @@
 /* Word indices in 3.14's _Py_DebugOffsets (every field a u64, in the
  * order of Include/internal/pycore_debug_offsets.h; read off a 3.14.7
  * build, whose struct has 95 words where 3.14's early alphas had 89, so
- * the sizes and bounds below are checked before any is used): runtime_state {size, finalizing, interpreters_head},
- * interpreter_state {size, id, next, threads_head, threads_main, ...16},
+ * the sizes and bounds below are checked before any is used): runtime_state {size, finalizing,
+ * interpreters_head}, interpreter_state {size, id, next, threads_head, threads_main, ...16},
  * thread_state {...9}, ..., debugger_support {eval_breaker,
  * remote_debugger_support, remote_debugging_enabled,
  * debugger_pending_call, debugger_script_path, debugger_script_path_size}. */
@@ -54,8 +54,10 @@ int pt_pep768__parse(const void *buf, size_t len, struct pt_pep768 *o, char *err
 	memcpy(w, buf, sizeof(w));
 	minor = (unsigned int)(w[W_VERSION] >> 16) & 0xff;
 	if ((w[W_VERSION] >> 24) != 3 || minor != 14) {
-		snprintf(err, errlen, "remote debugging offsets of Python 3.%u are not known to this "
-			 "proftrace (3.14 only)", minor);
+		snprintf(err, errlen,
+			 "remote debugging offsets of Python 3.%u are not known to this "
+			 "proftrace (3.14 only)",
+			 minor);
 		return -ENOTSUP;
 	}
 	if (w[W_FREE_THREADED]) {
@@ -128,7 +130,8 @@ int pt_pep768__exec(int pid, uint64_t runtime, const char *path, char *err, size
 		return e ? e : -EFAULT;
 	}
 	if (enabled != 1) {
-		snprintf(err, errlen, "remote debugging is disabled in it (PYTHON_DISABLE_REMOTE_DEBUG, "
+		snprintf(err, errlen,
+			 "remote debugging is disabled in it (PYTHON_DISABLE_REMOTE_DEBUG, "
 			 "-X disable-remote-debug, or a build without it)");
 		return -EPERM;
 	}

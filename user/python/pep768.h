@@ -23,13 +23,13 @@
 struct pt_pep768 {
 	uint32_t hexversion;
 	uint64_t interpreters_head; /* _PyRuntime -> first interpreter */
-	uint64_t finalizing;        /* _PyRuntime._finalizing (thread state while finalizing) */
-	uint64_t threads_main;      /* interpreter -> main thread state */
-	uint64_t enabled;           /* interpreter -> int config.remote_debug */
-	uint64_t eval_breaker;      /* thread state -> uintptr_t eval_breaker */
-	uint64_t support;           /* thread state -> _PyRemoteDebuggerSupport */
-	uint64_t pending;           /* support -> int32 debugger_pending_call */
-	uint64_t path;              /* support -> char debugger_script_path[] */
+	uint64_t finalizing;	    /* _PyRuntime._finalizing (thread state while finalizing) */
+	uint64_t threads_main;	    /* interpreter -> main thread state */
+	uint64_t enabled;	    /* interpreter -> int config.remote_debug */
+	uint64_t eval_breaker;	    /* thread state -> uintptr_t eval_breaker */
+	uint64_t support;	    /* thread state -> _PyRemoteDebuggerSupport */
+	uint64_t pending;	    /* support -> int32 debugger_pending_call */
+	uint64_t path;		    /* support -> char debugger_script_path[] */
 	uint64_t path_size;
 };
 

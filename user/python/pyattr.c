@@ -317,8 +317,8 @@ enum pt_pyattr_status pt_pyattr__read(const struct pt_tmem *m, const struct pt_p
 			return PT_PYATTR_FAULT;
 		if (!v)
 			return (loc->flags & PT_PYATTR_F_NONE_IF_NULL)
-				   ? PT_PYATTR_NONE
-				   : absent(loc, PT_PYATTR_UNSET);
+				       ? PT_PYATTR_NONE
+				       : absent(loc, PT_PYATTR_UNSET);
 		*value = v;
 		return PT_PYATTR_OK;
 	}
@@ -347,6 +347,7 @@ enum pt_pyattr_status pt_pyattr__read(const struct pt_tmem *m, const struct pt_p
 
 const char *pt_pyattr__status_str(enum pt_pyattr_status st)
 {
+	/* clang-format off */
 	static const char *const s[PT_PYATTR_NSTATUS] = {
 	    [PT_PYATTR_OK] = "ok",
 	    [PT_PYATTR_UNSET] = "unset",
@@ -361,6 +362,7 @@ const char *pt_pyattr__status_str(enum pt_pyattr_status st)
 	    [PT_PYATTR_PROBES] = "probe limit",
 	    [PT_PYATTR_BADLOC] = "bad location",
 	};
+	/* clang-format on */
 
 	return (unsigned int)st < PT_PYATTR_NSTATUS ? s[st] : "?";
 }
@@ -1013,7 +1015,7 @@ static int resolve(struct ctx *c, uint64_t type_addr, struct pt_pyattr_loc *loc)
 int pt_pyattr__resolve(const struct pt_tmem *m, const struct pt_py_layout *L, uint64_t type_addr,
 		       const char *name, struct pt_pyattr_loc *loc, char *why, size_t whylen)
 {
-	struct ctx c = {.m = m, .L = L, .name = name ? name : "", .why = why, .whylen = whylen};
+	struct ctx c = { .m = m, .L = L, .name = name ? name : "", .why = why, .whylen = whylen };
 
 	int e;
 
@@ -1030,7 +1032,7 @@ int pt_pyattr__resolve(const struct pt_tmem *m, const struct pt_py_layout *L, ui
 int pt_pyattr__resolve_obj(const struct pt_tmem *m, const struct pt_py_layout *L, uint64_t obj,
 			   const char *name, struct pt_pyattr_loc *loc, char *why, size_t whylen)
 {
-	struct ctx c = {.m = m, .L = L, .name = name ? name : "", .why = why, .whylen = whylen};
+	struct ctx c = { .m = m, .L = L, .name = name ? name : "", .why = why, .whylen = whylen };
 	uint64_t type, keys, values, dict, key, v;
 	int64_t ix, hash;
 	bool interned;

@@ -35,9 +35,9 @@ struct pt_pycode {
 	uint64_t filename_obj; /* the fingerprint BPF checks: co_filename and */
 	uint64_t name_obj;     /* co_name addresses, co_firstlineno */
 	uint32_t firstlineno;
-	uint32_t flags;    /* co_flags */
+	uint32_t flags;	       /* co_flags */
 	uint64_t qualname_obj; /* co_qualname's address (3.11+), else 0 */
-	bool has_qualname; /* co_qualname was read (3.11+) */
+	bool has_qualname;     /* co_qualname was read (3.11+) */
 	char filename[PT_PYSTR_MAX + 1];
 	char name[256];
 	char qualname[1024];

@@ -8,19 +8,19 @@
 
 /* Offsets the same on 3.8-3.14 (gdb ptype/o): PyTypeObject, descriptors,
  * str hash, tuple size, PyDictObject. */
-#define TYPE_ATTR_COMMON                                                                  \
-	.type_name = 24, .type_basicsize = 32, .type_itemsize = 40, .type_getattro = 144,   \
-	.type_flags = 168, .type_methods = 232, .type_members = 240, .type_getset = 248,    \
-	.type_dict = 264, .type_descr_set = 280, .type_dictoffset = 288, .type_mro = 344,   \
-	.descr_type = 16, .descr_member = 40, .str_hash = 24, .tuple_size = 16,             \
-	.dict_keys = 32, .dict_values = 40
+#define TYPE_ATTR_COMMON                                                                           \
+	.type_name = 24, .type_basicsize = 32, .type_itemsize = 40, .type_getattro = 144,          \
+	.type_flags = 168, .type_methods = 232, .type_members = 240, .type_getset = 248,           \
+	.type_dict = 264, .type_descr_set = 280, .type_dictoffset = 288, .type_mro = 344,          \
+	.descr_type = 16, .descr_member = 40, .str_hash = 24, .tuple_size = 16, .dict_keys = 32,   \
+	.dict_values = 40
 /* PyDictKeysObject < 3.11: dk_refcnt, dk_size, dk_lookup, dk_usable,
  * dk_nentries, dk_indices */
 #define KEYS_V1 .keys_size = 8, .keys_nentries = 32, .keys_indices = 40
 /* 3.11+: dk_refcnt, u8 dk_log2_size, u8 dk_log2_index_bytes, u8 dk_kind,
  * u32 dk_version, dk_usable, dk_nentries, dk_indices */
-#define KEYS_V2                                                                      \
-	.keys_log2_size = 8, .keys_log2_index_bytes = 9, .keys_kind = 10, .keys_nentries = 24, \
+#define KEYS_V2                                                                                    \
+	.keys_log2_size = 8, .keys_log2_index_bytes = 9, .keys_kind = 10, .keys_nentries = 24,     \
 	.keys_indices = 32
 
 /* Byte offsets on x86-64; see tests/fixtures/cpython/offsets-x86_64.txt.
@@ -28,6 +28,7 @@
  * 3.9.18: 1400, ..., 3.14.7: 8520): the perf trampoline check (3.12+) and
  * the agent's frame evaluator on 3.8 (no setter there).
  * Attribute fields: docs/pyattr-notes.md. */
+/* clang-format off */
 static const struct pt_py_layout layouts[] = {
 	{ .minor = 8, .frame_arg = 1, .frame_code = 32, .code_filename = 104, .code_name = 112,
 	  .code_firstlineno = 40, .code_flags = 36, .ob_type = 8, .str_length = 16, .str_state = 32,
@@ -124,6 +125,7 @@ static const struct pt_py_layout layouts[] = {
 	  .code_consts = 24, .values_items = 8, .values_header = true, .idict = PT_PY_IDICT_INLINE,
 	  .managed_dict = -24, .tpf_managed_dict = 1u << 4, .tpf_inline_values = 1u << 2 },
 };
+/* clang-format on */
 
 const struct pt_py_layout *pt_py_layout__get(unsigned int minor)
 {
@@ -201,7 +203,8 @@ int pt_py_layout__from_debug_offsets(struct pt_py_layout *L, const void *buf, si
 	}
 	*hexversion = (uint32_t)w[DO_VERSION];
 	if ((w[DO_VERSION] >> 16) != 0x030d) {
-		snprintf(err, errlen, "_Py_DebugOffsets of version 0x%llx: only 3.13's layout is known",
+		snprintf(err, errlen,
+			 "_Py_DebugOffsets of version 0x%llx: only 3.13's layout is known",
 			 (unsigned long long)w[DO_VERSION]);
 		return -EINVAL;
 	}
@@ -223,9 +226,9 @@ int pt_py_layout__from_debug_offsets(struct pt_py_layout *L, const void *buf, si
 	    !fits(w[DO_BYTES_OB_SIZE], 8, w[DO_BYTES_SIZE]) ||
 	    !fits(w[DO_BYTES_OB_SVAL], 1, w[DO_BYTES_SIZE]) ||
 	    !fits(w[DO_CODE_ADAPTIVE], 0, w[DO_CODE_SIZE]) || w[DO_PYOBJECT_OB_TYPE] != 8 ||
-	    w[DO_UNICODE_STATE] > 64 || w[DO_UNICODE_LENGTH] > 64 || w[DO_UNICODE_ASCII_SIZE] > 64 ||
-	    w[DO_INTERP_SIZE] > (1u << 24) || w[DO_TSTATE_SIZE] > 4096 ||
-	    !fits(w[DO_INTERP_THREADS_HEAD], 8, w[DO_INTERP_SIZE]) ||
+	    w[DO_UNICODE_STATE] > 64 || w[DO_UNICODE_LENGTH] > 64 ||
+	    w[DO_UNICODE_ASCII_SIZE] > 64 || w[DO_INTERP_SIZE] > (1u << 24) ||
+	    w[DO_TSTATE_SIZE] > 4096 || !fits(w[DO_INTERP_THREADS_HEAD], 8, w[DO_INTERP_SIZE]) ||
 	    !fits(w[DO_TSTATE_NEXT], 8, w[DO_TSTATE_SIZE]) ||
 	    !fits(w[DO_TSTATE_CURRENT_FRAME], 8, w[DO_TSTATE_SIZE]) ||
 	    !fits(w[DO_TSTATE_THREAD_ID], 8, w[DO_TSTATE_SIZE]) ||

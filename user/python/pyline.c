@@ -38,8 +38,9 @@ static int walk_init(struct walk *w, unsigned int minor, const uint8_t *tab, siz
 	if (minor <= 10 && len % 2)
 		return -EINVAL;
 	/* (NULL + 0 is undefined: an empty table may come as NULL) */
-	*w = (struct walk){ .minor = minor, .p = tab, .end = len ? tab + len : tab,
-			    .line = firstlineno };
+	*w = (struct walk){
+		.minor = minor, .p = tab, .end = len ? tab + len : tab, .line = firstlineno
+	};
 	return 0;
 }
 

@@ -32,10 +32,10 @@ struct pt_pyprobe_opts {
 };
 
 struct pt_pyprobe_stats {
-	uint64_t codes;      /* code objects resolved */
+	uint64_t codes;	     /* code objects resolved */
 	uint64_t matched;    /* of which configured */
 	uint64_t unreadable; /* could not be read (freed already, not a code object) */
-	uint64_t gone;       /* replaced by another code object before we read it */
+	uint64_t gone;	     /* replaced by another code object before we read it */
 	uint64_t no_source;  /* < 3.11: source unreadable, qualname = co_name */
 	char no_source_file[PT_PYSTR_MAX + 1]; /* the first such file */
 };

@@ -1146,10 +1146,8 @@ static enum want classify(const char *co_name)
 		const char *name;
 		enum want w;
 	} special[] = {
-		{ "<lambda>", W_LAMBDA },
-		{ "<listcomp>", W_LISTCOMP },
-		{ "<setcomp>", W_SETCOMP },
-		{ "<dictcomp>", W_DICTCOMP },
+		{ "<lambda>", W_LAMBDA },   { "<listcomp>", W_LISTCOMP },
+		{ "<setcomp>", W_SETCOMP }, { "<dictcomp>", W_DICTCOMP },
 		{ "<genexpr>", W_GENEXPR },
 	};
 	size_t i;
@@ -1209,8 +1207,8 @@ static int qualname(struct ctx *c, const char *src, size_t len, unsigned int fir
 	}
 }
 
-int pt_pysrc__qualname(const char *src, size_t len, unsigned int firstlineno,
-		       const char *co_name, char *out, size_t outlen)
+int pt_pysrc__qualname(const char *src, size_t len, unsigned int firstlineno, const char *co_name,
+		       char *out, size_t outlen)
 {
 	struct out o = { .s = out, .cap = outlen };
 	struct ctx c;

@@ -33,7 +33,7 @@
  * than CPython itself accepts (100 indentation levels, 200 brackets) before
  * reaching that line; -EINVAL on bad arguments. out is "" on error.
  */
-int pt_pysrc__qualname(const char *src, size_t len, unsigned int firstlineno,
-		       const char *co_name, char *out, size_t outlen);
+int pt_pysrc__qualname(const char *src, size_t len, unsigned int firstlineno, const char *co_name,
+		       char *out, size_t outlen);
 
 #endif

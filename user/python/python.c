@@ -20,6 +20,7 @@
 
 enum { S_RUNTIME, S_EVALFRAME, S_CODE_TYPE, S_UNICODE_TYPE, S_PY_VERSION, S_TRAMPOLINE, S_N };
 
+/* clang-format off */
 static const char *const sym_names[S_N] = {
 	[S_RUNTIME] = "_PyRuntime",
 	[S_EVALFRAME] = "_PyEval_EvalFrameDefault",
@@ -28,12 +29,13 @@ static const char *const sym_names[S_N] = {
 	[S_PY_VERSION] = "Py_Version",
 	[S_TRAMPOLINE] = "py_trampoline_evaluator",
 };
+/* clang-format on */
 
 struct elfinfo {
 	uint64_t vaddr[S_N]; /* 0: not found */
 	uint64_t size[S_N];
 	uint64_t x_vaddr, x_off; /* the executable PT_LOAD segment */
-	int minor_from_rodata;   /* -1: no "3.N.M" string found */
+	int minor_from_rodata;	 /* -1: no "3.N.M" string found */
 	char rodata_version[32];
 };
 
@@ -214,7 +216,8 @@ static int setup_version(struct pt_python *py, const struct elfinfo *ei, int pid
 		    (v >> 24) == 3) {
 			py->hexversion = v;
 			minor = (int)((v >> 16) & 0xff);
-			snprintf(py->version, sizeof(py->version), "3.%d.%u", minor, (v >> 8) & 0xff);
+			snprintf(py->version, sizeof(py->version), "3.%d.%u", minor,
+				 (v >> 8) & 0xff);
 		}
 	}
 	if (minor < 0 && ei->minor_from_rodata >= 0) {
@@ -300,8 +303,8 @@ int pt_python__find(struct pt_python *py, const struct pt_maps *maps, int pid, c
 		host = pt_resolver__host_path(pid, mp);
 		if (!host)
 			return -ENOMEM;
-		if (read_elf(host, mp->path, &ei) || !ei.vaddr[S_RUNTIME] || !ei.vaddr[S_EVALFRAME] ||
-		    !ei.x_vaddr) {
+		if (read_elf(host, mp->path, &ei) || !ei.vaddr[S_RUNTIME] ||
+		    !ei.vaddr[S_EVALFRAME] || !ei.x_vaddr) {
 			free(host);
 			continue;
 		}

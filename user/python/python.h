@@ -16,8 +16,8 @@
 #include "pylayout.h"
 
 struct pt_python {
-	char *path;      /* as the target sees it (maps) */
-	char *host_path; /* to open and probe from here */
+	char *path;	     /* as the target sees it (maps) */
+	char *host_path;     /* to open and probe from here */
 	uint32_t hexversion; /* PY_VERSION_HEX; micro/level 0 when not known */
 	char version[32];    /* "3.11.7", or "3.9" when the micro is not known */
 	struct pt_py_layout L;

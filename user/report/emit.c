@@ -75,6 +75,7 @@ static bool traced(const struct pt_outputs *o)
 	return o->trace != NULL;
 }
 
+/* clang-format off */
 const struct pt_emitter pt_emitters[] = {
 	{ "summary.json", summary_json, NULL },
 	{ "report.md", report_md, NULL },
@@ -84,4 +85,5 @@ const struct pt_emitter pt_emitters[] = {
 	{ "trace.json", trace_json, traced },
 	{ "profile.pb.gz", profile_pb, sampled },
 };
+/* clang-format on */
 const size_t pt_nemitters = ARRAY_SIZE(pt_emitters);

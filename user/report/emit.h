@@ -24,14 +24,14 @@ struct pt_outputs {
 	const struct cJSON *doc;      /* summary.json's document */
 	const struct pt_flame *flame; /* sampled stacks; NULL: not sampled */
 	struct pt_flame_svg_opts svg;
-	struct pt_trace *trace;       /* --trace; NULL: not asked for */
+	struct pt_trace *trace; /* --trace; NULL: not asked for */
 	struct pt_trace_write_opts trace_opts;
 };
 
 struct pt_emitter {
 	const char *filename;
 	int (*write)(FILE *f, const struct pt_outputs *o); /* 0 or -errno */
-	bool (*wanted)(const struct pt_outputs *o);        /* NULL: always */
+	bool (*wanted)(const struct pt_outputs *o);	   /* NULL: always */
 };
 
 extern const struct pt_emitter pt_emitters[];

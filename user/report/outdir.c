@@ -14,7 +14,7 @@
 #include "outdir.h"
 
 struct pt_outdir {
-	int fd; /* O_DIRECTORY, held for the run: renames of the path do not move us */
+	int fd;	     /* O_DIRECTORY, held for the run: renames of the path do not move us */
 	int created; /* by us: removed at close when nothing was written into it */
 	unsigned int written;
 	char path[PATH_MAX];
@@ -72,8 +72,7 @@ static int open_dir(const char *path)
 	return -errno;
 }
 
-int pt_outdir__open(struct pt_outdir **out, const char *path, int unique, char *err,
-		    size_t errlen)
+int pt_outdir__open(struct pt_outdir **out, const char *path, int unique, char *err, size_t errlen)
 {
 	struct pt_outdir *d;
 	int e, fd = -1;

@@ -25,8 +25,7 @@ struct pt_outdir;
  * exists, "-2", "-3", ... are appended, so an earlier run is never mixed
  * in. 0, or -errno with one line in err.
  */
-int pt_outdir__open(struct pt_outdir **out, const char *path, int unique, char *err,
-		    size_t errlen);
+int pt_outdir__open(struct pt_outdir **out, const char *path, int unique, char *err, size_t errlen);
 /* A new folder of our own (mkdtemp, 0700) under $TMPDIR, /var/tmp, /tmp or
  * /dev/shm, the first that works, named after base. */
 int pt_outdir__fallback(struct pt_outdir **out, const char *base, char *err, size_t errlen);

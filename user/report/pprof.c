@@ -216,8 +216,9 @@ static uint64_t loc_id(struct builder *b, const char *frame, int *err)
 		Line *ln = malloc(sizeof(*ln));
 		Line **lines = malloc(sizeof(*lines));
 
-		if (!l || !ln || !lines || grow((void **)&b->p.location, &b->cap_loc,
-						b->p.n_location + 1, sizeof(*b->p.location))) {
+		if (!l || !ln || !lines ||
+		    grow((void **)&b->p.location, &b->cap_loc, b->p.n_location + 1,
+			 sizeof(*b->p.location))) {
 			free(l);
 			free(ln);
 			free(lines);
@@ -335,7 +336,8 @@ static int gz_write(FILE *f, const uint8_t *buf, size_t len)
 	uint8_t out[65536];
 	int r, e = 0;
 
-	if (deflateInit2(&z, Z_DEFAULT_COMPRESSION, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK)
+	if (deflateInit2(&z, Z_DEFAULT_COMPRESSION, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) !=
+	    Z_OK)
 		return -ENOMEM;
 	z.next_in = (uint8_t *)buf;
 	z.avail_in = (uInt)len;

@@ -17,9 +17,9 @@
 #include "aggregate/flame.h"
 
 struct pt_pprof_opts {
-	uint64_t time_unix_ns;   /* start of the run; 0: unset */
-	uint64_t duration_ns;    /* 0: unset */
-	uint64_t period_us;      /* one on-CPU sample's time; 0: unset */
+	uint64_t time_unix_ns; /* start of the run; 0: unset */
+	uint64_t duration_ns;  /* 0: unset */
+	uint64_t period_us;    /* one on-CPU sample's time; 0: unset */
 };
 
 /* 0 or -errno. */

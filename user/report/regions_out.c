@@ -90,8 +90,9 @@ int pt_rtrace__open(struct pt_rtrace *t, cJSON *doc, char *err, size_t errlen)
 	if (!i64(cJSON_GetObjectItemCaseSensitive(doc, "otherData"), "t0_mono_ns", &t->t0_mono_ns))
 		t->t0_mono_ns = 0;
 	if (!cJSON_IsArray(evs) || !tool || strcmp(tool, "proftrace")) {
-		seterr(err, errlen, "not a trace.json written by proftrace (no traceEvents, or "
-				    "otherData.tool is not \"proftrace\")");
+		seterr(err, errlen,
+		       "not a trace.json written by proftrace (no traceEvents, or "
+		       "otherData.tool is not \"proftrace\")");
 		return -EINVAL;
 	}
 	for (e = evs->child; e; e = next) {
@@ -312,8 +313,9 @@ static int merge_launch(struct pt_rtrace *t, cJSON *evs, const struct pt_region_
 			goto out;
 		ltid = j ? PT_REGION_LANE_TID + (double)j * 1000000 + tid : tid;
 		if (j && !lanes[j].used) {
-			cJSON *ke = slice(evs, pid, ltid, (int64_t)k->start_ns - BIAS_NS,
-					  (int64_t)(k->end_ns - k->start_ns), k->name, "region_kernel");
+			cJSON *ke =
+				slice(evs, pid, ltid, (int64_t)k->start_ns - BIAS_NS,
+				      (int64_t)(k->end_ns - k->start_ns), k->name, "region_kernel");
 			cJSON *ka = ke ? cJSON_AddObjectToObject(ke, "args") : NULL;
 
 			if (!ka || !add_i64(ka, "launch", m->launch) ||
@@ -462,8 +464,8 @@ int pt_regions__add_summary(cJSON *summary, const struct pt_region_set *s,
 	cJSON_AddNumberToObject(o, "lanes", (double)st->lanes);
 	al = cJSON_AddObjectToObject(o, "alignment");
 	if (al) {
-		cJSON_AddStringToObject(al, "mode", res->global ? "one_offset_per_clock"
-								 : "per_launch");
+		cJSON_AddStringToObject(al, "mode",
+					res->global ? "one_offset_per_clock" : "per_launch");
 		add_i64(al, "residual_max_ns", (int64_t)res->residual_max_ns);
 		cJSON_AddNumberToObject(al, "regions_outside", (double)res->regions_outside);
 		cJSON_AddNumberToObject(al, "regions_clamped", (double)st->clamped);
@@ -477,11 +479,11 @@ int pt_regions__add_summary(cJSON *summary, const struct pt_region_set *s,
 			cJSON_AddItemToArray(x, y);
 			cJSON_AddStringToObject(y, "clock", c->clock);
 			cJSON_AddNumberToObject(y, "launches", (double)c->launches);
-			cJSON_AddStringToObject(y, "mode", c->one_offset ? "one_offset"
-									 : "per_launch");
+			cJSON_AddStringToObject(y, "mode",
+						c->one_offset ? "one_offset" : "per_launch");
 			/* on CLOCK_MONOTONIC: ts 0 of the trace is t0_mono_ns */
-			add_i64(y, "offset_ns", (int64_t)((uint64_t)c->offset_ns - BIAS_NS +
-							  (uint64_t)t0_mono_ns));
+			add_i64(y, "offset_ns",
+				(int64_t)((uint64_t)c->offset_ns - BIAS_NS + (uint64_t)t0_mono_ns));
 			add_i64(y, "offset_spread_ns",
 				(int64_t)((uint64_t)c->offset_max_ns - (uint64_t)c->offset_min_ns));
 		}
@@ -545,7 +547,8 @@ int pt_regions__add_summary(cJSON *summary, const struct pt_region_set *s,
 		ms(x, "p50_ms", (double)t->p50_ns);
 		ms(x, "p99_ms", (double)t->p99_ns);
 		cJSON_AddNumberToObject(x, "share_of_kernel",
-					t->kernel_ns ? (double)t->union_ns / (double)t->kernel_ns : 0);
+					t->kernel_ns ? (double)t->union_ns / (double)t->kernel_ns
+						     : 0);
 	}
 	return 0;
 }
@@ -667,7 +670,8 @@ int pt_rtrace__write(FILE *f, const cJSON *doc)
 	/* one event a line, as proftrace writes it */
 	if (fputs("{\"traceEvents\":[", f) == EOF)
 		return -EIO;
-	cJSON_ArrayForEach(it, evs) {
+	cJSON_ArrayForEach(it, evs)
+	{
 		txt = cJSON_PrintUnformatted(it);
 		if (!txt)
 			return -ENOMEM;

@@ -40,10 +40,10 @@
 struct pt_rtrace {
 	cJSON *doc;
 	struct pt_kspan *spans; /* times: trace ts in ns + a bias (all positive) */
-	cJSON **kev;            /* the kernel's event of each span */
+	cJSON **kev;		/* the kernel's event of each span */
 	size_t n;
-	uint64_t removed;       /* regions of an earlier import, taken out */
-	int64_t t0_mono_ns;     /* otherData's: CLOCK_MONOTONIC of ts 0 */
+	uint64_t removed;   /* regions of an earlier import, taken out */
+	int64_t t0_mono_ns; /* otherData's: CLOCK_MONOTONIC of ts 0 */
 };
 
 /* Find the kernels of doc (a proftrace trace.json) and take out the
@@ -54,7 +54,7 @@ void pt_rtrace__free(struct pt_rtrace *t); /* not doc */
 
 struct pt_rtrace_stats {
 	uint64_t written;  /* region slices added */
-	uint64_t lanes;    /* most lanes any launch needed (1: the stream track only) */
+	uint64_t lanes;	   /* most lanes any launch needed (1: the stream track only) */
 	uint64_t clamped;  /* regions clamped into their kernel */
 	uint64_t left_out; /* regions past PT_REGION_MAX_LANES lanes */
 };

@@ -265,8 +265,9 @@ static void put_footer(FILE *f, const cJSON *s)
 	put_int(f, s, "unknown_frames");
 	fputs("\n", f);
 	if (pt_jnum(s, "lost_samples", &lost) && lost > 0)
-		fprintf(f, "Warning: %.0f sample%s lost (ring buffer full): sampled times are "
-			   "too low; raise `set ringbuf_mb` or lower `set sample_hz`.\n",
+		fprintf(f,
+			"Warning: %.0f sample%s lost (ring buffer full): sampled times are "
+			"too low; raise `set ringbuf_mb` or lower `set sample_hz`.\n",
 			lost, lost == 1 ? " was" : "s were");
 }
 

@@ -137,7 +137,6 @@ static void put_cells(FILE *f, const cJSON *o, const struct cell *c, size_t n)
 	}
 }
 
-
 static void put_start(FILE *f, const cJSON *meta)
 {
 	uint64_t ns;
@@ -162,8 +161,9 @@ static void put_dropped_warning(FILE *f, const cJSON *health)
 	double n;
 
 	if (pt_jnum(health, "dropped_events", &n) && n > 0)
-		fprintf(f, "**%.0f records were dropped: figures are incomplete; "
-			   "raise `set ringbuf_mb`**\n\n",
+		fprintf(f,
+			"**%.0f records were dropped: figures are incomplete; "
+			"raise `set ringbuf_mb`**\n\n",
 			n);
 }
 
@@ -214,7 +214,9 @@ static void put_python(FILE *f, const cJSON *py)
 	put_injected(f, pt_jget(pt_jget(py, "agent"), "inject"));
 	fputs("\n\n", f);
 	if (nosrc && pt_jnum(py, "qualname_from_co_name", &n) && n > 0) {
-		fprintf(f, "> **Warning:** the source of %.0f code object%s could not be read (first: ",
+		fprintf(f,
+			"> **Warning:** the source of %.0f code object%s could not be read "
+			"(first: ",
 			n, plural(n));
 		put_code(f, nosrc);
 		fputs("), so their class is unknown and only `py:<module>::<function>` probes can "
@@ -282,15 +284,16 @@ static void put_pooled(FILE *f, const cJSON *doc)
 	if (cJSON_IsTrue(pt_jget(meta, "children")))
 		fputs(" (--children: the named ones and their descendants)", f);
 	fputs("**: pids", f);
-	cJSON_ArrayForEach(it, pids)
-		fprintf(f, " %.0f", it->valuedouble);
+	cJSON_ArrayForEach(it, pids) fprintf(f, " %.0f", it->valuedouble);
 	fputs(". The figures below pool them all (steps, buckets and functions of every "
 	      "process together); each one's own are under Processes and in summary.json "
-	      "`processes[]`.", f);
+	      "`processes[]`.",
+	      f);
 	if (pt_jnum(meta, "processes_skipped_total", &sk) && sk > 0)
-		fprintf(f, " %.0f descendant%s not traced (nothing the targets file names in "
-			   "%s; see `meta.processes_skipped`).", sk, plural(sk),
-			sk == 1 ? "it" : "them");
+		fprintf(f,
+			" %.0f descendant%s not traced (nothing the targets file names in "
+			"%s; see `meta.processes_skipped`).",
+			sk, plural(sk), sk == 1 ? "it" : "them");
 	fputs("\n\n", f);
 }
 
@@ -308,7 +311,8 @@ static void put_processes(FILE *f, const cJSON *doc)
 		return;
 	fputs("## Processes\n\n", f);
 	fputs("| pid | rank | comm | attached s | ended | steps | steps/s | mean ms | p50 ms | "
-	      "p99 ms |\n|---:|---:|---|---:|---|---:|---:|---:|---:|---:|\n", f);
+	      "p99 ms |\n|---:|---:|---|---:|---|---:|---:|---:|---:|---:|\n",
+	      f);
 	cJSON_ArrayForEach(it, procs)
 	{
 		const cJSON *m = pt_jget(it, "meta"), *st = pt_jget(it, "stats");
@@ -360,13 +364,16 @@ static void put_processes(FILE *f, const cJSON *doc)
 	fputs(" ms · ", f);
 	put_share(f, k, "share_of_slowest");
 	fputs(" of the slowest process's step time.\n\n| pid | rank | steps | slowest | fastest "
-	      "|\n|---:|---:|---:|---:|---:|\n", f);
+	      "|\n|---:|---:|---:|---:|---:|\n",
+	      f);
 	cJSON_ArrayForEach(it, pt_jarr(k, "per_process"))
 	{
+		/* clang-format off */
 		static const struct cell c[] = {
 			{ C_COUNT, "pid" },     { C_COUNT, "rank" },    { C_COUNT, "steps" },
 			{ C_COUNT, "slowest" }, { C_COUNT, "fastest" },
 		};
+		/* clang-format on */
 
 		fputs("| ", f);
 		put_cells(f, it, c, ARRAY_SIZE(c));
@@ -387,8 +394,10 @@ static void put_trace(FILE *f, const cJSON *doc)
 	pt_jnum(t, "dropped", &dropped);
 	pt_jnum(t, "max_events", &max);
 	if (cJSON_IsTrue(pt_jget(t, "truncated"))) {
-		fprintf(f, "**Trace cut at --trace-max-events %.0f: %.0f later slices and arrows "
-			   "were left out of ", max, dropped);
+		fprintf(f,
+			"**Trace cut at --trace-max-events %.0f: %.0f later slices and arrows "
+			"were left out of ",
+			max, dropped);
 		put_code(f, pt_jstr(t, "file"));
 		fprintf(f, " (%.0f events); raise --trace-max-events for the whole run**\n\n", ev);
 		return;
@@ -447,11 +456,13 @@ static void put_steps(FILE *f, const cJSON *doc)
 	      "| steps/s |\n"
 	      "|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
 	      f);
+	/* clang-format off */
 	static const struct cell cols[] = {
 		{ C_COUNT, "steps" },  { C_MS, "mean_ms" }, { C_MS, "std_ms" },
 		{ C_MS, "min_ms" },    { C_MS, "p50_ms" },  { C_MS, "p90_ms" },
 		{ C_MS, "p99_ms" },    { C_MS, "max_ms" },  { C_RATE, "steps_per_s" },
 	};
+	/* clang-format on */
 
 	fputs("| ", f);
 	put_cells(f, st, cols, ARRAY_SIZE(cols));
@@ -484,11 +495,13 @@ static void put_buckets(FILE *f, const cJSON *doc)
 		fputs("Buckets are timed inside counted steps only, and none was counted.\n\n", f);
 		return;
 	}
+	/* clang-format off */
 	static const struct cell cols[] = {
 		{ C_TEXT, "name" },  { C_TEXT, "domain" }, { C_COUNT, "calls" },
 		{ C_MS, "avg_ms_per_step" }, { C_SHARE, "share" }, { C_MS, "mean_ms" },
 		{ C_MS, "p50_ms" },  { C_MS, "p99_ms" },  { C_MS, "max_ms" },
 	};
+	/* clang-format on */
 
 	fputs("| bucket | domain | calls | avg ms/step | share | mean ms | p50 ms | p99 ms "
 	      "| max ms |\n"
@@ -505,8 +518,9 @@ static void put_buckets(FILE *f, const cJSON *doc)
 	fputs("\n", f);
 	/* Compared as printed (0.1%), so rounding alone never triggers it. */
 	if (sum * 1000 >= 1000.5)
-		fprintf(f, "Shares add up to %.1f%%: buckets nest or overlap, and time inside "
-			   "several buckets counts in each of them.\n\n",
+		fprintf(f,
+			"Shares add up to %.1f%%: buckets nest or overlap, and time inside "
+			"several buckets counts in each of them.\n\n",
 			sum * 100);
 }
 
@@ -587,11 +601,13 @@ static void put_functions(FILE *f, const cJSON *doc)
 		fputs(NA "\n\n", f);
 		return;
 	}
+	/* clang-format off */
 	static const struct cell cols[] = {
 		{ C_COUNT, "calls" }, { C_MS, "total_ms" }, { C_MS, "mean_ms" },
 		{ C_MS, "p50_ms" },   { C_MS, "p90_ms" },   { C_MS, "p99_ms" },
 		{ C_MS, "max_ms" },
 	};
+	/* clang-format on */
 
 	fputs("| function | object | calls | total ms | mean ms | p50 ms | p90 ms | p99 ms "
 	      "| max ms | probe | attached |\n"
@@ -659,8 +675,9 @@ static void put_lost_warning(FILE *f, const cJSON *sampling)
 	double n;
 
 	if (pt_jnum(sampling, "lost_samples", &n) && n > 0)
-		fprintf(f, "**%.0f sample%s lost (ring buffer full): sampled figures are too low; "
-			   "raise `set ringbuf_mb` or lower `set sample_hz`**\n\n",
+		fprintf(f,
+			"**%.0f sample%s lost (ring buffer full): sampled figures are too low; "
+			"raise `set ringbuf_mb` or lower `set sample_hz`**\n\n",
 			n, n == 1 ? " was" : "s were");
 }
 
@@ -776,10 +793,12 @@ static void put_sampling_totals(FILE *f, const cJSON *s)
 
 static int put_threads(FILE *f, const cJSON *s)
 {
+	/* clang-format off */
 	static const struct cell cols[] = {
 		{ C_COUNT, "samples" }, { C_MS, "on_cpu_ms" },
 		{ C_MS, "off_cpu_ms" }, { C_MS, "wall_ms" },
 	};
+	/* clang-format on */
 	struct ranked *r;
 	size_t n;
 	int err = rank(pt_jarr(s, "threads"), thread_key, &r, &n);
@@ -827,10 +846,12 @@ static void put_py_function(FILE *f, const char *name, const char *file, const c
 
 static int put_sampled_functions(FILE *f, const cJSON *doc)
 {
+	/* clang-format off */
 	static const struct cell cols[] = {
 		{ C_MS, "wall_ms" },    { C_SHARE, "share" },     { C_MS, "on_cpu_ms" },
 		{ C_MS, "off_cpu_ms" }, { C_COUNT, "samples" },
 	};
+	/* clang-format on */
 	struct ranked *r;
 	size_t n;
 	int err = rank(pt_jarr(doc, "functions"), sampled_function_key, &r, &n);
@@ -849,7 +870,8 @@ static int put_sampled_functions(FILE *f, const cJSON *doc)
 
 		fputs("| ", f);
 		if (pt_jstr(fn, "symbol"))
-			put_py_function(f, pt_jstr(fn, "symbol"), pt_jstr(fn, "object"), fn, "line");
+			put_py_function(f, pt_jstr(fn, "symbol"), pt_jstr(fn, "object"), fn,
+					"line");
 		else
 			put_code(f, pt_jstr(fn, "probe"));
 		CELL(f);
@@ -914,10 +936,12 @@ static void put_lines_calls(FILE *f, const cJSON *fn)
 
 static int put_top_lines(FILE *f, const cJSON *fn)
 {
+	/* clang-format off */
 	static const struct cell cols[] = {
 		{ C_MS, "wall_ms" },   { C_SHARE, "share" },
 		{ C_MS, "on_cpu_ms" }, { C_MS, "off_cpu_ms" },
 	};
+	/* clang-format on */
 	struct ranked *r;
 	size_t n;
 	double first, last;
@@ -1035,11 +1059,13 @@ static int put_sampling(FILE *f, const cJSON *doc)
 
 static void put_sampling_health(FILE *f, const cJSON *doc)
 {
+	/* clang-format off */
 	static const struct cell cols[] = {
 		{ C_COUNT, "lost_samples" },   { C_COUNT, "unreadable_stacks" },
 		{ C_COUNT, "truncated_stacks" }, { C_COUNT, "unknown_frames" },
 		{ C_COUNT, "threads_sampled" }, { C_COUNT, "threads_failed" },
 	};
+	/* clang-format on */
 	const cJSON *s = sampling_of(doc);
 
 	if (!s)
@@ -1075,7 +1101,8 @@ static void put_overhead_health(FILE *f, const cJSON *ov)
 	if (pt_jnum(ov, "per_step_ms", &per) && pt_jnum(ov, "step_share", &sshare))
 		fprintf(f, ", %.4f ms per step (%.2f%% of step time)", per, 100 * sshare);
 	fputs("; `corrected_*` figures in summary.json take it out (an estimate: "
-	      "docs/summary.md#overhead).", f);
+	      "docs/summary.md#overhead).",
+	      f);
 	if (pt_jnum(ov, "proftrace_cpu_ms", &cpu) && pt_jnum(ov, "proftrace_cpu_share", &cshare))
 		fprintf(f, " proftrace itself used %.0f ms of CPU (%.1f%% of one CPU).", cpu,
 			100 * cshare);
@@ -1086,12 +1113,14 @@ static void put_health(FILE *f, const cJSON *doc)
 {
 	const cJSON *h = pt_jget(doc, "health"), *arr = pt_jarr(h, "unattached"), *u;
 
+	/* clang-format off */
 	static const struct cell cols[] = {
 		{ C_COUNT, "events" },         { C_COUNT, "dropped_events" },
 		{ C_COUNT, "depth_overflow" }, { C_COUNT, "unwound" },
 		{ C_COUNT, "orphan_returns" }, { C_COUNT, "lost_calls" },
 		{ C_COUNT, "steps_incomplete" }, { C_COUNT, "probes_attached" },
 	};
+	/* clang-format on */
 
 	fputs("## Health\n\n", f);
 	put_dropped_warning(f, h);
@@ -1109,7 +1138,8 @@ static void put_health(FILE *f, const cJSON *doc)
 		double n;
 
 		if (pt_jnum(h, "py_calls_unresolved", &n) && n > 0)
-			fprintf(f, "%.0f Python call%s ran code that was freed (and its address "
+			fprintf(f,
+				"%.0f Python call%s ran code that was freed (and its address "
 				"reused) before proftrace could read it: not attributed to any "
 				"function.\n\n",
 				n, plural(n));
@@ -1162,9 +1192,8 @@ static void put_value_health(FILE *f, const char *role, const cJSON *v)
 		fprintf(f, ", %.0f read outside any step (not used)", n);
 	if (pt_jnum(v, "missing_total", &n) && n > 0) {
 		fprintf(f, ", %.0f missing:", n);
-		cJSON_ArrayForEach(it, m)
-			if (cJSON_IsNumber(it))
-				fprintf(f, " %s %.0f", it->string, it->valuedouble);
+		cJSON_ArrayForEach(it, m) if (cJSON_IsNumber(it))
+			fprintf(f, " %s %.0f", it->string, it->valuedouble);
 	}
 	fputs("\n", f);
 }
@@ -1180,7 +1209,8 @@ static void put_tokens(FILE *f, const cJSON *doc)
 		return;
 	fputs("## Tokens and sequence lengths\n\n", f);
 	fputs("| tokens | tok/s | steps with tokens | batch mean | kv_len mean |\n"
-	      "|---:|---:|---:|---:|---:|\n| ", f);
+	      "|---:|---:|---:|---:|---:|\n| ",
+	      f);
 	put_count(f, st, "tokens");
 	CELL(f);
 	put_fixed(f, st, "tok_per_s", 1);
@@ -1192,7 +1222,8 @@ static void put_tokens(FILE *f, const cJSON *doc)
 	put_fixed(f, st, "kv_len_mean", 1);
 	fputs(" |\n\n", f);
 	fputs("tok/s: tokens over the summed time of the counted steps that have a token "
-	      "count.\n\n", f);
+	      "count.\n\n",
+	      f);
 	if (bins) {
 		static const struct cell cols[] = {
 			{ C_COUNT, "steps" }, { C_MS, "mean_ms" }, { C_MS, "p50_ms" },
@@ -1200,7 +1231,8 @@ static void put_tokens(FILE *f, const cJSON *doc)
 		};
 
 		fputs("| kv_len | steps | mean ms | p50 ms | p90 ms | p99 ms | tokens | tok/s |\n"
-		      "|---|---:|---:|---:|---:|---:|---:|---:|\n", f);
+		      "|---|---:|---:|---:|---:|---:|---:|---:|\n",
+		      f);
 		cJSON_ArrayForEach(b, bins)
 		{
 			fputs("| ", f);
@@ -1223,7 +1255,8 @@ static void put_tokens(FILE *f, const cJSON *doc)
 	cJSON_ArrayForEach(it, pt_jarr(vals, "count_tokens"))
 		put_value_health(f, "count tokens", it);
 	if (pt_jnum(vals, "records_dropped", &v) && v > 0)
-		fprintf(f, "- %.0f value record%s lost (ring buffer full): raise `set ringbuf_mb`\n",
+		fprintf(f,
+			"- %.0f value record%s lost (ring buffer full): raise `set ringbuf_mb`\n",
 			v, plural(v));
 	fputs("\n", f);
 }
@@ -1245,17 +1278,21 @@ static void put_pm(FILE *f, const cJSON *o, int prec)
 static void put_runs(FILE *f, const cJSON *doc)
 {
 	const cJSON *runs = pt_jarr(doc, "runs"), *A = pt_jget(doc, "runs_aggregate"), *it;
+	/* clang-format off */
 	static const struct cell cols[] = {
 		{ C_RATE, "start_s" }, { C_RATE, "duration_s" },
 		{ C_COUNT, "steps" },  { C_RATE, "steps_per_s" }, { C_MS, "mean_ms" },
 		{ C_MS, "p50_ms" },    { C_MS, "p99_ms" },
 	};
+	/* clang-format on */
+	/* clang-format off */
 	static const char *const metrics[][2] = {
 		{ "steps", "steps" },         { "duration_s", "duration s" },
 		{ "steps_per_s", "steps/s" }, { "mean_ms", "mean ms" },
 		{ "p50_ms", "p50 ms" },       { "p90_ms", "p90 ms" },
 		{ "p99_ms", "p99 ms" },       { "tok_per_s", "tok/s" },
 	};
+	/* clang-format on */
 	bool tok = pt_jget(A, "tok_per_s") != NULL;
 	double n, gap = 0;
 	int shown = 0;
@@ -1265,20 +1302,23 @@ static void put_runs(FILE *f, const cJSON *doc)
 	fputs("## Runs\n\n", f);
 	pt_jnum(A, "run_gap_ms", &gap);
 	n = (double)cJSON_GetArraySize(runs);
-	fprintf(f, "%.0f run%s: a run ends after %.0f ms without a step (`set run_gap_ms`).",
-		n, plural(n), gap);
+	fprintf(f, "%.0f run%s: a run ends after %.0f ms without a step (`set run_gap_ms`).", n,
+		plural(n), gap);
 	if (pt_jnum(A, "warmup_runs_skipped", &n) && n > 0)
-		fprintf(f, " The first %.0f %s warmup (`set warmup_runs`) and not in the "
-			   "across-run figures.", n, n == 1 ? "is" : "are");
-	fputs("\n\n| run | start s | duration s | steps | steps/s | mean ms | p50 ms | p99 ms |", f);
+		fprintf(f,
+			" The first %.0f %s warmup (`set warmup_runs`) and not in the "
+			"across-run figures.",
+			n, n == 1 ? "is" : "are");
+	fputs("\n\n| run | start s | duration s | steps | steps/s | mean ms | p50 ms | p99 ms |",
+	      f);
 	fputs(tok ? " tok/s |\n" : "\n", f);
 	fputs("|---:|---:|---:|---:|---:|---:|---:|---:|", f);
 	fputs(tok ? "---:|\n" : "\n", f);
 	cJSON_ArrayForEach(it, runs)
 	{
 		if (shown++ == PT_MD_MAX_RUNS) {
-			fprintf(f, "\n(%d more in summary.json)\n", cJSON_GetArraySize(runs) -
-									PT_MD_MAX_RUNS);
+			fprintf(f, "\n(%d more in summary.json)\n",
+				cJSON_GetArraySize(runs) - PT_MD_MAX_RUNS);
 			break;
 		}
 		fputs("| ", f);
@@ -1320,8 +1360,8 @@ static void put_runs(FILE *f, const cJSON *doc)
 static void put_gpu_health(FILE *f, const cJSON *g)
 {
 	const cJSON *rec = pt_jget(g, "records"), *c = pt_jget(pt_jget(g, "shim"), "conflict");
-	static const char *const keys[] = { "ring_dropped", "cupti_dropped", "lost", "invalid",
-					    "unknown_kinds", "names_lost" };
+	static const char *const keys[] = { "ring_dropped", "cupti_dropped", "lost",
+					    "invalid",	    "unknown_kinds", "names_lost" };
 	double v;
 	bool any = false;
 
@@ -1340,11 +1380,14 @@ static void put_gpu_health(FILE *f, const cJSON *g)
 		fputs(" failed with ", f);
 		put_text(f, pt_jstr(c, "result"));
 		fputs(" (another profiler such as Nsight Systems or torch.profiler holds CUPTI); "
-		      "the server ran on without GPU records.\n\n", f);
+		      "the server ran on without GPU records.\n\n",
+		      f);
 	}
 	if (pt_jnum(g, "unmatched", &v) && v > 0)
-		fprintf(f, "%.0f piece%s of GPU work had no launch call record: counted in busy "
-			   "time, in no step or bucket.\n\n", v, plural(v));
+		fprintf(f,
+			"%.0f piece%s of GPU work had no launch call record: counted in busy "
+			"time, in no step or bucket.\n\n",
+			v, plural(v));
 }
 
 /* gpu.regions, once import-regions ran (docs/gpu.md). */
@@ -1372,17 +1415,22 @@ static void put_gpu_regions(FILE *f, const cJSON *g)
 		      : "launch by launch (no one offset fitted)",
 	      f);
 	if (pt_jnum(al, "regions_outside", &n) && n > 0 && pt_jnum(al, "residual_max_ns", &v))
-		fprintf(f, "; %.0f region%s fell outside %s kernel, by at most %.0f ns (clamped "
-			   "in trace.json)", n, plural(n), n == 1 ? "its" : "their", v);
+		fprintf(f,
+			"; %.0f region%s fell outside %s kernel, by at most %.0f ns (clamped "
+			"in trace.json)",
+			n, plural(n), n == 1 ? "its" : "their", v);
 	fputs(".\n\n| kernel | tag | count | launches | total ms | per launch: mean ms | p50 ms "
-	      "| p99 ms | share of kernel |\n|---|---|---:|---:|---:|---:|---:|---:|---:|\n", f);
+	      "| p99 ms | share of kernel |\n|---|---|---:|---:|---:|---:|---:|---:|---:|\n",
+	      f);
 	cJSON_ArrayForEach(it, pt_jarr(r, "tags"))
 	{
+		/* clang-format off */
 		static const struct cell cols[] = {
 			{ C_COUNT, "count" }, { C_COUNT, "launches" }, { C_MS, "total_ms" },
 			{ C_MS, "mean_ms" },  { C_MS, "p50_ms" },      { C_MS, "p99_ms" },
 			{ C_SHARE, "share_of_kernel" },
 		};
+		/* clang-format on */
 
 		fputs("| ", f);
 		put_code(f, pt_jstr(it, "kernel"));
@@ -1476,13 +1524,16 @@ static void put_gpu(FILE *f, const cJSON *doc)
 		fputs(" |\n", f);
 	}
 	fputs("\n| kernel | count | total ms | mean ms | max ms | share of busy |\n"
-	      "|---|---:|---:|---:|---:|---:|\n", f);
+	      "|---|---:|---:|---:|---:|---:|\n",
+	      f);
 	cJSON_ArrayForEach(it, pt_jarr(g, "top_kernels"))
 	{
+		/* clang-format off */
 		static const struct cell cols[] = {
 			{ C_COUNT, "count" }, { C_MS, "total_ms" }, { C_MS, "mean_ms" },
 			{ C_MS, "max_ms" },   { C_SHARE, "share_of_busy" },
 		};
+		/* clang-format on */
 
 		fputs("| ", f);
 		put_code(f, pt_jstr(it, "name"));

@@ -210,7 +210,8 @@ static void build_procs_meta(struct jb *b, cJSON *o, const struct pt_report_meta
 		arr = add_arr(b, o, "pids");
 		for (size_t i = 0; arr && i < m->npids; i++)
 			jb_check(b, cJSON_AddItemToArray(arr, cJSON_CreateNumber(m->pids[i]))
-					    ? arr : NULL);
+					    ? arr
+					    : NULL);
 		jb_bool(b, o, "children", m->children);
 		arr = add_arr(b, o, "processes_skipped");
 		for (size_t i = 0; arr && i < m->nskipped && i < PT_REPORT_MAX_SKIPPED; i++) {
@@ -383,8 +384,9 @@ static void build_values(struct jb *b, cJSON *root, const struct pt_report *r)
 		jb_str(b, e, "probe", ro->probe->text);
 		jb_str(b, e, "expr", ro->expr->text);
 		if (k == PT_VROLE_KVLEN)
-			jb_str(b, e, "reduce", pt_vexpr__fn_name(pt_vexpr__reduce_fn(
-						      ro->expr, sv->cfg->kv_reduce)));
+			jb_str(b, e, "reduce",
+			       pt_vexpr__fn_name(
+				       pt_vexpr__reduce_fn(ro->expr, sv->cfg->kv_reduce)));
 		jb_num(b, e, "read", (double)ro->read);
 		jb_num(b, e, "outside_step", (double)ro->outside);
 		jb_num(b, e, "steps_with_value", (double)ro->steps);
@@ -907,7 +909,8 @@ static void build_lines_fn(struct jb *b, cJSON *arr, const struct pt_report *r,
 		jb_num(b, e, "samples", (double)ln->samples);
 		jb_wall(b, e, ln->on_ns, ln->off_ns);
 		if (wall)
-			jb_num(b, e, "share", round6((double)(ln->on_ns + ln->off_ns) / (double)wall));
+			jb_num(b, e, "share",
+			       round6((double)(ln->on_ns + ln->off_ns) / (double)wall));
 		else
 			jb_null(b, e, "share");
 	}
@@ -1059,4 +1062,3 @@ int pt_summary__write_json(FILE *f, const struct cJSON *summary)
 	cJSON_free(text);
 	return err;
 }
-

@@ -33,18 +33,18 @@ struct pt_report_python {
 	uint64_t code_objects; /* resolved while attached */
 	uint64_t matched;
 	uint64_t unreadable;
-	uint64_t no_source;    /* < 3.11: qualname fell back to co_name */
+	uint64_t no_source; /* < 3.11: qualname fell back to co_name */
 	const char *no_source_file;
 	/* the agent (mechanism "agent"); hooks NULL: none in the process */
 	struct {
-		const char *hooks;   /* "sys.monitoring" | "frame evaluator" */
+		const char *hooks;     /* "sys.monitoring" | "frame evaluator" */
 		const char *loaded_by; /* "environment" | "pep768" | "inject" | "earlier" */
-		int tool_id;         /* sys.monitoring tool id, -1: none */
-		uint64_t candidates; /* code objects it found in the probes' modules */
-		uint64_t hooked;     /* of which named: hooked */
-		uint64_t scans;      /* module walks */
-		double scan_ms;      /* the GIL held by its last walk */
-		const char *problem; /* a conflict or failure, NULL: none */
+		int tool_id;	       /* sys.monitoring tool id, -1: none */
+		uint64_t candidates;   /* code objects it found in the probes' modules */
+		uint64_t hooked;       /* of which named: hooked */
+		uint64_t scans;	       /* module walks */
+		double scan_ms;	       /* the GIL held by its last walk */
+		const char *problem;   /* a conflict or failure, NULL: none */
 		/* loaded_by "inject": the borrowed thread (attach/inject.h) */
 		bool injected;
 		int inject_tid;
@@ -81,9 +81,9 @@ struct pt_report_sampling {
 
 /* trace.json (--trace): meta.trace; NULL when it was not asked for. */
 struct pt_report_trace {
-	const char *file;    /* "trace.json" */
-	uint64_t events;     /* in its traceEvents */
-	uint64_t dropped;    /* left out at --trace-max-events */
+	const char *file; /* "trace.json" */
+	uint64_t events;  /* in its traceEvents */
+	uint64_t dropped; /* left out at --trace-max-events */
 	uint64_t max_events;
 	bool truncated;
 };
@@ -108,11 +108,11 @@ struct pt_report_meta {
 	const char *targets_file;
 	const char *kernel; /* uname -r */
 	unsigned int warmup_steps;
-	const char *step_probe; /* probe text of the step line, or NULL */
-	const char *step_mode;  /* "call" | "iteration" */
-	const struct pt_report_python *python; /* NULL: no py: probes */
+	const char *step_probe;			   /* probe text of the step line, or NULL */
+	const char *step_mode;			   /* "call" | "iteration" */
+	const struct pt_report_python *python;	   /* NULL: no py: probes */
 	const struct pt_report_sampling *sampling; /* NULL: no sampling */
-	const struct pt_report_trace *trace; /* NULL: no --trace */
+	const struct pt_report_trace *trace;	   /* NULL: no --trace */
 	/* Several processes. The merged document: every pid traced, in the
 	 * order they were added, whether --children was given, and the
 	 * descendants not traced (the first PT_REPORT_MAX_SKIPPED). */
@@ -135,26 +135,26 @@ struct pt_report_meta {
 /* One row of `functions`: a resolved function (fid) or a probe that
  * matched nothing (fid < 0, attached false, reason set). */
 struct pt_report_func {
-	int fid;            /* index into the aggregator, -1 if none */
-	const char *probe;  /* probe text from the config */
-	const char *object; /* path as mapped in the target; NULL if unresolved */
-	const char *symbol; /* NULL if unresolved; C++: demangled */
-	const char *mangled; /* C++: the ELF symbol; else NULL */
+	int fid;		    /* index into the aggregator, -1 if none */
+	const char *probe;	    /* probe text from the config */
+	const char *object;	    /* path as mapped in the target; NULL if unresolved */
+	const char *symbol;	    /* NULL if unresolved; C++: demangled */
+	const char *mangled;	    /* C++: the ELF symbol; else NULL */
 	const char *const *aliases; /* other names at the same address */
 	size_t naliases;
-	uint64_t file_offset; /* of the symbol */
+	uint64_t file_offset;	 /* of the symbol */
 	unsigned int probe_skip; /* bytes skipped to the probed instruction */
-	const char *probe_insn;  /* pt_insn_class__str() */
+	const char *probe_insn;	 /* pt_insn_class__str() */
 	bool attached;
 	double attached_after_s; /* since proftrace started; valid if attached */
 	/* its library was mapped after attach: ms from the mapping to its
 	 * probes (calls in between not seen; 0: armed before the mapping) */
 	bool has_window;
 	double window_ms;
-	const char *reason;      /* why not attached; NULL when attached */
-	bool py;                 /* a py: function: object is its file, symbol its qualname */
-	unsigned int line;       /* py: co_firstlineno */
-	const char *timing;      /* "exact" | "c-entry-only" | "sampled" */
+	const char *reason; /* why not attached; NULL when attached */
+	bool py;	    /* a py: function: object is its file, symbol its qualname */
+	unsigned int line;  /* py: co_firstlineno */
+	const char *timing; /* "exact" | "c-entry-only" | "sampled" */
 	/* py: rows while sampling: inclusive sampled time (meta.sampling) */
 	bool sampled;
 	uint64_t s_samples, s_on_ns, s_off_ns;
@@ -170,10 +170,10 @@ struct pt_report_line {
 struct pt_report_lines_fn {
 	const char *probe, *file, *function;
 	unsigned int first_line, last_line;
-	bool exact;      /* its calls are counted exactly */
-	int fid;         /* for the exact figures in the aggregator */
+	bool exact; /* its calls are counted exactly */
+	int fid;    /* for the exact figures in the aggregator */
 	uint64_t samples, on_ns, off_ns;
-	const char *source_error; /* NULL when the source was read */
+	const char *source_error;	    /* NULL when the source was read */
 	const struct pt_report_line *lines; /* first_line..last_line */
 	size_t nlines;
 };
@@ -188,7 +188,7 @@ struct pt_report_health {
 	 * unwound, orphans, Python frames and map) are shared by every
 	 * process and shown only in the merged document. */
 	bool process;
-	uint64_t events;         /* records read from the ring buffer */
+	uint64_t events;	 /* records read from the ring buffer */
 	uint64_t dropped_events; /* records BPF could not write */
 	uint64_t depth_overflow;
 	uint64_t unwound;
@@ -196,14 +196,14 @@ struct pt_report_health {
 	uint64_t lost_calls;
 	uint64_t steps_incomplete;
 	uint64_t py_unreadable; /* Python frames whose code BPF could not read */
-	uint64_t py_map_full;   /* code objects BPF's map could not hold */
+	uint64_t py_map_full;	/* code objects BPF's map could not hold */
 	uint64_t py_unresolved; /* Python calls of code freed before it was read */
 	/* bounded memory: threads followed, freed at their exit, most held
 	 * at once; exits BPF could not report (their state kept to the end);
 	 * steps put into runs out of start order (pt_bursts__late) */
 	uint64_t threads, threads_ended, threads_max, thread_exits_dropped;
 	uint64_t runs_late_steps;
-	uint64_t skew_steps_not_kept; /* past the skew's bound, all processes */
+	uint64_t skew_steps_not_kept;  /* past the skew's bound, all processes */
 	unsigned int probes_requested; /* functions resolved + probes unresolved */
 	unsigned int probes_attached;
 };
@@ -236,10 +236,10 @@ struct cJSON *pt_summary__build(const struct pt_report *r);
 /* One process's line of `skew` (processes with counted steps). */
 struct pt_report_skew_proc {
 	int pid;
-	int rank;        /* -1: not set */
-	size_t steps;    /* counted */
-	size_t first;    /* its step compared as index 0 */
-	size_t slowest;  /* indices where it was the slowest */
+	int rank;	/* -1: not set */
+	size_t steps;	/* counted */
+	size_t first;	/* its step compared as index 0 */
+	size_t slowest; /* indices where it was the slowest */
 	size_t fastest;
 };
 

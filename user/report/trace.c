@@ -23,12 +23,12 @@ enum trk_cls { TRK_HOST = 1, TRK_STEPS, TRK_API, TRK_GPU };
 struct ev {
 	uint64_t ts, dur; /* CLOCK_MONOTONIC ns */
 	const char *name; /* NULL for steps, copies, memsets, API calls */
-	uint64_t arg;     /* bucket mask | step aux index | bytes | cbid */
-	uint32_t track;   /* index into tracks */
-	uint32_t corr;    /* GPU correlation id, 0: none */
-	uint32_t proc;    /* GPU and API: index into procs */
-	uint8_t kind;     /* enum ev_kind */
-	uint8_t sub;      /* copy kind; API: 1 driver */
+	uint64_t arg;	  /* bucket mask | step aux index | bytes | cbid */
+	uint32_t track;	  /* index into tracks */
+	uint32_t corr;	  /* GPU correlation id, 0: none */
+	uint32_t proc;	  /* GPU and API: index into procs */
+	uint8_t kind;	  /* enum ev_kind */
+	uint8_t sub;	  /* copy kind; API: 1 driver */
 };
 _Static_assert(sizeof(struct ev) == 48, "struct ev grew");
 
@@ -92,7 +92,7 @@ struct pt_trace {
 	struct map name_map; /* tid -> index into thr */
 	struct thr *thr;
 	size_t nthr, cthr;
-	struct proc *procs;  /* in the order they came */
+	struct proc *procs; /* in the order they came */
 	size_t nprocs, cprocs;
 	struct map proc_map; /* pid -> index into procs */
 	uint32_t ngslots;
@@ -342,8 +342,8 @@ static struct ev *add(struct pt_trace *t, uint8_t cls, uint32_t proc, uint32_t d
 	return v;
 }
 
-int pt_trace__slice(struct pt_trace *t, uint32_t tid, uint64_t t0, uint64_t t1,
-		    const char *name, bool py, uint64_t bucket_mask)
+int pt_trace__slice(struct pt_trace *t, uint32_t tid, uint64_t t0, uint64_t t1, const char *name,
+		    bool py, uint64_t bucket_mask)
 {
 	struct ev *v;
 	int e;
@@ -542,7 +542,8 @@ static bool first_of_gpu(const struct pt_trace *t, size_t i)
 	if (k->cls != TRK_GPU)
 		return false;
 	for (size_t j = 0; j < i; j++)
-		if (t->trk[j].cls == TRK_GPU && t->trk[j].proc == k->proc && t->trk[j].dev == k->dev)
+		if (t->trk[j].cls == TRK_GPU && t->trk[j].proc == k->proc &&
+		    t->trk[j].dev == k->dev)
 			return false;
 	return true;
 }
@@ -628,6 +629,7 @@ struct cbid_name {
  * cupti_runtime_cbid.h and cupti_driver_cbid.h (CUDA 13.0; ids are never
  * reused). Runtime names without their _vNNNN suffix.
  */
+/* clang-format off */
 static const struct cbid_name rt_names[] = {
 	{ 31, "cudaMemcpy" }, { 32, "cudaMemcpy2D" }, { 33, "cudaMemcpyToArray" },
 	{ 34, "cudaMemcpy2DToArray" }, { 35, "cudaMemcpyFromArray" },
@@ -667,6 +669,8 @@ static const struct cbid_name rt_names[] = {
 	{ 510, "cudaMemcpyBatchAsync_ptsz" }, { 511, "cudaMemcpy3DBatchAsync" },
 	{ 512, "cudaMemcpy3DBatchAsync_ptsz" },
 };
+/* clang-format on */
+/* clang-format off */
 static const struct cbid_name drv_names[] = {
 	{ 17, "cuCtxSynchronize" }, { 115, "cuLaunch" }, { 116, "cuLaunchGrid" },
 	{ 117, "cuLaunchGridAsync" }, { 121, "cuEventSynchronize" },
@@ -705,7 +709,7 @@ static const struct cbid_name drv_names[] = {
 	{ 797, "cuMemcpyBatchAsync_v2_ptsz" }, { 798, "cuMemcpy3DBatchAsync_v2" },
 	{ 799, "cuMemcpy3DBatchAsync_v2_ptsz" }, { 800, "cuCtxSynchronize_v2" },
 };
-
+/* clang-format on */
 
 static const char *cbid_name(bool driver, uint32_t cbid)
 {
@@ -727,7 +731,7 @@ static const char *cbid_name(bool driver, uint32_t cbid)
 static const char *copy_kind(uint8_t k)
 {
 	static const char *const names[] = { "unknown", "HtoD", "DtoH", "HtoA", "AtoH", "AtoA",
-					     "AtoD",    "DtoA", "DtoD", "HtoH", "PtoP" };
+					     "AtoD",	"DtoA", "DtoD", "HtoH", "PtoP" };
 
 	return k < ARRAY_SIZE(names) ? names[k] : "unknown";
 }
@@ -787,14 +791,30 @@ static void put_esc(FILE *f, const char *s)
 		}
 		if (c < 0x80) {
 			switch (c) {
-			case '"': fputs("\\\"", f); break;
-			case '\\': fputs("\\\\", f); break;
-			case '\n': fputs("\\n", f); break;
-			case '\r': fputs("\\r", f); break;
-			case '\t': fputs("\\t", f); break;
-			case '\b': fputs("\\b", f); break;
-			case '\f': fputs("\\f", f); break;
-			default: fprintf(f, "\\u%04x", c); break;
+			case '"':
+				fputs("\\\"", f);
+				break;
+			case '\\':
+				fputs("\\\\", f);
+				break;
+			case '\n':
+				fputs("\\n", f);
+				break;
+			case '\r':
+				fputs("\\r", f);
+				break;
+			case '\t':
+				fputs("\\t", f);
+				break;
+			case '\b':
+				fputs("\\b", f);
+				break;
+			case '\f':
+				fputs("\\f", f);
+				break;
+			default:
+				fprintf(f, "\\u%04x", c);
+				break;
 			}
 			p++;
 			n--;
@@ -840,7 +860,7 @@ struct wctx {
 	FILE *f;
 	const struct pt_trace_write_opts *o;
 	bool first;
-	uint32_t *tpid;  /* pid in the file of each track */
+	uint32_t *tpid;	 /* pid in the file of each track */
 	uint32_t *hosts; /* host processes: procs, then pids not listed */
 	size_t nhosts;
 };
@@ -926,8 +946,7 @@ static int list_hosts(struct wctx *w)
 	return 0;
 }
 
-static void put_proc_meta(struct wctx *w, uint32_t pid, const char *name, int rank,
-			  long sort_index)
+static void put_proc_meta(struct wctx *w, uint32_t pid, const char *name, int rank, long sort_index)
 {
 	FILE *f = w->f;
 
@@ -939,8 +958,9 @@ static void put_proc_meta(struct wctx *w, uint32_t pid, const char *name, int ra
 	fputs("\"}}", f);
 	w->first = false;
 	if (sort_index >= 0)
-		fprintf(f, ",\n{\"ph\":\"M\",\"pid\":%u,\"name\":\"process_sort_index\","
-			   "\"args\":{\"sort_index\":%ld}}",
+		fprintf(f,
+			",\n{\"ph\":\"M\",\"pid\":%u,\"name\":\"process_sort_index\","
+			"\"args\":{\"sort_index\":%ld}}",
 			pid, sort_index);
 }
 
@@ -1084,17 +1104,21 @@ static void put_event(struct wctx *w, const struct ev *e)
 		break;
 	case EV_KERNEL:
 		put_str(f, e->name ? e->name : "[unnamed kernel]");
-		fprintf(f, ",\"cat\":\"kernel\",\"args\":{\"correlation\":%u,\"device\":%u,"
-			   "\"stream\":%u}", e->corr, k->dev, k->id);
+		fprintf(f,
+			",\"cat\":\"kernel\",\"args\":{\"correlation\":%u,\"device\":%u,"
+			"\"stream\":%u}",
+			e->corr, k->dev, k->id);
 		break;
 	case EV_MEMCPY:
-		fprintf(f, "\"memcpy %s\",\"cat\":\"memcpy\",\"args\":{\"correlation\":%u,"
-			   "\"bytes\":%" PRIu64 ",\"kind\":\"%s\",\"device\":%u,\"stream\":%u}",
+		fprintf(f,
+			"\"memcpy %s\",\"cat\":\"memcpy\",\"args\":{\"correlation\":%u,"
+			"\"bytes\":%" PRIu64 ",\"kind\":\"%s\",\"device\":%u,\"stream\":%u}",
 			copy_kind(e->sub), e->corr, e->arg, copy_kind(e->sub), k->dev, k->id);
 		break;
 	case EV_MEMSET:
-		fprintf(f, "\"memset\",\"cat\":\"memset\",\"args\":{\"correlation\":%u,"
-			   "\"bytes\":%" PRIu64 ",\"device\":%u,\"stream\":%u}",
+		fprintf(f,
+			"\"memset\",\"cat\":\"memset\",\"args\":{\"correlation\":%u,"
+			"\"bytes\":%" PRIu64 ",\"device\":%u,\"stream\":%u}",
 			e->corr, e->arg, k->dev, k->id);
 		break;
 	case EV_API: {
@@ -1105,8 +1129,9 @@ static void put_event(struct wctx *w, const struct ev *e)
 		else
 			fprintf(f, "\"cuda %s cbid %" PRIu64 "\"", e->sub ? "driver" : "runtime",
 				e->arg);
-		fprintf(f, ",\"cat\":\"cuda_api\",\"args\":{\"correlation\":%u,\"cbid\":%" PRIu64
-			   ",\"api\":\"%s\"}",
+		fprintf(f,
+			",\"cat\":\"cuda_api\",\"args\":{\"correlation\":%u,\"cbid\":%" PRIu64
+			",\"api\":\"%s\"}",
 			e->corr, e->arg, e->sub ? "driver" : "runtime");
 		break;
 	}
@@ -1169,34 +1194,39 @@ int pt_trace__write(struct pt_trace *t, FILE *f, const struct pt_trace_write_opt
 		fprintf(f, ",\n{\"ph\":\"i\",\"s\":\"g\",\"pid\":%d,\"tid\":%d,\"ts\":",
 			main_proc->pid, main_proc->pid);
 		put_us(f, (int64_t)((t->win ? t->win_ts : t->first_drop_ts) - o->t0));
-		fprintf(f, ",\"name\":\"proftrace: trace cut at %" PRIu64 " events "
-			   "(--trace-max-events), %" PRIu64 " dropped from here on\","
-			   "\"cat\":\"proftrace\"}",
+		fprintf(f,
+			",\"name\":\"proftrace: trace cut at %" PRIu64 " events "
+			"(--trace-max-events), %" PRIu64 " dropped from here on\","
+			"\"cat\":\"proftrace\"}",
 			st.max_events, st.dropped);
 	}
 	fputs("\n],\n\"displayTimeUnit\":\"ms\",\n"
-	      "\"otherData\":{\"tool\":\"proftrace\",\"version\":", f);
+	      "\"otherData\":{\"tool\":\"proftrace\",\"version\":",
+	      f);
 	put_str(f, o->version ? o->version : "");
 	fprintf(f, ",\"pid\":%d,\"comm\":", main_proc->pid);
 	put_str(f, main_proc->name);
-	fprintf(f, ",\"t0_mono_ns\":%" PRIu64 ",\"start_unix_ns\":%" PRIu64
-		   ",\"time_unit\":\"ts and dur in microseconds since proftrace attached "
-		   "(start_unix_ns)\",\"max_events\":%" PRIu64 ",\"events\":%" PRIu64
-		   ",\"flows\":%" PRIu64 ",\"dropped\":%" PRIu64 ",\"truncated\":%s",
+	fprintf(f,
+		",\"t0_mono_ns\":%" PRIu64 ",\"start_unix_ns\":%" PRIu64
+		",\"time_unit\":\"ts and dur in microseconds since proftrace attached "
+		"(start_unix_ns)\",\"max_events\":%" PRIu64 ",\"events\":%" PRIu64
+		",\"flows\":%" PRIu64 ",\"dropped\":%" PRIu64 ",\"truncated\":%s",
 		o->t0, o->start_unix_ns, st.max_events, st.events, st.flows, st.dropped,
 		st.truncated ? "true" : "false");
 	if (st.truncated && st.window_end_ns) {
 		fprintf(f, ",\"window_end_us\":");
 		put_us(f, (int64_t)(st.window_end_ns - o->t0));
-		fprintf(f, ",\"note\":\"trace cut at --trace-max-events %" PRIu64 ": every "
-			   "event that started before window_end_us is kept, of every kind, "
-			   "%" PRIu64 " from then on left out; raise --trace-max-events for "
-			   "the whole run\"",
+		fprintf(f,
+			",\"note\":\"trace cut at --trace-max-events %" PRIu64 ": every "
+			"event that started before window_end_us is kept, of every kind, "
+			"%" PRIu64 " from then on left out; raise --trace-max-events for "
+			"the whole run\"",
 			st.max_events, st.dropped);
 	} else if (st.truncated) {
-		fprintf(f, ",\"note\":\"trace cut at --trace-max-events %" PRIu64 ": every "
-			   "slice kept, %" PRIu64 " arrow events left out; raise "
-			   "--trace-max-events for the whole run\"",
+		fprintf(f,
+			",\"note\":\"trace cut at --trace-max-events %" PRIu64 ": every "
+			"slice kept, %" PRIu64 " arrow events left out; raise "
+			"--trace-max-events for the whole run\"",
 			st.max_events, st.dropped);
 	}
 	fputs("}}\n", f);

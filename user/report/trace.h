@@ -66,8 +66,8 @@ void pt_trace__free(struct pt_trace *t);
  * bucket_mask: the buckets it belongs to (args.buckets).
  * 0; -ENOSPC when it was dropped at the bound; -ENOMEM (dropped too).
  */
-int pt_trace__slice(struct pt_trace *t, uint32_t tid, uint64_t t0, uint64_t t1,
-		    const char *name, bool py, uint64_t bucket_mask);
+int pt_trace__slice(struct pt_trace *t, uint32_t tid, uint64_t t0, uint64_t t1, const char *name,
+		    bool py, uint64_t bucket_mask);
 /* A counted step (its bucket_ns and values are copied). */
 int pt_trace__step(struct pt_trace *t, const struct pt_step *s);
 /*
@@ -93,7 +93,7 @@ bool pt_trace__has_thread_name(const struct pt_trace *t, uint32_t tid);
 struct pt_trace_proc {
 	int pid;
 	const char *name; /* comm, or NULL */
-	int rank;         /* -1: unknown */
+	int rank;	  /* -1: unknown */
 };
 
 struct pt_trace_write_opts {
@@ -107,10 +107,10 @@ struct pt_trace_write_opts {
 	 * device.
 	 */
 	const struct pt_trace_proc *procs;
-	size_t nprocs;             /* >= 1 */
-	uint64_t t0;               /* ts 0 (CLOCK_MONOTONIC ns): when proftrace attached */
-	uint64_t start_unix_ns;    /* the same instant, wall clock (otherData) */
-	const char *version;       /* proftrace's, for otherData */
+	size_t nprocs;			 /* >= 1 */
+	uint64_t t0;			 /* ts 0 (CLOCK_MONOTONIC ns): when proftrace attached */
+	uint64_t start_unix_ns;		 /* the same instant, wall clock (otherData) */
+	const char *version;		 /* proftrace's, for otherData */
 	const char *const *bucket_names; /* nbuckets; NULL: "bucket <i>" */
 };
 
@@ -124,12 +124,12 @@ int pt_trace__write(struct pt_trace *t, FILE *f, const struct pt_trace_write_opt
  * count a process that has no events yet).
  */
 struct pt_trace_stats {
-	uint64_t events;     /* in traceEvents, as pt_trace__write writes them */
-	uint64_t kept;       /* of which slices and flow events (the bounded part) */
-	uint64_t flows;      /* launch -> GPU work arrows (2 events each) */
-	uint64_t dropped;    /* slices and flow events left out at the bound */
+	uint64_t events;  /* in traceEvents, as pt_trace__write writes them */
+	uint64_t kept;	  /* of which slices and flow events (the bounded part) */
+	uint64_t flows;	  /* launch -> GPU work arrows (2 events each) */
+	uint64_t dropped; /* slices and flow events left out at the bound */
 	uint64_t max_events;
-	bool truncated;      /* dropped > 0 */
+	bool truncated;		/* dropped > 0 */
 	uint64_t window_end_ns; /* truncated: the events kept are those that
 				 * started before this (CLOCK_MONOTONIC) */
 };

@@ -292,8 +292,7 @@ static int spawn(struct child *ch, char *const argv[], bool read_stderr, bool ca
 	return spawn_exe(ch, self_exe, argv, read_stderr, calib_off, NULL);
 }
 
-static bool read_line(struct child *ch, const char *prefix, char *line, size_t len,
-		      int timeout_ms)
+static bool read_line(struct child *ch, const char *prefix, char *line, size_t len, int timeout_ms)
 {
 	uint64_t end = pt_now_ns(CLOCK_MONOTONIC) + (uint64_t)timeout_ms * 1000000;
 
@@ -364,9 +363,11 @@ static double child_mean_ns(const cJSON *doc, const char *fn)
 {
 	const cJSON *f;
 
-	cJSON_ArrayForEach(f, cJSON_GetObjectItem(doc, "functions")) {
+	cJSON_ArrayForEach(f, cJSON_GetObjectItem(doc, "functions"))
+	{
 		/* the median: robust to the calls a busy machine preempted */
-		const cJSON *s = cJSON_GetObjectItem(f, "symbol"), *m = cJSON_GetObjectItem(f, "p50_ms");
+		const cJSON *s = cJSON_GetObjectItem(f, "symbol"),
+			    *m = cJSON_GetObjectItem(f, "p50_ms");
 
 		if (cJSON_IsString(s) && !strcmp(s->valuestring, fn) && cJSON_IsNumber(m))
 			return m->valuedouble * 1e6;
@@ -408,7 +409,8 @@ static int measure(struct pt_calib *c)
 	int e = -EIO;
 
 	if (!mkdtemp(dir)) {
-		snprintf(c->why, sizeof(c->why), "cannot make a folder in /tmp: %s", strerror(errno));
+		snprintf(c->why, sizeof(c->why), "cannot make a folder in /tmp: %s",
+			 strerror(errno));
 		return -errno;
 	}
 	snprintf(conf, sizeof(conf), "%s/calib.conf", dir);
@@ -443,13 +445,15 @@ static int measure(struct pt_calib *c)
 		goto out;
 	}
 	snprintf(pidbuf, sizeof(pidbuf), "%.15s", line + 6);
-	if (write(helper.in, "a\n", 2) != 2 || !read_line(&helper, "a ", line, sizeof(line), 20000) ||
-	    !parse_ns(line, a)) {
+	if (write(helper.in, "a\n", 2) != 2 ||
+	    !read_line(&helper, "a ", line, sizeof(line), 20000) || !parse_ns(line, a)) {
 		snprintf(c->why, sizeof(c->why), "the helper did not answer");
 		goto out;
 	}
 	{
-		char *argv[] = { "proftrace", "-p", pidbuf, "--targets", conf, "-o", out, "-q", NULL };
+		char *argv[] = {
+			"proftrace", "-p", pidbuf, "--targets", conf, "-o", out, "-q", NULL
+		};
 
 		e = spawn(&pt, argv, true, true);
 	}
@@ -459,8 +463,8 @@ static int measure(struct pt_calib *c)
 		goto out;
 	}
 	e = -EIO;
-	if (write(helper.in, "b\n", 2) != 2 || !read_line(&helper, "b ", line, sizeof(line), 60000) ||
-	    !parse_ns(line, b)) {
+	if (write(helper.in, "b\n", 2) != 2 ||
+	    !read_line(&helper, "b ", line, sizeof(line), 60000) || !parse_ns(line, b)) {
 		snprintf(c->why, sizeof(c->why), "the helper did not answer while probed");
 		goto out;
 	}
@@ -509,6 +513,7 @@ out:
  * preloaded times calls of an empty function, unattached, then while a
  * child proftrace times them through the agent (py: probe).
  */
+/* clang-format off */
 static const char agent_script[] =
 	"import os, sys, time\n"
 	"now = time.perf_counter_ns\n"
@@ -530,6 +535,7 @@ static const char agent_script[] =
 	"print('ready', os.getpid(), flush=True)\n"
 	"for line in sys.stdin:\n"
 	"    print(line[0], '%.3f' % loop(20), flush=True)\n";
+/* clang-format on */
 
 static int measure_agent(struct pt_calib *c, const char *python)
 {
@@ -550,8 +556,11 @@ static int measure_agent(struct pt_calib *c, const char *python)
 	snprintf(out, sizeof(out), "%s/out", dir);
 	snprintf(sum, sizeof(sum), "%s/summary.json", out);
 	f = fopen(conf, "w");
-	if (!f || fputs("set python_mode agent\nset sample_hz 0\n"
-			"step py:ptcal_agent::pt_cal_named\n", f) < 0 || fclose(f))
+	if (!f ||
+	    fputs("set python_mode agent\nset sample_hz 0\n"
+		  "step py:ptcal_agent::pt_cal_named\n",
+		  f) < 0 ||
+	    fclose(f))
 		goto out;
 	f = fopen(script, "w");
 	if (!f || fputs(agent_script, f) < 0 || fclose(f))
@@ -572,7 +581,9 @@ static int measure_agent(struct pt_calib *c, const char *python)
 		goto out;
 	a = strtod(line + 2, NULL);
 	{
-		char *argv[] = { "proftrace", "-p", pidbuf, "--targets", conf, "-o", out, "-q", NULL };
+		char *argv[] = {
+			"proftrace", "-p", pidbuf, "--targets", conf, "-o", out, "-q", NULL
+		};
 
 		e = spawn(&pt, argv, true, true);
 	}
@@ -658,7 +669,8 @@ void pt_calib__python(struct pt_calib *c, const char *python, const char *key)
 	}
 	if (measure_agent(c, python)) {
 		pt_vlog("proftrace: calibrating the Python agent on %s failed: the bench's figure "
-			"is used\n", python);
+			"is used\n",
+			python);
 		return;
 	}
 	doc = cJSON_CreateObject();

@@ -28,8 +28,8 @@ struct pt_calib {
 	double pair_ns[PT_SITE_NKINDS];
 	double self_ns[PT_SITE_NKINDS];
 	bool measured[PT_SITE_NKINDS]; /* false: the bench's figure */
-	bool cached;                   /* read from the cache file */
-	double took_s;                 /* wall time calibrating (0 when cached) */
+	bool cached;		       /* read from the cache file */
+	double took_s;		       /* wall time calibrating (0 when cached) */
 	char why[256];
 };
 

@@ -14,27 +14,27 @@ enum { PT_GPU_AUTO = 0, PT_GPU_ON, PT_GPU_OFF };
 #define PT_CLI_MAX_PIDS 256
 
 struct pt_env {
-	int pid; /* pids[0] */
+	int pid;		   /* pids[0] */
 	int pids[PT_CLI_MAX_PIDS]; /* -p PID[,PID...], in the order given */
 	int npids;
 	bool children; /* --children: and every descendant, now and later */
 	const char *targets;
-	double duration_s; /* 0: until the target exits or a signal */
+	double duration_s;  /* 0: until the target exits or a signal */
 	const char *output; /* NULL: proftrace_out/<comm>-<pid>-<time>/ */
 	bool json;
 	int verbose;
 	bool dry_run;
-	bool quiet; /* no live status line */
+	bool quiet;	   /* no live status line */
 	bool list_targets; /* --list-targets: print the bundled configs, exit */
-	int gpu; /* --gpu: PT_GPU_AUTO (default), PT_GPU_ON, PT_GPU_OFF */
-	bool trace; /* --trace: write trace.json */
-	bool inject; /* --inject: load the Python agent with ptrace when it is missing */
+	int gpu;	   /* --gpu: PT_GPU_AUTO (default), PT_GPU_ON, PT_GPU_OFF */
+	bool trace;	   /* --trace: write trace.json */
+	bool inject;	   /* --inject: load the Python agent with ptrace when it is missing */
 	unsigned int inject_wait_ms; /* --inject-wait: for a safe point; 0: the default */
-	bool inject_epoll; /* --inject-epoll: a thread in epoll_wait may be borrowed */
+	bool inject_epoll;	     /* --inject-epoll: a thread in epoll_wait may be borrowed */
 	unsigned long trace_max; /* --trace-max-events (implies --trace); 0: PT_TRACE_DEFAULT_MAX */
 	char targets_path[PATH_MAX]; /* --targets NAME resolved to a bundled file */
-	const char *metrics; /* --metrics HOST:PORT: Prometheus text while attached */
-	double interval_s;   /* --interval SEC: a window summary every SEC; 0: none */
+	const char *metrics;	     /* --metrics HOST:PORT: Prometheus text while attached */
+	double interval_s;	     /* --interval SEC: a window summary every SEC; 0: none */
 };
 
 #endif

@@ -59,16 +59,17 @@ static void status_tick(struct run *r, struct status *st, uint64_t now)
 		snprintf(procs, sizeof(procs), "%zu processes  ", r->nprocs);
 	if (steps)
 		snprintf(pcts, sizeof(pcts), "  p50 %.3f ms  p99 %.3f ms",
-			 pt_dist__quantile(&ss->dur, 0.5) / 1e6, pt_dist__quantile(&ss->dur, 0.99) / 1e6);
+			 pt_dist__quantile(&ss->dur, 0.5) / 1e6,
+			 pt_dist__quantile(&ss->dur, 0.99) / 1e6);
 	if (steps && r->calib.ok && ss->dur.sum > 0) /* overhead.h: the probes' share */
 		snprintf(cost, sizeof(cost), "  probes ~%.1f%%",
 			 100 * pt_ovh__step_cost_ns(r->multi ? r->all.ovh : r->procs[0]->v.ovh) /
 				 ss->dur.sum);
-	pt_log__status("proftrace: %.0fs  %ssteps %llu  %.1f steps/s%s%s  %.0f events/s  drops %llu",
-		       since_start_s(r), procs, (unsigned long long)steps,
-		       (double)(steps - st->last_steps) / dt, pcts, cost,
-		       (double)(r->events - st->last_events) / dt,
-		       (unsigned long long)r->dropped_seen);
+	pt_log__status(
+		"proftrace: %.0fs  %ssteps %llu  %.1f steps/s%s%s  %.0f events/s  drops %llu",
+		since_start_s(r), procs, (unsigned long long)steps,
+		(double)(steps - st->last_steps) / dt, pcts, cost,
+		(double)(r->events - st->last_events) / dt, (unsigned long long)r->dropped_seen);
 	st->last_ns = now;
 	st->last_events = r->events;
 	st->last_steps = steps;
@@ -198,8 +199,7 @@ int pt_run__loop(struct run *r)
 {
 	enum stop_reason stop = STOP_NONE;
 	uint64_t last_rescan = pt_now_ns(CLOCK_MONOTONIC), deadline = 0;
-	struct status st = { .on = !r->env.quiet && isatty(STDERR_FILENO),
-			     .last_ns = last_rescan };
+	struct status st = { .on = !r->env.quiet && isatty(STDERR_FILENO), .last_ns = last_rescan };
 	int sfd = -1, tfd = -1, e;
 
 	e = open_fds(r, &sfd, &tfd);
@@ -229,8 +229,10 @@ int pt_run__loop(struct run *r)
 			break;
 		}
 		if (pt_run__all_ended(r) && !r->ncands) {
-			if (!r->multi && r->procs[0]->end_why && !strcmp(r->procs[0]->end_why, "exec"))
-				pt_msg("proftrace: its probes went with the old image: stopping (give "
+			if (!r->multi && r->procs[0]->end_why &&
+			    !strcmp(r->procs[0]->end_why, "exec"))
+				pt_msg("proftrace: its probes went with the old image: stopping "
+				       "(give "
 				       "--children to follow it into the new one)\n");
 			stop = STOP_EXIT;
 		}

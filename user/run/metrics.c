@@ -21,7 +21,7 @@
 
 /* step-time histogram bounds, seconds */
 static const double le_s[] = { 0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05,
-			       0.1,    0.2,   0.5,   1,     2,    5,    10 };
+			       0.1,    0.2,   0.5,   1,	    2,	  5,	10 };
 #define NLE (sizeof(le_s) / sizeof(le_s[0]))
 
 struct phist {
@@ -41,7 +41,8 @@ struct pt_metrics {
 
 int pt_run__metrics_open(struct run *r)
 {
-	struct addrinfo hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
+	struct addrinfo hints = { .ai_family = AF_UNSPEC,
+				  .ai_socktype = SOCK_STREAM,
 				  .ai_flags = AI_PASSIVE | AI_NUMERICSERV };
 	struct addrinfo *ai = NULL;
 	const char *colon = strrchr(r->env.metrics, ':');
@@ -224,8 +225,8 @@ static void render(struct run *r, struct pt_metrics *m)
 		for (b = 0; b <= NLE; b++) {
 			cum += h ? h->n[b] : 0;
 			if (b < NLE)
-				out(m, "proftrace_step_seconds_bucket{%s,le=\"%g\"} %llu\n", l, le_s[b],
-				    (unsigned long long)cum);
+				out(m, "proftrace_step_seconds_bucket{%s,le=\"%g\"} %llu\n", l,
+				    le_s[b], (unsigned long long)cum);
 			else
 				out(m, "proftrace_step_seconds_bucket{%s,le=\"+Inf\"} %llu\n", l,
 				    (unsigned long long)cum);
@@ -255,7 +256,8 @@ static void render(struct run *r, struct pt_metrics *m)
 		plabels(m, r->procs[i], l, sizeof(l));
 		out(m, "proftrace_tokens_total{%s} %.0f\n", l, sv->tokens);
 		if (sv->tok_ns > 0)
-			out(m, "proftrace_tokens_per_second{%s} %.6f\n", l, sv->tokens / (sv->tok_ns / 1e9));
+			out(m, "proftrace_tokens_per_second{%s} %.6f\n", l,
+			    sv->tokens / (sv->tok_ns / 1e9));
 	}
 	head(m, "proftrace_probe_overhead_seconds_total", "counter",
 	     "estimated cost of the probes inside counted steps (docs/summary.md#overhead)");
@@ -298,10 +300,11 @@ static void answer(struct run *r, struct pt_metrics *m, int c)
 		return;
 	}
 	render(r, m);
-	hn = snprintf(hdr, sizeof(hdr),
-		      "HTTP/1.0 200 OK\r\nContent-Type: text/plain; version=0.0.4; charset=utf-8\r\n"
-		      "Content-Length: %zu\r\nConnection: close\r\n\r\n",
-		      m->len);
+	hn = snprintf(
+		hdr, sizeof(hdr),
+		"HTTP/1.0 200 OK\r\nContent-Type: text/plain; version=0.0.4; charset=utf-8\r\n"
+		"Content-Length: %zu\r\nConnection: close\r\n\r\n",
+		m->len);
 	if (send(c, hdr, (size_t)hn, MSG_NOSIGNAL) == hn) {
 		size_t off = 0;
 

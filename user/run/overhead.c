@@ -66,7 +66,8 @@ static void doc_functions(const struct view *v, const struct pt_report *rep, cJS
 	cJSON *f;
 	size_t i = 0;
 
-	cJSON_ArrayForEach(f, cJSON_GetObjectItem(doc, "functions")) {
+	cJSON_ArrayForEach(f, cJSON_GetObjectItem(doc, "functions"))
+	{
 		const struct pt_report_func *rf = i < rep->nfuncs ? &rep->funcs[i] : NULL;
 		const struct pt_ovh_func *of =
 			rf && rf->fid >= 0 ? pt_ovh__func(v->ovh, (uint32_t)rf->fid) : NULL;
@@ -96,9 +97,12 @@ static void doc_steps(const struct view *v, cJSON *doc, cJSON *ov)
 		add_corrected(st, "corrected_time_ms", time_ms, cost);
 		cJSON_AddNumberToObject(st, "corrected_mean_ms", r6(d->mean / 1e6));
 		cJSON_AddNumberToObject(st, "corrected_min_ms", r6((double)d->min / 1e6));
-		cJSON_AddNumberToObject(st, "corrected_p50_ms", r6(pt_dist__quantile(d, 0.5) / 1e6));
-		cJSON_AddNumberToObject(st, "corrected_p90_ms", r6(pt_dist__quantile(d, 0.9) / 1e6));
-		cJSON_AddNumberToObject(st, "corrected_p99_ms", r6(pt_dist__quantile(d, 0.99) / 1e6));
+		cJSON_AddNumberToObject(st, "corrected_p50_ms",
+					r6(pt_dist__quantile(d, 0.5) / 1e6));
+		cJSON_AddNumberToObject(st, "corrected_p90_ms",
+					r6(pt_dist__quantile(d, 0.9) / 1e6));
+		cJSON_AddNumberToObject(st, "corrected_p99_ms",
+					r6(pt_dist__quantile(d, 0.99) / 1e6));
 		cJSON_AddNumberToObject(ov, "per_step_ms", r6(cost / steps / 1e6));
 		cJSON_AddNumberToObject(ov, "step_share",
 					time_ms > 0 ? r6(cost / (time_ms * 1e6)) : 0);
@@ -112,9 +116,8 @@ static void doc_steps(const struct view *v, cJSON *doc, cJSON *ov)
 		cJSON_AddNullToObject(ov, "per_step_ms");
 		cJSON_AddNullToObject(ov, "step_share");
 	}
-	cJSON_ArrayForEach(b, cJSON_GetObjectItem(doc, "buckets"))
-		add_corrected(b, "corrected_total_ms", num(b, "total_ms"),
-			      pt_ovh__bucket_cost_ns(v->ovh, i++));
+	cJSON_ArrayForEach(b, cJSON_GetObjectItem(doc, "buckets")) add_corrected(
+		b, "corrected_total_ms", num(b, "total_ms"), pt_ovh__bucket_cost_ns(v->ovh, i++));
 }
 
 void pt_run__overhead_doc(const struct run *r, const struct view *v, const struct pt_report *rep,
@@ -154,7 +157,8 @@ void pt_run__overhead_doc(const struct run *r, const struct view *v, const struc
 		/* the frame probe's hits on frames no py: probe names */
 		x = cJSON_AddObjectToObject(ov, "unnamed_frames");
 		cJSON_AddNumberToObject(x, "frames", frames);
-		cJSON_AddNumberToObject(x, "added_ms", r6(frames * c->pair_ns[PT_SITE_FRAME] / 1e6));
+		cJSON_AddNumberToObject(x, "added_ms",
+					r6(frames * c->pair_ns[PT_SITE_FRAME] / 1e6));
 		added += frames * c->pair_ns[PT_SITE_FRAME];
 	}
 	cJSON_AddNumberToObject(ov, "added_ms", r6(added / 1e6));
@@ -167,7 +171,8 @@ void pt_run__overhead_doc(const struct run *r, const struct view *v, const struc
 			    (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e3;
 
 		cJSON_AddNumberToObject(ov, "proftrace_cpu_ms", r6(ms));
-		cJSON_AddNumberToObject(ov, "proftrace_cpu_share", dur > 0 ? r6(ms / (dur * 1e3)) : 0);
+		cJSON_AddNumberToObject(ov, "proftrace_cpu_share",
+					dur > 0 ? r6(ms / (dur * 1e3)) : 0);
 	}
 	cJSON_AddBoolToObject(ov, "calibration_cached", c->cached);
 	cJSON_AddNumberToObject(ov, "calibration_s", r6(c->took_s));

@@ -149,8 +149,8 @@ int pt_run__prearm(struct proc *p)
 	if (rl != 1 || root[0] != '/')
 		return 0;
 	for (size_t s = 0; s < cfg->nprobes; s++)
-		n += cfg->probes[s].kind == PT_PROBE_NATIVE && strcmp(cfg->probes[s].object, "exe") &&
-		     !pt_resolver__spec_nobjects(p->res, s);
+		n += cfg->probes[s].kind == PT_PROBE_NATIVE &&
+		     strcmp(cfg->probes[s].object, "exe") && !pt_resolver__spec_nobjects(p->res, s);
 	if (!n || pt_maps__read_pid(&maps, p->tracee.pid))
 		return 0;
 	for (size_t i = 0; i < maps.n; i++) {
@@ -213,7 +213,8 @@ int pt_run__prearm(struct proc *p)
 		if (e > 0)
 			pt_vlog("proftrace: pid %d: %d probe%s in %zu librar%s not loaded yet, "
 				"armed ahead (its first calls are timed)\n",
-				p->tracee.pid, e, e == 1 ? "" : "s", ahead.n, ahead.n == 1 ? "y" : "ies");
+				p->tracee.pid, e, e == 1 ? "" : "s", ahead.n,
+				ahead.n == 1 ? "y" : "ies");
 	}
 	pt_maps__free(&ahead);
 	return e;

@@ -65,8 +65,10 @@ static int inject_shim(struct proc *p, char *err, size_t errlen)
 		return e;
 	}
 	if (!res.already)
-		fprintf(stderr, "proftrace: pid %d: the CUPTI shim loaded (--inject): thread %d held "
-			"%.2f ms\n", p->tracee.pid, res.tid, res.pause_ms);
+		fprintf(stderr,
+			"proftrace: pid %d: the CUPTI shim loaded (--inject): thread %d held "
+			"%.2f ms\n",
+			p->tracee.pid, res.tid, res.pause_ms);
 	/* its thread makes the segment, then sizes and fills it: until it
 	 * has, the file may be missing, empty or unpublished */
 	for (int i = 0; i < 200; i++) {
@@ -103,7 +105,8 @@ int pt_run__open_gpu(struct proc *p)
 		e = inject_shim(p, err, sizeof(err));
 	else if (e == -ENOENT)
 		snprintf(err, sizeof(err),
-			 "no CUPTI shim in pid %d: start the server after `eval \"$(proftrace env)\"` "
+			 "no CUPTI shim in pid %d: start the server after `eval \"$(proftrace "
+			 "env)\"` "
 			 "(CUDA_INJECTION64_PATH), or attach with --inject (see docs/gpu.md)",
 			 p->tracee.pid);
 	if (!e) {
@@ -115,7 +118,8 @@ int pt_run__open_gpu(struct proc *p)
 		if (e == -ENOMEM)
 			return e;
 		if (e)
-			fprintf(stderr, "proftrace: warning: pid %d: cannot read its thread ids (%s): GPU "
+			fprintf(stderr,
+				"proftrace: warning: pid %d: cannot read its thread ids (%s): GPU "
 				"work of a container's threads may count as outside steps\n",
 				p->tracee.pid, strerror(-e));
 		return 0;
@@ -145,7 +149,8 @@ static int attach_gpu(struct proc *p)
 	}
 	snprintf(p->gpu_why, sizeof(p->gpu_why),
 		 e == -EBUSY ? "another proftrace is reading this process's CUPTI shim"
-			     : "cannot attach to the CUPTI shim's ring: %s", strerror(-e));
+			     : "cannot attach to the CUPTI shim's ring: %s",
+		 strerror(-e));
 	pt_gpu__free(p->gpu);
 	p->gpu = NULL;
 	if (p->run->env.gpu == PT_GPU_ON) {
@@ -209,8 +214,8 @@ int pt_run__attach_new(struct proc *p, size_t from)
 		pt_run__mark_attached(p, i);
 		n++;
 		pt_vlog("proftrace: pid %d: probe %s:%s at file offset 0x%llx (+%u, %s)\n",
-		     p->tracee.pid, f->object, f->symbol, (unsigned long long)f->file_off,
-		     f->site.skip, pt_insn_class__str(f->site.cls));
+			p->tracee.pid, f->object, f->symbol, (unsigned long long)f->file_off,
+			f->site.skip, pt_insn_class__str(f->site.cls));
 	}
 	return n;
 }
@@ -253,7 +258,8 @@ static void hook_dynamic_linker(struct proc *p, const struct pt_maps *maps)
 	}
 	if (p->dl_tried && !p->dl_hooked)
 		pt_vlog("proftrace: pid %d: no dynamic linker hook; new libraries are seen within "
-		     "%d ms\n", p->tracee.pid, RESCAN_MS);
+			"%d ms\n",
+			p->tracee.pid, RESCAN_MS);
 }
 
 void pt_run__rescan(struct proc *p)
@@ -320,8 +326,7 @@ static void update_trampoline(struct proc *p)
 
 bool pt_run__py_exact(const struct proc *p)
 {
-	return p->py.L.evalframe_all_calls ||
-	       (p->tramp_checks && p->tramp_on == p->tramp_checks);
+	return p->py.L.evalframe_all_calls || (p->tramp_checks && p->tramp_on == p->tramp_checks);
 }
 
 /*
@@ -390,7 +395,8 @@ static void warn_py_timing(const struct proc *p)
 	else
 		pt_msg("proftrace: warning: Python %s: the frame probe sees only calls made from C "
 		       "code here; py: rows are marked timing \"c-entry-only\" (for exact timing "
-		       "%s)\n", p->py.version, how);
+		       "%s)\n",
+		       p->py.version, how);
 }
 
 /* Stack sampling of every thread (each process brings its layout). */
@@ -439,8 +445,8 @@ static int sample_proc(struct proc *p)
 	if (e == -ENOMEM)
 		return e;
 	if (e) {
-		fprintf(stderr, "proftrace: warning: no stack sampling of pid %d: %s\n", p->tracee.pid,
-			err);
+		fprintf(stderr, "proftrace: warning: no stack sampling of pid %d: %s\n",
+			p->tracee.pid, err);
 		return 0;
 	}
 	p->sampled = true;
@@ -511,7 +517,6 @@ static void read_ranks(struct proc *p)
 	}
 	free(buf);
 }
-
 
 void pt_run__free_proc(struct proc *p)
 {
@@ -584,7 +589,7 @@ static int slot_get(struct run *r)
  * message in err (-ESRCH, -EACCES, -EINVAL: exit 2).
  */
 int pt_run__open_proc(struct run *r, int pid, bool strict, struct proc **out, char *err,
-		     size_t errlen)
+		      size_t errlen)
 {
 	int slot;
 	struct pt_resolver_opts ropts = { 0 };
@@ -596,7 +601,8 @@ int pt_run__open_proc(struct run *r, int pid, bool strict, struct proc **out, ch
 	slot = slot_get(r);
 	if (slot < 0) {
 		snprintf(err, errlen, "more than %d processes traced at once: pid %d is not traced",
-			 getenv("PT_TEST_MAX_PROCS") ? atoi(getenv("PT_TEST_MAX_PROCS")) : PT_MAX_PROCS,
+			 getenv("PT_TEST_MAX_PROCS") ? atoi(getenv("PT_TEST_MAX_PROCS"))
+						     : PT_MAX_PROCS,
 			 pid);
 		return 1;
 	}
@@ -687,8 +693,8 @@ static int use_agent(struct proc *p)
 	char err[512];
 	int e;
 
-	if (!p->have_py || !r->want_py || (r->cfg.python_mode != PT_PYMODE_AUTO &&
-					   r->cfg.python_mode != PT_PYMODE_AGENT))
+	if (!p->have_py || !r->want_py ||
+	    (r->cfg.python_mode != PT_PYMODE_AUTO && r->cfg.python_mode != PT_PYMODE_AGENT))
 		return 0;
 	e = pt_run__agent_start(p, err, sizeof(err));
 	if (!e || e == -ENOMEM)
@@ -771,8 +777,8 @@ int pt_run__start_proc(struct proc *p, int ep)
 	for (size_t s = 0; s < r->cfg.nprobes; s++)
 		pending += r->cfg.probes[s].kind == PT_PROBE_NATIVE &&
 			   pt_resolver__spec_nfuncs(p->res, s) == 0;
-	pt_msg("proftrace: attached %d probe%s to pid %d (%s)", n, n == 1 ? "" : "s",
-		p->tracee.pid, p->tracee.comm);
+	pt_msg("proftrace: attached %d probe%s to pid %d (%s)", n, n == 1 ? "" : "s", p->tracee.pid,
+	       p->tracee.comm);
 	if (p->rank >= 0)
 		fprintf(stderr, " rank %d", p->rank);
 	if (p->py_probed)
@@ -831,7 +837,7 @@ void pt_run__end_proc(struct proc *p, const char *why)
 	if (r->last == p)
 		r->last = NULL;
 	pt_msg("proftrace: process %d %s at +%.3fs\n", p->tracee.pid,
-		!strcmp(why, "exec") ? "replaced its image (exec)" : "exited", since_start_s(r));
+	       !strcmp(why, "exec") ? "replaced its image (exec)" : "exited", since_start_s(r));
 }
 
 int pt_run__add_procs(struct run *r, struct proc *p)
@@ -1008,7 +1014,7 @@ int pt_run__add_candidates(struct run *r, uint64_t now, bool at_start)
 			continue;
 		}
 		if (at_start)
-			continue; /* started with the others */
+			continue;	 /* started with the others */
 		e = pt_run__open_gpu(p); /* none: said (--children), the rest traced */
 		if (!e)
 			e = pt_run__start_proc(p, r->ep);

@@ -29,8 +29,8 @@
 
 /* The agent's file in p, and the file offsets of its two probe sites
  * (from its own symbols: an address the segment claims is not trusted). */
-static int agent_sites(struct proc *p, char **host, char **tpath, uint64_t *enter,
-		       uint64_t *exit, char *err, size_t errlen)
+static int agent_sites(struct proc *p, char **host, char **tpath, uint64_t *enter, uint64_t *exit,
+		       char *err, size_t errlen)
 {
 	struct pt_maps maps = { 0 };
 	struct pt_elf *elf = NULL;
@@ -87,15 +87,15 @@ fail:
  * that are a function of the config are hooked. */
 static void take_candidates(struct proc *p, const uint64_t *codes, uint32_t n)
 {
-	struct pt_pytypes t = { .code_type = p->py.code_type,
-				.unicode_type = p->py.unicode_type };
+	struct pt_pytypes t = { .code_type = p->py.code_type, .unicode_type = p->py.unicode_type };
 	uint64_t *arm = pt_zalloc(n, sizeof(*arm));
 	uint32_t narm = 0;
 
 	if (!arm)
 		return;
 	for (uint32_t i = 0; i < n; i++) {
-		struct pt_rec_pycode rec = { .type = PT_REC_PYCODE, .pid = (uint32_t)p->tracee.pid,
+		struct pt_rec_pycode rec = { .type = PT_REC_PYCODE,
+					     .pid = (uint32_t)p->tracee.pid,
 					     .code = codes[i] };
 		struct pt_pycode c;
 		uint32_t fid;
@@ -133,13 +133,15 @@ static void check_state(struct proc *p)
 
 		pt_msg("proftrace: warning: pid %d: the Python agent cannot hook: %s%s%s%s; py: "
 		       "functions get sampled times and the py: step and buckets are not "
-		       "counted\n", p->tracee.pid, in.conflict_text, dormant ? " (" : "",
+		       "counted\n",
+		       p->tracee.pid, in.conflict_text, dormant ? " (" : "",
 		       dormant ? ptag_reason_name(in.reason) : "", dormant ? ")" : "");
 	}
 	if (in.hook_lost && !p->agent_lost_said) {
 		p->agent_lost_said = true;
 		pt_msg("proftrace: warning: pid %d: another frame evaluator replaced the agent's: "
-		       "py: calls are not seen from now on\n", p->tracee.pid);
+		       "py: calls are not seen from now on\n",
+		       p->tracee.pid);
 	}
 }
 
@@ -157,9 +159,10 @@ void pt_run__agent_tick(struct proc *p, uint64_t now)
 		int e = pt_run__agent_start(p, err, sizeof(err));
 
 		if (!e)
-			pt_msg("proftrace: pid %d: the Python agent loaded (PEP 768) at +%.3fs: its "
-			       "named calls are timed from now on\n", p->tracee.pid,
-			       since_start_s(p->run));
+			pt_msg("proftrace: pid %d: the Python agent loaded (PEP 768) at +%.3fs: "
+			       "its "
+			       "named calls are timed from now on\n",
+			       p->tracee.pid, since_start_s(p->run));
 		else if (e != -ENOENT && e != -EINPROGRESS) {
 			pt_msg("proftrace: warning: pid %d: %s\n", p->tracee.pid, err);
 			free(p->agent_why);
@@ -215,9 +218,10 @@ static void first_arm(struct proc *p)
 		if (in.state != PTAG_STATE_ACTIVE && in.conflict)
 			return; /* said by check_state() */
 		if (now >= deadline) {
-			pt_msg("proftrace: warning: pid %d: the Python agent has not answered in 3 s "
-			       "(%s): its calls are timed once it does\n", p->tracee.pid,
-			       ptag_reason_name(in.reason));
+			pt_msg("proftrace: warning: pid %d: the Python agent has not answered in 3 "
+			       "s "
+			       "(%s): its calls are timed once it does\n",
+			       p->tracee.pid, ptag_reason_name(in.reason));
 			return;
 		}
 		nanosleep(&ts, NULL);
@@ -280,14 +284,15 @@ static int pep768_script(struct proc *p, const char *lib, char *err, size_t errl
 	}
 	/* a failure is written next to it for proftrace, never raised into
 	 * the program */
-	fprintf(f, "# proftrace: load its Python agent (PEP 768 remote debugging);\n"
-		   "# removed by proftrace once the agent is up\n"
-		   "try:\n"
-		   "    import ctypes\n"
-		   "    ctypes.CDLL('%s')\n"
-		   "except BaseException as e:\n"
-		   "    with open('%s/failed', 'w') as f:\n"
-		   "        f.write('%%s: %%s' %% (type(e).__name__, e))\n",
+	fprintf(f,
+		"# proftrace: load its Python agent (PEP 768 remote debugging);\n"
+		"# removed by proftrace once the agent is up\n"
+		"try:\n"
+		"    import ctypes\n"
+		"    ctypes.CDLL('%s')\n"
+		"except BaseException as e:\n"
+		"    with open('%s/failed', 'w') as f:\n"
+		"        f.write('%%s: %%s' %% (type(e).__name__, e))\n",
 		lib, p->pep768_dir);
 	if (fclose(f)) {
 		snprintf(err, errlen, "cannot write %s: %s", path, strerror(errno));
@@ -355,7 +360,8 @@ static int pep768_load(struct proc *p, char *err, size_t errlen)
 	snprintf(root, sizeof(root), "/proc/%d/root/", p->tracee.pid);
 	if (stat("/", &ours) || stat(root, &theirs) || ours.st_dev != theirs.st_dev ||
 	    ours.st_ino != theirs.st_ino) {
-		snprintf(err, errlen, "it runs in another mount namespace (a container): start it "
+		snprintf(err, errlen,
+			 "it runs in another mount namespace (a container): start it "
 			 "with the agent (eval \"$(proftrace env)\" inside) or use --inject");
 		return -EXDEV;
 	}
@@ -369,8 +375,8 @@ static int pep768_load(struct proc *p, char *err, size_t errlen)
 		return e;
 	}
 	p->pep768_asked = pt_now_ns(CLOCK_MONOTONIC);
-	pt_vlog("proftrace: pid %d: asked Python %s to load the agent (PEP 768)\n",
-		p->tracee.pid, p->py.version);
+	pt_vlog("proftrace: pid %d: asked Python %s to load the agent (PEP 768)\n", p->tracee.pid,
+		p->py.version);
 	return 0;
 }
 
@@ -396,9 +402,9 @@ static int inject_load(struct proc *p, char *err, size_t errlen)
 	p->injected = !p->inject.already;
 	if (p->injected)
 		pt_vlog("proftrace: pid %d: the Python agent loaded (--inject): thread %d, in %s, "
-			"held %.2f ms (dlopen %.2f ms) after %.2f ms looking\n", p->tracee.pid,
-			p->inject.tid, p->inject.syscall, p->inject.pause_ms, p->inject.call_ms,
-			p->inject.wait_ms);
+			"held %.2f ms (dlopen %.2f ms) after %.2f ms looking\n",
+			p->tracee.pid, p->inject.tid, p->inject.syscall, p->inject.pause_ms,
+			p->inject.call_ms, p->inject.wait_ms);
 	for (int i = 0; i < 50; i++) {
 		struct timespec ts = { 0, 10 * 1000 * 1000 };
 
@@ -474,7 +480,8 @@ int pt_run__agent_start(struct proc *p, char *err, size_t errlen)
 			e = pt_agent__open(&p->agent, p->tracee.pid, err, errlen);
 		}
 		if (e && !pep768_failed(p, why, sizeof(why))) {
-			snprintf(err, errlen, "asked it to load the agent (PEP 768), but its main "
+			snprintf(err, errlen,
+				 "asked it to load the agent (PEP 768), but its main "
 				 "thread has not run Python code for 3 s: it will when it does");
 			return -EINPROGRESS;
 		}
@@ -517,9 +524,10 @@ int pt_run__agent_start(struct proc *p, char *err, size_t errlen)
 	e = pt_agent__attach(p->agent, specs, n, &p->py.L, pt_now_ns(CLOCK_MONOTONIC));
 	free(specs);
 	if (e) {
-		snprintf(err, errlen, "%s", e == -EBUSY ? "another proftrace is attached to its "
-							  "Python agent"
-							: "the py: probes do not fit the agent's segment");
+		snprintf(err, errlen, "%s",
+			 e == -EBUSY ? "another proftrace is attached to its "
+				       "Python agent"
+				     : "the py: probes do not fit the agent's segment");
 		goto fail;
 	}
 	first_arm(p);

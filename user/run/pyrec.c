@@ -22,8 +22,7 @@ static void set_py_slots(struct proc *p, uint64_t code, struct pt_py_code *val)
 	const struct pt_probe_spec *ps;
 	const char *names[PT_MAX_VALS] = { 0 };
 	int16_t slots[PT_MAX_VALS];
-	struct pt_pytypes t = { .code_type = p->py.code_type,
-				.unicode_type = p->py.unicode_type };
+	struct pt_pytypes t = { .code_type = p->py.code_type, .unicode_type = p->py.unicode_type };
 
 	for (int k = 0; k < PT_MAX_VALS; k++)
 		val->slot[k] = PT_PY_SLOT_NONE;
@@ -40,9 +39,11 @@ static void set_py_slots(struct proc *p, uint64_t code, struct pt_py_code *val)
 		memcpy(val->slot, slots, sizeof(slots));
 	for (unsigned int k = 0; k < ps->nvals && k < PT_MAX_VALS; k++)
 		if (names[k] && val->slot[k] < 0)
-			fprintf(stderr, "proftrace: warning: %s (%s:%u) has no argument '%s': %s=%s "
-					"is missing for it\n", f->symbol, f->object, f->py_line,
-				names[k], pt_vexpr__role_name(ps->vals[k].role), ps->vals[k].text);
+			fprintf(stderr,
+				"proftrace: warning: %s (%s:%u) has no argument '%s': %s=%s "
+				"is missing for it\n",
+				f->symbol, f->object, f->py_line, names[k],
+				pt_vexpr__role_name(ps->vals[k].role), ps->vals[k].text);
 	val->vals = 1;
 }
 
@@ -72,15 +73,16 @@ void pt_run__sync_py_funcs(struct proc *p)
 			 * written the target may have exited */
 			pt_pyprobe__source(p->pp, f->object, &len);
 		}
-		pt_vlog("proftrace: pid %d: python %s (%s:%u) is fid %d\n", p->tracee.pid, f->symbol,
-		     f->object, f->py_line, f->fid);
+		pt_vlog("proftrace: pid %d: python %s (%s:%u) is fid %d\n", p->tracee.pid,
+			f->symbol, f->object, f->py_line, f->fid);
 	}
 }
 
 /* A code object BPF has not seen: tell BPF whether it is ours. */
 void pt_run__on_pycode(struct proc *p, const struct pt_rec_pycode *rec)
 {
-	struct pt_py_code seen = { .filename = rec->filename, .name = rec->name,
+	struct pt_py_code seen = { .filename = rec->filename,
+				   .name = rec->name,
 				   .firstlineno = rec->firstlineno };
 	struct pt_py_code val;
 	bool added;
@@ -166,8 +168,8 @@ void pt_run__on_attr(struct proc *p, const struct pt_rec_attr *a)
 					 sizeof(why));
 	if (ret == -EFAULT) { /* the type went away under us: ask again */
 		retry_attr(p, &key);
-		pt_vlog("proftrace: pid %d: %s.%s: %s (asking again)\n", p->tracee.pid,
-			     f->symbol, attr, why);
+		pt_vlog("proftrace: pid %d: %s.%s: %s (asking again)\n", p->tracee.pid, f->symbol,
+			attr, why);
 		return;
 	}
 	if (ret == -EAGAIN) {
@@ -180,17 +182,17 @@ void pt_run__on_attr(struct proc *p, const struct pt_rec_attr *a)
 		retry_attr(p, &key);
 		if (!warned_once(p->run, (size_t)f->vals_spec, a->k)) {
 			pt_msg("proftrace: warning: %s=%s in %s (pid %d): %s: counted as "
-					"no_attribute until an object has it\n",
-				pt_vexpr__role_name(ps->vals[a->k].role), ps->vals[a->k].text,
-				f->symbol, p->tracee.pid, why);
+			       "no_attribute until an object has it\n",
+			       pt_vexpr__role_name(ps->vals[a->k].role), ps->vals[a->k].text,
+			       f->symbol, p->tracee.pid, why);
 		}
 	} else if (ret) {
 		memset(&loc, 0, sizeof(loc));
 		loc.kind = PT_PYATTR_K_NONE;
 		loc.vst = ret == -ENOENT ? PT_VST_ATTR_MISSING : PT_VST_ATTR_UNREADABLE;
 		pt_msg("proftrace: warning: %s=%s in %s (pid %d): %s: counted as %s\n",
-			pt_vexpr__role_name(ps->vals[a->k].role), ps->vals[a->k].text, f->symbol,
-			p->tracee.pid, why, pt_vexpr__status_name(loc.vst));
+		       pt_vexpr__role_name(ps->vals[a->k].role), ps->vals[a->k].text, f->symbol,
+		       p->tracee.pid, why, pt_vexpr__status_name(loc.vst));
 	} else {
 		pt_vlog("proftrace: pid %d: %s.%s: %s\n", p->tracee.pid, f->symbol, attr, why);
 	}

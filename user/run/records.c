@@ -38,7 +38,6 @@ static void trace_thread(struct proc *p, uint32_t tid)
 	pt_trace__thread_name(tr, tid, (uint32_t)p->tracee.pid, comm);
 }
 
-
 static void on_values(struct proc *p, const struct pt_rec_vals *v, size_t size)
 {
 	uint32_t fid = v->fid & PT_FID_LOCAL_MASK;

@@ -297,10 +297,14 @@ static struct fref *proc_frefs(struct proc *p, size_t *n)
 	if (!v)
 		return NULL;
 	for (size_t i = 0; i < p->nfs; i++)
-		v[i] = (struct fref){ .f = pt_resolver__func(p->res, i), .p = p, .fid = (int)i,
-				      .attached = p->fs[i].attached, .at_s = p->fs[i].at_s,
+		v[i] = (struct fref){ .f = pt_resolver__func(p->res, i),
+				      .p = p,
+				      .fid = (int)i,
+				      .attached = p->fs[i].attached,
+				      .at_s = p->fs[i].at_s,
 				      .reason = p->fs[i].reason,
-				      .last_line = p->fs[i].last_line, .fs = &p->fs[i] };
+				      .last_line = p->fs[i].last_line,
+				      .fs = &p->fs[i] };
 	*n = p->nfs;
 	return v;
 }
@@ -317,10 +321,14 @@ static struct fref *merged_frefs(struct run *r, size_t *n)
 		const struct mfunc *m = &r->mf[i];
 		struct proc *p = m->p;
 
-		v[i] = (struct fref){ .f = pt_resolver__func(p->res, m->fid), .p = p, .fid = (int)i,
-				      .attached = m->attached, .at_s = m->at_s,
+		v[i] = (struct fref){ .f = pt_resolver__func(p->res, m->fid),
+				      .p = p,
+				      .fid = (int)i,
+				      .attached = m->attached,
+				      .at_s = m->at_s,
 				      .reason = m->attached ? NULL : p->fs[m->fid].reason,
-				      .last_line = m->last_line, .fs = &p->fs[m->fid] };
+				      .last_line = m->last_line,
+				      .fs = &p->fs[m->fid] };
 	}
 	*n = r->nmf;
 	return v;
@@ -371,8 +379,8 @@ static void fill_agent(const struct proc *p, struct pt_report_python *pyrep)
 
 	if (!p->agent)
 		return;
-	pyrep->agent.hooks = in->mechanism == PTAG_MECH_MONITORING ? "sys.monitoring"
-									: "frame evaluator";
+	pyrep->agent.hooks =
+		in->mechanism == PTAG_MECH_MONITORING ? "sys.monitoring" : "frame evaluator";
 	pyrep->agent.tool_id = in->tool_id;
 	pyrep->agent.loaded_by = p->agent_loaded_by;
 	pyrep->agent.candidates = in->ncand;
@@ -415,13 +423,14 @@ static void fill_python(const struct docsrc *d, struct proc *p, struct pt_report
 		pyrep->unnamed_frames = c.py_unnamed;
 	}
 	if (agent)
-		pyrep->why = p->agent_last.mechanism == PTAG_MECH_MONITORING
-				     ? "the agent set sys.monitoring events on the named code "
-				       "objects only: each named call is timed from start to return, "
-				       "every other call runs untouched"
-				     : "the agent's frame evaluator passes every frame that is not "
-				       "named straight on: each named call is timed from entry to "
-				       "return";
+		pyrep->why =
+			p->agent_last.mechanism == PTAG_MECH_MONITORING
+				? "the agent set sys.monitoring events on the named code "
+				  "objects only: each named call is timed from start to return, "
+				  "every other call runs untouched"
+				: "the agent's frame evaluator passes every frame that is not "
+				  "named straight on: each named call is timed from entry to "
+				  "return";
 	else if (p->py_why_not && !p->py_probed && !p->sampled)
 		pyrep->why = p->py_why_not;
 	else if (r->cfg.python_mode == PT_PYMODE_SAMPLED)
@@ -598,9 +607,8 @@ static int doc_meta(const struct docsrc *d, struct docbuf *b)
 		m->process = true;
 		m->rank = d->p->rank;
 		m->local_rank = d->p->local_rank;
-		m->added_s = d->p->t_added < r->t0_mono
-				     ? 0
-				     : (double)(d->p->t_added - r->t0_mono) / 1e9;
+		m->added_s =
+			d->p->t_added < r->t0_mono ? 0 : (double)(d->p->t_added - r->t0_mono) / 1e9;
 		m->ended = d->p->end_why;
 		m->ended_s = d->p->ended ? (double)(d->p->t_ended - r->t0_mono) / 1e9 : 0;
 	} else if (r->multi) {
@@ -686,14 +694,17 @@ static void doc_gpu(const struct docsrc *d, struct docbuf *b)
 
 	if (gp) {
 		if (gp->gpu_oom)
-			pt_msg("proftrace: warning: out of memory for GPU records of pid %d: the GPU "
-			       "figures are incomplete\n", gp->tracee.pid);
+			pt_msg("proftrace: warning: out of memory for GPU records of pid %d: the "
+			       "GPU "
+			       "figures are incomplete\n",
+			       gp->tracee.pid);
 		pt_gpuring__info(gp->gr, &b->gpu_info);
 		if (b->gpu_info.conflict_call && (!r->multi || d->p))
-			pt_msg("proftrace: warning: CUPTI could not be enabled in pid %d: %s failed "
+			pt_msg("proftrace: warning: CUPTI could not be enabled in pid %d: %s "
+			       "failed "
 			       "with %s (another profiler holding CUPTI, or no GPU driver): no GPU "
-			       "records\n", gp->tracee.pid,
-			       pt_gpuring__call_name(b->gpu_info.conflict_call),
+			       "records\n",
+			       gp->tracee.pid, pt_gpuring__call_name(b->gpu_info.conflict_call),
 			       pt_gpuring__result_name(b->gpu_info.conflict_code));
 		if (!gp->gpu_joined) /* the merged document may show it too */
 			gp->gres = pt_gpu__join(gp->gpu, r->t0_mono, r->t_end_mono);
@@ -750,8 +761,10 @@ static void doc_trace(const struct docsrc *d, struct docbuf *b)
 	if (!r->trace || (r->multi && d->p))
 		return;
 	pt_trace__stats(r->trace, &ts);
-	b->trace_rep = (struct pt_report_trace){ .file = "trace.json", .events = ts.events,
-						 .dropped = ts.dropped, .max_events = ts.max_events,
+	b->trace_rep = (struct pt_report_trace){ .file = "trace.json",
+						 .events = ts.events,
+						 .dropped = ts.dropped,
+						 .max_events = ts.max_events,
 						 .truncated = ts.truncated };
 	b->rep.meta.trace = &b->trace_rep;
 }
@@ -846,11 +859,13 @@ static int build_skew(struct run *r, cJSON *doc)
 			if (sp) {
 				for (size_t i = 0; i < n; i++)
 					sp[i] = (struct pt_report_skew_proc){
-						.pid = who[i]->tracee.pid, .rank = who[i]->rank,
+						.pid = who[i]->tracee.pid,
+						.rank = who[i]->rank,
 						.steps = who[i]->steps.n,
 						.first = n >= 2 ? k.first[i] : 0,
 						.slowest = n >= 2 ? k.slowest[i] : 0,
-						.fastest = n >= 2 ? k.fastest[i] : 0 };
+						.fastest = n >= 2 ? k.fastest[i] : 0
+					};
 				e = pt_summary__add_skew(doc, n >= 2 ? &k : NULL, sp, n);
 				free(sp);
 			}
@@ -871,8 +886,8 @@ static void default_output(const struct run *r, char *buf, size_t len)
 
 	localtime_r(&t, &tm);
 	strftime(stamp, sizeof(stamp), "%Y%m%d-%H%M%S", &tm);
-	snprintf(buf, len, "proftrace_out/%s-%d-%s", r->procs[0]->tracee.comm, r->procs[0]->tracee.pid,
-		 stamp);
+	snprintf(buf, len, "proftrace_out/%s-%d-%s", r->procs[0]->tracee.comm,
+		 r->procs[0]->tracee.pid, stamp);
 	/* comm may hold '/' (kernel threads rename freely): keep one dir */
 	for (char *p = buf + strlen("proftrace_out/"); *p; p++)
 		if (*p == '/' || *p == ' ')
@@ -896,8 +911,8 @@ int pt_run__open_output(struct run *r)
 }
 
 /* What the flame graph and trace.json are drawn with. */
-static int output_opts(struct run *r, const struct docsrc *td, struct pt_outputs *o,
-		       char *title, char *sub, size_t len)
+static int output_opts(struct run *r, const struct docsrc *td, struct pt_outputs *o, char *title,
+		       char *sub, size_t len)
 {
 	const struct pt_stacks *stk = td->v->stk;
 	const char **bnames;
@@ -917,7 +932,8 @@ static int output_opts(struct run *r, const struct docsrc *td, struct pt_outputs
 			 "wall time: on-CPU sampled at %u Hz (%.3f s) + off-CPU intervals (%.3f s)",
 			 r->cfg.sample_hz, (double)t->t.on_ns / 1e9, (double)t->t.off_ns / 1e9);
 		o->flame = pt_stacks__flame(stk);
-		o->svg = (struct pt_flame_svg_opts){ .title = title, .subtitle = sub, .unit = "us" };
+		o->svg =
+			(struct pt_flame_svg_opts){ .title = title, .subtitle = sub, .unit = "us" };
 	}
 	if (!r->trace)
 		return 0;
@@ -935,9 +951,12 @@ static int output_opts(struct run *r, const struct docsrc *td, struct pt_outputs
 						   .name = r->procs[i]->tracee.comm,
 						   .rank = r->procs[i]->rank };
 	o->trace = r->trace;
-	o->trace_opts = (struct pt_trace_write_opts){ .procs = procs, .nprocs = r->nprocs,
-						      .t0 = r->t0_mono, .start_unix_ns = r->t0_unix,
-						      .version = PT_VERSION, .bucket_names = bnames };
+	o->trace_opts = (struct pt_trace_write_opts){ .procs = procs,
+						      .nprocs = r->nprocs,
+						      .t0 = r->t0_mono,
+						      .start_unix_ns = r->t0_unix,
+						      .version = PT_VERSION,
+						      .bucket_names = bnames };
 	return 0;
 }
 
@@ -1071,7 +1090,8 @@ int pt_run__write_outputs(struct run *r)
 
 		if (e2 && e2 != -ENOMEM)
 			pt_msg("proftrace: cannot print summary.json on stdout: %s (the files "
-			       "are written)\n", strerror(-e2));
+			       "are written)\n",
+			       strerror(-e2));
 		e = e ? e : e2;
 	}
 out:

@@ -130,9 +130,11 @@ int pt_run__open(struct run *r, const struct pt_env *env)
 	pyp = first_python(r);
 	r->py0 = pyp ? &pyp->py : NULL;
 	if (!pyp && r->env.children && (r->want_py || r->cfg.nlines)) {
-		pt_msg("proftrace: the targets file has py: probes, but no CPython runs in pid %d or "
+		pt_msg("proftrace: the targets file has py: probes, but no CPython runs in pid %d "
+		       "or "
 		       "its descendants (hint: attach once the Python workers run, or -p a "
-		       "worker)\n", r->env.pid);
+		       "worker)\n",
+		       r->env.pid);
 		return -PT_EUSAGE;
 	}
 	r->py_probe_wanted = pyp && pt_run__want_py_probe(r, pyp);
@@ -186,7 +188,8 @@ static int open_gpus(struct run *r)
 	if (r->env.gpu == PT_GPU_ON && r->env.children && !any) {
 		pt_msg("proftrace: --gpu on: no CUPTI shim in pid %d or its descendants: start the "
 		       "server with CUDA_INJECTION64_PATH=/path/to/libproftrace_cupti.so (see "
-		       "docs/gpu.md)\n", r->env.pid);
+		       "docs/gpu.md)\n",
+		       r->env.pid);
 		return -PT_EUSAGE;
 	}
 	return 0;

@@ -62,7 +62,7 @@
 struct fstate {
 	bool attached;
 	double at_s;
-	char *reason; /* owned */
+	char *reason;		/* owned */
 	unsigned int last_line; /* py: last line per its line table, 0: unknown */
 	/* its library was mapped after attach: the time from the mapping
 	 * (the dynamic linker's notification) to its probes in place, when
@@ -98,11 +98,11 @@ struct proc {
 			   * it ended (procs.c: slot_get) */
 	unsigned int pos; /* in run->procs */
 	struct pt_tracee tracee;
-	int rank, local_rank; /* RANK, LOCAL_RANK in its environment; -1: not set */
-	int pidfd;            /* readable when it exits; -1: checked each tick */
-	bool ended;           /* exited or exec'ed: its probes are off */
-	bool exec_seen;       /* it exec'ed: ended by the event loop, not in a callback */
-	const char *end_why;  /* "exited" | "exec" */
+	int rank, local_rank;	   /* RANK, LOCAL_RANK in its environment; -1: not set */
+	int pidfd;		   /* readable when it exits; -1: checked each tick */
+	bool ended;		   /* exited or exec'ed: its probes are off */
+	bool exec_seen;		   /* it exec'ed: ended by the event loop, not in a callback */
+	const char *end_why;	   /* "exited" | "exec" */
 	uint64_t t_added, t_ended; /* CLOCK_MONOTONIC ns */
 	uint64_t events;
 
@@ -116,31 +116,31 @@ struct proc {
 	bool dl_tried; /* a dynamic linker was seen: hooked or not, done */
 
 	/* py: probes */
-	bool have_py;   /* it runs CPython (py is valid) */
+	bool have_py;	/* it runs CPython (py is valid) */
 	bool py_probed; /* its frame evaluator is probed */
-	bool sampled;   /* its stacks are sampled */
+	bool sampled;	/* its stacks are sampled */
 	struct pt_python py;
 	struct pt_pyprobe *pp;
 	struct pt_pysym *sym;
 	char proc_root[64], proc_cwd[64];
 	int tramp_checks, tramp_on; /* perf trampoline: checks made, seen active */
-	uint64_t py_unresolved; /* calls of code freed before it could be read */
-	const char *py_why_not; /* have_py but not probed or sampled: why */
+	uint64_t py_unresolved;	    /* calls of code freed before it could be read */
+	const char *py_why_not;	    /* have_py but not probed or sampled: why */
 	/* the Python agent (pyagent.c): NULL when it has none or it is not used */
 	struct pt_agent *agent;
-	char *agent_why;      /* why there is none, for the report (owned) */
-	uint32_t agent_narm;  /* code objects it was asked to hook */
+	char *agent_why;     /* why there is none, for the report (owned) */
+	uint32_t agent_narm; /* code objects it was asked to hook */
 	bool agent_active, agent_warned, agent_lost_said;
-	const char *agent_loaded_by; /* "environment" (at start), "pep768", "inject",
-				      * "earlier" (by an earlier proftrace) */
+	const char *agent_loaded_by;		    /* "environment" (at start), "pep768", "inject",
+						     * "earlier" (by an earlier proftrace) */
 	bool inject_tried, inject_failed, injected; /* --inject: asked, refused, done */
-	struct pt_inject_result inject;  /* what loading it cost (injected) */
-	uint64_t pep768_asked;       /* when proftrace asked through PEP 768, 0: never */
-	char pep768_dir[48];         /* its script's folder, "" once removed */
+	struct pt_inject_result inject;		    /* what loading it cost (injected) */
+	uint64_t pep768_asked;		 /* when proftrace asked through PEP 768, 0: never */
+	char pep768_dir[48];		 /* its script's folder, "" once removed */
 	struct pt_agent_info agent_last; /* its segment at the end */
 
 	struct view v;
-	struct view *wv; /* --interval: the figures of the current window */
+	struct view *wv;	    /* --interval: the figures of the current window */
 	struct pt_skew_steps steps; /* counted steps, for the skew across processes */
 
 	/* the GPU stream (CUPTI shim) */
@@ -162,7 +162,7 @@ struct proc {
  * file, qualified name and line) in any process. */
 struct mfunc {
 	struct proc *p; /* the first process that resolved it */
-	int fid;        /* its fid there (the resolver's array moves as it grows:
+	int fid;	/* its fid there (the resolver's array moves as it grows:
 			 * no pointer into it is kept) */
 	bool attached;
 	double at_s;
@@ -189,7 +189,7 @@ struct run {
 	struct pt_sampler *smp;
 	struct proc **procs;
 	size_t nprocs;
-	bool multi; /* several processes (or --children): merged view + sections */
+	bool multi;	   /* several processes (or --children): merged view + sections */
 	struct proc *last; /* of the last record: most come in runs */
 	struct view all;   /* merged (multi only) */
 	struct mfunc *mf;
@@ -204,7 +204,7 @@ struct run {
 	uint64_t t0_mono, t0_unix, t_end_mono;
 	uint64_t events;
 	uint64_t dropped_seen;
-	int ep; /* the event loop's epoll: pidfds of processes added later */
+	int ep;		    /* the event loop's epoll: pidfds of processes added later */
 	sigset_t stop_mask; /* SIGINT, SIGTERM: blocked, read from a signalfd */
 
 	/* --children */
@@ -224,9 +224,9 @@ struct run {
 
 	uint8_t *attr_warned; /* per spec and expression: a missing attribute was said */
 
-	struct pt_calib calib; /* what a probe hit costs here (calib.h) */
+	struct pt_calib calib;	    /* what a probe hit costs here (calib.h) */
 	struct pt_metrics *metrics; /* --metrics (metrics.c) */
-	uint64_t next_window;       /* --interval: when the next window ends */
+	uint64_t next_window;	    /* --interval: when the next window ends */
 	unsigned int nwindows;
 };
 

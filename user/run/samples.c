@@ -32,8 +32,11 @@ int pt_run__on_sample(void *ctx, const struct pt_sample *s)
 {
 	struct run *r = ctx;
 	struct proc *p = pt_run__proc_of(r, s->pid);
-	struct pt_stacks_sample ss = { .tid = s->tid, .offcpu = s->type == PT_REC_OFFCPU,
-				       .weight_ns = s->weight, .flags = s->flags, .f = r->sf };
+	struct pt_stacks_sample ss = { .tid = s->tid,
+				       .offcpu = s->type == PT_REC_OFFCPU,
+				       .weight_ns = s->weight,
+				       .flags = s->flags,
+				       .f = r->sf };
 	const struct pt_pysym_code *codes[PT_SAMPLE_MAX_FRAMES];
 	size_t before;
 
@@ -79,8 +82,8 @@ int pt_run__on_sample(void *ctx, const struct pt_sample *s)
 			uint32_t fid = r->sf[i].fid;
 
 			r->msf[i] = r->sf[i];
-			r->msf[i].fid = fid != PT_SFID_NONE && fid < p->nfs ? p->mfid[fid]
-									   : PT_SFID_NONE;
+			r->msf[i].fid =
+				fid != PT_SFID_NONE && fid < p->nfs ? p->mfid[fid] : PT_SFID_NONE;
 			if (r->msf[i].fid != PT_SFID_NONE && !r->mf[r->msf[i].fid].last_line)
 				r->mf[r->msf[i].fid].last_line = p->fs[fid].last_line;
 		}
@@ -89,4 +92,3 @@ int pt_run__on_sample(void *ctx, const struct pt_sample *s)
 	}
 	return 0;
 }
-

@@ -47,8 +47,7 @@ int pt_run__declare_func(struct proc *p, size_t i)
 	int64_t m;
 
 	if (pt_agg__set_func(p->v.agg, (uint32_t)f->fid, f->is_step, f->bucket_mask) ||
-	    pt_run__declare_cost(p, f, p->v.ovh, (uint32_t)f->fid) ||
-	    pt_run__window_declare(p, f))
+	    pt_run__declare_cost(p, f, p->v.ovh, (uint32_t)f->fid) || pt_run__window_declare(p, f))
 		return -ENOMEM;
 	if (!r->multi)
 		return 0;
@@ -81,10 +80,11 @@ void pt_run__set_val_spec(struct proc *p, const struct pt_func *f)
 		return;
 	pt_stepvals__bpf_spec(&p->v.sv, f->vals_spec, &vs);
 	if (pt_attach__val_spec(p->run->att, PT_FID_MAKE(p->idx, f->fid), &vs))
-		fprintf(stderr, "proftrace: warning: cannot set the values of %s: no tokens, "
-				"kv_len or batch from it\n", f->symbol);
+		fprintf(stderr,
+			"proftrace: warning: cannot set the values of %s: no tokens, "
+			"kv_len or batch from it\n",
+			f->symbol);
 }
-
 
 int pt_run__new_view(struct run *r, struct view *v,
 		     void (*step_cb)(void *ctx, const struct pt_step *s), void *ctx)
@@ -101,7 +101,7 @@ int pt_run__new_view(struct run *r, struct view *v,
 		return -ENOMEM;
 	v->agg = pt_agg__new(&o);
 	v->runs = pt_bursts__new(r->cfg.nbuckets, (uint64_t)r->cfg.run_gap_ms * 1000000,
-			       r->cfg.warmup_runs);
+				 r->cfg.warmup_runs);
 	v->ovh = pt_ovh__new(&oo);
 	return v->agg && v->runs && v->ovh ? 0 : -ENOMEM;
 }

@@ -127,8 +127,8 @@ static void write_window(struct run *r, struct proc *p, uint64_t t0, uint64_t t1
 	cJSON_Delete(doc);
 	if (r->out && r->nwindows > kept()) {
 		if (r->multi)
-			snprintf(old, sizeof(old), "%s/window-%04u-%d.json", pt_outdir__path(r->out),
-				 r->nwindows - kept(), p->tracee.pid);
+			snprintf(old, sizeof(old), "%s/window-%04u-%d.json",
+				 pt_outdir__path(r->out), r->nwindows - kept(), p->tracee.pid);
 		else
 			snprintf(old, sizeof(old), "%s/window-%04u.json", pt_outdir__path(r->out),
 				 r->nwindows - kept());

@@ -165,8 +165,7 @@ const struct pt_pysym_code *pt_pysym__code(struct pt_pysym *ps, uint64_t addr)
 	return c;
 }
 
-unsigned int pt_pysym__line(const struct pt_pysym *ps, const struct pt_pysym_code *c,
-			    int32_t pos)
+unsigned int pt_pysym__line(const struct pt_pysym *ps, const struct pt_pysym_code *c, int32_t pos)
 {
 	struct pt_pysym_code *m = (struct pt_pysym_code *)c; /* ours: see memo */
 	unsigned int minor = ps->o.layout->minor;

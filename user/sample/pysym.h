@@ -28,14 +28,14 @@ struct pt_pysym_opts {
 
 struct pt_pysym_code {
 	uint64_t addr;
-	bool ok;          /* read and named; else the other fields are empty */
-	char *filename;   /* co_filename */
+	bool ok;	/* read and named; else the other fields are empty */
+	char *filename; /* co_filename */
 	char *qualname;
 	const char *base; /* the last part of filename shown in frame labels */
 	uint32_t firstlineno;
-	uint8_t *tab;     /* line table, NULL when unreadable */
+	uint8_t *tab; /* line table, NULL when unreadable */
 	size_t tablen;
-	uint32_t fid;     /* the py: function, or PT_FID_PY_NONE */
+	uint32_t fid; /* the py: function, or PT_FID_PY_NONE */
 	/* pysym's own: the last position decoded and its line. A caller's
 	 * frame stays at one position while its callees run, so most frames
 	 * of a sample repeat the previous sample's. */
@@ -52,8 +52,7 @@ void pt_pysym__free(struct pt_pysym *ps);
 /* The code object at addr (cached). NULL only when out of memory. */
 const struct pt_pysym_code *pt_pysym__code(struct pt_pysym *ps, uint64_t addr);
 /* The line a frame of c at sampled position pos is on; 0 when unknown. */
-unsigned int pt_pysym__line(const struct pt_pysym *ps, const struct pt_pysym_code *c,
-			    int32_t pos);
+unsigned int pt_pysym__line(const struct pt_pysym *ps, const struct pt_pysym_code *c, int32_t pos);
 /* "qualname (base:line)" into buf; "qualname (base)" when line is 0. */
 void pt_pysym__label(const struct pt_pysym_code *c, unsigned int line, char *buf, size_t len);
 /* The last line of c's function per its line table; 0 when unknown. */

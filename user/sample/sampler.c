@@ -23,7 +23,7 @@
 struct sproc {
 	int pid;
 	uint64_t attach_ns; /* sampling of it began */
-	bool ended;         /* exited or exec'ed: not sampled any more */
+	bool ended;	    /* exited or exec'ed: not sampled any more */
 };
 
 struct thread {
@@ -35,8 +35,8 @@ struct pt_sampler {
 	struct ring_buffer *rb;
 	struct bpf_link **links; /* one per thread event */
 	size_t nlinks, cap;
-	struct bpf_link *sw;     /* sched_switch */
-	struct thread *tids;     /* threads given an event */
+	struct bpf_link *sw; /* sched_switch */
+	struct thread *tids; /* threads given an event */
 	size_t ntids;
 	struct sproc *procs;
 	size_t nprocs;
@@ -97,8 +97,10 @@ int pt_sampler__open(struct pt_sampler **out, const struct pt_sampler_opts *o, c
 	if (!e)
 		e = pysample_bpf__load(s->skel);
 	if (e) {
-		snprintf(err, errlen, "cannot load the sampler's BPF programs: %s (run with -v "
-			 "for the verifier log)", strerror(-e));
+		snprintf(err, errlen,
+			 "cannot load the sampler's BPF programs: %s (run with -v "
+			 "for the verifier log)",
+			 strerror(-e));
 		goto fail;
 	}
 	s->rb = ring_buffer__new(bpf_map__fd(s->skel->maps.samples), on_rec, s, NULL);
@@ -217,7 +219,8 @@ static int sample_all(struct pt_sampler *s, int pid, char *err, size_t errlen)
 			return e;
 		}
 		if (e) {
-			snprintf(err, errlen, "cannot list the threads of %d: %s", pid, strerror(-e));
+			snprintf(err, errlen, "cannot list the threads of %d: %s", pid,
+				 strerror(-e));
 			return e;
 		}
 	}
@@ -275,7 +278,8 @@ int pt_sampler__add_process(struct pt_sampler *s, int pid, uint64_t runtime,
 	int e;
 
 	if (!layout_fits(py)) {
-		snprintf(err, errlen, "Python 3.%u: frame layout unknown to the sampler", py->minor);
+		snprintf(err, errlen, "Python 3.%u: frame layout unknown to the sampler",
+			 py->minor);
 		return -ENOTSUP;
 	}
 	p = realloc(s->procs, (s->nprocs + 1) * sizeof(*p));
@@ -289,7 +293,8 @@ int pt_sampler__add_process(struct pt_sampler *s, int pid, uint64_t runtime,
 	set_only(s, pid);
 	e = bpf_map__update_elem(s->skel->maps.tgids, &key, sizeof(key), &v, sizeof(v), BPF_ANY);
 	if (e) {
-		snprintf(err, errlen, "cannot add process %d to the sampler: %s", pid, strerror(-e));
+		snprintf(err, errlen, "cannot add process %d to the sampler: %s", pid,
+			 strerror(-e));
 		return e;
 	}
 	s->procs[s->nprocs++] = (struct sproc){ .pid = pid, .attach_ns = v.attach_ns };

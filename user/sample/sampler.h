@@ -26,7 +26,7 @@ struct pt_sampler_opts {
 };
 
 struct pt_sampler_stats {
-	unsigned int threads;        /* threads given a perf event */
+	unsigned int threads;	     /* threads given a perf event */
 	unsigned int threads_failed; /* threads that could not be given one */
 	unsigned int closed_at_end;  /* off-CPU intervals still open at the end */
 	unsigned int bad_records;    /* records of a wrong size: never expected */

@@ -34,8 +34,8 @@ int pt_segment__open(struct pt_segment *s, int pid, const char *prefix, size_t m
 		if (s->fd < 0) {
 			e = -errno;
 			if (e == -ENOENT)
-				snprintf(err, errlen, "no %s for pid %d (%s)%s%s", what, pid, s->path,
-					 hint ? ": " : "", hint ? hint : "");
+				snprintf(err, errlen, "no %s for pid %d (%s)%s%s", what, pid,
+					 s->path, hint ? ": " : "", hint ? hint : "");
 			else
 				snprintf(err, errlen, "%s %s: %s", what, s->path, strerror(-e));
 			return e;
@@ -55,8 +55,8 @@ int pt_segment__open(struct pt_segment *s, int pid, const char *prefix, size_t m
 	/* only the target's own user could have made it */
 	snprintf(proc, sizeof(proc), "/proc/%d", pid);
 	if (!stat(proc, &pst) && pst.st_uid != st.st_uid) {
-		snprintf(err, errlen, "%s %s: owned by uid %u, the process runs as %u", what, s->path,
-			 (unsigned)st.st_uid, (unsigned)pst.st_uid);
+		snprintf(err, errlen, "%s %s: owned by uid %u, the process runs as %u", what,
+			 s->path, (unsigned)st.st_uid, (unsigned)pst.st_uid);
 		e = -EPERM;
 		goto fail;
 	}

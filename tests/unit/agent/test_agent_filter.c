@@ -51,7 +51,8 @@ static void exact(const struct ptag_codeset *s, const uint64_t *want, uint32_t n
 	for (int k = 0; k < 20000; k++) {
 		uint64_t c = (0x7f0000000000ull + (rnd(r) & 0xffffffff0ull));
 
-		assert_int_equal(ptag_codeset__has(s, c), !!bsearch(&c, want, n, sizeof(*want), cmp));
+		assert_int_equal(ptag_codeset__has(s, c),
+				 !!bsearch(&c, want, n, sizeof(*want), cmp));
 	}
 }
 
@@ -143,7 +144,7 @@ static void test_file_matches(void **state)
 		{ "/srv/vllm/v1/engine/core/__init__.py", "vllm/v1/engine/core", true },
 		{ "/srv/__pycache__x/vllm/v1/engine/core.pyc", "vllm/v1/engine/core", true },
 		{ "core.py", "core", true },
-		{ "/a/mycore.py", "core", false },           /* not at a '/' */
+		{ "/a/mycore.py", "core", false }, /* not at a '/' */
 		{ "/a/core.pyx", "core", false },
 		{ "/a/core.py.bak", "core", false },
 		{ "/a/core.py", "a/core", true },
@@ -151,7 +152,7 @@ static void test_file_matches(void **state)
 		{ "/a/core/__init__.py", "core/__init__", true }, /* written out in full */
 		{ "/a/core/x.py", "core", false },
 		{ "", "core", false },
-		{ "/a/sched.py", "", false },                /* an empty path names no file */
+		{ "/a/sched.py", "", false }, /* an empty path names no file */
 		{ "<frozen importlib._bootstrap>", "importlib/_bootstrap", false },
 	};
 

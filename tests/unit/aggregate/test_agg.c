@@ -510,7 +510,7 @@ static void test_thread_exit_frees(void **state)
 	assert_int_equal(pt_agg__health(agg)->threads, n);
 	assert_int_equal(pt_agg__health(agg)->threads_ended, n - 50);
 	assert_true(pt_agg__health(agg)->threads_max <= 51);
-	assert_false(pt_agg__thread_exit(agg, 999)); /* never seen */
+	assert_false(pt_agg__thread_exit(agg, 999));  /* never seen */
 	assert_false(pt_agg__thread_exit(agg, 1000)); /* already gone */
 	/* the live ones are still found, whatever moved in the table */
 	for (i = n - 50; i < n; i++)
@@ -890,8 +890,7 @@ static void test_value_add_and_set(void **state)
 	pt_agg__finish(agg);
 
 	assert_int_equal(ngot, 4);
-	assert_vals(0, VM(PT_VROLE_TOKENS) | VM(PT_VROLE_KVLEN) | VM(PT_VROLE_BATCH), 10.5, 250,
-		    0);
+	assert_vals(0, VM(PT_VROLE_TOKENS) | VM(PT_VROLE_KVLEN) | VM(PT_VROLE_BATCH), 10.5, 250, 0);
 	assert_vals(1, 0, 0, 0, 0);
 	assert_vals(2, VM(PT_VROLE_TOKENS) | VM(PT_VROLE_KVLEN), -1, 7, 0);
 	/* count alone is a token figure, not added to the -1 before */
@@ -963,7 +962,7 @@ static void test_value_warmup_and_loss(void **state)
 	out(1, 10);
 	in(1, F_STEP, 100);
 	assert_true(pt_agg__value(agg, 1, PID, PT_VROLE_KVLEN, 5, 100));
-	out_lost(1); /* its EXIT lost: the step is not counted */
+	out_lost(1);	    /* its EXIT lost: the step is not counted */
 	in(1, F_STEP, 200); /* at depth 0 again: the lost call shows */
 	assert_true(pt_agg__value(agg, 1, PID, PT_VROLE_TOKENS, 6, 200));
 	out(1, 300);

@@ -20,8 +20,9 @@ static void step(struct pt_bursts *rs, uint32_t tid, uint64_t t0, uint64_t t1, u
 		 int tokens)
 {
 	uint64_t b[1] = { b0 };
-	struct pt_step s = { .tid = tid, .t_start = t0, .t_end = t1, .bucket_ns = b,
-			     .other_ns = t1 - t0 - b0 };
+	struct pt_step s = {
+		.tid = tid, .t_start = t0, .t_end = t1, .bucket_ns = b, .other_ns = t1 - t0 - b0
+	};
 
 	if (tokens >= 0) {
 		s.vmask = 1u << PT_VROLE_TOKENS;

@@ -222,7 +222,7 @@ static void test_zeros(void **state)
 	assert_int_equal(d.min, 0);
 	assert_int_equal(d.max, 5000);
 	assert_true(pt_dist__quantile(&d, 0) == 0);
-	assert_true(pt_dist__quantile(&d, 0.5) == 0);    /* rank 10: a zero */
+	assert_true(pt_dist__quantile(&d, 0.5) == 0);		     /* rank 10: a zero */
 	assert_true(fabs(pt_dist__quantile(&d, 0.55) - 5000) <= 25); /* rank 11 */
 	assert_true(d.sum == 50000.0);
 	assert_true(fabs(d.mean - 2500.0) < 1e-9);
@@ -264,7 +264,8 @@ static void test_merge(void **state)
 	assert_true(fabs(a.mean - all.mean) <= 1e-9 * all.mean);
 	assert_true(fabs(a.m2 - all.m2) <= 1e-9 * all.m2);
 	for (k = 0; k <= 1000; k++)
-		assert_true(pt_dist__quantile(&a, k / 1000.0) == pt_dist__quantile(&all, k / 1000.0));
+		assert_true(pt_dist__quantile(&a, k / 1000.0) ==
+			    pt_dist__quantile(&all, k / 1000.0));
 
 	/* Into an empty destination: a copy. */
 	assert_int_equal(pt_dist__merge(&e, &all), 0);

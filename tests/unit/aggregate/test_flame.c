@@ -22,10 +22,10 @@
 #include "aggregate/flame.h"
 
 #define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
-#define ADD(fl, w, ...)                                                                   \
-	do {                                                                              \
-		const char *fr_[] = { __VA_ARGS__ };                                      \
-		assert_int_equal(pt_flame__add((fl), fr_, ARRAY_SIZE(fr_), (w)), 0);      \
+#define ADD(fl, w, ...)                                                                            \
+	do {                                                                                       \
+		const char *fr_[] = { __VA_ARGS__ };                                               \
+		assert_int_equal(pt_flame__add((fl), fr_, ARRAY_SIZE(fr_), (w)), 0);               \
 	} while (0)
 
 static char *folded(const struct pt_flame *fl)
@@ -275,8 +275,7 @@ static void test_round_trip(void **state)
 	int i;
 
 	ADD(fl, 100, "MainThread (tid 1)", "<module> (app.py:1)", "main (app.py:10)");
-	ADD(fl, 250, "MainThread (tid 1)", "<module> (app.py:1)", "main (app.py:10)",
-	    "[off-cpu]");
+	ADD(fl, 250, "MainThread (tid 1)", "<module> (app.py:1)", "main (app.py:10)", "[off-cpu]");
 	ADD(fl, 1, "Thread-1 (tid 2)", "a;b", "c\nd", "\xff\xfe invalid utf-8");
 	ADD(fl, UINT64_MAX / 2, "Thread-1 (tid 2)", "big");
 	for (i = 0; i < 50; i++) {
@@ -591,8 +590,8 @@ static void test_svg_wellformed(void **state)
 
 	ADD(fl, 500, "MainThread (tid 1)", "<module> (app.py:1)", "main (app.py:10)");
 	ADD(fl, 300, "MainThread (tid 1)", "<module> (app.py:1)", "[off-cpu]");
-	ADD(fl, 200, "Thread-1 (tid 2)", "a\x01\x02\x1f\x7f<&>\"'\n\tz", "\xff\xc0\x80\xed\xa0\x80 bad",
-	    "\xef\xbf\xbe nonchar", "]]> cdata-end");
+	ADD(fl, 200, "Thread-1 (tid 2)", "a\x01\x02\x1f\x7f<&>\"'\n\tz",
+	    "\xff\xc0\x80\xed\xa0\x80 bad", "\xef\xbf\xbe nonchar", "]]> cdata-end");
 	out = svg(fl, &o);
 	check_xml(out);
 	check_xmllint(out);
@@ -632,7 +631,8 @@ static void test_svg_escape(void **state)
 	out = svg(fl, &o);
 	check_xml(out);
 	check_xmllint(out);
-	assert_non_null(strstr(out, "<title>&lt;&amp;&gt;&quot;&#39; (1 &lt;u&gt;, 100.00%)</title>"));
+	assert_non_null(
+		strstr(out, "<title>&lt;&amp;&gt;&quot;&#39; (1 &lt;u&gt;, 100.00%)</title>"));
 	assert_non_null(strstr(out, ">&lt;&amp;&gt;&quot;&#39;</text>"));
 	/* control bytes (C0, DEL, C1) dropped; tab, LF, CR become spaces */
 	assert_non_null(strstr(out, "<title>ctl[0m (1 &lt;u&gt;"));
@@ -660,8 +660,8 @@ static void test_svg_widths(void **state)
 	size_t n;
 	char *out;
 
-	ADD(fl, 100, "T", "A");           /* A self */
-	ADD(fl, 300, "T", "A", "C");      /* sorted by name: B left of C */
+	ADD(fl, 100, "T", "A");	     /* A self */
+	ADD(fl, 300, "T", "A", "C"); /* sorted by name: B left of C */
 	ADD(fl, 200, "T", "A", "B");
 	ADD(fl, 250, "T", "D", "X", "Y"); /* deepest */
 	ADD(fl, 150, "T", "D");
@@ -888,6 +888,7 @@ static void test_many_stacks(void **state)
 
 int main(void)
 {
+	/* clang-format off */
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_new_free),
 		cmocka_unit_test(test_add_args),
@@ -908,6 +909,7 @@ int main(void)
 		cmocka_unit_test(test_svg_opts),
 		cmocka_unit_test(test_many_stacks),
 	};
+	/* clang-format on */
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

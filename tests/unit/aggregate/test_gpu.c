@@ -32,8 +32,9 @@ static void add(struct pt_gpu *g, struct pt_gpu_rec r)
 static void kern(struct pt_gpu *g, uint32_t corr, uint32_t dev, const char *name, uint64_t s,
 		 uint64_t e)
 {
-	struct pt_gpu_rec r = { .kind = PT_GPU_KERNEL, .correlation_id = corr,
-				.start_ns = s, .end_ns = e };
+	struct pt_gpu_rec r = {
+		.kind = PT_GPU_KERNEL, .correlation_id = corr, .start_ns = s, .end_ns = e
+	};
 
 	r.kernel.device_id = dev;
 	r.kernel.name = name;
@@ -43,8 +44,9 @@ static void kern(struct pt_gpu *g, uint32_t corr, uint32_t dev, const char *name
 static void copy(struct pt_gpu *g, uint32_t corr, uint32_t dev, uint64_t bytes, uint64_t s,
 		 uint64_t e)
 {
-	struct pt_gpu_rec r = { .kind = PT_GPU_MEMCPY, .correlation_id = corr,
-				.start_ns = s, .end_ns = e };
+	struct pt_gpu_rec r = {
+		.kind = PT_GPU_MEMCPY, .correlation_id = corr, .start_ns = s, .end_ns = e
+	};
 
 	r.memcpy.device_id = dev;
 	r.memcpy.bytes = bytes;
@@ -54,8 +56,9 @@ static void copy(struct pt_gpu *g, uint32_t corr, uint32_t dev, uint64_t bytes, 
 
 static void mset(struct pt_gpu *g, uint32_t corr, uint32_t dev, uint64_t s, uint64_t e)
 {
-	struct pt_gpu_rec r = { .kind = PT_GPU_MEMSET, .correlation_id = corr,
-				.start_ns = s, .end_ns = e };
+	struct pt_gpu_rec r = {
+		.kind = PT_GPU_MEMSET, .correlation_id = corr, .start_ns = s, .end_ns = e
+	};
 
 	r.memset.device_id = dev;
 	r.memset.bytes = 64;
@@ -65,8 +68,9 @@ static void mset(struct pt_gpu *g, uint32_t corr, uint32_t dev, uint64_t s, uint
 /* The launch call: only its thread and start matter to the join. */
 static void api(struct pt_gpu *g, uint32_t corr, uint32_t tid, uint64_t s, bool driver)
 {
-	struct pt_gpu_rec r = { .kind = PT_GPU_API, .correlation_id = corr,
-				.start_ns = s, .end_ns = s + 5 };
+	struct pt_gpu_rec r = {
+		.kind = PT_GPU_API, .correlation_id = corr, .start_ns = s, .end_ns = s + 5
+	};
 
 	r.api.tid = tid;
 	r.api.pid = TA;
@@ -155,7 +159,7 @@ static void test_counts(void **state)
 	assert_int_equal(R->copy_bytes, 1024);
 	assert_int_equal(R->busy_ns, 500);
 	assert_int_equal(R->window_ns, 10000);
-	assert_int_equal(R->unmatched, 2); /* the second copy and the memset */
+	assert_int_equal(R->unmatched, 2);     /* the second copy and the memset */
 	assert_int_equal(R->outside_steps, 3); /* no steps at all */
 	assert_int_equal(R->steps, 0);
 	assert_int_equal(R->step_items, 0);

@@ -23,11 +23,15 @@ static void on_step(void *ctx, const struct pt_step *s)
 	pt_ovh__step(ovh, s);
 }
 
-static void rec(uint32_t type, uint32_t fid, uint32_t tid, uint32_t depth, uint64_t t0,
-		uint64_t t1)
+static void rec(uint32_t type, uint32_t fid, uint32_t tid, uint32_t depth, uint64_t t0, uint64_t t1)
 {
-	struct pt_rec r = { .type = type, .fid = fid, .pid = 1, .tid = tid, .t_entry = t0,
-			    .t_exit = t1, .depth = depth };
+	struct pt_rec r = { .type = type,
+			    .fid = fid,
+			    .pid = 1,
+			    .tid = tid,
+			    .t_entry = t0,
+			    .t_exit = t1,
+			    .depth = depth };
 
 	pt_ovh__record(ovh, &r);
 	pt_agg__record(agg, &r);
@@ -37,8 +41,9 @@ static void rec(uint32_t type, uint32_t fid, uint32_t tid, uint32_t depth, uint6
  * pair 5000, self 2000); 2: no role (emulated) */
 static void setup_run(enum pt_step_mode mode, unsigned int warmup)
 {
-	struct pt_agg_opts ao = { .nbuckets = 1, .step_mode = mode, .warmup_steps = warmup,
-				  .on_step = on_step };
+	struct pt_agg_opts ao = {
+		.nbuckets = 1, .step_mode = mode, .warmup_steps = warmup, .on_step = on_step
+	};
 	struct pt_ovh_opts oo = { .nbuckets = 1, .step_mode = mode };
 
 	agg = pt_agg__new(&ao);
@@ -77,7 +82,7 @@ static void test_call_mode(void **state)
 	const struct pt_ovh_func *f;
 
 	setup_run(PT_STEP_CALL, 1);
-	one_step(7, 0);       /* warmup: not counted */
+	one_step(7, 0); /* warmup: not counted */
 	one_step(7, 1000000);
 	one_step(8, 2000000); /* another thread */
 	pt_agg__finish(agg);
@@ -122,8 +127,13 @@ static void test_iteration_mode(void **state)
 
 static void test_unknown_and_lost(void **state)
 {
-	struct pt_rec r = { .type = PT_REC_EXIT, .fid = 2, .tid = 9, .depth = 3,
-			    .flags = PT_RECF_ENTRY_LOST, .t_entry = 1, .t_exit = 2 };
+	struct pt_rec r = { .type = PT_REC_EXIT,
+			    .fid = 2,
+			    .tid = 9,
+			    .depth = 3,
+			    .flags = PT_RECF_ENTRY_LOST,
+			    .t_entry = 1,
+			    .t_exit = 2 };
 
 	setup_run(PT_STEP_CALL, 0);
 	/* an exit without its entry: a call, its own self, nothing nested */

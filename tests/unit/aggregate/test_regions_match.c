@@ -49,9 +49,11 @@ static void ev(struct pt_region_launch *l, uint64_t start, uint64_t dur, uint32_
 
 /* gemm launches at 100, 300, 500 (100 long), on two streams in the
  * trace; attn at 200 (50 long). Given out of order. */
+/* clang-format off */
 static const struct pt_kspan SP[] = {
 	{ "gemm", 500, 600 }, { "attn", 200, 250 }, { "gemm", 100, 200 }, { "gemm", 300, 400 },
 };
+/* clang-format on */
 
 static void test_match_order_and_figures(void **state)
 {
@@ -119,17 +121,17 @@ static void test_unmatched(void **state)
 	struct pt_region_launch *l;
 
 	set_init(&s);
-	ev(add(&s, "nope", -1, NULL), G, 10, 0);         /* no such kernel */
-	ev(add(&s, "gemm", 3, NULL), G, 10, 0);          /* past the 3 launches */
-	ev(add(&s, "gemm", 1, NULL), G + 310, 10, 0);    /* explicit */
-	ev(add(&s, "gemm", 1, NULL), G + 310, 10, 0);    /* the same launch again */
-	ev(add(&s, NULL, -1, NULL), G, 10, 0);           /* no name, no default */
-	add(&s, "gemm", -1, NULL);                       /* no regions */
-	l = add(&s, "gemm", -1, NULL);                   /* in order: 0 (1 is taken) */
+	ev(add(&s, "nope", -1, NULL), G, 10, 0);      /* no such kernel */
+	ev(add(&s, "gemm", 3, NULL), G, 10, 0);	      /* past the 3 launches */
+	ev(add(&s, "gemm", 1, NULL), G + 310, 10, 0); /* explicit */
+	ev(add(&s, "gemm", 1, NULL), G + 310, 10, 0); /* the same launch again */
+	ev(add(&s, NULL, -1, NULL), G, 10, 0);	      /* no name, no default */
+	add(&s, "gemm", -1, NULL);		      /* no regions */
+	l = add(&s, "gemm", -1, NULL);		      /* in order: 0 (1 is taken) */
 	ev(l, G + 120, 10, 0);
-	l = add(&s, "gemm", -1, NULL);                   /* in order: 2 */
+	l = add(&s, "gemm", -1, NULL); /* in order: 2 */
 	ev(l, G + 520, 10, 0);
-	l = add(&s, "gemm", -1, NULL);                   /* none left */
+	l = add(&s, "gemm", -1, NULL); /* none left */
 	ev(l, G + 720, 10, 0);
 	l = add(&s, "attn", -1, NULL);
 	ev(l, G, 10, 0);
@@ -168,8 +170,8 @@ static void test_alignment(void **state)
 	l = add(&s, "gemm", 0, NULL);
 	ev(l, G + 100, 100, 0); /* exactly: offset -G */
 	l = add(&s, "gemm", 1, NULL);
-	ev(l, G + 350, 50, 0);  /* allows [-G - 50, -G]: not -G... */
-	ev(l, G + 300, 10, 0);  /* ...pinned: [-G, -G]; drifted below */
+	ev(l, G + 350, 50, 0); /* allows [-G - 50, -G]: not -G... */
+	ev(l, G + 300, 10, 0); /* ...pinned: [-G, -G]; drifted below */
 	l->ev[0].start_ns += 1000;
 	l->ev[1].start_ns += 1000; /* -G - 1000 only */
 	l = add(&s, "gemm", 2, NULL);

@@ -17,8 +17,8 @@
 #define US 1000ull
 
 /* n lockstep steps: step i starts at t0 + i * period and lasts dur(i). */
-static void lockstep(struct pt_skew_steps *s, uint64_t t0, uint64_t period, size_t n,
-		     uint64_t base, uint64_t extra)
+static void lockstep(struct pt_skew_steps *s, uint64_t t0, uint64_t period, size_t n, uint64_t base,
+		     uint64_t extra)
 {
 	for (size_t i = 0; i < n; i++)
 		pt_skew__add(s, t0 + i * period, t0 + i * period + base + (i % 4) * extra);

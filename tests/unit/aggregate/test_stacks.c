@@ -65,10 +65,10 @@ static int add_n(struct pt_stacks *st, uint32_t tid, uint64_t weight_ns,
 }
 
 /* ADD(st, tid, weight, opts-or-NULL, frame, ...): innermost frame first. */
-#define ADD(st, tid, w, o, ...)                                                           \
-	do {                                                                              \
-		const struct pt_sframe f_[] = { __VA_ARGS__ };                            \
-		assert_int_equal(add_n((st), (tid), (w), (o), f_, ARRAY_SIZE(f_)), 0);    \
+#define ADD(st, tid, w, o, ...)                                                                    \
+	do {                                                                                       \
+		const struct pt_sframe f_[] = { __VA_ARGS__ };                                     \
+		assert_int_equal(add_n((st), (tid), (w), (o), f_, ARRAY_SIZE(f_)), 0);             \
 	} while (0)
 /* A sample with no frame at all. */
 #define ADD0(st, tid, w, o) assert_int_equal(add_n((st), (tid), (w), (o), NULL, 0), 0)
@@ -172,12 +172,11 @@ static void test_new_free_empty(void **state)
 static void feed_example(struct pt_stacks *st)
 {
 	static const struct sample_opts notpy = { .flags = PT_SAMPLEF_NOT_PYTHON };
-	static const struct sample_opts nostack = { .offcpu = true,
-						    .flags = PT_SAMPLEF_NO_STACK |
-							     PT_SAMPLEF_NOT_PYTHON };
+	static const struct sample_opts nostack = {
+		.offcpu = true, .flags = PT_SAMPLEF_NO_STACK | PT_SAMPLEF_NOT_PYTHON
+	};
 	static const struct sample_opts trunc = { .flags = PT_SAMPLEF_TRUNCATED };
-	static const struct sample_opts unread = { .flags = PT_SAMPLEF_UNREADABLE,
-						   .unknown = 1 };
+	static const struct sample_opts unread = { .flags = PT_SAMPLEF_UNREADABLE, .unknown = 1 };
 
 	assert_int_equal(pt_stacks__name_thread(st, 7, "main"), 0);
 	ADD(st, 7, MS, NULL, RUN20, STEP10, MOD1);
@@ -244,13 +243,12 @@ static void test_threads_and_totals(void **state)
  * interval makes it a Python thread, a NO_STACK one does not. */
 static void test_totals_by_flag(void **state)
 {
-	static const struct sample_opts both = { .flags = PT_SAMPLEF_TRUNCATED |
-							  PT_SAMPLEF_UNREADABLE,
-						 .unknown = 3 };
+	static const struct sample_opts both = {
+		.flags = PT_SAMPLEF_TRUNCATED | PT_SAMPLEF_UNREADABLE, .unknown = 3
+	};
 	static const struct sample_opts off_trunc = { .offcpu = true,
 						      .flags = PT_SAMPLEF_TRUNCATED };
-	static const struct sample_opts nostack = { .offcpu = true,
-						    .flags = PT_SAMPLEF_NO_STACK };
+	static const struct sample_opts nostack = { .offcpu = true, .flags = PT_SAMPLEF_NO_STACK };
 	struct pt_stacks *st = new_st();
 	const struct pt_stacks_totals *t;
 
@@ -451,16 +449,17 @@ static void test_flame_folded(void **state)
 	struct pt_stacks *st = new_st();
 
 	feed_example(st);
-	assert_folded(st,
-		      "main (tid 7);<module> (app.py:1);Engine.step (engine.py:10) 1000\n"
-		      "main (tid 7);<module> (app.py:1);Engine.step (engine.py:10);"
-		      "Sched.run (sched.py:20) 2000\n"
-		      "main (tid 7);<module> (app.py:1);Engine.step (engine.py:10);[off-cpu] 2501\n"
-		      "main (tid 7);[no Python frame] 1000\n"
-		      "main (tid 7);[truncated: deeper than 128 frames];Sched.run (sched.py:20) 1000\n"
-		      "main (tid 7);[unreadable frame];Sched.run (sched.py:20) 1000\n"
-		      "tid 9;[not a Python thread] 1000\n"
-		      "tid 9;[stack unknown: asleep since attach];[off-cpu] 1235\n");
+	assert_folded(
+		st,
+		"main (tid 7);<module> (app.py:1);Engine.step (engine.py:10) 1000\n"
+		"main (tid 7);<module> (app.py:1);Engine.step (engine.py:10);"
+		"Sched.run (sched.py:20) 2000\n"
+		"main (tid 7);<module> (app.py:1);Engine.step (engine.py:10);[off-cpu] 2501\n"
+		"main (tid 7);[no Python frame] 1000\n"
+		"main (tid 7);[truncated: deeper than 128 frames];Sched.run (sched.py:20) 1000\n"
+		"main (tid 7);[unreadable frame];Sched.run (sched.py:20) 1000\n"
+		"tid 9;[not a Python thread] 1000\n"
+		"tid 9;[stack unknown: asleep since attach];[off-cpu] 1235\n");
 	/* ns: written as us, rounded per line (2500400 + 400 ns: 2501 us) */
 	assert_int_equal(pt_flame__total(pt_stacks__flame(st)), 10735367);
 	assert_int_equal(pt_flame__nstacks(pt_stacks__flame(st)), 8);
@@ -478,8 +477,7 @@ static void test_flame_pseudo_frames(void **state)
 	static const struct sample_opts notpy = { .flags = PT_SAMPLEF_NOT_PYTHON };
 	static const struct sample_opts off_notpy = { .offcpu = true,
 						      .flags = PT_SAMPLEF_NOT_PYTHON };
-	static const struct sample_opts nostack = { .offcpu = true,
-						    .flags = PT_SAMPLEF_NO_STACK };
+	static const struct sample_opts nostack = { .offcpu = true, .flags = PT_SAMPLEF_NO_STACK };
 	struct pt_stacks *st = new_st();
 
 	ADD(st, 1, 1000, &both, RUN20);
@@ -521,7 +519,8 @@ static void test_flame_rounding(void **state)
 			  "tid 1;c;[off-cpu] 1\n"
 			  "tid 1;d 2\n"
 			  "tid 1;e;[off-cpu] 1000\n");
-	assert_int_equal(pt_flame__total(pt_stacks__flame(st)), 499 + 1 + 500 + 1499 + 1500 + 999999);
+	assert_int_equal(pt_flame__total(pt_stacks__flame(st)),
+			 499 + 1 + 500 + 1499 + 1500 + 999999);
 
 	t = pt_stacks__totals(st);
 	assert_time(&t->t, 4, 499 + 0 + 500 + 1500, 1 + 1499 + 999999);

@@ -90,12 +90,16 @@ static int teardown(void **state)
 	return 0;
 }
 
-static void rec(uint32_t type, uint32_t tid, uint32_t fid, uint32_t depth, uint64_t t0,
-		uint64_t t1)
+static void rec(uint32_t type, uint32_t tid, uint32_t fid, uint32_t depth, uint64_t t0, uint64_t t1)
 {
 	struct pt_rec r = {
-		.type = type, .fid = fid, .pid = PID, .tid = tid,
-		.t_entry = t0, .t_exit = t1, .depth = depth,
+		.type = type,
+		.fid = fid,
+		.pid = PID,
+		.tid = tid,
+		.t_entry = t0,
+		.t_exit = t1,
+		.depth = depth,
 	};
 
 	if (type == PT_REC_ENTRY && depth < PT_MAX_DEPTH) {
@@ -114,17 +118,20 @@ static struct pt_val S(int64_t v) /* an int */
 	return (struct pt_val){ .v = v, .status = PT_VST_OK, .kind = PT_VKIND_SCALAR };
 }
 
-static struct pt_val ST(unsigned int status) /* not read, and why */
+static struct pt_val
+ST(unsigned int status) /* not read, and why */
 {
 	return (struct pt_val){ .status = (uint16_t)status };
 }
 
-static struct pt_val U(void) /* the other side of the call */
+static struct pt_val
+U(void) /* the other side of the call */
 {
 	return ST(PT_VST_UNREAD);
 }
 
-static struct pt_val L(const int64_t *e, uint32_t n) /* a list: n, sum, min, max */
+static struct pt_val
+L(const int64_t *e, uint32_t n) /* a list: n, sum, min, max */
 {
 	struct pt_val v = { .status = PT_VST_OK, .kind = PT_VKIND_LIST, .n = n };
 
@@ -140,8 +147,9 @@ static struct pt_val L(const int64_t *e, uint32_t n) /* a list: n, sum, min, max
 
 /* A record of exactly its size (so ASan sees any read past it), with
  * nelem elements in the tail. */
-static struct pt_rec_vals *mkvals(uint32_t tid, bool at_exit, const struct pt_val *v, size_t nv,
-				  const int64_t *elem, uint32_t nelem, size_t *size)
+static struct pt_rec_vals *
+mkvals(uint32_t tid, bool at_exit, const struct pt_val *v, size_t nv, const int64_t *elem,
+       uint32_t nelem, size_t *size)
 {
 	struct pt_rec_vals *r;
 
@@ -171,10 +179,10 @@ static void vals_e(int spec, uint32_t tid, bool at_exit, const struct pt_val *v,
 	free(r);
 }
 
-#define VALS(spec, tid, at_exit, ...)                                                         \
-	do {                                                                                  \
-		const struct pt_val v_[] = { __VA_ARGS__ };                                   \
-		vals_e((spec), (tid), (at_exit), v_, sizeof(v_) / sizeof(v_[0]), NULL, 0);    \
+#define VALS(spec, tid, at_exit, ...)                                                              \
+	do {                                                                                       \
+		const struct pt_val v_[] = { __VA_ARGS__ };                                        \
+		vals_e((spec), (tid), (at_exit), v_, sizeof(v_) / sizeof(v_[0]), NULL, 0);         \
 	} while (0)
 
 #define ENTRY false
@@ -185,8 +193,8 @@ static void vals_e(int spec, uint32_t tid, bool at_exit, const struct pt_val *v,
  * kv_len=arg1 batch=ret): ENTRY, the argument record, the return record,
  * EXIT.
  */
-static void native_step(uint32_t tid, uint64_t t0, uint64_t t1, struct pt_val tok,
-			struct pt_val kv, struct pt_val batch)
+static void native_step(uint32_t tid, uint64_t t0, uint64_t t1, struct pt_val tok, struct pt_val kv,
+			struct pt_val batch)
 {
 	rec(PT_REC_ENTRY, tid, F_STEP, 0, t0, 0);
 	VALS(0, tid, ENTRY, tok, kv, U());
@@ -197,11 +205,11 @@ static void native_step(uint32_t tid, uint64_t t0, uint64_t t1, struct pt_val to
 static const char native_cfg[] = "step native:exe:step tokens=arg0 kv_len=arg1 batch=ret\n"
 				 "set kv_bins 0,512,1024\n";
 
-#define assert_dbl(x, want)                                                                  \
-	do {                                                                                 \
-		double x_ = (x), w_ = (want);                                                \
-		if (x_ != w_)                                                                \
-			fail_msg("%s = %.9g, want %.9g", #x, x_, w_);                        \
+#define assert_dbl(x, want)                                                                        \
+	do {                                                                                       \
+		double x_ = (x), w_ = (want);                                                      \
+		if (x_ != w_)                                                                      \
+			fail_msg("%s = %.9g, want %.9g", #x, x_, w_);                              \
 	} while (0)
 
 static void check_bin(size_t i, uint64_t lo, uint64_t hi, uint64_t steps, uint64_t dur_sum,
@@ -263,12 +271,12 @@ static void test_native_steps_and_bins(void **state)
 
 	setup_text(native_cfg);
 	/*            tid  t0     t1     tokens    kv        batch   */
-	native_step(1, 1000, 2000, S(10), S(100), S(4));     /* bin 0, 1000 ns */
-	native_step(1, 10000, 13000, S(30), S(600), S(8));   /* bin 1, 3000 ns */
-	native_step(1, 20000, 22000, S(50), S(5000), S(6));  /* bin 2, 2000 ns */
+	native_step(1, 1000, 2000, S(10), S(100), S(4));    /* bin 0, 1000 ns */
+	native_step(1, 10000, 13000, S(30), S(600), S(8));  /* bin 1, 3000 ns */
+	native_step(1, 20000, 22000, S(50), S(5000), S(6)); /* bin 2, 2000 ns */
 	native_step(1, 30000, 34000, ST(PT_VST_FAULT), S(700), ST(PT_VST_TYPE)); /* bin 1 */
-	native_step(1, 40000, 40500, S(0), S(512), S(1));    /* bin 1: lo is in, 500 ns */
-	native_step(1, 50000, 50100, S(5), S(1023), S(3));   /* bin 1, 100 ns */
+	native_step(1, 40000, 40500, S(0), S(512), S(1));  /* bin 1: lo is in, 500 ns */
+	native_step(1, 50000, 50100, S(5), S(1023), S(3)); /* bin 1, 100 ns */
 	pt_agg__finish(F.agg);
 
 	assert_int_equal(F.nsteps, 6);
@@ -457,7 +465,7 @@ static void test_warmup(void **state)
 
 static void test_statuses(void **state)
 {
-	static const unsigned int st[] = { PT_VST_FAULT, PT_VST_TYPE, PT_VST_RANGE,
+	static const unsigned int st[] = { PT_VST_FAULT,  PT_VST_TYPE,	PT_VST_RANGE,
 					   PT_VST_NONAME, PT_VST_UNSET, PT_VST_TRUNC };
 
 	setup_text("step py:m.Engine.step tokens=len(arg:reqs) kv_len=arg:seq_lens "
@@ -553,7 +561,7 @@ static const char pct_cfg[] = "step py:m.Engine.step kv_len=p90(arg:seqs) tokens
 
 static void test_percentile_tail(void **state)
 {
-	static const int64_t a[] = { 50, 300, 120, 900, 10 };       /* p90: 900 */
+	static const int64_t a[] = { 50, 300, 120, 900, 10 }; /* p90: 900 */
 	static const int64_t b[] = { 1000, 9000, 2000, 8000, 3000, 7000, 4000, 6000, 5000, 10000 };
 	static const int64_t bl[] = { 2, 7, 5 };
 	struct pt_val v[2];

@@ -50,8 +50,7 @@ static void test_base(void **state)
 	check_base("eng::Functor::operator()(int) const", "eng::Functor::operator()");
 	check_base("bool ns::operator< <int>(ns::X<int> const&, ns::X<int> const&)",
 		   "ns::operator< <int>");
-	check_base("std::ostream& ns::operator<<(std::ostream&, ns::X const&)",
-		   "ns::operator<<");
+	check_base("std::ostream& ns::operator<<(std::ostream&, ns::X const&)", "ns::operator<<");
 	check_base("ns::X::operator unsigned long() const", "ns::X::operator unsigned long");
 	check_base("ns::X::operator new(unsigned long)", "ns::X::operator new");
 	check_base("(anonymous namespace)::helper()", "(anonymous namespace)::helper");

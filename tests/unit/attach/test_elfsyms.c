@@ -274,11 +274,13 @@ static void test_stripped(void **state)
 /* Offsets in the library against dlsym() and this process's maps. */
 static void test_lib(void **state)
 {
+	/* clang-format off */
 	static const char *const names[] = {
 		"fx_add", "fx_add_alias", "fx_mul", "fx_call_static", "fx_asm_push_rbp",
 		"fx_asm_push_r12", "fx_asm_mov_first", "fx_asm_endbr_push", "fx_asm_endbr_mov",
 		"fx_asm_nop5",
 	};
+	/* clang-format on */
 	struct pt_elf *e = open_fixture("libelf_fixture.so");
 	char path[PATH_MAX];
 	long (*add)(long, long);
@@ -494,10 +496,12 @@ static void test_closest_fixture(void **state)
 static void test_closest_synthetic(void **state)
 {
 	char longname[300];
+	/* clang-format off */
 	struct pt_sym syms[] = {
 		{ .name = "alpha" }, { .name = "Alpha" }, { .name = "alpah" }, { .name = "beta" },
 		{ .name = "alpha" }, { .name = longname }, { .name = "" },
 	};
+	/* clang-format on */
 	struct pt_elf e = { .syms = syms, .nsyms = sizeof(syms) / sizeof(syms[0]) };
 	const char *out[16];
 	char longwant[300];
@@ -511,7 +515,7 @@ static void test_closest_synthetic(void **state)
 	assert_string_equal(out[1], "Alpha");
 	assert_string_equal(out[2], "alpah");
 	assert_string_equal(out[3], "beta"); /* 4: b-e-t for a-l-p-h, drop a */
-	assert_string_equal(out[4], "");      /* 5; the 299-char name is skipped */
+	assert_string_equal(out[4], "");     /* 5; the 299-char name is skipped */
 
 	/* Wanted names past the bound are not compared at all. */
 	memset(longwant, 'a', sizeof(longwant) - 1);

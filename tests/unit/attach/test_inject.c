@@ -110,7 +110,9 @@ static void test_status(void **state)
 	assert_int_equal(pt_procstatus__parse("Name:\tx\nUid:\t1000\t1001\t1002\t1003\n"
 					      "Gid:\t5\t6\t7\t8\nGroups:\t4 24 27 \n"
 					      "State:\tS (sleeping)\nSigBlk:\t0000000000000400\n"
-					      "x86_Thread_features:\tshstk wrss\n", &st), 0);
+					      "x86_Thread_features:\tshstk wrss\n",
+					      &st),
+			 0);
 	assert_int_equal(st.uid[0], 1000);
 	assert_int_equal(st.uid[3], 1003);
 	assert_int_equal(st.gid[3], 8);
@@ -183,8 +185,10 @@ static void test_classify(void **state)
 	/* reads: of a pipe, socket or tty only */
 	assert_int_equal(classify("syscall_read_pipe", 'S', "pipe:[114488]", false, &why),
 			 PT_SAFE_YES);
-	assert_int_equal(classify("syscall_read_pipe", 'S', "socket:[9]", false, &why), PT_SAFE_YES);
-	assert_int_equal(classify("syscall_read_pipe", 'S', "/dev/pts/3", false, &why), PT_SAFE_YES);
+	assert_int_equal(classify("syscall_read_pipe", 'S', "socket:[9]", false, &why),
+			 PT_SAFE_YES);
+	assert_int_equal(classify("syscall_read_pipe", 'S', "/dev/pts/3", false, &why),
+			 PT_SAFE_YES);
 	assert_int_equal(classify("syscall_read_pipe", 'S', "/etc/passwd", false, &why),
 			 PT_SAFE_NOT_NOW);
 	assert_int_equal(classify("syscall_read_pipe", 'S', NULL, false, &why), PT_SAFE_NOT_NOW);
@@ -216,11 +220,11 @@ static void test_regs(void **state)
 	struct pt_safe_opts epoll = { .allow_epoll = true };
 	char buf[24];
 
-	assert_true(pt_safepoint__regs_ok(7, NULL));   /* poll */
-	assert_true(pt_safepoint__regs_ok(0, NULL));   /* read */
-	assert_true(pt_safepoint__regs_ok(230, NULL)); /* clock_nanosleep */
+	assert_true(pt_safepoint__regs_ok(7, NULL));	/* poll */
+	assert_true(pt_safepoint__regs_ok(0, NULL));	/* read */
+	assert_true(pt_safepoint__regs_ok(230, NULL));	/* clock_nanosleep */
 	assert_false(pt_safepoint__regs_ok(202, NULL)); /* futex */
-	assert_false(pt_safepoint__regs_ok(-1, NULL));  /* user code */
+	assert_false(pt_safepoint__regs_ok(-1, NULL));	/* user code */
 	assert_false(pt_safepoint__regs_ok(232, NULL));
 	assert_true(pt_safepoint__regs_ok(232, &epoll));
 	assert_string_equal(pt_safepoint__sysname(35, buf, sizeof(buf)), "nanosleep");
@@ -275,12 +279,14 @@ static void test_resume_regs(void **state)
 
 int main(void)
 {
+	/* clang-format off */
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_sysline),  cmocka_unit_test(test_stat_state),
 		cmocka_unit_test(test_status),   cmocka_unit_test(test_refusals),
 		cmocka_unit_test(test_classify), cmocka_unit_test(test_regs),
 		cmocka_unit_test(test_resume_regs),
 	};
+	/* clang-format on */
 
 	return cmocka_run_group_tests_name("inject", tests, NULL, NULL);
 }

@@ -112,8 +112,8 @@ static void test_normal(void **state)
 	assert_false(pt_mapping__is_exec_file(mp));
 
 	assert_non_null(find_path(&m, "[heap]", "rw-p"));
-	assert_non_null(find_path(&m, "/usr/lib/x86_64-linux-gnu/gconv/gconv-modules.cache",
-				  "r--s"));
+	assert_non_null(
+		find_path(&m, "/usr/lib/x86_64-linux-gnu/gconv/gconv-modules.cache", "r--s"));
 	mp = find_path(&m, "[vdso]", "r-xp");
 	assert_non_null(mp);
 	assert_false(pt_mapping__is_exec_file(mp));

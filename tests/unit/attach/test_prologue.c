@@ -22,7 +22,7 @@
 
 #define ENDBR 0xf3, 0x0f, 0x1e, 0xfa
 #define NOP5 0x0f, 0x1f, 0x44, 0x00, 0x00
-#define MOV 0x48, 0x89, 0xf8            /* mov %rdi,%rax */
+#define MOV 0x48, 0x89, 0xf8			  /* mov %rdi,%rax */
 #define MOVABS 0x48, 0xb8, 1, 2, 3, 4, 5, 6, 7, 8 /* movabs $imm64,%rax */
 
 /* skip modes */
@@ -39,6 +39,7 @@ struct case_ {
 	enum pt_insn_class cls;
 };
 
+/* clang-format off */
 static const struct case_ cases[] = {
 	/* What the first instruction is, in every mode. */
 	{ "push rbp", { 0x55, 0x48, 0x89, 0xe5 }, 4, W, 0, PT_INSN_EMULATED },
@@ -224,6 +225,7 @@ static const struct case_ cases[] = {
 	{ "len cuts after endbr", { ENDBR, 0x55 }, 4, EB, 0, PT_INSN_SINGLESTEP },
 	{ "len cuts after mov", { MOV, 0x55 }, 3, W, 0, PT_INSN_SINGLESTEP },
 };
+/* clang-format on */
 
 static void test_cases(void **state)
 {
@@ -251,8 +253,8 @@ static void test_cases(void **state)
  *   8: memmove: mov %rdi,%rax
  *  11:          cmp $16,%rdx; jb 18; ret; 18: ret
  */
-static const uint8_t two_entries[] = { MOV, 0x48, 0x01, 0xd0, 0xeb, 0x03, MOV, 0x48, 0x83,
-				       0xfa, 0x10, 0x72, 0x01, 0xc3, 0xc3 };
+static const uint8_t two_entries[] = { MOV,  0x48, 0x01, 0xd0, 0xeb, 0x03, MOV, 0x48,
+				       0x83, 0xfa, 0x10, 0x72, 0x01, 0xc3, 0xc3 };
 
 static void test_entered(void **state)
 {
@@ -308,6 +310,7 @@ struct real {
 	enum pt_insn_class cls_off; /* skip off: always at the symbol */
 };
 
+/* clang-format off */
 static const struct real reals[] = {
 	{ "fx_asm_push_rbp", { 0x55, 0x48, 0x89, 0xe5 }, 4, 0, PT_INSN_EMULATED, 0,
 	  PT_INSN_EMULATED, PT_INSN_EMULATED },
@@ -331,6 +334,7 @@ static const struct real reals[] = {
 	{ "fx_asm_loop_back", { MOV, 0x48, 0x83, 0xc2, 0x01, 0x53 }, 8, 0, PT_INSN_SINGLESTEP, 0,
 	  PT_INSN_SINGLESTEP, PT_INSN_SINGLESTEP },
 };
+/* clang-format on */
 
 static const struct pt_sym *find_sym(const struct pt_elf *e, const char *name)
 {
@@ -411,6 +415,7 @@ static void test_real_lib(void **state)
 
 int main(void)
 {
+	/* clang-format off */
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_cases),
 		cmocka_unit_test(test_entered),
@@ -421,6 +426,7 @@ int main(void)
 		cmocka_unit_test(test_real_stripped),
 		cmocka_unit_test(test_real_lib),
 	};
+	/* clang-format on */
 
 	return cmocka_run_group_tests_name("prologue", tests, NULL, NULL);
 }

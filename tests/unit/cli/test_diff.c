@@ -16,31 +16,34 @@
 
 #include "cli/diff.h"
 
-static const char *A = "{\"stats\": {\"steps\": 100, \"mean_ms\": 10, \"std_ms\": 1, \"p50_ms\": 10,"
-		       " \"p90_ms\": 11, \"p99_ms\": 13, \"max_ms\": 14, \"steps_per_s\": 90},"
-		       " \"buckets\": [{\"name\": \"fwd\", \"calls\": 100, \"avg_ms_per_step\": 6,"
-		       " \"share\": 0.6, \"p50_ms\": 6, \"p90_ms\": 6.1, \"p99_ms\": 6.2},"
-		       " {\"name\": \"gone\", \"calls\": 100, \"avg_ms_per_step\": 1, \"share\": 0.1}],"
-		       " \"functions\": [{\"symbol\": \"f\", \"object\": \"/x/a\", \"calls\": 100,"
-		       " \"mean_ms\": 2, \"p50_ms\": 2, \"p90_ms\": 2, \"p99_ms\": 2}],"
-		       " \"gpu\": {\"source\": \"none\"}}";
-static const char *B = "{\"stats\": {\"steps\": 100, \"mean_ms\": 11, \"std_ms\": 1, \"p50_ms\": 10.1,"
-		       " \"p90_ms\": 11, \"p99_ms\": 13, \"max_ms\": 14, \"steps_per_s\": 85},"
-		       " \"buckets\": [{\"name\": \"fwd\", \"calls\": 100, \"avg_ms_per_step\": 7,"
-		       " \"share\": 0.64, \"p50_ms\": 7, \"p90_ms\": 7.1, \"p99_ms\": 7.2},"
-		       " {\"name\": \"new\", \"calls\": 5, \"avg_ms_per_step\": 0.5, \"share\": 0.05}],"
-		       " \"functions\": [{\"symbol\": \"g\", \"object\": \"/x/a\", \"calls\": 3,"
-		       " \"mean_ms\": 1}, {\"symbol\": \"f\", \"object\": \"/x/a\", \"calls\": 100,"
-		       " \"mean_ms\": 2, \"p50_ms\": 2, \"p90_ms\": 2, \"p99_ms\": 2}],"
-		       " \"gpu\": {\"source\": \"none\"}}";
+static const char *A =
+	"{\"stats\": {\"steps\": 100, \"mean_ms\": 10, \"std_ms\": 1, \"p50_ms\": 10,"
+	" \"p90_ms\": 11, \"p99_ms\": 13, \"max_ms\": 14, \"steps_per_s\": 90},"
+	" \"buckets\": [{\"name\": \"fwd\", \"calls\": 100, \"avg_ms_per_step\": 6,"
+	" \"share\": 0.6, \"p50_ms\": 6, \"p90_ms\": 6.1, \"p99_ms\": 6.2},"
+	" {\"name\": \"gone\", \"calls\": 100, \"avg_ms_per_step\": 1, \"share\": 0.1}],"
+	" \"functions\": [{\"symbol\": \"f\", \"object\": \"/x/a\", \"calls\": 100,"
+	" \"mean_ms\": 2, \"p50_ms\": 2, \"p90_ms\": 2, \"p99_ms\": 2}],"
+	" \"gpu\": {\"source\": \"none\"}}";
+static const char *B =
+	"{\"stats\": {\"steps\": 100, \"mean_ms\": 11, \"std_ms\": 1, \"p50_ms\": 10.1,"
+	" \"p90_ms\": 11, \"p99_ms\": 13, \"max_ms\": 14, \"steps_per_s\": 85},"
+	" \"buckets\": [{\"name\": \"fwd\", \"calls\": 100, \"avg_ms_per_step\": 7,"
+	" \"share\": 0.64, \"p50_ms\": 7, \"p90_ms\": 7.1, \"p99_ms\": 7.2},"
+	" {\"name\": \"new\", \"calls\": 5, \"avg_ms_per_step\": 0.5, \"share\": 0.05}],"
+	" \"functions\": [{\"symbol\": \"g\", \"object\": \"/x/a\", \"calls\": 3,"
+	" \"mean_ms\": 1}, {\"symbol\": \"f\", \"object\": \"/x/a\", \"calls\": 100,"
+	" \"mean_ms\": 2, \"p50_ms\": 2, \"p90_ms\": 2, \"p99_ms\": 2}],"
+	" \"gpu\": {\"source\": \"none\"}}";
 
 static const cJSON *row(const cJSON *d, const char *id)
 {
 	const cJSON *r;
 
-	cJSON_ArrayForEach(r, cJSON_GetObjectItem(d, "rows"))
-		if (!strcmp(cJSON_GetObjectItem(r, "id")->valuestring, id))
-			return r;
+	cJSON_ArrayForEach(
+		r, cJSON_GetObjectItem(
+			   d, "rows")) if (!strcmp(cJSON_GetObjectItem(r, "id")->valuestring,
+						   id)) return r;
 	fail_msg("no row %s", id);
 	return NULL;
 }

@@ -14,10 +14,10 @@
 
 #include "cli/merge.h"
 
-#define PROC(pid, rank, steps, mean, std, p50, fwd)                                              \
+#define PROC(pid, rank, steps, mean, std, p50, fwd)                                                \
 	"{\"meta\": {\"pid\": " #pid ", \"comm\": \"w\", \"rank\": " #rank ", \"host\": \"h\"},"   \
 	" \"stats\": {\"steps\": " #steps ", \"mean_ms\": " #mean ", \"std_ms\": " #std            \
-	", \"p50_ms\": " #p50 ", \"p99_ms\": " #p50 ", \"max_ms\": " #p50 ", \"time_ms\": 0},"    \
+	", \"p50_ms\": " #p50 ", \"p99_ms\": " #p50 ", \"max_ms\": " #p50 ", \"time_ms\": 0},"     \
 	" \"buckets\": [{\"name\": \"fwd\", \"total_ms\": " #fwd "}]}"
 
 static double num(const cJSON *o, const char *k)
@@ -31,8 +31,8 @@ static void test_merge(void **state)
 {
 	cJSON *one = cJSON_Parse(PROC(10, 2, 100, 10, 1, 10, 500));
 	cJSON *two = cJSON_Parse("{\"meta\": {\"pid\": 1, \"host\": \"b\"}, \"stats\": {},"
-				 " \"processes\": [" PROC(20, 1, 100, 12, 2, 12, 700) ","
-				 PROC(21, 0, 200, 11, 0, 11, 1000) "]}");
+				 " \"processes\": [" PROC(20, 1, 100, 12, 2, 12, 700) "," PROC(
+					 21, 0, 200, 11, 0, 11, 1000) "]}");
 	const cJSON *docs[2];
 	const char *names[] = { "node-a", NULL };
 	cJSON *m, *procs, *st, *sk, *b;

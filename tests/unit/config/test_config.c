@@ -46,16 +46,16 @@ static bool all_zero(const void *p, size_t n)
 }
 
 /* A failed parse must leave an exact message and a zeroed config. */
-#define assert_parse_error(text, want)                                          \
-	do {                                                                    \
-		struct pt_config cfg_;                                          \
-		char err_[1024];                                                \
-		memset(&cfg_, 0xab, sizeof(cfg_));                              \
-		memset(err_, 'x', sizeof(err_));                                \
-		assert_int_equal(parse_str(&cfg_, (text), err_, sizeof(err_)), -EINVAL); \
-		assert_string_equal(err_, (want));                              \
-		assert_true(all_zero(&cfg_, sizeof(cfg_)));                     \
-		pt_config__free(&cfg_);                                         \
+#define assert_parse_error(text, want)                                                             \
+	do {                                                                                       \
+		struct pt_config cfg_;                                                             \
+		char err_[1024];                                                                   \
+		memset(&cfg_, 0xab, sizeof(cfg_));                                                 \
+		memset(err_, 'x', sizeof(err_));                                                   \
+		assert_int_equal(parse_str(&cfg_, (text), err_, sizeof(err_)), -EINVAL);           \
+		assert_string_equal(err_, (want));                                                 \
+		assert_true(all_zero(&cfg_, sizeof(cfg_)));                                        \
+		pt_config__free(&cfg_);                                                            \
 	} while (0)
 
 static void parse_ok(struct pt_config *cfg, const char *text)
@@ -392,20 +392,23 @@ static void test_err_step(void **state)
 	assert_parse_error("step native:exe:f mode=Call\n",
 			   "t.conf:1:19: error: unknown step mode 'mode=Call' (hint: mode=call "
 			   "(entry to return) or mode=iteration (entry to the next entry))");
-	assert_parse_error("step native:exe:f iteration\n",
-			   "t.conf:1:19: error: unexpected token on step line 'iteration' "
-			   "(hint: step <probe> [mode=call|iteration] [tokens=<v>] [kv_len=<v>] [batch=<v>])");
-	assert_parse_error("step native:exe:f mode=call mode=iteration\n",
-			   "t.conf:1:29: error: unexpected token on step line 'mode=iteration' "
-			   "(hint: step <probe> [mode=call|iteration] [tokens=<v>] [kv_len=<v>] [batch=<v>])");
+	assert_parse_error(
+		"step native:exe:f iteration\n",
+		"t.conf:1:19: error: unexpected token on step line 'iteration' "
+		"(hint: step <probe> [mode=call|iteration] [tokens=<v>] [kv_len=<v>] [batch=<v>])");
+	assert_parse_error(
+		"step native:exe:f mode=call mode=iteration\n",
+		"t.conf:1:29: error: unexpected token on step line 'mode=iteration' "
+		"(hint: step <probe> [mode=call|iteration] [tokens=<v>] [kv_len=<v>] [batch=<v>])");
 }
 
 static void test_err_probes(void **state)
 {
-	assert_parse_error("step py:train.py:step\n",
-			   "t.conf:1:6: error: Python probe with a single ':' 'py:train.py:step' "
-			   "(hint: name the module as imported (dots, no .py) and put '::' before a "
-			   "module-level function: py:pkg.mod::func, or py:pkg.mod.Class.method)");
+	assert_parse_error(
+		"step py:train.py:step\n",
+		"t.conf:1:6: error: Python probe with a single ':' 'py:train.py:step' "
+		"(hint: name the module as imported (dots, no .py) and put '::' before a "
+		"module-level function: py:pkg.mod::func, or py:pkg.mod.Class.method)");
 	assert_parse_error("step py:engine.step\n",
 			   "t.conf:1:6: error: Python probe needs a module and a name "
 			   "'py:engine.step' (hint: " PYF ", e.g. "
@@ -444,10 +447,11 @@ static void test_err_probes(void **state)
 			   "t.conf:1:6: error: empty symbol in probe 'native:exe:' (hint: name a "
 			   "symbol or a glob after the second ':', e.g. native:exe:engine_*)");
 	/* nothing left once the version suffix is cut */
-	assert_parse_error("step native:libc.so.6:@@GLIBC_2.2.5\n",
-			   "t.conf:1:6: error: empty symbol in probe 'native:libc.so.6:@@GLIBC_2.2.5' "
-			   "(hint: name a symbol or a glob after the second ':', e.g. "
-			   "native:exe:engine_*)");
+	assert_parse_error(
+		"step native:libc.so.6:@@GLIBC_2.2.5\n",
+		"t.conf:1:6: error: empty symbol in probe 'native:libc.so.6:@@GLIBC_2.2.5' "
+		"(hint: name a symbol or a glob after the second ':', e.g. "
+		"native:exe:engine_*)");
 	assert_parse_error("step native::malloc\n",
 			   "t.conf:1:6: error: empty object in probe 'native::malloc' (hint: name "
 			   "a library glob (libfoo.so*) or 'exe' for the main executable)");
@@ -455,19 +459,23 @@ static void test_err_probes(void **state)
 
 static void test_err_globs(void **state)
 {
-	assert_parse_error("bucket a.b native:libcuda[.so:cuInit\n",
-			   "t.conf:1:12: error: bad object glob in probe 'native:libcuda[.so:cuInit' "
-			   "(hint: unbalanced '['; fnmatch(3) syntax: * ? [abc] [!a-z], '\\' escapes)");
-	assert_parse_error("step native:exe:engine_[step\n",
-			   "t.conf:1:6: error: bad symbol glob in probe 'native:exe:engine_[step' "
-			   "(hint: unbalanced '['; fnmatch(3) syntax: * ? [abc] [!a-z], '\\' escapes)");
+	assert_parse_error(
+		"bucket a.b native:libcuda[.so:cuInit\n",
+		"t.conf:1:12: error: bad object glob in probe 'native:libcuda[.so:cuInit' "
+		"(hint: unbalanced '['; fnmatch(3) syntax: * ? [abc] [!a-z], '\\' escapes)");
+	assert_parse_error(
+		"step native:exe:engine_[step\n",
+		"t.conf:1:6: error: bad symbol glob in probe 'native:exe:engine_[step' "
+		"(hint: unbalanced '['; fnmatch(3) syntax: * ? [abc] [!a-z], '\\' escapes)");
 	/* "[]" and "[!]" do not close: a leading ']' is a member */
-	assert_parse_error("step native:exe:f[]\n",
-			   "t.conf:1:6: error: bad symbol glob in probe 'native:exe:f[]' "
-			   "(hint: unbalanced '['; fnmatch(3) syntax: * ? [abc] [!a-z], '\\' escapes)");
-	assert_parse_error("step native:exe:f[[:alpha:]\n",
-			   "t.conf:1:6: error: bad symbol glob in probe 'native:exe:f[[:alpha:]' "
-			   "(hint: unbalanced '['; fnmatch(3) syntax: * ? [abc] [!a-z], '\\' escapes)");
+	assert_parse_error(
+		"step native:exe:f[]\n",
+		"t.conf:1:6: error: bad symbol glob in probe 'native:exe:f[]' "
+		"(hint: unbalanced '['; fnmatch(3) syntax: * ? [abc] [!a-z], '\\' escapes)");
+	assert_parse_error(
+		"step native:exe:f[[:alpha:]\n",
+		"t.conf:1:6: error: bad symbol glob in probe 'native:exe:f[[:alpha:]' "
+		"(hint: unbalanced '['; fnmatch(3) syntax: * ? [abc] [!a-z], '\\' escapes)");
 	assert_parse_error("step native:exe:f[[:letter:]]\n",
 			   "t.conf:1:6: error: bad symbol glob in probe 'native:exe:f[[:letter:]]' "
 			   "(hint: unknown character class; fnmatch(3) syntax: * ? [abc] [!a-z], "
@@ -500,9 +508,10 @@ static void test_err_buckets(void **state)
 	assert_parse_error("bucket .schedule native:exe:f\n",
 			   "t.conf:1:8: error: empty domain in bucket name '.schedule' (hint: put "
 			   "the domain before the first '.', e.g. engine.schedule)");
-	assert_parse_error("bucket engine. native:exe:f\n",
-			   "t.conf:1:8: error: empty name after the domain in bucket name 'engine.' "
-			   "(hint: put a name after the first '.', e.g. engine.schedule)");
+	assert_parse_error(
+		"bucket engine. native:exe:f\n",
+		"t.conf:1:8: error: empty name after the domain in bucket name 'engine.' "
+		"(hint: put a name after the first '.', e.g. engine.schedule)");
 	assert_parse_error("bucket a.b native:exe:f native:exe:g native:exe:f\n",
 			   "t.conf:1:38: error: probe listed twice in bucket 'native:exe:f' "
 			   "(hint: remove the repeat from bucket a.b)");
@@ -532,7 +541,8 @@ static void test_err_set(void **state)
 	assert_parse_error("set verbosity 3\n",
 			   "t.conf:1:5: error: unknown key 'verbosity' (hint: known keys: "
 			   "warmup_steps, ringbuf_mb, poll_ms, prologue_skip, ringbuf_wakeup, "
-			   "py_session, sample_hz, python_mode, kv_len_reduce, kv_bins, run_gap_ms, warmup_runs)");
+			   "py_session, sample_hz, python_mode, kv_len_reduce, kv_bins, "
+			   "run_gap_ms, warmup_runs)");
 	assert_parse_error("set poll_ms 10\nstep native:exe:f\nset poll_ms 10\n",
 			   "t.conf:3:5: error: key set twice 'poll_ms' "
 			   "(hint: first set at line 1; keep one)");
@@ -541,9 +551,8 @@ static void test_err_set(void **state)
 			   "keys: warmup_steps, ringbuf_mb, poll_ms, prologue_skip, "
 			   "ringbuf_wakeup, py_session, sample_hz, "
 			   "python_mode, kv_len_reduce, kv_bins, run_gap_ms, warmup_runs)");
-	assert_parse_error("set poll_ms\n",
-			   "t.conf:1:5: error: missing value for key 'poll_ms' "
-			   "(hint: set poll_ms <value>)");
+	assert_parse_error("set poll_ms\n", "t.conf:1:5: error: missing value for key 'poll_ms' "
+					    "(hint: set poll_ms <value>)");
 	assert_parse_error("set poll_ms 10 ms\n",
 			   "t.conf:1:16: error: unexpected token on set line 'ms' "
 			   "(hint: set takes one key and one value)");
@@ -568,11 +577,11 @@ static void test_err_set_values(void **state)
 	assert_parse_error("set ringbuf_mb 0x10\n", want);
 
 	assert_parse_error("set poll_ms 0\n", "t.conf:1:13: error: bad value for poll_ms '0' "
-						 "(hint: milliseconds, 1..1000)");
+					      "(hint: milliseconds, 1..1000)");
 	assert_parse_error("set poll_ms 1001\n", "t.conf:1:13: error: bad value for poll_ms "
-						    "'1001' (hint: milliseconds, 1..1000)");
+						 "'1001' (hint: milliseconds, 1..1000)");
 	assert_parse_error("set poll_ms 20ms\n", "t.conf:1:13: error: bad value for poll_ms "
-						    "'20ms' (hint: milliseconds, 1..1000)");
+						 "'20ms' (hint: milliseconds, 1..1000)");
 
 	assert_parse_error("set warmup_steps -1\n",
 			   "t.conf:1:18: error: bad value for warmup_steps '-1' "
@@ -740,17 +749,17 @@ static void test_err_lines(void **state)
 {
 	static const char no_probe[] =
 		"(hint: lines py:<module>.<Class>.<method> or py:<module>::<function>)";
+	/* clang-format off */
 	static const char py_only[] =
 		"(hint: per-line times come from sampled Python stacks, e.g. "
 		"lines py:engine.Scheduler.schedule)";
+	/* clang-format on */
 	char want[512];
 
-	snprintf(want, sizeof(want), "t.conf:1:1: error: lines has no probe 'lines' %s",
-		 no_probe);
+	snprintf(want, sizeof(want), "t.conf:1:1: error: lines has no probe 'lines' %s", no_probe);
 	assert_parse_error("lines\n", want);
 	assert_parse_error("lines   # nothing here\n", want);
-	snprintf(want, sizeof(want), "t.conf:2:3: error: lines has no probe 'lines' %s",
-		 no_probe);
+	snprintf(want, sizeof(want), "t.conf:2:3: error: lines has no probe 'lines' %s", no_probe);
 	assert_parse_error("step native:exe:f\n  lines\n", want);
 
 	snprintf(want, sizeof(want),
@@ -770,14 +779,15 @@ static void test_err_lines(void **state)
 		 "t.conf:1:7: error: lines takes py: probes only 'engine.step' %s", py_only);
 	assert_parse_error("lines engine.step\n", want);
 	/* keyword prefix is case-sensitive */
-	snprintf(want, sizeof(want),
-		 "t.conf:1:7: error: lines takes py: probes only 'PY:m::f' %s", py_only);
+	snprintf(want, sizeof(want), "t.conf:1:7: error: lines takes py: probes only 'PY:m::f' %s",
+		 py_only);
 	assert_parse_error("lines PY:m::f\n", want);
 	/* a malformed py: probe gets the py: probe message */
-	assert_parse_error("lines py:train.py:step\n",
-			   "t.conf:1:7: error: Python probe with a single ':' 'py:train.py:step' "
-			   "(hint: name the module as imported (dots, no .py) and put '::' before a "
-			   "module-level function: py:pkg.mod::func, or py:pkg.mod.Class.method)");
+	assert_parse_error(
+		"lines py:train.py:step\n",
+		"t.conf:1:7: error: Python probe with a single ':' 'py:train.py:step' "
+		"(hint: name the module as imported (dots, no .py) and put '::' before a "
+		"module-level function: py:pkg.mod::func, or py:pkg.mod.Class.method)");
 	/* "line" is close to "lines" */
 	assert_parse_error("line py:m::f\n",
 			   "t.conf:1:1: error: unknown keyword 'line' (hint: did you mean lines? "
@@ -788,8 +798,9 @@ static void test_sample_hz(void **state)
 {
 	static const char hint[] =
 		"(hint: samples per second per thread, 0 (off) to 10000, e.g. 1000)";
-	static const char *const bad[] = { "10001", "-1", "abc", "1e3", "0x10", "100hz",
-					   "99999999999999999999999" };
+	static const char *const bad[] = {
+		"10001", "-1", "abc", "1e3", "0x10", "100hz", "99999999999999999999999"
+	};
 	struct pt_config cfg;
 	char text[128], want[256];
 	size_t i;
@@ -823,7 +834,7 @@ static void test_sample_hz(void **state)
 			   "t.conf:2:5: error: key set twice 'sample_hz' "
 			   "(hint: first set at line 1; keep one)");
 	assert_parse_error("set sample_hz\n", "t.conf:1:5: error: missing value for key "
-						 "'sample_hz' (hint: set sample_hz <value>)");
+					      "'sample_hz' (hint: set sample_hz <value>)");
 	assert_parse_error("set sample_Hz 100\n",
 			   "t.conf:1:5: error: unknown key 'sample_Hz' (hint: did you mean "
 			   "sample_hz? known keys: warmup_steps, ringbuf_mb, poll_ms, "
@@ -856,10 +867,11 @@ static void test_python_mode(void **state)
 		assert_int_equal(cfg.sample_hz, 1000);
 		pt_config__free(&cfg);
 	}
-	assert_parse_error("set python_mode usdt\nstep py:m::f\n",
-			   "t.conf:1:17: error: python_mode usdt is not offered 'usdt' (hint: where "
-			   "an interpreter's USDT probes time every call, the agent times only the "
-			   "named calls, exactly (docs/targets.md); use auto or agent)");
+	assert_parse_error(
+		"set python_mode usdt\nstep py:m::f\n",
+		"t.conf:1:17: error: python_mode usdt is not offered 'usdt' (hint: where "
+		"an interpreter's USDT probes time every call, the agent times only the "
+		"named calls, exactly (docs/targets.md); use auto or agent)");
 	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		snprintf(text, sizeof(text), "step py:m::f\nset  python_mode\t%s\n", bad[i]);
 		snprintf(want, sizeof(want),
@@ -918,20 +930,21 @@ static void test_load_fixture_errors(void **state)
 					  "line 3)");
 	assert_true(all_zero(&cfg, sizeof(cfg)));
 
-	assert_int_equal(pt_config__load(&cfg, FIXTURES "bad_key.conf", err, sizeof(err)),
-			 -EINVAL);
-	assert_string_equal(err, FIXTURES "bad_key.conf:4:6: error: unknown key 'ringbuf_MB' "
-					  "(hint: did you mean ringbuf_mb? known keys: warmup_steps, "
-					  "ringbuf_mb, poll_ms, prologue_skip, ringbuf_wakeup, py_session, sample_hz, python_mode, "
-			   "kv_len_reduce, kv_bins, run_gap_ms, warmup_runs)");
+	assert_int_equal(pt_config__load(&cfg, FIXTURES "bad_key.conf", err, sizeof(err)), -EINVAL);
+	assert_string_equal(err,
+			    FIXTURES "bad_key.conf:4:6: error: unknown key 'ringbuf_MB' "
+				     "(hint: did you mean ringbuf_mb? known keys: warmup_steps, "
+				     "ringbuf_mb, poll_ms, prologue_skip, ringbuf_wakeup, "
+				     "py_session, sample_hz, python_mode, "
+				     "kv_len_reduce, kv_bins, run_gap_ms, warmup_runs)");
 	assert_true(all_zero(&cfg, sizeof(cfg)));
 
-	assert_int_equal(pt_config__load(&cfg, FIXTURES "bad_py.conf", err, sizeof(err)),
-			 -EINVAL);
-	assert_string_equal(err, FIXTURES "bad_py.conf:2:25: error: Python probe with a single "
-					  "':' 'py:model.py:forward' (hint: name the module as "
-					  "imported (dots, no .py) and put '::' before a module-level "
-					  "function: py:pkg.mod::func, or py:pkg.mod.Class.method)");
+	assert_int_equal(pt_config__load(&cfg, FIXTURES "bad_py.conf", err, sizeof(err)), -EINVAL);
+	assert_string_equal(err,
+			    FIXTURES "bad_py.conf:2:25: error: Python probe with a single "
+				     "':' 'py:model.py:forward' (hint: name the module as "
+				     "imported (dots, no .py) and put '::' before a module-level "
+				     "function: py:pkg.mod::func, or py:pkg.mod.Class.method)");
 	pt_config__free(&cfg);
 }
 
@@ -941,10 +954,9 @@ static void test_load_missing_and_unreadable(void **state)
 	char err[512];
 
 	memset(&cfg, 0xab, sizeof(cfg));
-	assert_int_equal(pt_config__load(&cfg, FIXTURES "no-such.conf", err, sizeof(err)),
-			 -ENOENT);
+	assert_int_equal(pt_config__load(&cfg, FIXTURES "no-such.conf", err, sizeof(err)), -ENOENT);
 	assert_string_equal(err, FIXTURES "no-such.conf: cannot read targets file: "
-				 "No such file or directory");
+					  "No such file or directory");
 	assert_true(all_zero(&cfg, sizeof(cfg)));
 	pt_config__free(&cfg);
 
@@ -973,17 +985,16 @@ static void test_free_is_safe(void **state)
 /* ---- tokens, kv_len and batch (issue 7) ---- */
 
 #define STEPF "step <probe> [mode=call|iteration] [tokens=<v>] [kv_len=<v>] [batch=<v>]"
-#define COUNTF                                                                          \
-	"count tokens <probe> <value>, e.g. count tokens py:engine.Sampler.sample len(ret)"
-#define NATIVE_VALS                                                                        \
-	"argN (integer argument N, 0..5) or ret (integer return value), with :i32 or :u32 "  \
+#define COUNTF "count tokens <probe> <value>, e.g. count tokens py:engine.Sampler.sample len(ret)"
+#define NATIVE_VALS                                                                                \
+	"argN (integer argument N, 0..5) or ret (integer return value), with :i32 or :u32 "        \
 	"for a 32-bit int"
-#define KV_BINS_HINT                                                                        \
-	"(hint: increasing lower bounds starting at 0, comma-separated, at most 32, e.g. "   \
+#define KV_BINS_HINT                                                                               \
+	"(hint: increasing lower bounds starting at 0, comma-separated, at most 32, e.g. "         \
 	"0,512,1024,2048 (the last bin is open-ended))"
 /* the error points at the second percentile and names the first */
-#define TWO_PCT_HINT(first)                                                                 \
-	"(hint: one list per call can be kept for a percentile, and '" first "' is one; use " \
+#define TWO_PCT_HINT(first)                                                                        \
+	"(hint: one list per call can be kept for a percentile, and '" first "' is one; use "      \
 	"mean, min, max or sum for the other)"
 
 /* 1-based column of the first s in a one-line text */
@@ -1155,9 +1166,9 @@ static void test_err_tokens_twice(void **state)
 			   "(hint: native:exe:f already reads count tokens 'arg0'; keep one)");
 	/* Any role twice. (The message says "tokens" for kv_len too: only
 	 * the parts that name the right role are checked here.) */
-	assert_int_equal(parse_str(&cfg, "step native:exe:s kv_len=arg0 kv_len=arg1\n", err,
-				   sizeof(err)),
-			 -EINVAL);
+	assert_int_equal(
+		parse_str(&cfg, "step native:exe:s kv_len=arg0 kv_len=arg1\n", err, sizeof(err)),
+		-EINVAL);
 	assert_int_equal(strncmp(err, "t.conf:1:31: error: ", 20), 0);
 	assert_non_null(strstr(err, " of this probe given twice 'kv_len=arg1' (hint: "
 				    "native:exe:s already reads kv_len 'arg0'; keep one)"));
@@ -1192,12 +1203,14 @@ static void test_two_percentiles(void **state)
 {
 	struct pt_config cfg;
 
-	assert_parse_error("step py:m::f tokens=p90(arg:a) kv_len=p50(arg:b)\n",
-			   "t.conf:1:39: error: two percentiles on one probe 'p50(arg:b)' "
-			   TWO_PCT_HINT("p90(arg:a)"));
-	assert_parse_error("step py:m::f kv_len=p90(arg:a)\ncount tokens py:m::f p50(ret)\n",
-			   "t.conf:2:22: error: two percentiles on one probe 'p50(ret)' "
-			   TWO_PCT_HINT("p90(arg:a)"));
+	assert_parse_error(
+		"step py:m::f tokens=p90(arg:a) kv_len=p50(arg:b)\n",
+		"t.conf:1:39: error: two percentiles on one probe 'p50(arg:b)' " TWO_PCT_HINT(
+			"p90(arg:a)"));
+	assert_parse_error(
+		"step py:m::f kv_len=p90(arg:a)\ncount tokens py:m::f p50(ret)\n",
+		"t.conf:2:22: error: two percentiles on one probe 'p50(ret)' " TWO_PCT_HINT(
+			"p90(arg:a)"));
 	/* a percentile next to aggregates is fine; so are percentiles on two
 	 * probes */
 	parse_ok(&cfg, "step py:m::f kv_len=p90(arg:a) tokens=sum(arg:b) batch=len(arg:c)\n"
@@ -1269,9 +1282,10 @@ static void test_err_value_columns(void **state)
 	assert_parse_error("step py:m::f tokens=len(ret) mode=bogus\n",
 			   "t.conf:1:30: error: unknown step mode 'mode=bogus' (hint: mode=call "
 			   "(entry to return) or mode=iteration (entry to the next entry))");
-	assert_parse_error("step py:m::f tokens=len(ret) kv_len=p90(arg:a) batch=p50(ret)\n",
-			   "t.conf:1:54: error: two percentiles on one probe 'p50(ret)' "
-			   TWO_PCT_HINT("p90(arg:a)"));
+	assert_parse_error(
+		"step py:m::f tokens=len(ret) kv_len=p90(arg:a) batch=p50(ret)\n",
+		"t.conf:1:54: error: two percentiles on one probe 'p50(ret)' " TWO_PCT_HINT(
+			"p90(arg:a)"));
 }
 
 static void test_kv_len_reduce(void **state)
@@ -1281,7 +1295,7 @@ static void test_kv_len_reduce(void **state)
 		enum pt_vfn fn;
 	} ok[] = {
 		{ "mean", PT_VFN_MEAN }, { "max", PT_VFN_MAX }, { "min", PT_VFN_MIN },
-		{ "sum", PT_VFN_SUM },   { "p50", PT_VFN_P50 }, { "p90", PT_VFN_P90 },
+		{ "sum", PT_VFN_SUM },	 { "p50", PT_VFN_P50 }, { "p90", PT_VFN_P90 },
 	};
 	static const char *const bad[] = { "median", "len", "P90", "none", "p99", "mean," };
 	char text[128], want[512];
@@ -1353,6 +1367,7 @@ static void test_kv_bins(void **state)
 /* The value, as written, where the last element is the bad one. */
 static void test_err_kv_bins(void **state)
 {
+	/* clang-format off */
 	static const char *const bad[] = {
 		"0,512,512",  /* not increasing */
 		"0,512,256",  /* decreasing */
@@ -1363,13 +1378,14 @@ static void test_err_kv_bins(void **state)
 		"0,9223372036854775808", /* beyond UINT64_MAX / 2 */
 		"1",          /* not starting at 0 */
 	};
+	/* clang-format on */
 	char text[512], want[1024], v[256];
 	size_t off;
 
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		snprintf(text, sizeof(text), "step native:exe:s\nset kv_bins %s\n", bad[i]);
-		snprintf(want, sizeof(want), "t.conf:2:13: error: bad value for kv_bins '%s' "
-			 KV_BINS_HINT, bad[i]);
+		snprintf(want, sizeof(want),
+			 "t.conf:2:13: error: bad value for kv_bins '%s' " KV_BINS_HINT, bad[i]);
 		assert_parse_error(text, want);
 	}
 	/* 33 bins */
@@ -1377,8 +1393,8 @@ static void test_err_kv_bins(void **state)
 	for (int i = 1; i <= PT_MAX_KV_BINS; i++)
 		off += (size_t)snprintf(v + off, sizeof(v) - off, ",%d", i);
 	snprintf(text, sizeof(text), "step native:exe:s\nset kv_bins %s\n", v);
-	snprintf(want, sizeof(want), "t.conf:2:13: error: bad value for kv_bins '%s' "
-		 KV_BINS_HINT, v);
+	snprintf(want, sizeof(want), "t.conf:2:13: error: bad value for kv_bins '%s' " KV_BINS_HINT,
+		 v);
 	assert_parse_error(text, want);
 }
 
@@ -1393,8 +1409,8 @@ static void test_err_kv_bins_quotes_whole_value(void **state)
 
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		snprintf(text, sizeof(text), "step native:exe:s\nset kv_bins %s\n", bad[i]);
-		snprintf(want, sizeof(want), "t.conf:2:13: error: bad value for kv_bins '%s' "
-			 KV_BINS_HINT, bad[i]);
+		snprintf(want, sizeof(want),
+			 "t.conf:2:13: error: bad value for kv_bins '%s' " KV_BINS_HINT, bad[i]);
 		assert_parse_error(text, want);
 	}
 }

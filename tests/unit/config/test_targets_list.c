@@ -45,8 +45,10 @@ static int setup(void **state)
 	snprintf(dir, sizeof(dir), "%s/pt-targets-XXXXXX", tmp && *tmp ? tmp : "/tmp");
 	if (!mkdtemp(dir))
 		return -1;
-	put("vllm.conf", "# vllm.conf: vLLM V1 engine core\nstep py:vllm.v1.engine.core.EngineCore.step\n");
-	put("cuda.conf", "# cuda.conf: host-side CUDA runtime calls\nbucket cuda.sync native:libcudart.so*:cudaStreamSynchronize\n");
+	put("vllm.conf",
+	    "# vllm.conf: vLLM V1 engine core\nstep py:vllm.v1.engine.core.EngineCore.step\n");
+	put("cuda.conf", "# cuda.conf: host-side CUDA runtime calls\nbucket cuda.sync "
+			 "native:libcudart.so*:cudaStreamSynchronize\n");
 	put("a-b.conf", "\n  \n\t# a-b.conf:   leading blank lines, padded, CRLF  \t\r\n");
 	put("Zed.conf", "#no space, no name prefix\n");
 	put("nodesc.conf", "step native:exe:main # not a comment line\n# too late\n");

@@ -19,11 +19,11 @@
 
 #include "config/valexpr.h"
 
-#define NATIVE_HINT                                                                        \
-	"argN (integer argument N, 0..5) or ret (integer return value), with :i32 or :u32 "  \
+#define NATIVE_HINT                                                                                \
+	"argN (integer argument N, 0..5) or ret (integer return value), with :i32 or :u32 "        \
 	"for a 32-bit int"
-#define PY_HINT                                                                           \
-	"arg:<name>, ret, len(X), sum(X), mean(X), min(X), max(X), p50(X) or p90(X) with X " \
+#define PY_HINT                                                                                    \
+	"arg:<name>, ret, len(X), sum(X), mean(X), min(X), max(X), p50(X) or p90(X) with X "       \
 	"arg:<name>, ret, arg:<name>.<attr> or ret.<attr>"
 
 /* ---- parsing ---- */
@@ -126,8 +126,8 @@ static void test_py_accepted(void **state)
 		const char *fn;
 		enum pt_vfn v;
 	} fns[] = {
-		{ "len", PT_VFN_LEN },   { "sum", PT_VFN_SUM }, { "mean", PT_VFN_MEAN },
-		{ "min", PT_VFN_MIN },   { "max", PT_VFN_MAX }, { "p50", PT_VFN_P50 },
+		{ "len", PT_VFN_LEN }, { "sum", PT_VFN_SUM }, { "mean", PT_VFN_MEAN },
+		{ "min", PT_VFN_MIN }, { "max", PT_VFN_MAX }, { "p50", PT_VFN_P50 },
 		{ "p90", PT_VFN_P90 },
 	};
 	char s[64];
@@ -156,9 +156,12 @@ static void test_native_width(void **state)
 		const char *s;
 		uint8_t src, argn, width;
 	} ok[] = {
-		{ "arg0", PT_VSRC_ARG, 0, PT_VW_I64 },     { "arg1:i32", PT_VSRC_ARG, 1, PT_VW_I32 },
-		{ "arg5:u32", PT_VSRC_ARG, 5, PT_VW_U32 }, { "arg2:i64", PT_VSRC_ARG, 2, PT_VW_I64 },
-		{ "ret:i32", PT_VSRC_RET, 0, PT_VW_I32 },  { "ret:u32", PT_VSRC_RET, 0, PT_VW_U32 },
+		{ "arg0", PT_VSRC_ARG, 0, PT_VW_I64 },
+		{ "arg1:i32", PT_VSRC_ARG, 1, PT_VW_I32 },
+		{ "arg5:u32", PT_VSRC_ARG, 5, PT_VW_U32 },
+		{ "arg2:i64", PT_VSRC_ARG, 2, PT_VW_I64 },
+		{ "ret:i32", PT_VSRC_RET, 0, PT_VW_I32 },
+		{ "ret:u32", PT_VSRC_RET, 0, PT_VW_U32 },
 	};
 	struct pt_vexpr e;
 	char why[256];
@@ -211,8 +214,9 @@ static void test_native_rejected(void **state)
 	check_bad("arg:", false, "unknown value (hint: a native probe takes " NATIVE_HINT ")");
 	check_bad("Ret", false, "unknown value (hint: a native probe takes " NATIVE_HINT ")");
 	check_bad("ret0", false, "unknown value (hint: a native probe takes " NATIVE_HINT ")");
-	check_bad("arg0x", false, "argument index out of range (hint: arg0..arg5, the integer "
-				  "arguments passed in registers)");
+	check_bad("arg0x", false,
+		  "argument index out of range (hint: arg0..arg5, the integer "
+		  "arguments passed in registers)");
 	check_bad("", false, "empty value (hint: " NATIVE_HINT ")");
 	check_bad("arg0)", false, "unbalanced parentheses");
 	check_bad("foo(arg0)", false,
@@ -225,31 +229,41 @@ static void test_py_rejected(void **state)
 	check_bad("arg5", true, "a Python probe names its argument (hint: arg:<name>)");
 	check_bad("len(arg1)", true, "a Python probe names its argument (hint: arg:<name>)");
 	check_bad("arg:a.b.c", true,
-		  "one attribute level at most (hint: read an object nearer the value, e.g. arg:a.b)");
+		  "one attribute level at most (hint: read an object nearer the value, e.g. "
+		  "arg:a.b)");
 	check_bad("len(arg:req.sched.tokens)", true,
 		  "one attribute level at most (hint: read an object nearer the value, e.g. "
 		  "arg:req.sched)");
-	check_bad("arg:a.", true, "not a Python attribute name after '.' (hint: "
-				  "arg:<name>.<attr>, e.g. arg:req.num_tokens)");
-	check_bad("arg:a.1x", true, "not a Python attribute name after '.' (hint: "
-				    "arg:<name>.<attr>, e.g. arg:req.num_tokens)");
-	check_bad("foo.bar", true, "an attribute of what? (hint: arg:<name>.<attr> or "
-				   "ret.<attr>)");
-	check_bad("arg:.x", true, "an attribute of what? (hint: arg:<name>.<attr> or "
-				  "ret.<attr>)");
-	check_bad("arg:1x.y", true, "not a Python name (hint: arg:<name>, the name of an "
-				    "argument of the function)");
-	check_bad("arg:1x", true, "not a Python name (hint: arg:<name>, the name of an argument "
-				  "of the function)");
-	check_bad("arg:a-b", true, "not a Python name (hint: arg:<name>, the name of an argument "
-				   "of the function)");
-	check_bad("arg:a[0]", true, "not a Python name (hint: arg:<name>, the name of an argument "
-				    "of the function)");
+	check_bad("arg:a.", true,
+		  "not a Python attribute name after '.' (hint: "
+		  "arg:<name>.<attr>, e.g. arg:req.num_tokens)");
+	check_bad("arg:a.1x", true,
+		  "not a Python attribute name after '.' (hint: "
+		  "arg:<name>.<attr>, e.g. arg:req.num_tokens)");
+	check_bad("foo.bar", true,
+		  "an attribute of what? (hint: arg:<name>.<attr> or "
+		  "ret.<attr>)");
+	check_bad("arg:.x", true,
+		  "an attribute of what? (hint: arg:<name>.<attr> or "
+		  "ret.<attr>)");
+	check_bad("arg:1x.y", true,
+		  "not a Python name (hint: arg:<name>, the name of an "
+		  "argument of the function)");
+	check_bad("arg:1x", true,
+		  "not a Python name (hint: arg:<name>, the name of an argument "
+		  "of the function)");
+	check_bad("arg:a-b", true,
+		  "not a Python name (hint: arg:<name>, the name of an argument "
+		  "of the function)");
+	check_bad("arg:a[0]", true,
+		  "not a Python name (hint: arg:<name>, the name of an argument "
+		  "of the function)");
 	check_bad("median(arg:x)", true,
 		  "unknown function 'median' (hint: len, sum, mean, min, max, p50 or p90)");
 	check_bad("Len(ret)", true,
 		  "unknown function 'Len' (hint: len, sum, mean, min, max, p50 or p90)");
-	check_bad("(ret)", true, "unknown function '' (hint: len, sum, mean, min, max, p50 or p90)");
+	check_bad("(ret)", true,
+		  "unknown function '' (hint: len, sum, mean, min, max, p50 or p90)");
 	check_bad("len(arg:x", true, "unbalanced parentheses (hint: len(arg:<name>))");
 	check_bad("len(ret)x", true, "unbalanced parentheses (hint: len(arg:<name>))");
 	check_bad("p50(", true, "unbalanced parentheses (hint: p50(arg:<name>))");
@@ -310,8 +324,7 @@ static void test_names(void **state)
 
 /* ---- the BPF read ---- */
 
-static struct pt_val_expr bpf_of(const char *s, bool py, enum pt_vrole role,
-				 enum pt_vfn kv_reduce)
+static struct pt_val_expr bpf_of(const char *s, bool py, enum pt_vrole role, enum pt_vfn kv_reduce)
 {
 	struct pt_vexpr e;
 	struct pt_val_expr x;
@@ -325,21 +338,20 @@ static struct pt_val_expr bpf_of(const char *s, bool py, enum pt_vrole role,
 	return x;
 }
 
-#define assert_bpf(s, py, role, kvr, want_src, want_op, want_argn)                            \
-	do {                                                                                  \
-		struct pt_val_expr x_ = bpf_of((s), (py), (role), (kvr));                     \
-		if (x_.src != (want_src) || x_.op != (want_op) || x_.argn != (want_argn) ||   \
-		    x_.width)                                                                   \
-			fail_msg("%s role %d kv_reduce %d: src %u op %u argn %u pad %u, "     \
-				 "want src %u op %u argn %u",                                 \
-				 (s), (role), (kvr), x_.src, x_.op, x_.argn, x_.width,          \
-				 (want_src), (want_op), (want_argn));                         \
+#define assert_bpf(s, py, role, kvr, want_src, want_op, want_argn)                                 \
+	do {                                                                                       \
+		struct pt_val_expr x_ = bpf_of((s), (py), (role), (kvr));                          \
+		if (x_.src != (want_src) || x_.op != (want_op) || x_.argn != (want_argn) ||        \
+		    x_.width)                                                                      \
+			fail_msg("%s role %d kv_reduce %d: src %u op %u argn %u pad %u, "          \
+				 "want src %u op %u argn %u",                                      \
+				 (s), (role), (kvr), x_.src, x_.op, x_.argn, x_.width, (want_src), \
+				 (want_op), (want_argn));                                          \
 	} while (0)
 
 static void test_bpf_ops(void **state)
 {
-	static const enum pt_vfn agg_reduce[] = { PT_VFN_MEAN, PT_VFN_MAX, PT_VFN_MIN,
-						  PT_VFN_SUM };
+	static const enum pt_vfn agg_reduce[] = { PT_VFN_MEAN, PT_VFN_MAX, PT_VFN_MIN, PT_VFN_SUM };
 	static const enum pt_vfn pct_reduce[] = { PT_VFN_P50, PT_VFN_P90 };
 
 	/* bare kv_len: an int or a list, its elements when the reduction is a
@@ -363,18 +375,16 @@ static void test_bpf_ops(void **state)
 	assert_bpf("arg:b", true, PT_VROLE_BATCH, PT_VFN_P90, PT_VSRC_PYARG, PT_VOP_INT, 0);
 	assert_bpf("ret", true, PT_VROLE_COUNT, PT_VFN_P90, PT_VSRC_PYRET, PT_VOP_INT, 0);
 	/* functions */
-	assert_bpf("len(arg:reqs)", true, PT_VROLE_TOKENS, PT_VFN_MEAN, PT_VSRC_PYARG,
-		   PT_VOP_LEN, 0);
+	assert_bpf("len(arg:reqs)", true, PT_VROLE_TOKENS, PT_VFN_MEAN, PT_VSRC_PYARG, PT_VOP_LEN,
+		   0);
 	assert_bpf("len(ret)", true, PT_VROLE_COUNT, PT_VFN_MEAN, PT_VSRC_PYRET, PT_VOP_LEN, 0);
 	/* len() of kv_len stays len() when kv_len_reduce is a percentile */
 	assert_bpf("len(arg:x)", true, PT_VROLE_KVLEN, PT_VFN_P90, PT_VSRC_PYARG, PT_VOP_LEN, 0);
-	assert_bpf("sum(arg:x)", true, PT_VROLE_TOKENS, PT_VFN_MEAN, PT_VSRC_PYARG, PT_VOP_AGG,
-		   0);
+	assert_bpf("sum(arg:x)", true, PT_VROLE_TOKENS, PT_VFN_MEAN, PT_VSRC_PYARG, PT_VOP_AGG, 0);
 	assert_bpf("mean(ret)", true, PT_VROLE_KVLEN, PT_VFN_MEAN, PT_VSRC_PYRET, PT_VOP_AGG, 0);
 	assert_bpf("min(arg:x)", true, PT_VROLE_BATCH, PT_VFN_MEAN, PT_VSRC_PYARG, PT_VOP_AGG, 0);
 	assert_bpf("max(arg:x)", true, PT_VROLE_KVLEN, PT_VFN_P90, PT_VSRC_PYARG, PT_VOP_AGG, 0);
-	assert_bpf("p50(arg:x)", true, PT_VROLE_KVLEN, PT_VFN_MEAN, PT_VSRC_PYARG, PT_VOP_ELEMS,
-		   0);
+	assert_bpf("p50(arg:x)", true, PT_VROLE_KVLEN, PT_VFN_MEAN, PT_VSRC_PYARG, PT_VOP_ELEMS, 0);
 	assert_bpf("p90(arg:x)", true, PT_VROLE_TOKENS, PT_VFN_MEAN, PT_VSRC_PYARG, PT_VOP_ELEMS,
 		   0);
 	assert_bpf("p90(ret)", true, PT_VROLE_KVLEN, PT_VFN_SUM, PT_VSRC_PYRET, PT_VOP_ELEMS, 0);
@@ -504,11 +514,11 @@ static void test_reduce_percentiles(void **state)
 	assert_true(pct(PT_VFN_P50, one, 1) == 7);
 	assert_true(pct(PT_VFN_P90, one, 1) == 7);
 	/* nearest rank: ceil(q * n)-th smallest */
-	assert_true(pct(PT_VFN_P50, odd, 5) == 3); /* rank 3 of 1..5 */
-	assert_true(pct(PT_VFN_P90, odd, 5) == 5); /* rank 5 */
+	assert_true(pct(PT_VFN_P50, odd, 5) == 3);   /* rank 3 of 1..5 */
+	assert_true(pct(PT_VFN_P90, odd, 5) == 5);   /* rank 5 */
 	assert_true(pct(PT_VFN_P50, even, 4) == 20); /* rank 2 of 10,20,30,40 */
 	assert_true(pct(PT_VFN_P90, even, 4) == 40); /* rank 4 */
-	assert_true(pct(PT_VFN_P50, dup, 5) == 3); /* 1,1,3,3,3: rank 3 */
+	assert_true(pct(PT_VFN_P50, dup, 5) == 3);   /* 1,1,3,3,3: rank 3 */
 	assert_true(pct(PT_VFN_P90, dup, 5) == 3);
 	assert_true(pct(PT_VFN_P50, dup, 4) == 1); /* 1,1,3,3: rank 2 */
 	assert_true(pct(PT_VFN_P50, same, 4) == 9);

@@ -38,7 +38,10 @@ struct seg {
 static void seg_new(struct seg *s, uint64_t nslots, uint64_t strtab)
 {
 	struct ptg_ring_params p = {
-		.nslots = nslots, .strtab_size = strtab, .pid = 4242, .cupti_version = 130001,
+		.nslots = nslots,
+		.strtab_size = strtab,
+		.pid = 4242,
+		.cupti_version = 130001,
 		.created_ns = 77,
 	};
 
@@ -785,7 +788,9 @@ static void test_open_pid_namespace(void **state)
 			_exit(1);
 		if (!gc) {
 			struct ptg_ring_params p = {
-				.nslots = NSLOTS, .strtab_size = STRTAB, .pid = (uint32_t)getpid(),
+				.nslots = NSLOTS,
+				.strtab_size = STRTAB,
+				.pid = (uint32_t)getpid(),
 			};
 			size_t len = ptg_ring__size(NSLOTS, STRTAB);
 			struct ptg_ring w;

@@ -41,7 +41,8 @@ static void test_parse(void **state)
 	int o = 0, i = 0;
 	uint32_t d = 0;
 
-	assert_int_equal(parse("Name:\tx\nTgid:\t5\nNSpid:\t4242\t17\t3\nPPid:\t1\n", &o, &i, &d), 0);
+	assert_int_equal(parse("Name:\tx\nTgid:\t5\nNSpid:\t4242\t17\t3\nPPid:\t1\n", &o, &i, &d),
+			 0);
 	assert_int_equal(o, 4242);
 	assert_int_equal(i, 3);
 	assert_int_equal(d, 3);
@@ -278,6 +279,7 @@ static void test_real_namespace(void **state)
 
 int main(void)
 {
+	/* clang-format off */
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_parse),
 		cmocka_unit_test(test_same_namespace),
@@ -285,6 +287,7 @@ int main(void)
 		cmocka_unit_test(test_many),
 		cmocka_unit_test(test_real_namespace),
 	};
+	/* clang-format on */
 
 	return cmocka_run_group_tests_name("nstid", tests, NULL, NULL);
 }

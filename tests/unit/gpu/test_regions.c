@@ -43,8 +43,9 @@ static void test_raw(void **state)
 	size_t len = raw(buf, 3, EV, 3);
 
 	pt_regions__init(&s);
-	assert_int_equal(pt_regions__read_raw(&s, buf, len, tags, strlen(tags), "a.bin", err,
-					      sizeof(err)), 0);
+	assert_int_equal(
+		pt_regions__read_raw(&s, buf, len, tags, strlen(tags), "a.bin", err, sizeof(err)),
+		0);
 	assert_int_equal(s.nl, 1);
 	assert_string_equal(s.l[0].kernel, "gemm");
 	assert_int_equal(s.l[0].launch, 4);
@@ -58,7 +59,8 @@ static void test_raw(void **state)
 	assert_int_equal(s.l[0].ev[1].start_ns, 1060);
 	/* a second file with the same names shares the tag indices */
 	assert_int_equal(pt_regions__read_raw(&s, buf, len, "[\"compute\", \"load\"]", 19, "b.bin",
-					      err, sizeof(err)), 0);
+					      err, sizeof(err)),
+			 0);
 	assert_int_equal(s.nl, 2);
 	assert_null(s.l[1].kernel);
 	assert_int_equal(s.l[1].launch, -1);
@@ -88,7 +90,8 @@ static void test_raw_overflow(void **state)
 	/* capacity 2 in the table: the third is past the buffer */
 	len = raw(buf, 3, EV, 3);
 	assert_int_equal(pt_regions__read_raw(&s, buf, len, "{\"tags\": [], \"capacity\": 2}", 27,
-					      "p.bin", err, sizeof(err)), 0);
+					      "p.bin", err, sizeof(err)),
+			 0);
 	assert_true(s.l[1].overflow);
 	assert_int_equal(s.l[1].nev, 2);
 	/* count below what the file holds: the rest is unused buffer */
@@ -106,12 +109,14 @@ static void test_raw_overflow(void **state)
 
 static void test_raw_malformed(void **state)
 {
+	/* clang-format off */
 	const int64_t bad[4][4] = {
 		{ -5, 10, 0, 0 },            /* negative start */
 		{ 10, -1, 0, 0 },            /* negative duration */
 		{ INT64_MAX - 3, 10, 0, 0 }, /* end overflows */
 		{ 10, 10, -2, 0 },           /* negative tag */
 	};
+	/* clang-format on */
 	unsigned char buf[8 + 32 * 4];
 	struct pt_region_set s;
 	char err[256];
@@ -134,11 +139,14 @@ static void test_raw_malformed(void **state)
 	assert_int_equal(pt_regions__read_raw(&s, buf, len, "[1]", 3, "t.bin", err, sizeof(err)),
 			 -EINVAL);
 	assert_int_equal(pt_regions__read_raw(&s, buf, len, "{\"tags\": [], \"launch\": -1}", 25,
-					      "t.bin", err, sizeof(err)), -EINVAL);
+					      "t.bin", err, sizeof(err)),
+			 -EINVAL);
 	assert_int_equal(pt_regions__read_raw(&s, buf, len, "{\"tags\": [], \"kernel\": 5}", 24,
-					      "t.bin", err, sizeof(err)), -EINVAL);
-	assert_int_equal(pt_regions__read_raw(&s, buf, len, "{\"tags\": 3}", 11, "t.bin", err,
-					      sizeof(err)), -EINVAL);
+					      "t.bin", err, sizeof(err)),
+			 -EINVAL);
+	assert_int_equal(
+		pt_regions__read_raw(&s, buf, len, "{\"tags\": 3}", 11, "t.bin", err, sizeof(err)),
+		-EINVAL);
 	assert_int_equal(s.nl, 1); /* failures add nothing */
 	pt_regions__free(&s);
 }
@@ -164,8 +172,8 @@ static void test_chrome(void **state)
 	assert_true(pt_regions__is_tag_table("[\"a\"]", 5));
 	assert_true(pt_regions__is_tag_table("{\"tags\": []}", 12));
 	assert_false(pt_regions__is_tag_table(CHROME, strlen(CHROME)));
-	assert_int_equal(pt_regions__read_chrome(&s, CHROME, strlen(CHROME), "x.json", err,
-						 sizeof(err)), 0);
+	assert_int_equal(
+		pt_regions__read_chrome(&s, CHROME, strlen(CHROME), "x.json", err, sizeof(err)), 0);
 	/* pid 1 (gemm, by process_name), pid 2 (unnamed), attn launch 7, pid 9 */
 	assert_int_equal(s.nl, 4);
 	assert_string_equal(s.l[0].kernel, "gemm");
@@ -188,11 +196,13 @@ static void test_chrome(void **state)
 
 static void test_chrome_malformed(void **state)
 {
+	/* clang-format off */
 	static const char *const bad[] = {
 		"", "{", "[]", "{\"traceEvents\": 5}", "{\"traceEvents\": []}",
 		"{\"traceEvents\": [{\"ph\": \"M\"}]}",
 		"{\"traceEvents\": [], \"otherData\": {\"tool\": \"proftrace\"}}",
 	};
+	/* clang-format on */
 	struct pt_region_set s;
 	char err[256];
 
@@ -200,7 +210,8 @@ static void test_chrome_malformed(void **state)
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		err[0] = 0;
 		assert_int_equal(pt_regions__read_chrome(&s, bad[i], strlen(bad[i]), "b.json", err,
-							 sizeof(err)), -EINVAL);
+							 sizeof(err)),
+				 -EINVAL);
 		assert_true(err[0]);
 	}
 	assert_int_equal(s.nl, 0);

@@ -78,6 +78,7 @@ static void test_check_refuses(void **state)
 
 	(void)state;
 	/* each field that places something, moved by one */
+	/* clang-format off */
 	size_t fields[] = {
 		offsetof(struct ptag_header, version),  offsetof(struct ptag_header, header_size),
 		offsetof(struct ptag_header, total_size), offsetof(struct ptag_header, files_off),
@@ -85,12 +86,12 @@ static void test_check_refuses(void **state)
 		offsetof(struct ptag_header, cand_cap), offsetof(struct ptag_header, arm_off),
 		offsetof(struct ptag_header, arm_cap),
 	};
+	/* clang-format on */
 	for (size_t i = 0; i < sizeof(fields) / sizeof(fields[0]); i++) {
 		fresh();
 		seg[fields[i]] ^= 1;
 		err[0] = 0;
-		assert_int_equal(pt_agent__check(seg, sizeof(seg), &in, err, sizeof(err)),
-				 -EPROTO);
+		assert_int_equal(pt_agent__check(seg, sizeof(seg), &in, err, sizeof(err)), -EPROTO);
 		assert_true(err[0]);
 	}
 	h = fresh();

@@ -23,18 +23,18 @@ static void good(uint64_t *w)
 	memset(w, 0, PT_PEP768_OFFSETS_LEN);
 	memcpy(w, "xdebugpy", 8);
 	w[1] = 0x030e07f0; /* 3.14.7 final */
-	w[3] = 0x1000;     /* _PyRuntimeState size (smaller than real: bounds only) */
-	w[4] = 0x18;       /* _finalizing */
-	w[5] = 0x30;       /* interpreters.head */
-	w[6] = 0x8000;     /* PyInterpreterState size */
-	w[10] = 0x68;      /* threads.main */
-	w[22] = 0x1400;    /* PyThreadState size */
-	w[89] = 0x18;      /* eval_breaker */
-	w[90] = 0x1000;    /* remote_debugger_support */
-	w[91] = 0x7f00;    /* config.remote_debug */
-	w[92] = 0;         /* debugger_pending_call */
-	w[93] = 4;         /* debugger_script_path */
-	w[94] = 512;       /* MAX_SCRIPT_PATH_SIZE */
+	w[3] = 0x1000;	   /* _PyRuntimeState size (smaller than real: bounds only) */
+	w[4] = 0x18;	   /* _finalizing */
+	w[5] = 0x30;	   /* interpreters.head */
+	w[6] = 0x8000;	   /* PyInterpreterState size */
+	w[10] = 0x68;	   /* threads.main */
+	w[22] = 0x1400;	   /* PyThreadState size */
+	w[89] = 0x18;	   /* eval_breaker */
+	w[90] = 0x1000;	   /* remote_debugger_support */
+	w[91] = 0x7f00;	   /* config.remote_debug */
+	w[92] = 0;	   /* debugger_pending_call */
+	w[93] = 4;	   /* debugger_script_path */
+	w[94] = 512;	   /* MAX_SCRIPT_PATH_SIZE */
 }
 
 static int parse(const uint64_t *w, size_t len, struct pt_pep768 *o, char *err)
@@ -74,20 +74,20 @@ static void test_refused(void **state)
 		{ 1, 0x030d00f0, -ENOTSUP }, /* 3.13 */
 		{ 1, 0x030f00a1, -ENOTSUP }, /* 3.15: not known */
 		{ 1, 0x020e0000, -ENOTSUP },
-		{ 2, 1, -ENOTSUP },          /* free-threaded */
-		{ 3, 0x20, -EINVAL },        /* runtime smaller than its fields */
+		{ 2, 1, -ENOTSUP },   /* free-threaded */
+		{ 3, 0x20, -EINVAL }, /* runtime smaller than its fields */
 		{ 4, 0xffffffffffffff00ull, -EINVAL },
 		{ 5, 0x1000, -EINVAL },
 		{ 10, 0x8000, -EINVAL },
-		{ 91, 0x7ffd, -EINVAL },     /* an int past the struct */
+		{ 91, 0x7ffd, -EINVAL }, /* an int past the struct */
 		{ 89, 0x13f9, -EINVAL },
-		{ 90, 0x1300, -EINVAL },     /* path runs past the thread state */
+		{ 90, 0x1300, -EINVAL }, /* path runs past the thread state */
 		{ 92, 0x3fd, -EINVAL },
 		{ 94, 0, -EINVAL },
 		{ 94, 1u << 20, -EINVAL },
 		{ 94, 0xffffffffffffffffull, -EINVAL },
 		{ 93, 0xfffffffffffffff0ull, -EINVAL }, /* wraps */
-		{ 22, 1u << 30, -EINVAL },   /* absurd sizes */
+		{ 22, 1u << 30, -EINVAL },		/* absurd sizes */
 		{ 6, 1ull << 40, -EINVAL },
 	};
 	uint64_t w[PT_PEP768_OFFSETS_LEN / 8];

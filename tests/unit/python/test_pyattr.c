@@ -53,7 +53,8 @@ static int fmem_read(void *ctx, uint64_t addr, void *buf, size_t len)
 	for (size_t i = 0; i < m->n; i++) {
 		const struct region *r = &m->r[i];
 
-		if (addr >= r->base && addr - r->base <= r->len && len <= r->len - (addr - r->base)) {
+		if (addr >= r->base && addr - r->base <= r->len &&
+		    len <= r->len - (addr - r->base)) {
 			memcpy(buf, r->buf + (addr - r->base), len);
 			return 0;
 		}
@@ -116,9 +117,9 @@ static uint64_t alloc(struct fmem *m, size_t len)
 #define TPF_UNICODE_SUBCLASS (1ull << 28)
 #define TPF_DICT_SUBCLASS (1ull << 29)
 #define GENERIC_GETATTR 0x7f0000401000ull /* PyObject_GenericGetAttr */
-#define HOOK_GETATTR 0x7f0000402000ull    /* slot_tp_getattr_hook */
-#define DESCR_SET 0x7f0000403000ull       /* some tp_descr_set */
-#define TYPE_SIZE 1024                    /* beyond every ht_cached_keys */
+#define HOOK_GETATTR 0x7f0000402000ull	  /* slot_tp_getattr_hook */
+#define DESCR_SET 0x7f0000403000ull	  /* some tp_descr_set */
+#define TYPE_SIZE 1024			  /* beyond every ht_cached_keys */
 
 struct world {
 	struct fmem m;
@@ -235,8 +236,7 @@ struct kent {
 /* A keys object of 2^lg index slots holding e[0..n) in entry order,
  * each placed in the index table by CPython's probe sequence. kind: 3.11+
  * dk_kind (0 general, 1 unicode, 2 split); before, entries are general. */
-static uint64_t mk_keys(struct world *w, unsigned int lg, int kind, const struct kent *e,
-			size_t n)
+static uint64_t mk_keys(struct world *w, unsigned int lg, int kind, const struct kent *e, size_t n)
 {
 	const struct pt_py_layout *L = w->L;
 	uint64_t size = 1ull << lg, mask = size - 1;
@@ -251,7 +251,9 @@ static uint64_t mk_keys(struct world *w, unsigned int lg, int kind, const struct
 	} else {
 		poke8(&w->m, k + L->keys_log2_size, (uint8_t)lg);
 		poke8(&w->m, k + L->keys_log2_index_bytes,
-		      (uint8_t)(lg + (ixw == 1 ? 0 : ixw == 2 ? 1 : 2)));
+		      (uint8_t)(lg + (ixw == 1	 ? 0
+				      : ixw == 2 ? 1
+						 : 2)));
 		poke8(&w->m, k + L->keys_kind, (uint8_t)kind);
 	}
 	poke64(&w->m, k + L->keys_nentries, n);
@@ -453,9 +455,9 @@ static uint64_t mk_inst(struct world *w, const struct req *r, const uint64_t *v,
 	return obj;
 }
 
-#define for_each_version(w, minor)                                               \
-	for ((minor) = PT_PY_MINOR_MIN; (minor) <= PT_PY_MINOR_MAX; (minor)++)    \
-		if (world_init((w), (minor)), 0) {                               \
+#define for_each_version(w, minor)                                                                 \
+	for ((minor) = PT_PY_MINOR_MIN; (minor) <= PT_PY_MINOR_MAX; (minor)++)                     \
+		if (world_init((w), (minor)), 0) {                                                 \
 		} else
 
 static int resolve(struct world *w, uint64_t type, const char *name, struct pt_pyattr_loc *loc,
@@ -478,12 +480,12 @@ static enum pt_pyattr_status rd(struct world *w, const struct pt_pyattr_loc *loc
 	return pt_pyattr__read(&w->t, w->L, loc, obj, v);
 }
 
-#define assert_status(got, want)                                                         \
-	do {                                                                             \
-		enum pt_pyattr_status g_ = (got), w_ = (want);                           \
-		if (g_ != w_)                                                            \
-			fail_msg("3.%u: status %s, want %s", w.minor,                     \
-				 pt_pyattr__status_str(g_), pt_pyattr__status_str(w_));   \
+#define assert_status(got, want)                                                                   \
+	do {                                                                                       \
+		enum pt_pyattr_status g_ = (got), w_ = (want);                                     \
+		if (g_ != w_)                                                                      \
+			fail_msg("3.%u: status %s, want %s", w.minor, pt_pyattr__status_str(g_),   \
+				 pt_pyattr__status_str(w_));                                       \
 	} while (0)
 
 /* ---- valid memory ---- */
@@ -493,7 +495,8 @@ static void test_resolve_and_read_every_version(void **state)
 	struct world w;
 	unsigned int minor;
 
-	for_each_version(&w, minor) {
+	for_each_version(&w, minor)
+	{
 		struct pt_pyattr_loc ln, lp, le;
 		struct req r;
 		uint64_t vals[2], obj, v;
@@ -508,10 +511,10 @@ static void test_resolve_and_read_every_version(void **state)
 		assert_int_equal(ln.dict_type, w.dict_t);
 		assert_int_equal(ln.flags, 0);
 		assert_int_equal(ln.type, r.type);
-		assert_int_equal(ln.kind, minor <= 10 ? PT_PYATTR_K_DICTPTR :
-					  minor == 11 ? PT_PYATTR_K_MANAGED_311 :
-					  minor == 12 ? PT_PYATTR_K_MANAGED_312 :
-							PT_PYATTR_K_INLINE_313);
+		assert_int_equal(ln.kind, minor <= 10	? PT_PYATTR_K_DICTPTR
+					  : minor == 11 ? PT_PYATTR_K_MANAGED_311
+					  : minor == 12 ? PT_PYATTR_K_MANAGED_312
+							: PT_PYATTR_K_INLINE_313);
 		assert_int_equal(resolve(&w, r.type, "prompt", &lp, why), 0);
 		assert_int_equal(lp.index, 1);
 		/* not in the class's code: its key is unknown */
@@ -546,7 +549,8 @@ static void test_combined_dicts(void **state)
 	struct world w;
 	unsigned int minor;
 
-	for_each_version(&w, minor) {
+	for_each_version(&w, minor)
+	{
 		struct pt_pyattr_loc ln, lp;
 		struct kent e[40];
 		struct req r;
@@ -561,8 +565,10 @@ static void test_combined_dicts(void **state)
 		for (n = 0; n < 39; n++) {
 			snprintf(nm, sizeof(nm), "k%zu", n);
 			/* low bits equal to num_tokens': long probe chains */
-			e[n] = (struct kent){ mk_str(&w, nm, true, H_NUM + (int64_t)((n + 1) << 12)),
-					      H_NUM + (int64_t)((n + 1) << 12), mk_obj(&w, w.int_t) };
+			e[n] = (struct kent){
+				mk_str(&w, nm, true, H_NUM + (int64_t)((n + 1) << 12)),
+				H_NUM + (int64_t)((n + 1) << 12), mk_obj(&w, w.int_t)
+			};
 		}
 		e[5].deleted = true;
 		e[39] = (struct kent){ r.num, H_NUM, r.v_num };
@@ -606,7 +612,8 @@ static void test_key_not_identical(void **state)
 	struct world w;
 	unsigned int minor;
 
-	for_each_version(&w, minor) {
+	for_each_version(&w, minor)
+	{
 		struct pt_pyattr_loc ln;
 		struct kent e[2];
 		struct req r;
@@ -633,7 +640,8 @@ static void test_class_attr_property_getattr(void **state)
 	struct world w;
 	unsigned int minor;
 
-	for_each_version(&w, minor) {
+	for_each_version(&w, minor)
+	{
 		struct pt_pyattr_loc l;
 		struct req r;
 		uint64_t vals[2], obj, v, names[2];
@@ -704,7 +712,8 @@ static void test_slots(void **state)
 	struct world w;
 	unsigned int minor;
 
-	for_each_version(&w, minor) {
+	for_each_version(&w, minor)
+	{
 		struct pt_pyattr_loc l;
 		struct kent te[1];
 		uint64_t t, obj, v, x, bs, val;
@@ -777,7 +786,8 @@ static void test_static_type_arrays(void **state)
 	struct world w;
 	unsigned int minor;
 
-	for_each_version(&w, minor) {
+	for_each_version(&w, minor)
+	{
 		struct pt_pyattr_loc l;
 		uint64_t base = mk_static_type(&w, "Base", 0), t, bs, mem, gs, mro[2], obj, v;
 		int64_t doff;
@@ -822,7 +832,8 @@ static void test_resolve_obj(void **state)
 	struct world w;
 	unsigned int minor;
 
-	for_each_version(&w, minor) {
+	for_each_version(&w, minor)
+	{
 		struct pt_pyattr_loc l;
 		struct kent e[3];
 		struct req r;
@@ -883,7 +894,8 @@ static void test_corrupt_keys(void **state)
 	struct world w;
 	unsigned int minor;
 
-	for_each_version(&w, minor) {
+	for_each_version(&w, minor)
+	{
 		const struct pt_py_layout *L = w.L;
 		struct victim x;
 		uint64_t v, save[6];
@@ -893,8 +905,9 @@ static void test_corrupt_keys(void **state)
 		memcpy(save, at(&w.m, x.keys, 48), 48);
 #define RESTORE() memcpy(at(&w.m, x.keys, 48), save, 48)
 		if (L->keys_size) {
-			static const int64_t bad[] = { 0, -8, 7, 12, 3ll << 20,
-						       (1ll << 30) * 2, INT64_MIN };
+			static const int64_t bad[] = { 0,	 -8,	    7,
+						       12,	 3ll << 20, (1ll << 30) * 2,
+						       INT64_MIN };
 
 			for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 				poke64(&w.m, x.keys + L->keys_size, (uint64_t)bad[i]);
@@ -905,7 +918,7 @@ static void test_corrupt_keys(void **state)
 		} else {
 			/* log2 sizes out of range, index bytes that do not match */
 			static const uint8_t lg[][2] = { { 31, 33 }, { 64, 66 }, { 255, 1 },
-							 { 3, 4 }, { 3, 2 }, { 8, 8 },
+							 { 3, 4 },   { 3, 2 },	 { 8, 8 },
 							 { 16, 16 }, { 0, 3 } };
 
 			for (size_t i = 0; i < sizeof(lg) / sizeof(lg[0]); i++) {
@@ -963,7 +976,8 @@ static void test_read_count_bounded(void **state)
 	struct world w;
 	unsigned int minor;
 
-	for_each_version(&w, minor) {
+	for_each_version(&w, minor)
+	{
 		struct victim x;
 		struct kent e[5];
 		uint64_t v;
@@ -995,7 +1009,8 @@ static void test_unreadable(void **state)
 	struct world w;
 	unsigned int minor;
 
-	for_each_version(&w, minor) {
+	for_each_version(&w, minor)
+	{
 		const struct pt_py_layout *L = w.L;
 		struct pt_pyattr_loc l;
 		struct victim x;
@@ -1046,7 +1061,8 @@ static void test_unreadable(void **state)
 		vals[1] = x.r.v_prompt;
 		x.obj = mk_inst(&w, &x.r, vals, 2, 0);
 		if (L->idict == PT_PY_IDICT_OFFSET)
-			poke64(&w.m, peek64(&w.m, x.obj + (uint64_t)x.r.dictoffset) + L->dict_values,
+			poke64(&w.m,
+			       peek64(&w.m, x.obj + (uint64_t)x.r.dictoffset) + L->dict_values,
 			       0x4000);
 		else if (L->idict == PT_PY_IDICT_VALUES)
 			poke64(&w.m, x.obj + L->managed_values, 0x4000);
@@ -1069,7 +1085,8 @@ static void test_bad_locations(void **state)
 	struct world w;
 	unsigned int minor;
 
-	for_each_version(&w, minor) {
+	for_each_version(&w, minor)
+	{
 		const struct pt_py_layout *L = w.L;
 		struct pt_pyattr_loc l;
 		struct victim x;
@@ -1122,7 +1139,8 @@ static void test_resolve_bad_types(void **state)
 	struct world w;
 	unsigned int minor;
 
-	for_each_version(&w, minor) {
+	for_each_version(&w, minor)
+	{
 		const struct pt_py_layout *L = w.L;
 		struct pt_pyattr_loc l;
 		struct req r;
@@ -1140,8 +1158,9 @@ static void test_resolve_bad_types(void **state)
 		assert_int_equal(resolve(&w, r.type, longname, &l, why), -EINVAL);
 		assert_int_equal(pt_pyattr__resolve(&w.t, L, r.type, NULL, &l, why, 200), -EINVAL);
 		/* a short why buffer is cut, not overrun; none at all is fine */
-		assert_int_equal(pt_pyattr__resolve(&w.t, L, r.type, "total", &l, small,
-						    sizeof(small)), -EOPNOTSUPP);
+		assert_int_equal(
+			pt_pyattr__resolve(&w.t, L, r.type, "total", &l, small, sizeof(small)),
+			-EOPNOTSUPP);
 		assert_int_equal(strlen(small), sizeof(small) - 1);
 		assert_int_equal(pt_pyattr__resolve(&w.t, L, r.type, "total", &l, NULL, 0),
 				 -EOPNOTSUPP);

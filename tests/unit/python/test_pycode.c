@@ -61,8 +61,8 @@ struct region {
 struct fmem {
 	struct region r[MAX_REGIONS];
 	size_t n;
-	uint64_t brk; /* next free address in r[0] */
-	int force_err;  /* every read fails with this when set */
+	uint64_t brk;  /* next free address in r[0] */
+	int force_err; /* every read fails with this when set */
 };
 
 static int fmem_read(void *ctx, uint64_t addr, void *buf, size_t len)
@@ -75,7 +75,8 @@ static int fmem_read(void *ctx, uint64_t addr, void *buf, size_t len)
 	for (i = 0; i < m->n; i++) {
 		const struct region *r = &m->r[i];
 
-		if (addr >= r->base && addr - r->base <= r->len && len <= r->len - (addr - r->base)) {
+		if (addr >= r->base && addr - r->base <= r->len &&
+		    len <= r->len - (addr - r->base)) {
 			memcpy(buf, r->buf + (addr - r->base), len);
 			return 0;
 		}
@@ -257,8 +258,7 @@ static uint64_t mk_bytes_raw(struct fmem *m, const struct pt_py_layout *L, const
 	return a;
 }
 
-static uint64_t mk_bytes(struct fmem *m, const struct pt_py_layout *L, const void *data,
-			 size_t len)
+static uint64_t mk_bytes(struct fmem *m, const struct pt_py_layout *L, const void *data, size_t len)
 {
 	return mk_bytes_raw(m, L, data, len, (int64_t)len);
 }
@@ -288,9 +288,10 @@ static int read_code(const struct pt_tmem *t, const struct pt_py_layout *L, uint
 	return pt_pycode__read(t, L, &types, addr, out);
 }
 
-#define for_each_version(m, L)                                                  \
-	for ((m) = PT_PY_MINOR_MIN; (m) <= PT_PY_MINOR_MAX; (m)++)              \
-		if (!((L) = pt_py_layout__get(m))) fail_msg("no layout for 3.%u", (m)); \
+#define for_each_version(m, L)                                                                     \
+	for ((m) = PT_PY_MINOR_MIN; (m) <= PT_PY_MINOR_MAX; (m)++)                                 \
+		if (!((L) = pt_py_layout__get(m)))                                                 \
+			fail_msg("no layout for 3.%u", (m));                                       \
 		else
 
 /* ---- valid objects ---- */
@@ -365,13 +366,15 @@ static void test_non_ascii_every_version(void **state)
 		const char *text;
 		unsigned int kind;
 	} files[] = {
-		{ "/srv/caf\xc3\xa9/na\xc3\xafve.py", 1 },               /* latin-1 */
-		{ "/srv/\xc3\xbf\xc2\x80.py", 1 },                       /* U+00FF, U+0080 */
-		{ "/srv/\xe2\x82\xac" "uro/\xce\xa9mega.py", 2 },          /* U+20AC, U+03A9 */
-		{ "/srv/\xef\xbf\xbd\xef\xbf\xbf.py", 2 },               /* U+FFFD, U+FFFF */
-		{ "/srv/\xf0\x9f\x98\x80/emoji.py", 4 },                 /* U+1F600 */
-		{ "/srv/\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80.py", 4 },   /* all widths */
-		{ "/srv/\xf4\x8f\xbf\xbf.py", 4 },                       /* U+10FFFF */
+		{ "/srv/caf\xc3\xa9/na\xc3\xafve.py", 1 }, /* latin-1 */
+		{ "/srv/\xc3\xbf\xc2\x80.py", 1 },	   /* U+00FF, U+0080 */
+		{ "/srv/\xe2\x82\xac"
+		  "uro/\xce\xa9mega.py",
+		  2 },						       /* U+20AC, U+03A9 */
+		{ "/srv/\xef\xbf\xbd\xef\xbf\xbf.py", 2 },	       /* U+FFFD, U+FFFF */
+		{ "/srv/\xf0\x9f\x98\x80/emoji.py", 4 },	       /* U+1F600 */
+		{ "/srv/\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80.py", 4 }, /* all widths */
+		{ "/srv/\xf4\x8f\xbf\xbf.py", 4 },		       /* U+10FFFF */
 	};
 	unsigned int minor;
 	const struct pt_py_layout *L;
@@ -388,14 +391,20 @@ static void test_non_ascii_every_version(void **state)
 			fmem_init(&m, &t);
 			fn = mk_str_kind(&m, L, files[i].text, &kind);
 			assert_int_equal(kind, files[i].kind);
-			nm = mk_str(&m, L, "gr\xc3\xb6\xc3\x9f" "e");     /* UCS1 name */
-			qn = mk_str(&m, L, "\xce\x9a.gr\xc3\xb6\xc3\x9f" "e"); /* UCS2 qualname */
+			nm = mk_str(&m, L,
+				    "gr\xc3\xb6\xc3\x9f"
+				    "e"); /* UCS1 name */
+			qn = mk_str(&m, L,
+				    "\xce\x9a.gr\xc3\xb6\xc3\x9f"
+				    "e"); /* UCS2 qualname */
 			code = mk_code(&m, L, fn, nm, qn, 7, 0);
 			assert_int_equal(read_code(&t, L, code, &c), 0);
 			assert_string_equal(c.filename, files[i].text);
-			assert_string_equal(c.name, "gr\xc3\xb6\xc3\x9f" "e");
-			assert_string_equal(c.qualname,
-					    minor >= 11 ? "\xce\x9a.gr\xc3\xb6\xc3\x9f" "e" : "");
+			assert_string_equal(c.name, "gr\xc3\xb6\xc3\x9f"
+						    "e");
+			assert_string_equal(c.qualname, minor >= 11 ? "\xce\x9a.gr\xc3\xb6\xc3\x9f"
+								      "e"
+								    : "");
 			fmem_free(&m);
 		}
 	}
@@ -497,10 +506,10 @@ static void test_malformed_strings(void **state)
 		uint16_t u2[2];
 		uint64_t s;
 
-#define STR_EINVAL(state_, len_, data_, dlen_)                                           \
-	do {                                                                             \
-		s = mk_str_raw(&m, L, UNICODE_TYPE, (state_), (len_), (data_), (dlen_)); \
-		assert_int_equal(pt_pystr__read(&t, L, &types, s, out, sizeof(out)), -EINVAL); \
+#define STR_EINVAL(state_, len_, data_, dlen_)                                                     \
+	do {                                                                                       \
+		s = mk_str_raw(&m, L, UNICODE_TYPE, (state_), (len_), (data_), (dlen_));           \
+		assert_int_equal(pt_pystr__read(&t, L, &types, s, out, sizeof(out)), -EINVAL);     \
 	} while (0)
 
 		fmem_init(&m, &t);
@@ -513,7 +522,10 @@ static void test_malformed_strings(void **state)
 		STR_EINVAL(S_ASCII_OK, 3, "a\0c", 3);
 		STR_EINVAL(S_ASCII_OK, 3, "ab\0", 3);
 		STR_EINVAL(S_ASCII_OK, 1, "\0", 1);
-		STR_EINVAL(S_ASCII_OK, 3, "a\x80" "c", 3);
+		STR_EINVAL(S_ASCII_OK, 3,
+			   "a\x80"
+			   "c",
+			   3);
 		STR_EINVAL(S_ASCII_OK, 3, "ab\xff", 3);
 		STR_EINVAL(S_ASCII_OK, 2, "\xc3\xa9", 2); /* UTF-8 is not ASCII */
 		/* kinds other than 1, 2, 4 */
@@ -627,6 +639,7 @@ static void test_too_long(void **state)
  */
 static void test_small_out_buffer(void **state)
 {
+	/* clang-format off */
 	static const char *const texts[] = {
 		"abcd",
 		"caf\xc3\xa9",
@@ -634,6 +647,7 @@ static void test_small_out_buffer(void **state)
 		"a\xf0\x9f\x98\x80" "b",
 		"",
 	};
+	/* clang-format on */
 	const struct pt_py_layout *L = pt_py_layout__get(11);
 	struct fmem m;
 	struct pt_tmem t;
@@ -657,7 +671,8 @@ static void test_small_out_buffer(void **state)
 			ret = pt_pystr__read(&t, L, &types, s, out, n);
 			for (k = n; k < sizeof(out); k++)
 				if (out[k] != 0x5a)
-					fail_msg("\"%s\", outlen %zu: byte %zu written", texts[i], n, k);
+					fail_msg("\"%s\", outlen %zu: byte %zu written", texts[i],
+						 n, k);
 			if (n < need) {
 				assert_int_equal(ret, -ENAMETOOLONG);
 			} else if (ret == 0) {
@@ -681,8 +696,8 @@ static size_t code_needs(const struct pt_py_layout *L)
 {
 	size_t end = L->ob_type + 8;
 
-#define NEED(off, len)                 \
-	if ((size_t)(off) + (len) > end) \
+#define NEED(off, len)                                                                             \
+	if ((size_t)(off) + (len) > end)                                                           \
 		end = (size_t)(off) + (len);
 	NEED(L->code_filename, 8);
 	NEED(L->code_name, 8);
@@ -722,8 +737,8 @@ static void test_truncated_code(void **state)
 			ret = read_code(&t, L, CUT_BASE, &c);
 			if (cut < need) {
 				if (ret != -EFAULT)
-					fail_msg("3.%u, code cut at %zu: got %d, want -EFAULT", minor,
-						 cut, ret);
+					fail_msg("3.%u, code cut at %zu: got %d, want -EFAULT",
+						 minor, cut, ret);
 			} else {
 				assert_int_equal(ret, 0);
 				assert_string_equal(c.filename, "/x/f.py");
@@ -736,8 +751,8 @@ static void test_truncated_code(void **state)
 /* A valid str (each kind) copied into a region cut after each byte. */
 static void test_truncated_str(void **state)
 {
-	static const char *const texts[] = { "/abc/def.py", "caf\xc3\xa9.py",
-					     "\xe2\x82\xac.py", "\xf0\x9f\x98\x80.py", "" };
+	static const char *const texts[] = { "/abc/def.py", "caf\xc3\xa9.py", "\xe2\x82\xac.py",
+					     "\xf0\x9f\x98\x80.py", "" };
 	unsigned int minor;
 	const struct pt_py_layout *L;
 
@@ -767,7 +782,8 @@ static void test_truncated_str(void **state)
 				ret = pt_pystr__read(&t, L, &types, CUT_BASE, out, sizeof(out));
 				if (cut < need) {
 					if (ret != -EFAULT)
-						fail_msg("3.%u, \"%s\" cut at %zu: got %d, want -EFAULT",
+						fail_msg("3.%u, \"%s\" cut at %zu: got %d, want "
+							 "-EFAULT",
 							 minor, texts[i], cut, ret);
 				} else {
 					assert_int_equal(ret, 0);
@@ -1018,12 +1034,14 @@ static void test_linetable_truncated(void **state)
 
 static void test_linetable_bad_addresses(void **state)
 {
+	/* clang-format off */
 	static const uint64_t bad[] = {
 		/* (HEAP_BASE - 16 would be a valid empty bytes object: the
 		 * heap's first bytes are zero) */
 		0, 8, HEAP_BASE - 40, HEAP_BASE + HEAP_LEN - 8, HEAP_BASE + HEAP_LEN,
 		UINT64_MAX, UINT64_MAX - 7, UINT64_MAX - 31, UINT64_MAX - 39, 1ull << 63,
 	};
+	/* clang-format on */
 	unsigned int minor;
 	const struct pt_py_layout *L;
 
@@ -1057,12 +1075,12 @@ static void test_linetable_bad_addresses(void **state)
 struct live {
 	pid_t pid;
 	int in, out; /* its stdin (ours to close), its stdout */
-	unsigned long long code, code_type, str_type, firstlineno, flags, filename_obj,
-		name_obj, runtime;
+	unsigned long long code, code_type, str_type, firstlineno, flags, filename_obj, name_obj,
+		runtime;
 	unsigned int major, minor;
 	char filename[PT_PYSTR_MAX + 1];
 	unsigned long long mod_code; /* the script's own <module> code */
-	char tab_hex[2][4096];       /* line tables of probe_me and <module> */
+	char tab_hex[2][4096];	     /* line tables of probe_me and <module> */
 };
 
 /* The victim: prints where things are, then waits for stdin to close.
@@ -1172,8 +1190,8 @@ static void live_stop(struct live *v)
 
 /* The table pt_pycode__read_linetable() reads equals the one the child
  * printed ("-": empty). */
-static void live_check_table(const struct pt_tmem *t, const struct pt_py_layout *L,
-			     uint64_t code, const char *hex, const char *what)
+static void live_check_table(const struct pt_tmem *t, const struct pt_py_layout *L, uint64_t code,
+			     const char *hex, const char *what)
 {
 	size_t n = strcmp(hex, "-") ? strlen(hex) / 2 : 0, len, i;
 	uint8_t *tab;
@@ -1290,17 +1308,19 @@ static const char *pyenv_root(char *buf, size_t len)
 }
 
 /* Script directories whose names make co_filename a UCS1, UCS2, UCS4 str. */
+/* clang-format off */
 static const char *const live_dirs[] = {
 	"caf\xc3\xa9",
 	"\xe2\x82\xac" "uro",
 	"caf\xc3\xa9-\xe2\x82\xac-\xf0\x9f\x98\x80",
 };
+/* clang-format on */
 #define NDIRS (sizeof(live_dirs) / sizeof(live_dirs[0]))
 
 static void test_live_interpreters(void **state)
 {
 	char root[4096], pat[4200], dir[] = "/tmp/pt_pycode_XXXXXX", sub[NDIRS][256],
-					      script[NDIRS][512];
+				    script[NDIRS][512];
 	const char *pythons[16], *proot;
 	unsigned int minor;
 	glob_t g[PT_PY_MINOR_MAX + 1];
@@ -1395,8 +1415,8 @@ static int slots_of(const struct pt_tmem *t, const struct pt_py_layout *L, uint6
 
 static void test_slots_every_version(void **state)
 {
-	static const char *const names[] = { "seq_lens", "self", "missing", NULL, "tmp",
-					     "reqs", "größe", "self" };
+	static const char *const names[] = { "seq_lens", "self", "missing", NULL,
+					     "tmp",	 "reqs", "größe",   "self" };
 	static const int16_t want[] = { 2, 0, -1, -1, 4, 1, 5, 0 };
 	unsigned int minor;
 	const struct pt_py_layout *L;
@@ -1454,10 +1474,10 @@ static void test_slots_skip_non_str(void **state)
 		longname[sizeof(longname) - 1] = '\0';
 		items[0] = none;
 		items[1] = mk_str(&m, L, "a");
-		items[2] = mk_bytes(&m, L, "b", 1);  /* bytes b'b': not a str */
-		items[3] = 0;                        /* NULL */
+		items[2] = mk_bytes(&m, L, "b", 1);   /* bytes b'b': not a str */
+		items[3] = 0;			      /* NULL */
 		items[4] = HEAP_BASE + HEAP_LEN + 64; /* unreadable */
-		items[5] = mk_str(&m, L, longname);  /* longer than any name read */
+		items[5] = mk_str(&m, L, longname);   /* longer than any name read */
 		/* a str whose state says not compact */
 		items[6] = mk_str_raw(&m, L, UNICODE_TYPE, S_ASCII | S_KIND(1), 1, "c", 1);
 		items[7] = mk_str(&m, L, "d");

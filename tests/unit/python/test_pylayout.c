@@ -173,7 +173,8 @@ static void test_rows_match_gdb(void **state)
 		if (!dump_text[m])
 			fail_msg("no 3.%u block in the dump", m);
 		/* the state walk */
-		assert_int_equal(L->runtime_interp_head, field(m, "_PyRuntimeState", "interpreters.head"));
+		assert_int_equal(L->runtime_interp_head,
+				 field(m, "_PyRuntimeState", "interpreters.head"));
 		assert_int_equal(L->interp_tstate_head,
 				 field2(m, "PyInterpreterState", "tstate_head", "threads.head"));
 		assert_int_equal(L->tstate_next, field(m, "PyThreadState", "next"));
@@ -183,13 +184,13 @@ static void test_rows_match_gdb(void **state)
 		else if (m < 13)
 			assert_int_equal(L->tstate_frame, field(m, "PyThreadState", "cframe"));
 		else
-			assert_int_equal(L->tstate_frame, field(m, "PyThreadState", "current_frame"));
-		assert_int_equal(L->cframe_frame, m == 11 || m == 12
-							 ? field(m, "_PyCFrame", "current_frame")
-							 : -1);
+			assert_int_equal(L->tstate_frame,
+					 field(m, "PyThreadState", "current_frame"));
+		assert_int_equal(L->cframe_frame,
+				 m == 11 || m == 12 ? field(m, "_PyCFrame", "current_frame") : -1);
 		/* frames */
-		assert_int_equal(L->frame_code, field2(m, fr, m < 13 ? "f_code" : "f_executable",
-							 "f_code"));
+		assert_int_equal(L->frame_code,
+				 field2(m, fr, m < 13 ? "f_code" : "f_executable", "f_code"));
 		assert_int_equal(L->frame_back, field2(m, fr, "f_back", "previous"));
 		if (m < 11) {
 			assert_int_equal(L->frame_lasti, field(m, fr, "f_lasti"));
@@ -308,6 +309,7 @@ static void test_rows_attr_fields(void **state)
 
 /* cpython-3.13-debug-offsets.txt (gdb `p _PyRuntime.debug_offsets`, 3.13.0),
  * in declaration order: one u64 per field after the 8-byte cookie. */
+/* clang-format off */
 static const uint64_t do_3130[] = {
 	/* version, free_threaded */
 	0x030d00f0, 0,
@@ -346,6 +348,7 @@ static const uint64_t do_3130[] = {
 	/* gc: size, collecting */
 	240, 200,
 };
+/* clang-format on */
 
 _Static_assert(8 + sizeof(do_3130) == PT_PY_DEBUG_OFFSETS_LEN,
 	       "_Py_DebugOffsets of 3.13.0 is 584 bytes");
@@ -579,15 +582,15 @@ static void test_offsets_are_used(void **state)
 	assert_true(L.gen_frames);
 }
 
-#define assert_rejected(b, len, what)                                               \
-	do {                                                                        \
-		struct pt_py_layout L_;                                             \
-		uint32_t hex_;                                                      \
-		char err_[256];                                                     \
-		assert_int_equal(parse((b), (len), &L_, &hex_, err_, sizeof(err_)), -EINVAL); \
-		if (!strstr(err_, (what)))                                          \
-			fail_msg("message \"%s\" does not say \"%s\"", err_, (what)); \
-		assert_null(strchr(err_, '\n'));                                    \
+#define assert_rejected(b, len, what)                                                              \
+	do {                                                                                       \
+		struct pt_py_layout L_;                                                            \
+		uint32_t hex_;                                                                     \
+		char err_[256];                                                                    \
+		assert_int_equal(parse((b), (len), &L_, &hex_, err_, sizeof(err_)), -EINVAL);      \
+		if (!strstr(err_, (what)))                                                         \
+			fail_msg("message \"%s\" does not say \"%s\"", err_, (what));              \
+		assert_null(strchr(err_, '\n'));                                                   \
 	} while (0)
 
 static void test_offsets_rejected(void **state)
@@ -736,12 +739,13 @@ static void test_offsets_wrapping(void **state)
 		if (bad[i].at2)
 			put64(b, bad[i].at2, bad[i].v2);
 		if (parse(b, sizeof(b), &L, &hex, err, sizeof(err)) == 0) {
-			print_message("KNOWN BUG: byte %zu = 0x%llx accepted (offset + size wraps); "
-				      "layout has code_filename %u, code_firstlineno %u, frame_code %u, "
-				      "frame_ip %u, runtime_interp_head %u\n",
-				      bad[i].at, (unsigned long long)bad[i].v, L.code_filename,
-				      L.code_firstlineno, L.frame_code, L.frame_ip,
-				      L.runtime_interp_head);
+			print_message(
+				"KNOWN BUG: byte %zu = 0x%llx accepted (offset + size wraps); "
+				"layout has code_filename %u, code_firstlineno %u, frame_code %u, "
+				"frame_ip %u, runtime_interp_head %u\n",
+				bad[i].at, (unsigned long long)bad[i].v, L.code_filename,
+				L.code_firstlineno, L.frame_code, L.frame_ip,
+				L.runtime_interp_head);
 			holes++;
 		} else {
 			assert_non_null(strstr(err, "implausible"));

@@ -68,9 +68,8 @@ static void assert_ranges(unsigned int minor, const uint8_t *t, size_t len, unsi
 	for (i = 0; i < n; i++)
 		if (g.r[i].start != want[i].start || g.r[i].end != want[i].end ||
 		    g.r[i].line != want[i].line)
-			fail_msg("3.%u: range %zu is [%lld, %lld) %d, want [%lld, %lld) %d",
-				 minor, i,
-				 (long long)g.r[i].start, (long long)g.r[i].end, g.r[i].line,
+			fail_msg("3.%u: range %zu is [%lld, %lld) %d, want [%lld, %lld) %d", minor,
+				 i, (long long)g.r[i].start, (long long)g.r[i].end, g.r[i].line,
 				 (long long)want[i].start, (long long)want[i].end, want[i].line);
 }
 
@@ -104,6 +103,7 @@ static int ranges_ret(unsigned int minor, const uint8_t *t, size_t len, unsigned
 /* ---- 3.11+ location tables ---- */
 
 /* Every code, firstlineno 10. */
+/* clang-format off */
 static const uint8_t t311[] = {
 	H(0, 1), 0x05,                      /* [0,2)   10: short form, same line */
 	H(9, 2), 0x7f,                      /* [2,6)   10 */
@@ -125,7 +125,9 @@ static const uint8_t t311[] = {
 	H(7, 1), 0x00,                      /* [54,56) 50 */
 	H(8, 1), 0x00,                      /* [56,58) 50 */
 };
+/* clang-format on */
 
+/* clang-format off */
 static const struct probe t311_lines[] = {
 	{ 0, 10 },    { 1, 10 },     { 2, 10 },      { 5, 10 },     { 6, 10 },
 	{ 7, 10 },    { 8, 11 },     { 9, 11 },      { 10, 13 },    { 25, 13 },
@@ -134,21 +136,26 @@ static const struct probe t311_lines[] = {
 	{ 59, -ERANGE }, { 1000, -ERANGE }, { INT64_MAX, -ERANGE }, { -1, -ERANGE },
 	{ -2, -ERANGE }, { INT64_MIN, -ERANGE },
 };
+/* clang-format on */
 
 static void test_311_every_code(void **state)
 {
 	/* 3.11's co_lines(): one range per entry */
+	/* clang-format off */
 	static const struct rng r11[] = {
 		{ 0, 2, 10 },   { 2, 6, 10 },   { 6, 8, 10 },   { 8, 10, 11 },  { 10, 26, 13 },
 		{ 26, 28, 10 }, { 28, 32, 50 }, { 32, 36, 0 },  { 36, 38, 0 },  { 38, 40, 100050 },
 		{ 40, 42, 50 }, { 42, 44, 50 }, { 44, 46, 50 }, { 46, 48, 50 }, { 48, 50, 50 },
 		{ 50, 52, 50 }, { 52, 54, 50 }, { 54, 56, 50 }, { 56, 58, 50 },
 	};
+	/* clang-format on */
 	/* 3.12+: equal neighbours merged */
+	/* clang-format off */
 	static const struct rng r12[] = {
 		{ 0, 8, 10 },   { 8, 10, 11 },  { 10, 26, 13 },       { 26, 28, 10 },
 		{ 28, 32, 50 }, { 32, 38, 0 },  { 38, 40, 100050 },   { 40, 58, 50 },
 	};
+	/* clang-format on */
 	unsigned int m;
 
 	assert_ranges(11, t311, sizeof(t311), 10, r11, N(r11));
@@ -164,6 +171,7 @@ static void test_311_every_code(void **state)
  * but 3.12+ do not merge them, as co_lines() gives 0 and None. */
 static void test_311_line0_vs_none(void **state)
 {
+	/* clang-format off */
 	static const uint8_t t[] = {
 		H(13, 1), 0x03, /* [0,2) line 1 - 1 = 0 */
 		H(15, 1),       /* [2,4) none */
@@ -171,6 +179,7 @@ static void test_311_line0_vs_none(void **state)
 		H(13, 1), 0x02, /* [10,12) 1 */
 		H(10, 1), 0, 0, /* [12,14) 1 */
 	};
+	/* clang-format on */
 	static const struct rng r11[] = {
 		{ 0, 2, 0 }, { 2, 4, 0 }, { 4, 10, 0 }, { 10, 12, 1 }, { 12, 14, 1 },
 	};
@@ -314,6 +323,7 @@ static void test_311_overflow(void **state)
 /* ---- 3.10 ---- */
 
 /* firstlineno 5 */
+/* clang-format off */
 static const uint8_t t310[] = {
 	6, 0,                 /* [0,6) 5 */
 	0, 3,                 /* [6,6) 8: empty, not a range */
@@ -327,19 +337,24 @@ static const uint8_t t310[] = {
 	4, 0x80,              /* [530,534) none */
 	2, (uint8_t)-127,     /* [534,536) 140 */
 };
+/* clang-format on */
 
 static void test_310(void **state)
 {
+	/* clang-format off */
 	static const struct rng r[] = {
 		{ 0, 6, 5 },     { 6, 10, 9 },      { 10, 12, 0 },   { 12, 266, 7 },
 		{ 266, 520, 7 }, { 520, 530, 267 }, { 530, 534, 0 }, { 534, 536, 140 },
 	};
+	/* clang-format on */
+	/* clang-format off */
 	static const struct probe p[] = {
 		{ 0, 5 },     { 5, 5 },     { 6, 9 },       { 9, 9 },         { 10, 0 },
 		{ 11, 0 },    { 12, 7 },    { 265, 7 },     { 266, 7 },       { 519, 7 },
 		{ 520, 267 }, { 529, 267 }, { 530, 0 },     { 535, 140 },     { 536, -ERANGE },
 		{ -1, -ERANGE }, { -2, -ERANGE }, { INT64_MAX, -ERANGE },
 	};
+	/* clang-format on */
 
 	assert_ranges(10, t310, sizeof(t310), 5, r, N(r));
 	assert_lines(10, t310, sizeof(t310), 5, p, N(p));
@@ -371,6 +386,7 @@ static void test_310_malformed(void **state)
 /* ---- 3.8/3.9 co_lnotab ---- */
 
 /* firstlineno 1 */
+/* clang-format off */
 static const uint8_t t38[] = {
 	0, 1,                   /* line 2 from 0 */
 	8, 1,                   /* [0,8) 2, then 3 */
@@ -380,13 +396,17 @@ static const uint8_t t38[] = {
 	2, 0x80, 0, 0x80, 0, (uint8_t)-44, /* [548,550) 301, then 1 */
 	10, 5,                  /* [550,560) 1, then 6 to the end */
 };
+/* clang-format on */
 
 static void test_38_39(void **state)
 {
+	/* clang-format off */
 	static const struct rng r[] = {
 		{ 0, 8, 2 },       { 8, 538, 3 },   { 538, 542, 4 }, { 542, 548, 1 },
 		{ 548, 550, 301 }, { 550, 560, 1 }, { 560, INT64_MAX, 6 },
 	};
+	/* clang-format on */
+	/* clang-format off */
 	static const struct probe p[] = {
 		{ 0, 2 },     { 7, 2 },     { 8, 3 },         { 262, 3 },    { 263, 3 },
 		{ 537, 3 },   { 538, 4 },   { 541, 4 },       { 542, 1 },    { 547, 1 },
@@ -394,6 +414,7 @@ static void test_38_39(void **state)
 		{ 1000000000, 6 }, { INT64_MAX - 1, 6 }, { INT64_MAX, -ERANGE },
 		{ -1, -ERANGE }, { INT64_MIN, -ERANGE },
 	};
+	/* clang-format on */
 	unsigned int m;
 
 	for (m = 8; m <= 9; m++) {
@@ -571,7 +592,7 @@ static void put_varint(struct enc *e, uint32_t v)
 
 static void put_svarint(struct enc *e, int32_t v)
 {
-	put_varint(e, v < 0 ? ((uint32_t)-(int64_t)v << 1) | 1 : (uint32_t)v << 1);
+	put_varint(e, v < 0 ? ((uint32_t) - (int64_t)v << 1) | 1 : (uint32_t)v << 1);
 }
 
 /* A line delta keeping the line in [0, INT_MAX]: mostly small, some huge. */
@@ -640,9 +661,9 @@ static void check_model(unsigned int minor, const struct enc *e, unsigned int fi
 					 m->r[i].line);
 	}
 	if (minor >= 10)
-		assert_int_equal(pt_pyline__line(minor, e->b, e->n, first,
-						 m->n ? m->r[m->n - 1].end : 0),
-				 -ERANGE);
+		assert_int_equal(
+			pt_pyline__line(minor, e->b, e->n, first, m->n ? m->r[m->n - 1].end : 0),
+			-ERANGE);
 	assert_int_equal(pt_pyline__last_line(minor, e->b, e->n, first), max);
 }
 

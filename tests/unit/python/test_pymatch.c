@@ -52,6 +52,7 @@ static void test_file_suffix_at_boundary(void **state)
 		"//a/b/c.py",
 		"/usr/lib/python3.11/site-packages/a/b/c.py",
 	};
+	/* clang-format off */
 	static const char *const no[] = {
 		"/x/za/b/c.py",      /* 'a' is not at a '/' */
 		"/x/a/b/c.pyc",      /* wrong extension */
@@ -72,6 +73,7 @@ static void test_file_suffix_at_boundary(void **state)
 		"<string>",
 		"<frozen a.b.c>",
 	};
+	/* clang-format on */
 	struct pt_config cfg;
 	const struct pt_probe_spec *s;
 	size_t i;
@@ -119,13 +121,14 @@ static void test_class_method(void **state)
 	assert_string_equal(s->symbol, "step");
 	assert_true(pt_pymatch__file(s, "/site-packages/vllm/v1/engine/core.py"));
 	assert_true(pt_pymatch__name(s, "EngineCore.step"));
-	assert_false(pt_pymatch__name(s, "step"));             /* module-level */
+	assert_false(pt_pymatch__name(s, "step")); /* module-level */
 	assert_false(pt_pymatch__name(s, "EngineCore.step2"));
 	assert_false(pt_pymatch__name(s, "EngineCore.ste"));
 	assert_false(pt_pymatch__name(s, "EngineCoreProc.step"));
 	assert_false(pt_pymatch__name(s, "XEngineCore.step"));
-	assert_false(pt_pymatch__name(s, "engineCore.step"));   /* case matters */
-	assert_false(pt_pymatch__name(s, "Outer.EngineCore.step")); /* nested: cls is "Outer.EngineCore" */
+	assert_false(pt_pymatch__name(s, "engineCore.step")); /* case matters */
+	assert_false(pt_pymatch__name(
+		s, "Outer.EngineCore.step")); /* nested: cls is "Outer.EngineCore" */
 	assert_false(pt_pymatch__name(s, "EngineCore.step.<locals>.inner"));
 	assert_false(pt_pymatch__name(s, "EngineCore."));
 	assert_false(pt_pymatch__name(s, ".step"));

@@ -30,6 +30,7 @@ struct want {
 
 /* Fixture texts and tables: tables printed by python3.11 compiling each
  * text and walking co_consts. */
+/* clang-format off */
 static const char classes_py[] =
 	"import os\n"
 	"\n"
@@ -97,6 +98,7 @@ static const char classes_py[] =
 	"def one(): return 1\n"
 	"class Empty: pass\n"
 	"def after_one(): pass\n";
+/* clang-format on */
 
 static const struct want classes_want[] = {
 	{ 1, "<module>", "<module>" },
@@ -121,6 +123,7 @@ static const struct want classes_want[] = {
 	{ 66, "after_one", "after_one" },
 };
 
+/* clang-format off */
 static const char strings_py[] =
 	"s1 = 'it\\'s ( not a bracket'\n"
 	"s2 = r\"raw \\\" still ( open\"\n"
@@ -148,6 +151,7 @@ static const char strings_py[] =
 	"        return '#', \"'''\"\n"
 	"    def n(self): pass\n"
 	"def last(): pass\n";
+/* clang-format on */
 
 static const struct want strings_want[] = {
 	{ 1, "<module>", "<module>" },
@@ -158,6 +162,7 @@ static const struct want strings_want[] = {
 	{ 26, "last", "last" },
 };
 
+/* clang-format off */
 static const char exprs_py[] =
 	"class C:\n"
 	"    def m(self, xs):\n"
@@ -195,7 +200,9 @@ static const char exprs_py[] =
 	"gen = sum(\n"
 	"    x for x in range(3))\n"
 	"keyed = {lambda: 0 for _ in range(2)}\n";
+/* clang-format on */
 
+/* clang-format off */
 static const struct want exprs_want[] = {
 	{ 1, "<module>", "<module>" },
 	{ 1, "C", "C" },
@@ -232,7 +239,9 @@ static const struct want exprs_want[] = {
 	{ 36, "<lambda>", "<setcomp>.<lambda>" },
 	{ 36, "<setcomp>", "<setcomp>" },
 };
+/* clang-format on */
 
+/* clang-format off */
 static const char misc_py[] =
 	"x = 1 + \\\n"
 	"    2\n"
@@ -266,6 +275,7 @@ static const char misc_py[] =
 	"    x = 1; y = 2\n"
 	"    def hi(): pass\n"
 	"    return hi\n";
+/* clang-format on */
 
 static const struct want misc_want[] = {
 	{ 1, "<module>", "<module>" },
@@ -283,6 +293,7 @@ static const struct want misc_want[] = {
 	{ 31, "hi", "h.<locals>.hi" },
 };
 
+/* clang-format off */
 static const char fstr_py[] =
 	"def f(xs, w):\n"
 	"    a = f'{[x for x in xs]}'\n"
@@ -296,6 +307,7 @@ static const char fstr_py[] =
 	"    h = f'{f\"{[s for s in xs]}\"}'\n"
 	"    i = f'{(lambda: [t for t in xs])()}'\n"
 	"    return [f'{[u for u in x]}' for x in xs]\n";
+/* clang-format on */
 
 static const struct want fstr_want[] = {
 	{ 1, "<module>", "<module>" },
@@ -464,9 +476,15 @@ static void test_small(void **state)
 	/* Non-ASCII identifiers are bytes to compare. */
 	assert_string_equal(qs("class Ä:\n    def ñ(self): pass\n", 2, "ñ"), "Ä.ñ");
 	/* BOM. */
-	assert_string_equal(qs("\xef\xbb\xbf" "class C:\n    def m(self): pass\n", 2, "m"), "C.m");
+	assert_string_equal(qs("\xef\xbb\xbf"
+			       "class C:\n    def m(self): pass\n",
+			       2, "m"),
+			    "C.m");
 	/* Form feed resets the column, as in CPython. */
-	assert_string_equal(qs("class C:\n    pass\n\f" "def f(): pass\n", 3, "f"), "f");
+	assert_string_equal(qs("class C:\n    pass\n\f"
+			       "def f(): pass\n",
+			       3, "f"),
+			    "f");
 	/* A dict in a lambda default, a lambda in a return annotation. */
 	assert_string_equal(qs("def f(x=lambda a={1: 2}: a) -> lambda: 0: return [y for y in x]\n",
 			       1, "<listcomp>"),
@@ -475,18 +493,19 @@ static void test_small(void **state)
 			       1, "<lambda>"),
 			    "<lambda>");
 	/* A lambda's default: the parent's. */
-	assert_string_equal(qs("def f():\n    return lambda x=[i for i in y]: x\n", 2, "<listcomp>"),
-			    "f.<locals>.<listcomp>");
+	assert_string_equal(
+		qs("def f():\n    return lambda x=[i for i in y]: x\n", 2, "<listcomp>"),
+		"f.<locals>.<listcomp>");
 	assert_string_equal(qs("def f():\n    return lambda: [i for i in y]\n", 2, "<listcomp>"),
 			    "f.<locals>.<lambda>.<locals>.<listcomp>");
 	/* async comprehension clauses. */
-	assert_string_equal(qs("async def f():\n    return [lambda: 0 async for i in y]\n", 2,
-			       "<lambda>"),
-			    "f.<locals>.<listcomp>.<lambda>");
+	assert_string_equal(
+		qs("async def f():\n    return [lambda: 0 async for i in y]\n", 2, "<lambda>"),
+		"f.<locals>.<listcomp>.<lambda>");
 	/* A genexpr in a decorator, and its def. */
-	assert_string_equal(qs("class C:\n    @d(x for x in y)\n    def m(self): pass\n", 2,
-			       "<genexpr>"),
-			    "C.<genexpr>");
+	assert_string_equal(
+		qs("class C:\n    @d(x for x in y)\n    def m(self): pass\n", 2, "<genexpr>"),
+		"C.<genexpr>");
 	assert_string_equal(qs("class C:\n    @d(x for x in y)\n    def m(self): pass\n", 2, "m"),
 			    "C.m");
 	/* Dedent into a class after a nested def. */
@@ -495,13 +514,13 @@ static void test_small(void **state)
 			       5, "n"),
 			    "C.n");
 	/* Numbers glued to keywords. */
-	assert_string_equal(qs("def f():\n    return [1if x else 0x1f for x in y]\n", 2,
-			       "<listcomp>"),
-			    "f.<locals>.<listcomp>");
+	assert_string_equal(
+		qs("def f():\n    return [1if x else 0x1f for x in y]\n", 2, "<listcomp>"),
+		"f.<locals>.<listcomp>");
 	/* match/case blocks are not scopes. */
-	assert_string_equal(qs("def f(v):\n    match v:\n        case 1:\n            def g(): pass\n",
-			       4, "g"),
-			    "f.<locals>.g");
+	assert_string_equal(
+		qs("def f(v):\n    match v:\n        case 1:\n            def g(): pass\n", 4, "g"),
+		"f.<locals>.g");
 	/* A class body code object under a decorator. */
 	assert_string_equal(qs("def f():\n    @dataclass(\n        frozen=True)\n    class P:\n"
 			       "        x: int\n",
@@ -561,8 +580,8 @@ static void test_name_too_long(void **state)
 	assert_int_equal(pt_pysrc__qualname(classes_py, strlen(classes_py), 13, "inner", out, n),
 			 -ENAMETOOLONG);
 	assert_string_equal(out, "");
-	assert_int_equal(pt_pysrc__qualname(classes_py, strlen(classes_py), 13, "inner", out, n + 1),
-			 0);
+	assert_int_equal(
+		pt_pysrc__qualname(classes_py, strlen(classes_py), 13, "inner", out, n + 1), 0);
 	assert_string_equal(out, want);
 	assert_int_equal(pt_pysrc__qualname(classes_py, strlen(classes_py), 1, "<module>", out, 8),
 			 -ENAMETOOLONG);
@@ -635,7 +654,7 @@ static void test_mutations(void **state)
 {
 	static const char *const srcs[] = { classes_py, strings_py, exprs_py, misc_py, fstr_py };
 	static const char special[] = "'\"\\\n\r\t #([{}])@:;,=\x80\f";
-	static const char *const names[] = { "m",	  "A",	       "<lambda>",  "<listcomp>",
+	static const char *const names[] = { "m",	  "A",		"<lambda>",  "<listcomp>",
 					     "<setcomp>", "<dictcomp>", "<genexpr>", "inner" };
 	char out[32];
 	size_t si, len, i, k;
@@ -684,59 +703,59 @@ static void test_mutations(void **state)
  * Prints "path\tco_firstlineno\tco_name\tco_qualname" per code object and
  * "#" lines to report.
  */
-#define GT_SCRIPT                                                                              \
-	"import collections, os, subprocess, sys, types, warnings\n"                          \
-	"warnings.simplefilter('ignore')\n"                                                    \
-	"sys.stdout.reconfigure(encoding='utf-8', errors='surrogateescape')\n"                \
-	"root = sys.argv[1]\n"                                                                 \
-	"paths = sorted(os.path.join(root, n) for n in os.listdir(root) if n.endswith('.py'))\n" \
-	"for pkg in ('json', 'asyncio', 'email'):\n"                                           \
-	"    for d, dirs, files in os.walk(os.path.join(root, pkg)):\n"                        \
-	"        dirs[:] = sorted(x for x in dirs if x != '__pycache__')\n"                    \
-	"        paths += sorted(os.path.join(d, n) for n in files if n.endswith('.py'))\n"    \
-	"WALK = '''\n"                                                                         \
-	"import sys, types, warnings\n"                                                        \
-	"warnings.simplefilter('ignore')\n"                                                    \
-	"for path in sys.stdin.read().split(chr(10)):\n"                                      \
-	"    try:\n"                                                                           \
-	"        todo = [compile(open(path, 'rb').read(), path, 'exec', dont_inherit=True)]\n"  \
-	"    except Exception:\n"                                                              \
-	"        continue\n"                                                                   \
-	"    while todo:\n"                                                                    \
-	"        co = todo.pop()\n"                                                            \
-	"        print(path, co.co_firstlineno, co.co_name, sep=chr(9))\n"                     \
-	"        todo += [c for c in co.co_consts if isinstance(c, types.CodeType)]\n"         \
-	"'''\n"                                                                                \
-	"old = None\n"                                                                         \
-	"if len(sys.argv) > 2:\n"                                                              \
-	"    old = collections.defaultdict(collections.Counter)\n"                            \
-	"    r = subprocess.run([sys.argv[2], '-I', '-c', WALK], input='\\n'.join(paths),\n"  \
-	"                       capture_output=True, text=True, errors='surrogateescape')\n"   \
-	"    for ln in r.stdout.splitlines():\n"                                               \
-	"        p, l, n = ln.split('\\t')\n"                                                  \
-	"        if n != '<module>':\n"                                                        \
+#define GT_SCRIPT                                                                                  \
+	"import collections, os, subprocess, sys, types, warnings\n"                               \
+	"warnings.simplefilter('ignore')\n"                                                        \
+	"sys.stdout.reconfigure(encoding='utf-8', errors='surrogateescape')\n"                     \
+	"root = sys.argv[1]\n"                                                                     \
+	"paths = sorted(os.path.join(root, n) for n in os.listdir(root) if n.endswith('.py'))\n"   \
+	"for pkg in ('json', 'asyncio', 'email'):\n"                                               \
+	"    for d, dirs, files in os.walk(os.path.join(root, pkg)):\n"                            \
+	"        dirs[:] = sorted(x for x in dirs if x != '__pycache__')\n"                        \
+	"        paths += sorted(os.path.join(d, n) for n in files if n.endswith('.py'))\n"        \
+	"WALK = '''\n"                                                                             \
+	"import sys, types, warnings\n"                                                            \
+	"warnings.simplefilter('ignore')\n"                                                        \
+	"for path in sys.stdin.read().split(chr(10)):\n"                                           \
+	"    try:\n"                                                                               \
+	"        todo = [compile(open(path, 'rb').read(), path, 'exec', dont_inherit=True)]\n"     \
+	"    except Exception:\n"                                                                  \
+	"        continue\n"                                                                       \
+	"    while todo:\n"                                                                        \
+	"        co = todo.pop()\n"                                                                \
+	"        print(path, co.co_firstlineno, co.co_name, sep=chr(9))\n"                         \
+	"        todo += [c for c in co.co_consts if isinstance(c, types.CodeType)]\n"             \
+	"'''\n"                                                                                    \
+	"old = None\n"                                                                             \
+	"if len(sys.argv) > 2:\n"                                                                  \
+	"    old = collections.defaultdict(collections.Counter)\n"                                 \
+	"    r = subprocess.run([sys.argv[2], '-I', '-c', WALK], input='\\n'.join(paths),\n"       \
+	"                       capture_output=True, text=True, errors='surrogateescape')\n"       \
+	"    for ln in r.stdout.splitlines():\n"                                                   \
+	"        p, l, n = ln.split('\\t')\n"                                                      \
+	"        if n != '<module>':\n"                                                            \
 	"            old[p][(int(l), n)] += 1\n"                                                   \
-	"nfiles = skipped = differ = 0\n"                                                      \
-	"for path in paths:\n"                                                                 \
-	"    try:\n"                                                                           \
-	"        todo = [compile(open(path, 'rb').read(), path, 'exec', dont_inherit=True)]\n"  \
-	"    except Exception:\n"                                                              \
-	"        skipped += 1\n"                                                               \
-	"        continue\n"                                                                   \
-	"    rows = []\n"                                                                      \
-	"    while todo:\n"                                                                    \
-	"        co = todo.pop()\n"                                                            \
-	"        rows.append((co.co_firstlineno, co.co_name, co.co_qualname))\n"              \
-	"        todo += [c for c in co.co_consts if isinstance(c, types.CodeType)]\n"         \
-	"    here = collections.Counter((l, n) for l, n, q in rows if n != '<module>')\n"       \
-	"    if old is not None and old[path] != here:\n"                                       \
-	"        differ += 1\n"                                                                \
-	"        print('# differs from', sys.argv[2], path)\n"                                 \
-	"        continue\n"                                                                   \
-	"    nfiles += 1\n"                                                                    \
-	"    for l, n, q in rows:\n"                                                           \
-	"        print(path, l, n, q, sep='\\t')\n"                                            \
-	"print('# %d files, %d failed to compile, %d with other code objects' %\n"            \
+	"nfiles = skipped = differ = 0\n"                                                          \
+	"for path in paths:\n"                                                                     \
+	"    try:\n"                                                                               \
+	"        todo = [compile(open(path, 'rb').read(), path, 'exec', dont_inherit=True)]\n"     \
+	"    except Exception:\n"                                                                  \
+	"        skipped += 1\n"                                                                   \
+	"        continue\n"                                                                       \
+	"    rows = []\n"                                                                          \
+	"    while todo:\n"                                                                        \
+	"        co = todo.pop()\n"                                                                \
+	"        rows.append((co.co_firstlineno, co.co_name, co.co_qualname))\n"                   \
+	"        todo += [c for c in co.co_consts if isinstance(c, types.CodeType)]\n"             \
+	"    here = collections.Counter((l, n) for l, n, q in rows if n != '<module>')\n"          \
+	"    if old is not None and old[path] != here:\n"                                          \
+	"        differ += 1\n"                                                                    \
+	"        print('# differs from', sys.argv[2], path)\n"                                     \
+	"        continue\n"                                                                       \
+	"    nfiles += 1\n"                                                                        \
+	"    for l, n, q in rows:\n"                                                               \
+	"        print(path, l, n, q, sep='\\t')\n"                                                \
+	"print('# %d files, %d failed to compile, %d with other code objects' %\n"                 \
 	"      (nfiles, skipped, differ))\n"
 
 struct gt {
@@ -808,8 +827,8 @@ static void gt_row(struct gt *g, char *row)
 	if (getenv("PT_PYSRC_VERBOSE"))
 		printf("  %s:%u: %s: want %s, got %s\n", f[0], line, f[2], f[3], q);
 	if (g->nshown < ARRAY_SIZE(g->shown))
-		snprintf(g->shown[g->nshown++], sizeof(g->shown[0]), "%.200s:%u: %.100s: want %.100s, got %.100s",
-			 f[0], line, f[2], f[3], q);
+		snprintf(g->shown[g->nshown++], sizeof(g->shown[0]),
+			 "%.200s:%u: %.100s: want %.100s, got %.100s", f[0], line, f[2], f[3], q);
 }
 
 /*

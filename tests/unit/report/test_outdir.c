@@ -203,6 +203,7 @@ static void test_fallback(void **state)
 
 int main(void)
 {
+	/* clang-format off */
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_creates_and_writes, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_unique_never_mixes_runs, setup, teardown),
@@ -212,6 +213,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_unwritable_folder_refused, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_fallback, setup, teardown),
 	};
+	/* clang-format on */
 
 	return cmocka_run_group_tests_name("outdir", tests, NULL, NULL);
 }

@@ -15,6 +15,7 @@
 #include "report/regions_out.h"
 
 /* Two kernels on stream 7 of GPU 0, one on stream 9; t0_mono past 2^53. */
+/* clang-format off */
 static const char TRACE[] =
 	"{\"traceEvents\":[\n"
 	"{\"ph\":\"M\",\"pid\":1500000000,\"name\":\"process_name\",\"args\":{\"name\":\"GPU 0\"}},\n"
@@ -28,6 +29,7 @@ static const char TRACE[] =
 	"\"cat\":\"native\"}\n"
 	"],\n\"displayTimeUnit\":\"ms\",\n\"otherData\":{\"tool\":\"proftrace\","
 	"\"t0_mono_ns\":12345678901234567,\"start_unix_ns\":1764115200123456789}}\n";
+/* clang-format on */
 
 static cJSON *parse(void)
 {
@@ -73,7 +75,8 @@ static const cJSON *find(const cJSON *evs, const char *cat, const char *name, do
 {
 	const cJSON *e;
 
-	cJSON_ArrayForEach(e, evs) {
+	cJSON_ArrayForEach(e, evs)
+	{
 		const cJSON *c = cJSON_GetObjectItem(e, "cat"), *n = cJSON_GetObjectItem(e, "name");
 		const cJSON *t = cJSON_GetObjectItem(e, "ts");
 		double tv = cJSON_IsRaw(t) ? strtod(t->valuestring, NULL) : t ? t->valuedouble : -1;
@@ -155,7 +158,8 @@ static void test_merge(void **state)
 	assert_int_equal(numv(e, "dur"), 100.0);
 	assert_int_equal(numv(cJSON_GetObjectItem(e, "args"), "outside_ns"), 500);
 	/* sorted: metadata first, then by ts, the enclosing first */
-	cJSON_ArrayForEach(e, evs) {
+	cJSON_ArrayForEach(e, evs)
+	{
 		const char *ph = cJSON_GetObjectItem(e, "ph")->valuestring;
 
 		if (!strcmp(ph, "M")) {
@@ -174,8 +178,8 @@ static void test_merge(void **state)
 		const char *files[] = { "f.bin" };
 		const cJSON *al, *c;
 
-		assert_int_equal(pt_regions__add_summary(sum, &s, &res, &st, t.t0_mono_ns, files, 1),
-				 0);
+		assert_int_equal(
+			pt_regions__add_summary(sum, &s, &res, &st, t.t0_mono_ns, files, 1), 0);
 		g = cJSON_GetObjectItem(cJSON_GetObjectItem(sum, "gpu"), "regions");
 		assert_int_equal(numv(g, "launches_matched"), 3);
 		assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(g, "tags")), 4);

@@ -33,29 +33,29 @@ static char *render(const cJSON *doc)
 	return buf;
 }
 
-#define assert_text(got, want)                                                                 \
-	do {                                                                                   \
-		if (strcmp(got, want)) {                                                       \
-			/* cmocka cuts long messages: the texts go to stderr. */              \
-			fprintf(stderr, "--- got:\n%s--- want:\n%s", got, want);              \
-			fail_msg("lines.txt differs");                                         \
-		}                                                                              \
+#define assert_text(got, want)                                                                     \
+	do {                                                                                       \
+		if (strcmp(got, want)) {                                                           \
+			/* cmocka cuts long messages: the texts go to stderr. */                   \
+			fprintf(stderr, "--- got:\n%s--- want:\n%s", got, want);                   \
+			fail_msg("lines.txt differs");                                             \
+		}                                                                                  \
 	} while (0)
 
-#define assert_substr(text, s)                                                                \
-	do {                                                                                  \
-		if (!strstr(text, s))                                                         \
-			fail_msg("expected \"%s\" in:\n%s", s, text);                         \
+#define assert_substr(text, s)                                                                     \
+	do {                                                                                       \
+		if (!strstr(text, s))                                                              \
+			fail_msg("expected \"%s\" in:\n%s", s, text);                              \
 	} while (0)
 
-#define assert_no_substr(text, s)                                                             \
-	do {                                                                                  \
-		if (strstr(text, s))                                                          \
-			fail_msg("unexpected \"%s\" in:\n%s", s, text);                       \
+#define assert_no_substr(text, s)                                                                  \
+	do {                                                                                       \
+		if (strstr(text, s))                                                               \
+			fail_msg("unexpected \"%s\" in:\n%s", s, text);                            \
 	} while (0)
 
-static void add_line(cJSON *arr, int line, const char *text, int samples, double wall,
-		     double on, double off, double share)
+static void add_line(cJSON *arr, int line, const char *text, int samples, double wall, double on,
+		     double off, double share)
 {
 	cJSON *l = cJSON_CreateObject();
 
@@ -120,7 +120,8 @@ static cJSON *sampled_doc(unsigned int lost)
 	cJSON_AddNumberToObject(meta, "duration_s", 2);
 	cJSON_AddNumberToObject(s, "hz", 100);
 	cJSON_AddNumberToObject(s, "period_ns", 10000000);
-	cJSON_AddStringToObject(s, "mechanism", "perf cpu-clock per thread + sched_switch (off-CPU)");
+	cJSON_AddStringToObject(s, "mechanism",
+				"perf cpu-clock per thread + sched_switch (off-CPU)");
 	cJSON_AddArrayToObject(s, "threads");
 	cJSON_AddNumberToObject(s, "samples", 150);
 	cJSON_AddNumberToObject(s, "on_cpu_ms", 1500);
@@ -148,27 +149,27 @@ static cJSON *lines_of(cJSON *doc)
 	return cJSON_GetObjectItemCaseSensitive(doc, "lines");
 }
 
-#define HEADER                                                                                  \
-	"Line #      Hits         Time  Per Hit   % Time  Samples  Line Contents\n"              \
+#define HEADER                                                                                     \
+	"Line #      Hits         Time  Per Hit   % Time  Samples  Line Contents\n"                \
 	"=======================================================================\n"
 
-#define FOOTER                                                                                  \
-	"Sampling: 100 Hz, perf cpu-clock per thread + sched_switch (off-CPU); 150 on-CPU "     \
-	"samples, 7 off-CPU intervals; 2 threads sampled, 0 failed\n"                          \
+#define FOOTER                                                                                     \
+	"Sampling: 100 Hz, perf cpu-clock per thread + sched_switch (off-CPU); 150 on-CPU "        \
+	"samples, 7 off-CPU intervals; 2 threads sampled, 0 failed\n"                              \
 	"Lost samples: 0, unreadable stacks: 2, truncated stacks: 1, unknown frames: 3\n"
 
-#define TIME_LINE                                                                               \
-	"Time = sampled wall time (on-CPU + off-CPU) at 100 Hz, 12 samples; on-CPU 0.12 s, "    \
+#define TIME_LINE                                                                                  \
+	"Time = sampled wall time (on-CPU + off-CPU) at 100 Hz, 12 samples; on-CPU 0.12 s, "       \
 	"off-CPU 0.05 s\n"
 
 /* Hits and Per Hit blank on every row; unsampled lines blank throughout;
  * the off-CPU-only line keeps its time with 0 samples. */
-#define WORK_ROWS                                                                               \
-	"     3                                                    def work(n):\n"               \
-	"     4                                                        s = 0\n"                  \
-	"     5                                                    \n"                           \
-	"     6                20000.0              11.8        2      for i in range(n):\n"     \
-	"     7               100000.0              58.8       10          s += i * i\n"         \
+#define WORK_ROWS                                                                                  \
+	"     3                                                    def work(n):\n"                 \
+	"     4                                                        s = 0\n"                    \
+	"     5                                                    \n"                             \
+	"     6                20000.0              11.8        2      for i in range(n):\n"       \
+	"     7               100000.0              58.8       10          s += i * i\n"           \
 	"     8                50000.0              29.4        0      time.sleep(0.05)\n"
 
 static void test_exact(void **state)
@@ -225,8 +226,7 @@ static void test_source_error(void **state)
 	assert_substr(txt, "Calls: 10 (exact), exact total 1.2345 s\n"
 			   "Source unavailable: cannot open /srv/work.py: No such file or "
 			   "directory\n"
-			   "\n" HEADER
-			   "     3                                                    "
+			   "\n" HEADER "     3                                                    "
 			   "<source unavailable>\n"
 			   "     4                                                    "
 			   "<source unavailable>\n"
@@ -341,8 +341,7 @@ static void test_wrong_types(void **state)
 		    "Time = sampled wall time (on-CPU + off-CPU) at – Hz, – samples; on-CPU – s, "
 		    "off-CPU – s\n"
 		    "Calls: –\n"
-		    "\n" HEADER
-		    "     –                      –                 –        –  "
+		    "\n" HEADER "     –                      –                 –        –  "
 		    "<source unavailable>\n"
 		    "     9                      –                 –        2  "
 		    "<source unavailable>\n"
@@ -355,8 +354,7 @@ static void test_wrong_types(void **state)
 		    "Time = sampled wall time (on-CPU + off-CPU) at – Hz, – samples; on-CPU – s, "
 		    "off-CPU – s\n"
 		    "Calls: – (exact), exact total – s\n"
-		    "\n" HEADER
-		    "\n"
+		    "\n" HEADER "\n"
 		    "Sampling: – Hz, –; – on-CPU samples, – off-CPU intervals; – threads sampled, "
 		    "– failed\n"
 		    "Lost samples: –, unreadable stacks: –, truncated stacks: –, unknown frames: "

@@ -32,8 +32,8 @@ static cJSON *load_fixture(const char *name)
 	snprintf(path, sizeof(path), "%s/tests/fixtures/summary/%s", dir ? dir : ".", name);
 	f = fopen(path, "r");
 	if (!f)
-		fail_msg("cannot open %s: %s (run from the repository root or set PT_SRCDIR)",
-			 path, strerror(errno));
+		fail_msg("cannot open %s: %s (run from the repository root or set PT_SRCDIR)", path,
+			 strerror(errno));
 	assert_int_equal(fseek(f, 0, SEEK_END), 0);
 	len = ftell(f);
 	assert_true(len > 0);
@@ -78,19 +78,19 @@ static int count_line(const char *text, const char *line)
 	return hits;
 }
 
-#define assert_line(text, line)                                                                \
-	do {                                                                                   \
-		if (count_line(text, line) != 1) {                                             \
-			/* cmocka cuts long messages: the report goes to stderr. */           \
-			fprintf(stderr, "report:\n%s", text);                                  \
-			fail_msg("expected exactly one line\n  %s", line);                     \
-		}                                                                              \
+#define assert_line(text, line)                                                                    \
+	do {                                                                                       \
+		if (count_line(text, line) != 1) {                                                 \
+			/* cmocka cuts long messages: the report goes to stderr. */                \
+			fprintf(stderr, "report:\n%s", text);                                      \
+			fail_msg("expected exactly one line\n  %s", line);                         \
+		}                                                                                  \
 	} while (0)
 
-#define assert_no_substr(text, s)                                                             \
-	do {                                                                                  \
-		if (strstr(text, s))                                                          \
-			fail_msg("unexpected \"%s\" in report:\n%s", s, text);                \
+#define assert_no_substr(text, s)                                                                  \
+	do {                                                                                       \
+		if (strstr(text, s))                                                               \
+			fail_msg("unexpected \"%s\" in report:\n%s", s, text);                     \
 	} while (0)
 
 static const char dropped_warning[] =
@@ -242,10 +242,11 @@ static void test_python_injected(void **state)
 	cJSON_AddItemToObject(py, "agent", agent);
 	cJSON_AddItemToObject(meta, "python", py);
 	md = render(doc);
-	assert_line(md, "Python 3.11.2 (`/usr/bin/python3.11`) · mechanism agent · perf trampoline "
-			"off · py: function timing **exact**: the agent hooked the named code "
-			"objects. The agent was loaded at attach (`--inject`): thread 4242, waiting "
-			"in `read`, was held 1.23 ms for it.");
+	assert_line(md,
+		    "Python 3.11.2 (`/usr/bin/python3.11`) · mechanism agent · perf trampoline "
+		    "off · py: function timing **exact**: the agent hooked the named code "
+		    "objects. The agent was loaded at attach (`--inject`): thread 4242, waiting "
+		    "in `read`, was held 1.23 ms for it.");
 	free(md);
 	cJSON_Delete(doc);
 }
@@ -407,11 +408,11 @@ static cJSON *add_figures(cJSON *o, int samples, double on, double off, double s
 
 /* A Python row of functions[]: timed exactly, or sampled only (every
  * exact figure null). */
-static void add_py_function(cJSON *fns, const char *qualname, int line, bool exact,
-			    int samples, double on, double off, double share)
+static void add_py_function(cJSON *fns, const char *qualname, int line, bool exact, int samples,
+			    double on, double off, double share)
 {
 	static const char *const exact_keys[] = { "mean_ms", "p50_ms", "p90_ms", "p99_ms",
-						   "max_ms" };
+						  "max_ms" };
 	cJSON *fn = cJSON_CreateObject();
 
 	cJSON_AddStringToObject(fn, "probe", "py:engine.Engine.*");
@@ -439,8 +440,8 @@ static void add_py_function(cJSON *fns, const char *qualname, int line, bool exa
 	cJSON_AddItemToArray(fns, fn);
 }
 
-static void add_src_line(cJSON *arr, int line, const char *text, int samples, double on,
-			 double off, double share)
+static void add_src_line(cJSON *arr, int line, const char *text, int samples, double on, double off,
+			 double share)
 {
 	cJSON *l = cJSON_CreateObject();
 
@@ -495,7 +496,8 @@ static cJSON *load_sampled(unsigned int lost)
 
 	cJSON_AddNumberToObject(s, "hz", 99);
 	cJSON_AddNumberToObject(s, "period_ns", 10101010);
-	cJSON_AddStringToObject(s, "mechanism", "perf cpu-clock per thread + sched_switch (off-CPU)");
+	cJSON_AddStringToObject(s, "mechanism",
+				"perf cpu-clock per thread + sched_switch (off-CPU)");
 	threads = cJSON_AddArrayToObject(s, "threads");
 	add_thread(threads, "cuda_worker", 4250, false, 10, 100, 100);
 	add_thread(threads, "python3", 4242, true, 140, 1400, 400);
@@ -564,7 +566,8 @@ static void test_sampling_section(void **state)
 	/* Largest wall first, whatever the array order. */
 	assert_true(strstr(md, "| python3 |") < strstr(md, "| cuda\\_worker |"));
 
-	assert_line(md, "| function | timing | wall ms | share | on-CPU ms | off-CPU ms | samples |");
+	assert_line(md,
+		    "| function | timing | wall ms | share | on-CPU ms | off-CPU ms | samples |");
 	assert_line(md, "| `Engine.step` (`engine.py`:42) | exact | 1100.000 | 11.0% | 1000.000 | "
 			"100.000 | 100 |");
 	assert_line(md, "| `Engine.decode` (`engine.py`:60) | sampled | 500.000 | 5.0% | 300.000 | "
@@ -623,8 +626,9 @@ static void test_sampled_timing_rows(void **state)
 
 static void test_lost_samples_warning(void **state)
 {
-	static const char warning[] = "**3 samples were lost (ring buffer full): sampled figures "
-				      "are too low; raise `set ringbuf_mb` or lower `set sample_hz`**";
+	static const char warning[] =
+		"**3 samples were lost (ring buffer full): sampled figures "
+		"are too low; raise `set ringbuf_mb` or lower `set sample_hz`**";
 	cJSON *doc = load_sampled(3);
 	char *md = render(doc);
 
@@ -835,13 +839,13 @@ static cJSON *load_tokens(bool bins, double dropped)
 
 	vals = cJSON_CreateObject();
 	add_value(vals, "tokens", "py:engine.Engine.step", "len(arg:reqs)", 3, 0, 0, 0, 1);
-	cJSON_AddStringToObject(add_value(vals, "kv_len", "py:engine.Engine.step",
-					  "arg:seq_lens", 2, 1, 1, 2, 0),
-				"reduce", "mean");
+	cJSON_AddStringToObject(
+		add_value(vals, "kv_len", "py:engine.Engine.step", "arg:seq_lens", 2, 1, 1, 2, 0),
+		"reduce", "mean");
 	add_value(vals, "batch", "native:exe:engine_step", "ret|x", 3, 0, 2, 0, 0);
 	arr = cJSON_AddArrayToObject(vals, "count_tokens");
-	cJSON_AddItemToArray(arr, add_value(NULL, NULL, "py:engine.Sampler.sample", "len(ret)",
-					    40, 3, -1, 0, 0));
+	cJSON_AddItemToArray(arr, add_value(NULL, NULL, "py:engine.Sampler.sample", "len(ret)", 40,
+					    3, -1, 0, 0));
 	cJSON_AddNumberToObject(vals, "records_dropped", dropped);
 	cJSON_AddNumberToObject(vals, "bad_records", 0);
 	/* before "health", where summary.c puts them */
@@ -1025,8 +1029,13 @@ static char *render_gpu(const struct pt_gpu_result *res, const struct pt_gpuring
 
 	memset(&r, 0, sizeof(r));
 	r.meta = (struct pt_report_meta){
-		.tool = "proftrace", .version = "0.1.0", .pid = 4242, .comm = "llm",
-		.exe = "/opt/llm/bin/llm", .duration_s = 0.1, .step_mode = "call",
+		.tool = "proftrace",
+		.version = "0.1.0",
+		.pid = 4242,
+		.comm = "llm",
+		.exe = "/opt/llm/bin/llm",
+		.duration_s = 0.1,
+		.step_mode = "call",
 		.step_probe = "native:exe:engine_step",
 	};
 	r.buckets = gbuckets;
@@ -1069,8 +1078,9 @@ static void test_gpu_section(void **state)
 	assert_line(md, "| `sgemm_128x64_nn` | 3 | 6.000 | 2.000 | 3.000 | 80.0% |");
 	assert_line(md, "| `flash_fwd<128>` | 1 | 1.500 | 1.500 | 1.500 | 20.0% |");
 	assert_true(strstr(md, "| `sgemm_128x64_nn` |") < strstr(md, "| `flash_fwd<128>` |"));
-	assert_line(md, "GPU records not in these figures: ring_dropped 2, cupti_dropped 3, lost 4, "
-			"invalid 5, unknown_kinds 6, names_lost 7.");
+	assert_line(md,
+		    "GPU records not in these figures: ring_dropped 2, cupti_dropped 3, lost 4, "
+		    "invalid 5, unknown_kinds 6, names_lost 7.");
 	assert_line(md, "1 piece of GPU work had no launch call record: counted in busy time, in "
 			"no step or bucket.");
 	assert_no_substr(md, "CUPTI conflict");
@@ -1090,7 +1100,7 @@ static void test_gpu_conflict(void **state)
 	 * qsort(NULL, 0, ...), undefined; the asan build aborts above. */
 	assert_non_null(res);
 	in.active = false;
-	in.conflict_call = 4; /* cuptiSubscribe */
+	in.conflict_call = 4;  /* cuptiSubscribe */
 	in.conflict_code = 39; /* CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED */
 	in.ring_dropped = in.cupti_dropped = in.lost = in.skipped = in.unknown_kinds = 0;
 	in.strtab_full = 0;
@@ -1134,7 +1144,6 @@ static void test_gpu_none(void **state)
 		cJSON_Delete(doc);
 	}
 }
-
 
 /* Several processes: the pooled line, the Processes table, the skew. */
 static void test_processes_section(void **state)

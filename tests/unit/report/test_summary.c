@@ -40,6 +40,7 @@ static const char *const sched_aliases[] = { "__sched_run", "sched_run_v2" };
 
 /* Rows as main.c would give them: resolved functions in fid order, then a
  * probe that matched nothing. */
+/* clang-format off */
 static const struct pt_report_func funcs[] = {
 	{ .fid = F_STEP, .probe = "native:exe:engine_step", .object = "/opt/llm/bin/llm",
 	  .symbol = "engine_step", .file_offset = 0x1234, .probe_skip = 4,
@@ -60,6 +61,7 @@ static const struct pt_report_func funcs[] = {
 	{ .fid = -1, .probe = "native:libcuda.so*:cuLaunchKernel", .file_offset = 0x99,
 	  .attached = false, .reason = "no mapped object matches libcuda.so*" },
 };
+/* clang-format on */
 #define NFUNCS (sizeof(funcs) / sizeof(funcs[0]))
 
 static struct pt_agg *new_agg(void)
@@ -85,8 +87,13 @@ static void rec(struct pt_agg *a, uint32_t type, uint32_t fid, uint64_t t0, uint
 		uint32_t depth)
 {
 	struct pt_rec r = {
-		.type = type, .fid = fid, .pid = PID, .tid = PID,
-		.t_entry = t0, .t_exit = t1, .depth = depth,
+		.type = type,
+		.fid = fid,
+		.pid = PID,
+		.tid = PID,
+		.t_entry = t0,
+		.t_exit = t1,
+		.depth = depth,
 	};
 
 	pt_agg__record(a, &r);
@@ -287,10 +294,10 @@ static void check_keys(const cJSON *o, const char *const *keys, size_t n)
 	if (it)
 		fail_msg("extra key \"%s\"", it->string);
 }
-#define CHECK_KEYS(o, ...)                                                                    \
-	do {                                                                                  \
-		static const char *const k_[] = { __VA_ARGS__ };                              \
-		check_keys(o, k_, sizeof(k_) / sizeof(k_[0]));                                \
+#define CHECK_KEYS(o, ...)                                                                         \
+	do {                                                                                       \
+		static const char *const k_[] = { __VA_ARGS__ };                                   \
+		check_keys(o, k_, sizeof(k_) / sizeof(k_[0]));                                     \
 	} while (0)
 
 /* ---- tests ---- */
@@ -309,19 +316,16 @@ static void test_key_order(void **state)
 		   "p99_ms", "max_ms", "steps_per_s", "time_ms", "warmup_steps_skipped",
 		   "incomplete_steps");
 	CHECK_KEYS(nth(item(d, "buckets"), 0), "name", "domain", "calls", "total_ms",
-		   "avg_ms_per_step", "share", "mean_ms", "p50_ms", "p90_ms", "p99_ms",
-		   "max_ms");
-	CHECK_KEYS(nth(item(d, "functions"), 0), "probe", "kind", "object", "symbol", "mangled", "line",
-		   "timing", "aliases",
-		   "file_offset", "probe_skip", "probe_insn", "attached", "attached_after_s",
-		   "reason", "dlopen_window_ms", "calls", "total_ms", "mean_ms", "p50_ms", "p90_ms", "p99_ms",
-		   "max_ms", "sampled");
+		   "avg_ms_per_step", "share", "mean_ms", "p50_ms", "p90_ms", "p99_ms", "max_ms");
+	CHECK_KEYS(nth(item(d, "functions"), 0), "probe", "kind", "object", "symbol", "mangled",
+		   "line", "timing", "aliases", "file_offset", "probe_skip", "probe_insn",
+		   "attached", "attached_after_s", "reason", "dlopen_window_ms", "calls",
+		   "total_ms", "mean_ms", "p50_ms", "p90_ms", "p99_ms", "max_ms", "sampled");
 	CHECK_KEYS(item(d, "health"), "events", "dropped_events", "depth_overflow", "unwound",
 		   "orphan_returns", "py_unreadable_frames", "py_code_map_full",
-		   "thread_exits_dropped", "py_calls_unresolved", "lost_calls",
-		   "steps_incomplete", "threads", "threads_ended", "threads_held_max",
-		   "runs_late_steps", "skew_steps_not_kept", "probes_requested",
-		   "probes_attached", "unattached");
+		   "thread_exits_dropped", "py_calls_unresolved", "lost_calls", "steps_incomplete",
+		   "threads", "threads_ended", "threads_held_max", "runs_late_steps",
+		   "skew_steps_not_kept", "probes_requested", "probes_attached", "unattached");
 	CHECK_KEYS(nth(item(item(d, "health"), "unattached"), 0), "probe", "object", "symbol",
 		   "reason");
 }
@@ -633,7 +637,6 @@ static void test_no_agg(void **state)
 	assert_null(pt_summary__build(NULL));
 }
 
-
 /* Several processes: the merged document lists them, a process's own
  * says which it is and leaves the shared BPF counters to the top. */
 static void test_processes_meta(void **state)
@@ -753,17 +756,24 @@ static void test_python(void **state)
 	struct fixture *fx = *state;
 	struct pt_report r = fx->r;
 	struct pt_report_python py = {
-		.version = "3.12.1", .path = "/usr/lib/libpython3.12.so.1.0",
-		.mechanism = "evalframe", .perf_trampoline = false, .timing = "c-entry-only",
-		.why = "the perf trampoline was not active", .advice = "restart with PYTHONPERFSUPPORT=1",
-		.code_objects = 120, .matched = 3,
+		.version = "3.12.1",
+		.path = "/usr/lib/libpython3.12.so.1.0",
+		.mechanism = "evalframe",
+		.perf_trampoline = false,
+		.timing = "c-entry-only",
+		.why = "the perf trampoline was not active",
+		.advice = "restart with PYTHONPERFSUPPORT=1",
+		.code_objects = 120,
+		.matched = 3,
 	};
+	/* clang-format off */
 	struct pt_report_func rows[2] = {
 		{ .fid = F_STEP, .probe = "py:srv.engine.Engine.step", .object = "/srv/engine.py",
 		  .symbol = "Engine.step", .py = true, .line = 42, .timing = "c-entry-only",
 		  .attached = true },
 		{ .fid = -1, .probe = "py:srv.engine::gone", .reason = "no code object" },
 	};
+	/* clang-format on */
 	const cJSON *m, *f;
 	cJSON *doc;
 
@@ -834,6 +844,7 @@ static void assert_same(const cJSON *a, const cJSON *b, const char *path)
 /* ---- stack sampling and lines ---- */
 
 /* Given in this order (main.c sorts by wall; the builder must not). */
+/* clang-format off */
 static const struct pt_report_thread sthreads[] = {
 	{ .tid = 4242, .name = "llm", .python = true, .samples = 1500, .on_ns = 1500 * MS,
 	  .off_ns = 500 * MS },
@@ -842,6 +853,7 @@ static const struct pt_report_thread sthreads[] = {
 	{ .tid = 4243, .name = "pt_worker", .python = true, .samples = 10, .on_ns = 10 * MS,
 	  .off_ns = 9000 * MS },
 };
+/* clang-format on */
 
 static const struct pt_report_sampling sampling = {
 	.hz = 997,
@@ -871,6 +883,7 @@ static const struct pt_report_sampling sampling = {
  * F_SCHED "sampled" (its 3 partial calls must not show), a native row, a
  * py row never sampled. Duration 10.0000004 s: shares round to 6 places.
  */
+/* clang-format off */
 static const struct pt_report_func srows[] = {
 	{ .fid = F_STEP, .probe = "py:srv.engine.Engine.step", .object = "/srv/engine.py",
 	  .symbol = "Engine.step", .py = true, .line = 42, .timing = "exact", .attached = true,
@@ -885,6 +898,7 @@ static const struct pt_report_func srows[] = {
 	  .symbol = "attn", .py = true, .line = 7, .timing = "c-entry-only", .attached = true,
 	  .sampled = true },
 };
+/* clang-format on */
 
 static const struct pt_report_line sched_lines[] = {
 	{ .line = 10, .text = "def run():" },
@@ -903,6 +917,7 @@ static const struct pt_report_line idle_lines[] = {
 	{ .line = 5, .text = "    pass" },
 };
 
+/* clang-format off */
 static const struct pt_report_lines_fn lfns[] = {
 	{ .probe = "py:srv.sched::run", .file = "/srv/sched.py", .function = "run",
 	  .first_line = 10, .last_line = 13, .exact = true, .fid = F_SCHED, .samples = 30,
@@ -917,6 +932,7 @@ static const struct pt_report_lines_fn lfns[] = {
 	  .first_line = 5, .last_line = 5, .exact = true, .fid = -1, .lines = idle_lines,
 	  .nlines = 1 },
 };
+/* clang-format on */
 
 static cJSON *build_sampled(const struct fixture *fx, double duration_s)
 {
@@ -979,9 +995,9 @@ static void test_sampling_meta(void **state)
 	assert_true(cJSON_IsObject(s));
 	CHECK_KEYS(s, "hz", "period_ns", "mechanism", "threads", "samples", "on_cpu_ms",
 		   "off_cpu_ms", "wall_ms", "off_cpu_intervals", "python_samples",
-		   "no_python_frames", "not_python_thread", "truncated_stacks",
-		   "unreadable_stacks", "unknown_frames", "lost_samples", "threads_sampled",
-		   "threads_failed", "outputs");
+		   "no_python_frames", "not_python_thread", "truncated_stacks", "unreadable_stacks",
+		   "unknown_frames", "lost_samples", "threads_sampled", "threads_failed",
+		   "outputs");
 	check_num(s, "hz", 997);
 	check_num(s, "period_ns", 1003009);
 	check_str(s, "mechanism",
@@ -1229,7 +1245,8 @@ static void test_lines_emitter_wanted(void **state)
 	size_t len = 0;
 	FILE *f;
 
-	struct pt_outputs o_doc = { .doc = doc }, o_fx = { .doc = fx->doc }, o_empty = { .doc = empty };
+	struct pt_outputs o_doc = { .doc = doc }, o_fx = { .doc = fx->doc },
+			  o_empty = { .doc = empty };
 
 	assert_non_null(pt_emitters[2].wanted);
 	assert_true(pt_emitters[2].wanted(&o_doc));
@@ -1307,7 +1324,7 @@ static void test_write_errors(void **state)
  * follows from what the run has. */
 static void test_emitters(void **state)
 {
-	static const char *const names[] = { "summary.json", "report.md", "lines.txt",
+	static const char *const names[] = { "summary.json",  "report.md", "lines.txt",
 					     "stacks.folded", "flame.svg", "trace.json",
 					     "profile.pb.gz" };
 	struct fixture *fx = *state;
@@ -1415,7 +1432,7 @@ static void feed_vals(struct pt_stepvals *sv)
 	sv->role[PT_VROLE_KVLEN].read = 4;
 	sv->role[PT_VROLE_BATCH].read = 3;
 	pt_stepvals__missed(sv, 0, false, PT_VST_FIRST_CALL); /* tokens, kv_len */
-	pt_stepvals__missed(sv, 0, true, PT_VST_LOST);        /* batch */
+	pt_stepvals__missed(sv, 0, true, PT_VST_LOST);	      /* batch */
 	sv->counts[0].read = 9;
 	sv->counts[0].outside = 2;
 	sv->counts[0].tokens_sum_outside = 13;
@@ -1772,8 +1789,8 @@ static struct pt_gpu *gpu_feed(void)
 	assert_int_equal(pt_gpu__bucket_call(g, PID, 10 * MS, 11 * MS, 1ULL << B_SCHED), 0);
 	assert_int_equal(pt_gpu__bucket_call(g, PID, 12 * MS, 13 * MS, 1ULL << B_ATTN), 0);
 	assert_int_equal(pt_gpu__bucket_call(g, PID, 11 * MS, 14 * MS, 1ULL << B_FWD), 0);
-	assert_int_equal(pt_gpu__bucket_call(g, PID, 20 * MS + HALF, 22 * MS + HALF,
-					     1ULL << B_SCHED), 0);
+	assert_int_equal(
+		pt_gpu__bucket_call(g, PID, 20 * MS + HALF, 22 * MS + HALF, 1ULL << B_SCHED), 0);
 	assert_int_equal(pt_gpu__bucket_call(g, PID, 23 * MS, 29 * MS, 1ULL << B_FWD), 0);
 	grec(g, PT_GPU_API, 1, 11 * MS + HALF, 11 * MS + HALF + 5000, NULL, 0, PID);
 	grec(g, PT_GPU_KERNEL, 1, 12 * MS, 14 * MS, "sgemm_128x64_nn", 0, 0);
@@ -1822,8 +1839,8 @@ static void test_gpu_section(void **state)
 	o = item(doc, "gpu");
 	CHECK_KEYS(o, "source", "shim", "records", "kernels", "copies", "memsets", "copy_bytes",
 		   "api_calls", "syncs", "unmatched", "outside_steps", "records_not_held",
-		   "window_end_s", "busy_ms", "busy_share",
-		   "devices", "steps", "launch_delay", "buckets", "top_kernels", "kernel_names");
+		   "window_end_s", "busy_ms", "busy_share", "devices", "steps", "launch_delay",
+		   "buckets", "top_kernels", "kernel_names");
 	check_str(o, "source", "cupti-shim");
 	x = item(o, "shim");
 	CHECK_KEYS(x, "version", "cupti_version", "active", "activations", "enable_stall_ms",
@@ -1940,7 +1957,7 @@ static void test_gpu_conflict(void **state)
 	/* BUG (user/gpu.c:440-442, 372, 405): joining no records at all calls
 	 * qsort(NULL, 0, ...), undefined; the asan build aborts here. */
 	in.active = false;
-	in.conflict_call = 4; /* PTGPU_CALL_SUBSCRIBE */
+	in.conflict_call = 4;  /* PTGPU_CALL_SUBSCRIBE */
 	in.conflict_code = 39; /* CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED */
 	r.gpu = pt_gpu__join(g, 0, 100 * MS);
 	assert_non_null(r.gpu);
@@ -1954,8 +1971,9 @@ static void test_gpu_conflict(void **state)
 	CHECK_KEYS(c, "call", "result", "code");
 	check_str(c, "call", "cuptiSubscribe");
 	check_str(c, "call", pt_gpuring__call_name(4));
-	check_str(c, "result", "CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED (another CUPTI "
-			       "client: torch.profiler, Nsight?)");
+	check_str(c, "result",
+		  "CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED (another CUPTI "
+		  "client: torch.profiler, Nsight?)");
 	check_str(c, "result", pt_gpuring__result_name(39));
 	check_num(c, "code", 39);
 	/* nothing recorded: zeros, and no figure from nothing */

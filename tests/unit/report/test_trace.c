@@ -31,9 +31,12 @@ static const struct pt_trace_proc one_proc = { .pid = PID, .name = "engine", .ra
 static cJSON *render_procs(struct pt_trace *t, const struct pt_trace_proc *procs, size_t nprocs,
 			   char **text)
 {
-	struct pt_trace_write_opts o = { .procs = procs, .nprocs = nprocs, .t0 = T0,
+	struct pt_trace_write_opts o = { .procs = procs,
+					 .nprocs = nprocs,
+					 .t0 = T0,
 					 .start_unix_ns = 1700000000000000000ull,
-					 .version = "test", .bucket_names = bnames };
+					 .version = "test",
+					 .bucket_names = bnames };
 	size_t len = 0;
 	FILE *f = open_memstream(text, &len);
 	cJSON *doc;
@@ -146,10 +149,10 @@ static void test_empty(void **state)
 	doc = render(t, &text);
 	assert_string_equal(str(doc, "displayTimeUnit"), "ms");
 	assert_int_equal(count_ph(doc, "M"), 1); /* the process name */
-	assert_string_equal(str(cJSON_GetObjectItemCaseSensitive(find(doc, "M", "process_name", 0),
-								 "args"),
-				"name"),
-			    "engine");
+	assert_string_equal(
+		str(cJSON_GetObjectItemCaseSensitive(find(doc, "M", "process_name", 0), "args"),
+		    "name"),
+		"engine");
 	assert_true(cJSON_IsFalse(cJSON_GetObjectItemCaseSensitive(other(doc), "truncated")));
 	assert_null(cJSON_GetObjectItemCaseSensitive(other(doc), "note"));
 	check_count(t, doc);
@@ -269,8 +272,13 @@ static void test_steps(void **state)
 {
 	struct pt_trace *t = pt_trace__new(100, 3);
 	uint64_t bns[3] = { 100, 700, 600 };
-	struct pt_step s = { .index = 7, .pid = PID, .tid = TID, .t_start = T0 + 2000,
-			     .t_end = T0 + 3000, .bucket_ns = bns, .other_ns = 200,
+	struct pt_step s = { .index = 7,
+			     .pid = PID,
+			     .tid = TID,
+			     .t_start = T0 + 2000,
+			     .t_end = T0 + 3000,
+			     .bucket_ns = bns,
+			     .other_ns = 200,
 			     .vmask = 1u << PT_VROLE_TOKENS | 1u << PT_VROLE_BATCH,
 			     .val = { 16, 0, 4 } };
 	const cJSON *e, *a, *b;
@@ -316,8 +324,9 @@ static void test_steps(void **state)
 
 static struct pt_gpu_rec api(uint32_t corr, uint64_t s, uint64_t e, uint32_t cbid)
 {
-	struct pt_gpu_rec r = { .kind = PT_GPU_API, .correlation_id = corr, .start_ns = s,
-				.end_ns = e };
+	struct pt_gpu_rec r = {
+		.kind = PT_GPU_API, .correlation_id = corr, .start_ns = s, .end_ns = e
+	};
 
 	r.api.cbid = cbid;
 	r.api.tid = TID;
@@ -327,8 +336,9 @@ static struct pt_gpu_rec api(uint32_t corr, uint64_t s, uint64_t e, uint32_t cbi
 
 static struct pt_gpu_rec kernel(uint32_t corr, uint64_t s, uint64_t e, const char *name)
 {
-	struct pt_gpu_rec r = { .kind = PT_GPU_KERNEL, .correlation_id = corr, .start_ns = s,
-				.end_ns = e };
+	struct pt_gpu_rec r = {
+		.kind = PT_GPU_KERNEL, .correlation_id = corr, .start_ns = s, .end_ns = e
+	};
 
 	r.kernel.name = name;
 	r.kernel.device_id = 1;
@@ -407,8 +417,10 @@ static void test_gpu_and_flows(void **state)
 	r = kernel(3, T0 + 12000, T0 + 13000, NULL);
 	pt_trace__gpu(t, &r, PID);
 	/* 4: a copy first, then its call (a driver call, named) */
-	r = (struct pt_gpu_rec){ .kind = PT_GPU_MEMCPY, .correlation_id = 4,
-				 .start_ns = T0 + 15000, .end_ns = T0 + 16000 };
+	r = (struct pt_gpu_rec){ .kind = PT_GPU_MEMCPY,
+				 .correlation_id = 4,
+				 .start_ns = T0 + 15000,
+				 .end_ns = T0 + 16000 };
 	r.memcpy.bytes = 1 << 20;
 	r.memcpy.copy_kind = 1;
 	r.memcpy.device_id = 1;
@@ -424,8 +436,10 @@ static void test_gpu_and_flows(void **state)
 	pt_trace__gpu(t, &r, PID);
 	r = api(5, T0 + 19000, T0 + 22000, 211);
 	pt_trace__gpu(t, &r, PID);
-	r = (struct pt_gpu_rec){ .kind = PT_GPU_MEMSET, .correlation_id = 5,
-				 .start_ns = T0 + 23000, .end_ns = T0 + 24000 };
+	r = (struct pt_gpu_rec){ .kind = PT_GPU_MEMSET,
+				 .correlation_id = 5,
+				 .start_ns = T0 + 23000,
+				 .end_ns = T0 + 24000 };
 	r.memset.bytes = 4096;
 	r.memset.device_id = 0;
 	r.memset.stream_id = 3;
@@ -534,10 +548,10 @@ static void test_truncation_window(void **state)
 	/* 16 host slices at 0, 1000, ... 15000: the bound */
 	for (int i = 0; i < 16; i++)
 		assert_int_equal(pt_trace__slice(t, TID, T0 + 1000 * (uint64_t)i,
-						 T0 + 1000 * (uint64_t)i + 500, "f", false, 0), 0);
+						 T0 + 1000 * (uint64_t)i + 500, "f", false, 0),
+				 0);
 	/* the 17th, at 16000: dropped, the window ends there */
-	assert_int_equal(pt_trace__slice(t, TID, T0 + 16000, T0 + 16500, "f", false, 0),
-			 -ENOSPC);
+	assert_int_equal(pt_trace__slice(t, TID, T0 + 16000, T0 + 16500, "f", false, 0), -ENOSPC);
 	/* a kernel from 2500 arrives late: inside the window, kept */
 	r = kernel(1, T0 + 2500, T0 + 2600, "k");
 	assert_int_equal(pt_trace__gpu(t, &r, PID), 0);
@@ -695,8 +709,9 @@ static void test_procs_threads(void **state)
 	static const struct pt_trace_proc procs[] = { { PID, "engine", 0 }, { PID2, "engine", 1 } };
 	static const struct pt_trace_proc rev[] = { { PID2, "rank1", -1 }, { PID, NULL, 3 } };
 	struct pt_trace *t = pt_trace__new(100, 0);
-	struct pt_step st = { .index = 1, .pid = PID2, .tid = TID2, .t_start = T0 + 1000,
-			      .t_end = T0 + 4000 };
+	struct pt_step st = {
+		.index = 1, .pid = PID2, .tid = TID2, .t_start = T0 + 1000, .t_end = T0 + 4000
+	};
 	struct pt_gpu_rec r;
 	const cJSON *e;
 	char *text = NULL;
@@ -849,7 +864,8 @@ static void test_procs_gpu(void **state)
 		assert_true(num(f, "pid") == (num(s, "pid") == PID ? gpu1 : gpu2));
 		cJSON_ArrayForEach(e, events(doc))
 		{
-			if (is(e, "X") && num(e, "pid") == num(f, "pid") && num(e, "ts") == num(f, "ts"))
+			if (is(e, "X") && num(e, "pid") == num(f, "pid") &&
+			    num(e, "ts") == num(f, "ts"))
 				work = e;
 		}
 		assert_non_null(work);

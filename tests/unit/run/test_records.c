@@ -43,7 +43,8 @@ static int setup(void **state)
 	if (!x->r.procs || pt_run__new_view(&x->r, &x->r.all, pt_run__on_merged_step, &x->r))
 		return -1;
 	/* merged fids: step 0, forward 1 */
-	if (pt_agg__set_func(x->r.all.agg, 0, true, 0) || pt_agg__set_func(x->r.all.agg, 1, false, 1))
+	if (pt_agg__set_func(x->r.all.agg, 0, true, 0) ||
+	    pt_agg__set_func(x->r.all.agg, 1, false, 1))
 		return -1;
 	for (unsigned int i = 0; i < 2; i++) {
 		struct proc *p = calloc(1, sizeof(*p));
@@ -91,8 +92,9 @@ static int teardown(void **state)
 
 static void call(struct run *r, uint32_t pid, uint32_t fid, uint64_t t0, uint64_t t1)
 {
-	struct pt_rec e = { .type = PT_REC_ENTRY, .fid = fid, .pid = pid, .tid = pid,
-			    .t_entry = t0 };
+	struct pt_rec e = {
+		.type = PT_REC_ENTRY, .fid = fid, .pid = pid, .tid = pid, .t_entry = t0
+	};
 	struct pt_rec x = e;
 
 	x.type = PT_REC_EXIT;
@@ -186,8 +188,11 @@ static void test_thread_exit(void **state)
 {
 	struct fx *x = *state;
 	struct run *r = &x->r;
-	struct pt_rec in = { .type = PT_REC_ENTRY, .fid = PT_FID_MAKE(0, 0), .pid = 100,
-			     .tid = 101, .t_entry = MS };
+	struct pt_rec in = { .type = PT_REC_ENTRY,
+			     .fid = PT_FID_MAKE(0, 0),
+			     .pid = 100,
+			     .tid = 101,
+			     .t_entry = MS };
 	struct pt_rec texit = { .type = PT_REC_TEXIT, .pid = 100, .tid = 101, .t_entry = 2 * MS };
 
 	call(r, 100, PT_FID_MAKE(0, 0), 10 * MS, 20 * MS); /* tid 100, lives on */

@@ -36,7 +36,15 @@ int InitializeInjection(void);
 /* ---- fake CUPTI ---- */
 
 enum op {
-	OP_TS = 1, OP_TID, OP_CALLBACKS, OP_SUB, OP_UNSUB, OP_ENABLE, OP_DISABLE, OP_RT, OP_DRV,
+	OP_TS = 1,
+	OP_TID,
+	OP_CALLBACKS,
+	OP_SUB,
+	OP_UNSUB,
+	OP_ENABLE,
+	OP_DISABLE,
+	OP_RT,
+	OP_DRV,
 	OP_FLUSH,
 };
 
@@ -215,7 +223,10 @@ struct fixture {
 static void fx_init(struct fixture *fx, uint64_t nslots, uint64_t strtab)
 {
 	struct ptg_ring_params p = {
-		.nslots = nslots, .strtab_size = strtab, .pid = 777, .cupti_version = 130001,
+		.nslots = nslots,
+		.strtab_size = strtab,
+		.pid = 777,
+		.cupti_version = 130001,
 	};
 	char err[256];
 
