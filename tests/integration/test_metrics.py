@@ -131,3 +131,84 @@ def test_prometheus_scrapes_proftrace():
             pt.kill()
         prom.kill()
         prom.wait()
+
+
+GPU_CONF = """\
+step   native:exe:gpu_step
+bucket engine.forward native:exe:engine_forward
+"""
+
+
+def scrape(port):
+    """{(name, frozenset(labels)): value} of one scrape."""
+    _, text = http("http://127.0.0.1:%d/metrics" % port)
+    got = {}
+    for line in text.splitlines():
+        if not line or line.startswith("#"):
+            continue
+        name_labels, value = line.rsplit(" ", 1)
+        name, _, labels = name_labels.partition("{")
+        kv = frozenset(tuple(x.split("=", 1)) for x in labels.rstrip("}").split(",") if x)
+        got[(name, kv)] = float(value)
+    return got
+
+
+def one(got, name, **want):
+    rows = [v for (n, kv), v in got.items()
+            if n == name and all(dict(kv).get(k) == '"%s"' % w for k, w in want.items())]
+    eq(len(rows), 1, "series of " + name)
+    return rows[0]
+
+
+def test_gpu_metrics_equal_the_summary():
+    """GPU busy per device and of all devices, and the host-bound time of
+    steps, live: once the GPU lag (2 s) has passed after the last step, a
+    scrape equals summary.json's end-of-run join to the ns
+    (victim_gpu_synth writes the CUPTI records a real launch would give)."""
+    n = 150
+    tmp = tempfile.mkdtemp(prefix="pt-it-")
+    mport = free_port()
+    conf = write_conf(tmp, GPU_CONF)
+    out = os.path.join(tmp, "out")
+    v = victim("victim_gpu_synth", "--truth", os.path.join(tmp, "truth.json"), "--steps", n,
+               "--hold")
+    pt = None
+    try:
+        pt = proftrace(v.pid, conf, out, "--metrics", "127.0.0.1:%d" % mport)
+        pt.wait_line("proftrace: attached", "err", timeout=90)
+        v.send("go\n")
+        v.wait_line("steps done", timeout=120)
+        time.sleep(2.5)  # GPU figures are final 2 s behind the clock
+        got = scrape(mport)
+        v.send("end\n")
+        assert v.wait(60) == 0, "victim failed"
+        rc = pt.wait(60)
+        assert rc == 0, "proftrace exit %d:\n%s" % (rc, pt.rest("err"))
+    finally:
+        v.kill()
+        if pt:
+            pt.kill()
+    with open(os.path.join(out, "summary.json")) as f:
+        s = json.load(f)
+    g = s["gpu"]
+    pid = str(v.pid)
+
+    def close(got_s, want_ms, what):
+        assert abs(got_s - want_ms / 1e3) <= 2e-9, "%s: %r s, summary %r ms" % (
+            what, got_s, want_ms)
+
+    eq(len(g["devices"]), 1, "devices")
+    for d in g["devices"]:
+        close(one(got, "proftrace_gpu_busy_seconds_total", pid=pid, device=d["device"]),
+              d["busy_ms"], "device busy")
+    close(one(got, "proftrace_gpu_any_busy_seconds_total", pid=pid), g["busy_ms"], "busy")
+    # the victim's own figure: 0.43 ms of GPU work per step
+    close(one(got, "proftrace_gpu_any_busy_seconds_total", pid=pid), n * 0.43, "busy truth")
+    close(one(got, "proftrace_gpu_step_seconds_total", pid=pid), s["stats"]["time_ms"],
+          "step time")
+    close(one(got, "proftrace_gpu_step_idle_seconds_total", pid=pid), g["steps"]["idle_ms"],
+          "host-bound time")
+    assert abs(one(got, "proftrace_gpu_host_bound_share", pid=pid) -
+               g["steps"]["host_bound_share"]) <= 1e-6, "host-bound share"
+    eq(one(got, "proftrace_gpu_late_records_total", pid=pid), 0, "late records")
+    eq(one(got, "proftrace_steps_total", pid=pid), n, "steps")

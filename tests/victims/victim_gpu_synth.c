@@ -195,6 +195,7 @@ int main(int argc, char **argv)
 {
 	const char *truth = NULL;
 	int steps = 100, nthreads = 0;
+	bool hold = false;
 	struct chunk chunks[64];
 	char line[64], path[64];
 
@@ -205,6 +206,8 @@ int main(int argc, char **argv)
 			truth = argv[++i];
 		else if (!strcmp(argv[i], "--threads") && i + 1 < argc)
 			nthreads = atoi(argv[++i]);
+		else if (!strcmp(argv[i], "--hold")) /* after the steps, wait for a line */
+			hold = true;
 		else
 			return 2;
 	}
@@ -225,6 +228,11 @@ int main(int argc, char **argv)
 		chunks[k].steps = steps / nthreads + (k < steps % nthreads);
 		if (pthread_create(&th, NULL, run_chunk, &chunks[k]) || pthread_join(th, NULL))
 			return 1;
+	}
+	if (hold) {
+		printf("steps done\n");
+		if (!fgets(line, sizeof(line), stdin))
+			return 3;
 	}
 	/* like the shim's exit handler: dormant, then the name goes */
 	__atomic_store_n(&ring.hdr->state, PTGPU_STATE_DORMANT, __ATOMIC_RELEASE);

@@ -4,7 +4,9 @@
  * a minimal HTTP/1.0 server in the event loop, so the figures of a live
  * run feed the systems a fleet already watches (docs/metrics.md). Each
  * scrape is answered at once from the aggregators; nothing is kept but a
- * step-time histogram per process (Prometheus's fixed buckets).
+ * step-time histogram per process (Prometheus's fixed buckets) and, for a
+ * process with a GPU stream, the live GPU figures (aggregate/gpulive.h),
+ * which trail the clock by GPU_LAG_NS: CUPTI hands records over late.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -23,6 +25,13 @@
 static const double le_s[] = { 0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05,
 			       0.1,    0.2,   0.5,   1,	    2,	  5,	10 };
 #define NLE (sizeof(le_s) / sizeof(le_s[0]))
+
+/* GPU figures are final this far behind the clock: the shim flushes
+ * CUPTI's buffers every 100 ms and a kernel's record comes once it ended;
+ * a record later than that is counted as late (gpu_late_records_total) */
+#define GPU_LAG_NS (2000ull * 1000 * 1000)
+/* settle every this many GPU records, so a slow scraper costs no memory */
+#define GPU_SETTLE_EVERY 4096
 
 struct phist {
 	uint64_t n[NLE + 1]; /* last: +Inf */
@@ -102,6 +111,15 @@ void pt_run__metrics_free(struct run *r)
 	r->metrics = NULL;
 }
 
+/* the process's live GPU figures, made on first use (from the run's start,
+ * as the end-of-run join); NULL when out of memory (then left out) */
+static struct pt_gpulive *live_of(struct proc *p)
+{
+	if (!p->gpulive)
+		p->gpulive = pt_gpulive__new(p->run->t0_mono, GPU_LAG_NS);
+	return p->gpulive;
+}
+
 void pt_run__metrics_step(struct proc *p, const struct pt_step *s)
 {
 	struct pt_metrics *m = p->run->metrics;
@@ -124,6 +142,32 @@ void pt_run__metrics_step(struct proc *p, const struct pt_step *s)
 		;
 	m->h[p->idx].n[i]++;
 	m->h[p->idx].sum_s += v;
+	if (p->gpu && live_of(p))
+		pt_gpulive__step(p->gpulive, s->t_start, s->t_end);
+}
+
+void pt_run__metrics_gpu(struct proc *p, const struct pt_gpu_rec *g)
+{
+	uint32_t dev;
+
+	if (!p->run->metrics || !live_of(p))
+		return;
+	switch (g->kind) {
+	case PT_GPU_KERNEL:
+		dev = g->kernel.device_id;
+		break;
+	case PT_GPU_MEMCPY:
+		dev = g->memcpy.device_id;
+		break;
+	case PT_GPU_MEMSET:
+		dev = g->memset.device_id;
+		break;
+	default:
+		return;
+	}
+	pt_gpulive__work(p->gpulive, dev, g->start_ns, g->end_ns);
+	if (++p->gpulive_recs % GPU_SETTLE_EVERY == 0)
+		pt_gpulive__settle(p->gpulive, pt_now_ns(CLOCK_MONOTONIC));
 }
 
 static void out(struct pt_metrics *m, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -191,6 +235,64 @@ static void plabels(struct pt_metrics *m, const struct proc *p, char *buf, size_
 	else
 		snprintf(buf, len, "host=\"%s\",pid=\"%d\",comm=\"%s\"", host, p->tracee.pid,
 			 comm); /* an empty label is no label */
+}
+
+/* GPU figures of the processes with a GPU stream, settled to now - lag */
+static void render_gpu(struct run *r, struct pt_metrics *m)
+{
+	const struct pt_gpulive_totals *t[r->nprocs ? r->nprocs : 1];
+	uint64_t now = pt_now_ns(CLOCK_MONOTONIC);
+	char l[600];
+	size_t i, n = 0;
+
+	for (i = 0; i < r->nprocs; i++) {
+		struct proc *p = r->procs[i];
+
+		t[i] = NULL;
+		if (!p->gpu || !live_of(p))
+			continue;
+		pt_gpulive__settle(p->gpulive, now);
+		t[i] = pt_gpulive__totals(p->gpulive);
+		n++;
+	}
+	if (!n)
+		return;
+	head(m, "proftrace_gpu_busy_seconds_total", "counter",
+	     "time the device had any kernel, copy or memset of the process running "
+	     "(GPU figures are final 2 s behind the clock)");
+	for (i = 0; i < r->nprocs; i++) {
+		if (!t[i])
+			continue;
+		plabels(m, r->procs[i], l, sizeof(l));
+		for (uint32_t d = 0; d < t[i]->ndevs; d++)
+			out(m, "proftrace_gpu_busy_seconds_total{%s,device=\"%u\"} %.9f\n", l,
+			    t[i]->devs[d].device, t[i]->devs[d].busy_ns / 1e9);
+	}
+	head(m, "proftrace_gpu_any_busy_seconds_total", "counter",
+	     "time any of the process's devices was busy (the union)");
+	head(m, "proftrace_gpu_step_seconds_total", "counter",
+	     "time of the counted steps whose GPU figures are final");
+	head(m, "proftrace_gpu_step_idle_seconds_total", "counter",
+	     "the part of those steps in which no GPU worked (host-bound); share: "
+	     "rate(this) / rate(proftrace_gpu_step_seconds_total)");
+	head(m, "proftrace_gpu_host_bound_share", "gauge",
+	     "idle over step time of those steps, since attach");
+	head(m, "proftrace_gpu_late_records_total", "counter",
+	     "GPU records whose time is left out: they came after it was final (or memory "
+	     "ran out)");
+	for (i = 0; i < r->nprocs; i++) {
+		if (!t[i])
+			continue;
+		plabels(m, r->procs[i], l, sizeof(l));
+		out(m, "proftrace_gpu_any_busy_seconds_total{%s} %.9f\n", l, t[i]->busy_ns / 1e9);
+		out(m, "proftrace_gpu_step_seconds_total{%s} %.9f\n", l, t[i]->step_ns / 1e9);
+		out(m, "proftrace_gpu_step_idle_seconds_total{%s} %.9f\n", l, t[i]->idle_ns / 1e9);
+		if (t[i]->step_ns)
+			out(m, "proftrace_gpu_host_bound_share{%s} %.6f\n", l,
+			    (double)t[i]->idle_ns / (double)t[i]->step_ns);
+		out(m, "proftrace_gpu_late_records_total{%s} %llu\n", l,
+		    (unsigned long long)(t[i]->late + t[i]->oom));
+	}
 }
 
 static void render(struct run *r, struct pt_metrics *m)
@@ -266,6 +368,7 @@ static void render(struct run *r, struct pt_metrics *m)
 		out(m, "proftrace_probe_overhead_seconds_total{%s} %.9f\n", l,
 		    pt_ovh__step_cost_ns(r->procs[i]->v.ovh) / 1e9);
 	}
+	render_gpu(r, m);
 }
 
 /* One scrape: read the request (its first line is enough), answer,

@@ -533,6 +533,7 @@ void pt_run__free_proc(struct proc *p)
 	pt_gpuring__close(p->gr);
 	pt_nstid__free(p->nst);
 	pt_gpu__free(p->gpu);
+	pt_gpulive__free(p->gpulive);
 	pt_pysym__free(p->sym);
 	pt_pyprobe__free(p->pp);
 	pt_python__free(&p->py);

@@ -188,6 +188,7 @@ int pt_run__on_gpu_rec(void *ctx, const struct pt_gpu_rec *g)
 	}
 	if (pt_gpu__record(p->gpu, g))
 		p->gpu_oom = true;
+	pt_run__metrics_gpu(p, g);
 	if (r->trace) {
 		if (g->kind == PT_GPU_API && g->api.tid)
 			trace_thread(p, g->api.tid);

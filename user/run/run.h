@@ -26,6 +26,7 @@
 #include "attach/inject.h"
 #include "config/config.h"
 #include "aggregate/gpu.h"
+#include "aggregate/gpulive.h"
 #include "gpu/gpuring.h"
 #include "gpu/nstid.h"
 #include "python/pycode.h"
@@ -147,6 +148,8 @@ struct proc {
 	struct pt_gpuring *gr;
 	struct pt_nstid *nst; /* CUPTI's thread ids -> host ones, when in another PID namespace */
 	struct pt_gpu *gpu;
+	struct pt_gpulive *gpulive; /* --metrics: GPU busy and host-bound time, live */
+	uint64_t gpulive_recs;
 	bool gpu_attached;
 	bool gpu_oom; /* a GPU record, step or bucket call could not be kept */
 	bool gpu_joined;
@@ -322,6 +325,7 @@ bool pt_run__agent_ok(const struct proc *p);
 struct pt_metrics;
 int pt_run__metrics_open(struct run *r);
 void pt_run__metrics_step(struct proc *p, const struct pt_step *s);
+void pt_run__metrics_gpu(struct proc *p, const struct pt_gpu_rec *g);
 void pt_run__metrics_serve(struct run *r);
 void pt_run__metrics_free(struct run *r);
 
