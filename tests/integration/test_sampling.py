@@ -337,6 +337,14 @@ def check_sampling(s, t, label, exact):
         eq(el["calls"], None, "lines calls")
 
     check_shares(s, t, label)
+    # what a sample cost: the walker's own run time per sample, from the
+    # kernel's BPF stats of this run (not the bench's constant); a
+    # 6-frame walk is 1-2 us (bench), a sample can never be free or cost
+    # more than its 1 ms period
+    ks = s["overhead"]["kinds"]["sample"]
+    eq(ks["source"], "bpf-stats", "%s: sample cost measured in the run" % label)
+    assert 100 <= ks["pair_ns"] <= 100000, (label, ks)
+    eq(s["overhead"]["hits"]["sample"], sm["samples"], "sample hits")
     check_folded(s, t)
     check_lines_txt(s, t, tc if exact else None)
     assert os.path.exists(os.path.join(s["_out"], "report.md"))

@@ -158,25 +158,75 @@ static void exe_id(char *buf, size_t len)
 		snprintf(buf, len, "%s %s", PT_VERSION, u.release);
 }
 
-static bool cache_read(struct pt_calib *c)
+/* The cache folder, only when it is root's own and nobody else may write
+ * in it: we run as root, a planted folder or link must not steer where
+ * we write or what we believe. */
+static bool cache_dir_ok(void)
 {
-	char boot[64], exe[128], *text = NULL;
-	const cJSON *doc, *k;
-	size_t n = 0;
-	FILE *f = fopen(CACHE_FILE, "r");
-	bool ok = false;
+	struct stat st;
 
-	if (!f)
-		return false;
+	mkdir(CACHE_DIR, 0755);
+	return !lstat(CACHE_DIR, &st) && S_ISDIR(st.st_mode) && st.st_uid == geteuid() &&
+	       !(st.st_mode & 022);
+}
+
+/* a cache file's JSON (never through a link), or NULL */
+static cJSON *cache_get(const char *path)
+{
+	char *text;
+	ssize_t n;
+	cJSON *doc;
+	int fd;
+
+	if (!cache_dir_ok())
+		return NULL;
+	fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return NULL;
 	text = malloc(16384);
-	if (text)
-		n = fread(text, 1, 16383, f);
-	fclose(f);
-	if (!text)
-		return false;
+	n = text ? read(fd, text, 16383) : -1;
+	close(fd);
+	if (n < 0) {
+		free(text);
+		return NULL;
+	}
 	text[n] = '\0';
 	doc = cJSON_Parse(text);
 	free(text);
+	return doc;
+}
+
+/* write doc whole (a new file renamed over the old one) */
+static void cache_put(const char *path, const cJSON *doc)
+{
+	char tmp[192], *s;
+	bool ok;
+	int fd;
+
+	if (!cache_dir_ok())
+		return;
+	s = cJSON_Print(doc);
+	if (!s)
+		return;
+	snprintf(tmp, sizeof(tmp), "%s.%d", path, (int)getpid());
+	fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+	if (fd >= 0) {
+		ok = write(fd, s, strlen(s)) == (ssize_t)strlen(s);
+		ok = !close(fd) && ok;
+		if (!ok || rename(tmp, path))
+			unlink(tmp);
+	}
+	free(s);
+}
+
+static bool cache_read(struct pt_calib *c)
+{
+	char boot[64], exe[128];
+	const cJSON *doc = cache_get(CACHE_FILE), *k;
+	bool ok = false;
+
+	if (!doc)
+		return false;
 	boot_id(boot, sizeof(boot));
 	exe_id(exe, sizeof(exe));
 	if (!doc || !cJSON_IsString(cJSON_GetObjectItem(doc, "boot_id")) ||
@@ -204,9 +254,8 @@ out:
 
 static void cache_write(const struct pt_calib *c)
 {
-	char boot[64], exe[128], tmp[64], *s;
+	char boot[64], exe[128];
 	cJSON *doc = cJSON_CreateObject();
-	FILE *f;
 
 	if (!doc)
 		return;
@@ -221,21 +270,8 @@ static void cache_write(const struct pt_calib *c)
 
 		cJSON_AddItemToObject(doc, pt_site_kind__str(kd), cJSON_CreateDoubleArray(v, 2));
 	}
-	s = cJSON_Print(doc);
+	cache_put(CACHE_FILE, doc);
 	cJSON_Delete(doc);
-	if (!s)
-		return;
-	mkdir(CACHE_DIR, 0755);
-	snprintf(tmp, sizeof(tmp), CACHE_FILE ".%d", (int)getpid());
-	f = fopen(tmp, "w");
-	if (f) {
-		bool ok = fputs(s, f) >= 0;
-
-		ok = !fclose(f) && ok;
-		if (!ok || rename(tmp, CACHE_FILE))
-			unlink(tmp);
-	}
-	free(s);
 }
 
 /* ---- the measurement ---- */
@@ -537,7 +573,11 @@ static const char agent_script[] =
 	"    print(line[0], '%.3f' % loop(20), flush=True)\n";
 /* clang-format on */
 
-static int measure_agent(struct pt_calib *c, const char *python)
+/* One Python site kind measured on interpreter python: the agent's named
+ * call (the agent preloaded) or the frame probe's (python_mode evalframe;
+ * it fails where the frame probe cannot see a Python-to-Python call,
+ * stock 3.11+, and the bench's figure then stays). */
+static int measure_python(struct pt_calib *c, const char *python, enum pt_site_kind kind)
 {
 	char dir[] = "/tmp/proftrace-calib-XXXXXX", conf[128], out[128], sum[160], script[128],
 	     line[512], pidbuf[16], agent[4096];
@@ -546,8 +586,9 @@ static int measure_agent(struct pt_calib *c, const char *python)
 	cJSON *doc = NULL;
 	FILE *f;
 	int e = -EIO;
+	bool bad;
 
-	if (pt_helper__path(PT_AGENT_LIB, agent, sizeof(agent)))
+	if (kind == PT_SITE_AGENT && pt_helper__path(PT_AGENT_LIB, agent, sizeof(agent)))
 		return -ENOENT;
 	if (!mkdtemp(dir))
 		return -errno;
@@ -556,11 +597,13 @@ static int measure_agent(struct pt_calib *c, const char *python)
 	snprintf(out, sizeof(out), "%s/out", dir);
 	snprintf(sum, sizeof(sum), "%s/summary.json", out);
 	f = fopen(conf, "w");
-	if (!f ||
-	    fputs("set python_mode agent\nset sample_hz 0\n"
-		  "step py:ptcal_agent::pt_cal_named\n",
-		  f) < 0 ||
-	    fclose(f))
+	if (!f)
+		goto out;
+	bad = fprintf(f,
+		      "set python_mode %s\nset sample_hz 0\n"
+		      "step py:ptcal_agent::pt_cal_named\n",
+		      kind == PT_SITE_AGENT ? "agent" : "evalframe") < 0;
+	if (fclose(f) || bad)
 		goto out;
 	f = fopen(script, "w");
 	if (!f || fputs(agent_script, f) < 0 || fclose(f))
@@ -569,7 +612,8 @@ static int measure_agent(struct pt_calib *c, const char *python)
 		char *argv[] = { (char *)python, "-S", script, NULL };
 
 		/* -S: no site packages to import, a quick start */
-		e = spawn_exe(&helper, python, argv, false, true, agent);
+		e = spawn_exe(&helper, python, argv, false, true,
+			      kind == PT_SITE_AGENT ? agent : NULL);
 	}
 	if (e || !read_line(&helper, "ready ", line, sizeof(line), 10000)) {
 		e = e ? e : -EIO;
@@ -602,9 +646,9 @@ static int measure_agent(struct pt_calib *c, const char *python)
 		m = child_mean_ns(doc, "pt_cal_named");
 	if (m < 0 || b <= a)
 		goto out;
-	c->pair_ns[PT_SITE_AGENT] = b - a;
-	c->self_ns[PT_SITE_AGENT] = m > a ? (m - a < b - a ? m - a : b - a) : 0;
-	c->measured[PT_SITE_AGENT] = true;
+	c->pair_ns[kind] = b - a;
+	c->self_ns[kind] = m > a ? (m - a < b - a ? m - a : b - a) : 0;
+	c->measured[kind] = true;
 	e = 0;
 out:
 	reap(&helper, true);
@@ -620,37 +664,34 @@ out:
 	return e;
 }
 
-/* the agent's figures cached per interpreter: calibration-agent-<hash>.json */
-static void agent_cache_path(const char *python, char *buf, size_t len)
+/* a Python kind's figures cached per interpreter:
+ * calibration-<kind>-<hash>.json */
+static void python_cache_path(const char *python, enum pt_site_kind kind, char *buf, size_t len)
 {
 	uint64_t h = 1469598103934665603ull;
 
 	for (const char *s = python; *s; s++)
 		h = (h ^ (unsigned char)*s) * 1099511628211ull;
-	snprintf(buf, len, CACHE_DIR "/calibration-agent-%016llx.json", (unsigned long long)h);
+	snprintf(buf, len, CACHE_DIR "/calibration-%s-%016llx.json", pt_site_kind__str(kind),
+		 (unsigned long long)h);
 }
 
-void pt_calib__python(struct pt_calib *c, const char *python, const char *key)
+void pt_calib__python(struct pt_calib *c, const char *python, const char *key,
+		      enum pt_site_kind kind)
 {
-	const char *env = getenv("PT_CALIBRATE");
-	char path[128], boot[64], exe[128], text[512];
+	const char *env = getenv("PT_CALIBRATE"), *name = pt_site_kind__str(kind);
+	char path[160], boot[64], exe[128];
 	cJSON *doc;
-	FILE *f;
 
-	if (!c->ok || !python)
+	if (!c->ok || !python || (kind != PT_SITE_AGENT && kind != PT_SITE_FRAME))
 		return;
-	agent_cache_path(key ? key : python, path, sizeof(path));
+	python_cache_path(key ? key : python, kind, path, sizeof(path));
 	boot_id(boot, sizeof(boot));
 	exe_id(exe, sizeof(exe));
-	f = (env && !strcmp(env, "fresh")) ? NULL : fopen(path, "r");
-	if (f) {
-		size_t n = fread(text, 1, sizeof(text) - 1, f);
-		const cJSON *v;
+	doc = (env && !strcmp(env, "fresh")) ? NULL : cache_get(path);
+	if (doc) {
+		const cJSON *v = cJSON_GetObjectItem(doc, name);
 
-		fclose(f);
-		text[n] = '\0';
-		doc = cJSON_Parse(text);
-		v = cJSON_GetObjectItem(doc, "python-agent");
 		if (cJSON_IsArray(v) && cJSON_GetArraySize(v) == 2 &&
 		    cJSON_IsString(cJSON_GetObjectItem(doc, "key")) &&
 		    !strcmp(cJSON_GetObjectItem(doc, "key")->valuestring, boot) &&
@@ -659,43 +700,32 @@ void pt_calib__python(struct pt_calib *c, const char *python, const char *key)
 		    cJSON_IsNumber(cJSON_GetObjectItem(doc, "time")) &&
 		    (double)time(NULL) - cJSON_GetObjectItem(doc, "time")->valuedouble <
 			    CACHE_MAX_AGE_S) {
-			c->pair_ns[PT_SITE_AGENT] = cJSON_GetArrayItem(v, 0)->valuedouble;
-			c->self_ns[PT_SITE_AGENT] = cJSON_GetArrayItem(v, 1)->valuedouble;
-			c->measured[PT_SITE_AGENT] = true;
+			c->pair_ns[kind] = cJSON_GetArrayItem(v, 0)->valuedouble;
+			c->self_ns[kind] = cJSON_GetArrayItem(v, 1)->valuedouble;
+			c->measured[kind] = true;
 			cJSON_Delete(doc);
 			return;
 		}
 		cJSON_Delete(doc);
 	}
-	if (measure_agent(c, python)) {
-		pt_vlog("proftrace: calibrating the Python agent on %s failed: the bench's figure "
-			"is used\n",
-			python);
+	if (measure_python(c, python, kind)) {
+		pt_vlog("proftrace: calibrating the %s on %s failed: the bench's figure is used\n",
+			kind == PT_SITE_AGENT ? "Python agent" : "frame probe", python);
 		return;
 	}
 	doc = cJSON_CreateObject();
 	if (!doc)
 		return;
 	{
-		double v[2] = { c->pair_ns[PT_SITE_AGENT], c->self_ns[PT_SITE_AGENT] };
+		double v[2] = { c->pair_ns[kind], c->self_ns[kind] };
 
 		cJSON_AddStringToObject(doc, "key", boot);
 		cJSON_AddStringToObject(doc, "proftrace", exe);
 		cJSON_AddStringToObject(doc, "python", key ? key : python);
 		cJSON_AddNumberToObject(doc, "time", (double)time(NULL));
-		cJSON_AddItemToObject(doc, "python-agent", cJSON_CreateDoubleArray(v, 2));
+		cJSON_AddItemToObject(doc, name, cJSON_CreateDoubleArray(v, 2));
 	}
-	{
-		char *s = cJSON_Print(doc);
-
-		mkdir(CACHE_DIR, 0755);
-		f = s ? fopen(path, "w") : NULL;
-		if (f) {
-			fputs(s, f);
-			fclose(f);
-		}
-		free(s);
-	}
+	cache_put(path, doc);
 	cJSON_Delete(doc);
 }
 

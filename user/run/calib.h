@@ -8,9 +8,10 @@
  * difference per call is what a probed call costs an interval that
  * encloses it (pair_ns); the child's own measured time per call, less the
  * unattached time, is the part inside the call's own interval (self_ns).
- * The Python agent's named call is measured the same way on the target's
- * own interpreter (pt_calib__python); the frame probe and samples take the
- * bench's figures (docs/summary.md#overhead).
+ * The Python agent's named call, or the frame probe's, is measured the
+ * same way on the target's own interpreter (pt_calib__python); a sample's
+ * cost is the sampler program's run time in the run itself (BPF stats,
+ * run/overhead.c) (docs/summary.md#overhead).
  *
  * The result is kept in /run/proftrace/calibration.json for an hour (same
  * boot, kernel and proftrace version); PT_CALIBRATE=off turns calibration off (no overhead
@@ -36,11 +37,13 @@ struct pt_calib {
 /* Fill c (never fails: c->ok false and c->why set when it could not).
  * exe: this proftrace binary (NULL: /proc/self/exe). */
 void pt_calib__get(struct pt_calib *c, const char *exe);
-/* The Python agent's named call on interpreter python (a path that runs
- * it from here, e.g. /proc/PID/exe), measured live (cached an hour per
- * key, the interpreter's own path); on failure the bench's figure stays.
- * Only when c->ok. */
-void pt_calib__python(struct pt_calib *c, const char *python, const char *key);
+/* A named Python call's cost through kind (PT_SITE_AGENT or
+ * PT_SITE_FRAME) on interpreter python (a path that runs it from here,
+ * e.g. /proc/PID/exe), measured live (cached an hour per key, the
+ * interpreter's own path); on failure the bench's figure stays. Only when
+ * c->ok. */
+void pt_calib__python(struct pt_calib *c, const char *python, const char *key,
+		      enum pt_site_kind kind);
 /* `proftrace __calib-helper`: the process the calibration probes. */
 int pt_calib__helper_main(void);
 

@@ -120,10 +120,27 @@ static void doc_steps(const struct view *v, cJSON *doc, cJSON *ov)
 		b, "corrected_total_ms", num(b, "total_ms"), pt_ovh__bucket_cost_ns(v->ovh, i++));
 }
 
+/* A sample's cost as this run measured it: the sample program's own run
+ * time per run, from the kernel's BPF stats (sample/sampler.c); false:
+ * not available, the bench's figure stays. */
+static bool sample_cost(const struct run *r, double *ns)
+{
+	struct pt_sampler_stats ss;
+
+	if (!r->smp)
+		return false;
+	pt_sampler__stats(r->smp, &ss);
+	if (!ss.prog_runs)
+		return false;
+	*ns = (double)ss.prog_run_ns / (double)ss.prog_runs;
+	return true;
+}
+
 void pt_run__overhead_doc(const struct run *r, const struct view *v, const struct pt_report *rep,
 			  cJSON *doc)
 {
-	const struct pt_calib *c = &r->calib;
+	struct pt_calib cal = r->calib, *c = &cal;
+	double sample_ns;
 	cJSON *ov = cJSON_AddObjectToObject(doc, "overhead"), *kinds, *hits, *meta, *x;
 	double added = 0, frames = NAN, samples = NAN, dur;
 	struct rusage ru;
@@ -134,6 +151,10 @@ void pt_run__overhead_doc(const struct run *r, const struct view *v, const struc
 	if (!c->ok) {
 		cJSON_AddStringToObject(ov, "why", c->why);
 		return;
+	}
+	if (sample_cost(r, &sample_ns)) {
+		c->pair_ns[PT_SITE_SAMPLE] = sample_ns;
+		c->measured[PT_SITE_SAMPLE] = true;
 	}
 	kinds = cJSON_AddObjectToObject(ov, "kinds");
 	hits = cJSON_AddObjectToObject(ov, "hits");
@@ -149,7 +170,10 @@ void pt_run__overhead_doc(const struct run *r, const struct view *v, const struc
 			n = samples;
 		cJSON_AddNumberToObject(e, "pair_ns", round(c->pair_ns[k]));
 		cJSON_AddNumberToObject(e, "self_ns", round(c->self_ns[k]));
-		cJSON_AddStringToObject(e, "source", c->measured[k] ? "measured" : "bench");
+		cJSON_AddStringToObject(e, "source",
+					!c->measured[k]	      ? "bench"
+					: k == PT_SITE_SAMPLE ? "bpf-stats"
+							      : "measured");
 		cJSON_AddNumberToObject(hits, pt_site_kind__str(k), n);
 		added += n * c->pair_ns[k];
 	}

@@ -31,6 +31,32 @@ static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list 
 	return vfprintf(stderr, fmt, ap);
 }
 
+/* What will time p's py: functions: the agent (named, or auto and it is
+ * loaded or --inject will load it), else the frame probe (auto or
+ * evalframe, before 3.11); -1: none to measure. */
+static int python_site(const struct run *r, const struct proc *p)
+{
+	enum pt_python_mode m = r->cfg.python_mode;
+	struct pt_agent *a;
+	char why[256];
+
+	if (!p->have_py || !r->want_py ||
+	    (m != PT_PYMODE_AUTO && m != PT_PYMODE_AGENT && m != PT_PYMODE_EVALFRAME))
+		return -1;
+	if (m == PT_PYMODE_AGENT || (m == PT_PYMODE_AUTO && r->env.inject))
+		return PT_SITE_AGENT;
+	if (m == PT_PYMODE_AUTO && !pt_agent__open(&a, p->tracee.pid, why, sizeof(why))) {
+		pt_agent__close(a);
+		return PT_SITE_AGENT;
+	}
+	/* 3.11+ calls Python functions inside one evaluator run: the frame
+	 * probe is used there only with the perf trampoline, which a fresh
+	 * interpreter would not have (the bench's figure then) */
+	if (p->py.hexversion >= 0x030b0000)
+		return -1;
+	return PT_SITE_FRAME;
+}
+
 /* The processes named with -p: each must be there and match the config. */
 static int open_named(struct run *r)
 {
@@ -250,14 +276,15 @@ int pt_run__attach(struct run *r)
 	 * is said at once */
 	pt_calib__get(&r->calib, NULL);
 	for (size_t i = 0; i < r->nprocs; i++) {
-		/* the agent's cost, on the first such process's interpreter */
+		/* a named Python call's cost, on the first Python process's
+		 * interpreter, through what will time it there */
 		char exe[64];
+		int k = python_site(r, r->procs[i]);
 
-		if (!r->procs[i]->have_py || !r->want_py ||
-		    (r->cfg.python_mode != PT_PYMODE_AUTO && r->cfg.python_mode != PT_PYMODE_AGENT))
+		if (k < 0)
 			continue;
 		snprintf(exe, sizeof(exe), "/proc/%d/exe", r->procs[i]->tracee.pid);
-		pt_calib__python(&r->calib, exe, r->procs[i]->tracee.exe);
+		pt_calib__python(&r->calib, exe, r->procs[i]->tracee.exe, k);
 		break;
 	}
 	e = open_bpf(r);

@@ -31,6 +31,10 @@ struct pt_sampler_stats {
 	unsigned int closed_at_end;  /* off-CPU intervals still open at the end */
 	unsigned int bad_records;    /* records of a wrong size: never expected */
 	struct pt_sample_counters bpf;
+	/* the kernel's BPF run-time stats of the sample program (the cost
+	 * of a sample less the timer interrupt around it); runs 0: not
+	 * available (the stats could not be turned on) */
+	uint64_t prog_runs, prog_run_ns;
 };
 
 struct pt_sampler;
