@@ -141,6 +141,33 @@ def proftrace(pid, conf, out, *extra):
     return Proc(argv, stdin=False, stdout=True, stderr=True)
 
 
+def proftrace_done(pt, timeout=60):
+    """proftrace's exit once the run ended: its stderr (exit 0 asserted)."""
+    rc = pt.wait(timeout)
+    err = pt.rest("err")
+    assert rc == 0, "proftrace exit %d:\n%s" % (rc, err)
+    return err
+
+
+def stop(*procs):
+    """Kill what is still running (a test's finally)."""
+    for p in procs:
+        if p:
+            p.kill()
+
+
+def read_run(out, truth_path=None):
+    """summary.json of output folder out (its "_out" set), and with
+    truth_path, (summary, the victim's own truth)."""
+    with open(os.path.join(out, "summary.json")) as f:
+        s = json.load(f)
+    s["_out"] = out
+    if truth_path is None:
+        return s
+    with open(truth_path) as f:
+        return s, json.load(f)
+
+
 def run_proftrace(argv, timeout=30):
     """Run proftrace to completion; return (rc, stdout, stderr)."""
     p = subprocess.run([PROFTRACE] + argv, capture_output=True, timeout=timeout)
@@ -165,18 +192,10 @@ def profile(conf_text, victim_args=(), victim_name="victim_engine", extra=(), on
             on_attached(v, pt)
         v.send("go\n")
         assert v.wait(120) == 0, "victim failed"
-        rc = pt.wait(60)
-        err = pt.rest("err")
-        assert rc == 0, "proftrace exit %d:\n%s" % (rc, err)
+        err = proftrace_done(pt)
     finally:
-        v.kill()
-        if pt:
-            pt.kill()
-    with open(os.path.join(out, "summary.json")) as f:
-        summary = json.load(f)
-    with open(truth_path) as f:
-        truth = json.load(f)
-    summary["_out"] = out
+        stop(v, pt)
+    summary, truth = read_run(out, truth_path)
     return summary, truth, err
 
 

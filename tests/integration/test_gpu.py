@@ -13,7 +13,8 @@ Runs on a real GPU: tests/gpu/ (not part of make test).
 import os
 import tempfile
 
-from harness import ROOT, Skip, bucket, eq, profile, run_proftrace, victim, with_agent
+from harness import (ROOT, Skip, bucket, eq, profile, proftrace_done, run_proftrace, victim,
+                     with_agent)
 from test_python import pyenv_python
 
 CONF = """\
@@ -148,9 +149,7 @@ def test_gpu_two_processes():
             v.send("go\n")
         for v in vs:
             assert v.wait(60) == 0, "victim failed"
-        rc = pt.wait(60)
-        err = pt.rest("err")
-        assert rc == 0, "proftrace exit %d:\n%s" % (rc, err)
+        err = proftrace_done(pt)
     finally:
         for v in vs:
             v.kill()
@@ -202,9 +201,7 @@ def test_gpu_on_with_children():
             pt.wait_line("proftrace: attached", "err", timeout=90)
         sh.send("go\n")
         assert sh.wait(60) == 0, "victim failed"
-        rc = pt.wait(60)
-        err = pt.rest("err")
-        assert rc == 0, "proftrace exit %d:\n%s" % (rc, err)
+        err = proftrace_done(pt)
     finally:
         sh.kill()
         if pt:

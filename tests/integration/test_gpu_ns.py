@@ -15,7 +15,7 @@ import shutil
 import tempfile
 import time
 
-from harness import PROFTRACE, VICTIMS, Proc, Skip, eq, write_conf
+from harness import PROFTRACE, Proc, Skip, VICTIMS, eq, proftrace_done, read_run, stop, write_conf
 from test_gpu import CONF, close
 
 
@@ -55,17 +55,10 @@ def run_in_namespace(n, threads):
         pt.wait_line("proftrace: attached", "err", timeout=90)
         v.send("go\n")
         assert v.wait(60) == 0, "victim failed"
-        rc = pt.wait(60)
-        err = pt.rest("err")
-        assert rc == 0, "proftrace exit %d:\n%s" % (rc, err)
+        err = proftrace_done(pt)
     finally:
-        v.kill()
-        if pt:
-            pt.kill()
-    with open(os.path.join(out, "summary.json")) as f:
-        s = json.load(f)
-    with open(truth) as f:
-        t = json.load(f)
+        stop(v, pt)
+    s, t = read_run(out, truth)
     with open(os.path.join(out, "trace.json")) as f:
         tr = json.load(f)["traceEvents"]
     return pid, s, t, tr

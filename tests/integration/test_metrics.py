@@ -12,7 +12,7 @@ import time
 import urllib.parse
 import urllib.request
 
-from harness import Skip, eq, proftrace, victim, write_conf
+from harness import Skip, eq, proftrace, proftrace_done, stop, victim, write_conf
 
 CONF = """\
 step   native:exe:ovh_step
@@ -87,8 +87,7 @@ def test_prometheus_scrapes_proftrace():
         assert "# TYPE proftrace_step_seconds histogram" in text, text
         v.send("b\n")
         assert v.wait(120) == 0, "victim failed"
-        rc = pt.wait(60)
-        assert rc == 0, "proftrace exit %d:\n%s" % (rc, pt.rest("err"))
+        proftrace_done(pt)
         # scrapes after the last step saw the final figures
         with open(os.path.join(out, "summary.json")) as f:
             s = json.load(f)
@@ -126,9 +125,7 @@ def test_prometheus_scrapes_proftrace():
         up = query(base, "max_over_time(up{job=\"proftrace\"}[5m])")
         eq(up[0]["value"][1], "1", "scrapes succeeded")
     finally:
-        v.kill()
-        if pt:
-            pt.kill()
+        stop(v, pt)
         prom.kill()
         prom.wait()
 
@@ -182,12 +179,9 @@ def test_gpu_metrics_equal_the_summary():
         got = scrape(mport)
         v.send("end\n")
         assert v.wait(60) == 0, "victim failed"
-        rc = pt.wait(60)
-        assert rc == 0, "proftrace exit %d:\n%s" % (rc, pt.rest("err"))
+        proftrace_done(pt)
     finally:
-        v.kill()
-        if pt:
-            pt.kill()
+        stop(v, pt)
     with open(os.path.join(out, "summary.json")) as f:
         s = json.load(f)
     g = s["gpu"]

@@ -8,7 +8,7 @@ import json
 import os
 import tempfile
 
-from harness import eq, proftrace, rank, victim, write_conf
+from harness import eq, proftrace, proftrace_done, rank, read_run, stop, victim, write_conf
 
 CONF = """\
 step   native:exe:ovh_step
@@ -39,18 +39,10 @@ def run_twice(conf_text, extra=()):
         pt.wait_line("proftrace: attached", "err", timeout=60)
         v.send("b\n")
         assert v.wait(120) == 0, "victim failed"
-        rc = pt.wait(60)
-        err = pt.rest("err")
-        assert rc == 0, "proftrace exit %d:\n%s" % (rc, err)
+        err = proftrace_done(pt)
     finally:
-        v.kill()
-        if pt:
-            pt.kill()
-    with open(os.path.join(out, "summary.json")) as f:
-        s = json.load(f)
-    with open(truth_path) as f:
-        t = json.load(f)
-    s["_out"] = out
+        stop(v, pt)
+    s, t = read_run(out, truth_path)
     return s, t
 
 
@@ -145,9 +137,7 @@ def test_calibration_off():
         assert v.wait(60) == 0
         assert pt.wait(60) == 0
     finally:
-        v.kill()
-        if pt:
-            pt.kill()
+        stop(v, pt)
     with open(os.path.join(out, "summary.json")) as f:
         s = json.load(f)
     eq(s["overhead"]["calibrated"], False, "calibrated")
@@ -181,17 +171,10 @@ def _py_run(python, ntiny=40, steps=200, conf_head="", agent=True):
         pt.wait_line("proftrace: attached", "err", timeout=60)
         v.send("b\n")
         assert v.wait(120) == 0, "victim failed"
-        rc = pt.wait(60)
-        assert rc == 0, "proftrace exit %d:\n%s" % (rc, pt.rest("err"))
+        proftrace_done(pt)
     finally:
-        v.kill()
-        if pt:
-            pt.kill()
-    with open(os.path.join(out, "summary.json")) as f:
-        s = json.load(f)
-    with open(truth_path) as f:
-        t = json.load(f)
-    s["_out"] = out
+        stop(v, pt)
+    s, t = read_run(out, truth_path)
     return s, t
 
 

@@ -11,8 +11,8 @@ import json
 import os
 import tempfile
 
-from harness import CLOCK_SLACK_NS, PROFTRACE, Proc, bucket, eq, run_proftrace, victim, \
-    within, write_conf
+from harness import (CLOCK_SLACK_NS, PROFTRACE, Proc, bucket, eq, proftrace_done, run_proftrace,
+                     stop, victim, within, write_conf)
 
 CONF = """\
 step   native:exe:rank_step
@@ -52,13 +52,9 @@ def _run(pid_arg, extra, args, attached):
         if "--late" in args:
             late = int(v.wait_line("late ").split()[1])
         assert v.wait(120) == 0, "victim failed"
-        rc = pt.wait(60)
-        err = pt.rest("err")
-        assert rc == 0, "proftrace exit %d:\n%s" % (rc, err)
+        err = proftrace_done(pt)
     finally:
-        v.kill()
-        if pt:
-            pt.kill()
+        stop(v, pt)
     with open(os.path.join(out, "summary.json")) as f:
         s = json.load(f)
     s["_out"] = out
@@ -333,9 +329,7 @@ def test_two_python_versions_in_one_run():
             v.send("go\n")
         for v in vs:
             assert v.wait(120) == 0, "victim failed"
-        rc = pt.wait(60)
-        err = pt.rest("err")
-        assert rc == 0, "proftrace exit %d:\n%s" % (rc, err)
+        err = proftrace_done(pt)
     finally:
         for v in vs:
             v.kill()

@@ -21,7 +21,7 @@ import struct
 import subprocess
 import tempfile
 
-from harness import PROFTRACE, Proc, VICTIMS, eq, write_conf
+from harness import PROFTRACE, Proc, VICTIMS, eq, proftrace_done, stop, write_conf
 from test_gpu import CONF
 
 OFF = 1700000000123456789  # GPU global timer minus the trace clock, ns
@@ -43,12 +43,9 @@ def run_traced(n):
         pt.wait_line("proftrace: attached", "err", timeout=90)
         v.send("go\n")
         assert v.wait(60) == 0, "victim failed"
-        rc = pt.wait(60)
-        assert rc == 0, "proftrace exit %d:\n%s" % (rc, pt.rest("err"))
+        proftrace_done(pt)
     finally:
-        v.kill()
-        if pt:
-            pt.kill()
+        stop(v, pt)
     return tmp, out
 
 

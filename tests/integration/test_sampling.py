@@ -47,7 +47,8 @@ import subprocess
 import tempfile
 import xml.etree.ElementTree as ET
 
-from harness import PROFTRACE, ROOT, Skip, eq, func, proftrace, victim, write_conf, with_agent
+from harness import (PROFTRACE, ROOT, Skip, eq, func, proftrace, proftrace_done, read_run, stop,
+                     victim, with_agent, write_conf)
 
 PYENV = os.environ.get("PYENV_ROOT") or os.path.expanduser("~/.pyenv")
 VICTIM = os.path.join(ROOT, "tests", "victims", "pylines.py")
@@ -103,20 +104,12 @@ def run_lines(python, conf=LINES_CONF, seconds=3.5, args=("--late-thread",)):
         v.send("go\n")
         v.wait_line("done", timeout=seconds + 60)
         pt.p.send_signal(signal.SIGINT)
-        rc = pt.wait(60)
-        err = pt.rest("err")
-        assert rc == 0, "proftrace exit %d:\n%s" % (rc, err)
+        err = proftrace_done(pt)
         v.send("exit\n")
         assert v.wait(30) == 0, "victim failed"
     finally:
-        v.kill()
-        if pt:
-            pt.kill()
-    with open(os.path.join(out, "summary.json")) as f:
-        s = json.load(f)
-    with open(truth_path) as f:
-        t = json.load(f)
-    s["_out"] = out
+        stop(v, pt)
+    s, t = read_run(out, truth_path)
     return s, t, err
 
 

@@ -23,8 +23,8 @@ import subprocess
 import sys
 import tempfile
 
-from harness import (PROFTRACE, ROOT, Proc, Skip, bucket, eq, func, profile, run_proftrace,
-                     victim, with_agent, within)
+from harness import (PROFTRACE, ROOT, Proc, Skip, bucket, eq, func, proftrace_done, profile,
+                     read_run, run_proftrace, stop, victim, with_agent, within)
 
 CUDART = os.environ.get("PT_CUDART", "/usr/local/cuda/lib64/libcudart.so.13")
 N = 100
@@ -374,18 +374,10 @@ def _profile_engine(name, engine_args, targets, children, extra):
             seen |= {int(m) for m in re.findall(r"to pid (\d+)", line)}
         v.send("go\n")
         assert v.wait(180) == 0, "victim failed"
-        rc = pt.wait(60)
-        err = pt.rest("err")
-        assert rc == 0, "proftrace exit %d:\n%s" % (rc, err)
+        err = proftrace_done(pt)
     finally:
-        v.kill()
-        if pt:
-            pt.kill()
-    with open(os.path.join(out, "summary.json")) as f:
-        s = json.load(f)
-    with open(truth_path) as f:
-        t = json.load(f)
-    s["_out"] = out
+        stop(v, pt)
+    s, t = read_run(out, truth_path)
     eq(s["health"]["dropped_events"], 0, "dropped events")
     eq(s["meta"]["python"]["timing"], "exact", "python timing")
     return s, {p["pid"]: ProcTruth(p, t["go_ns"]) for p in t["processes"]}, v.pids, err

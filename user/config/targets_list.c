@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "targets_list.h"
+#include "util/helpers.h"
 #include "util/util.h"
 
 #define CONF_EXT ".conf"
@@ -47,22 +48,16 @@ int pt_targets__dir(char *buf, size_t len)
 					   "/../targets" };
 	const char *env = getenv(PT_TARGETS_DIR_ENV);
 	char exe[PATH_MAX];
-	ssize_t n;
-	char *slash;
+	int e;
 
 	if (env && *env) {
 		if ((size_t)snprintf(buf, len, "%s", env) >= len)
 			return -ENAMETOOLONG;
 		return 0;
 	}
-	n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-	if (n < 0)
-		return -errno;
-	exe[n] = 0;
-	slash = strrchr(exe, '/');
-	if (!slash)
-		return -ENOENT;
-	*slash = 0;
+	e = pt_exe_dir(exe, sizeof(exe));
+	if (e)
+		return e;
 	for (size_t i = 0; i < ARRAY_SIZE(rel); i++) {
 		if ((size_t)snprintf(buf, len, "%s%s", exe, rel[i]) >= len)
 			return -ENAMETOOLONG;

@@ -45,6 +45,29 @@ static bool runs_cuda(int pid)
  * from its constructor when CUDA is already there) and wait a little for
  * its ring. 0 with p->gr open, or -errno with err set.
  */
+/*
+ * After --inject loaded a helper: its thread makes the segment, then sizes
+ * and fills it; until it has, the file may be missing, empty or
+ * unpublished. open() is tried every 10 ms for up to ms: its last result.
+ */
+int pt_run__wait_segment(struct proc *p, int (*open)(struct proc *p, char *why, size_t len),
+			 unsigned int ms, char *why, size_t len)
+{
+	for (unsigned int t = 0;; t += 10) {
+		struct timespec ts = { 0, 10 * 1000 * 1000 };
+		int e = open(p, why, len);
+
+		if (!e || e == -ENOMEM || t >= ms)
+			return e;
+		nanosleep(&ts, NULL);
+	}
+}
+
+static int open_ring(struct proc *p, char *why, size_t len)
+{
+	return pt_gpuring__open(&p->gr, p->tracee.pid, why, len);
+}
+
 static int inject_shim(struct proc *p, char *err, size_t errlen)
 {
 	const struct run *r = p->run;
@@ -69,16 +92,7 @@ static int inject_shim(struct proc *p, char *err, size_t errlen)
 			"proftrace: pid %d: the CUPTI shim loaded (--inject): thread %d held "
 			"%.2f ms\n",
 			p->tracee.pid, res.tid, res.pause_ms);
-	/* its thread makes the segment, then sizes and fills it: until it
-	 * has, the file may be missing, empty or unpublished */
-	for (int i = 0; i < 200; i++) {
-		struct timespec ts = { 0, 10 * 1000 * 1000 };
-
-		e = pt_gpuring__open(&p->gr, p->tracee.pid, why, sizeof(why));
-		if (!e || e == -ENOMEM)
-			break;
-		nanosleep(&ts, NULL);
-	}
+	e = pt_run__wait_segment(p, open_ring, 2000, why, sizeof(why));
 	if (e)
 		snprintf(err, errlen, "--inject: the CUPTI shim is loaded in %d but %.160s",
 			 p->tracee.pid, e == -ENOENT ? "has made no ring in 2 s" : why);

@@ -382,6 +382,11 @@ static int pep768_load(struct proc *p, char *err, size_t errlen)
 
 /* --inject: load the agent into p with ptrace (attach/inject.h), then
  * open its segment (its constructor made it inside the dlopen). */
+static int open_agent(struct proc *p, char *why, size_t len)
+{
+	return pt_agent__open(&p->agent, p->tracee.pid, why, len);
+}
+
 static int inject_load(struct proc *p, char *err, size_t errlen)
 {
 	struct pt_inject_opts o = { .wait_ms = p->run->env.inject_wait_ms,
@@ -405,14 +410,7 @@ static int inject_load(struct proc *p, char *err, size_t errlen)
 			"held %.2f ms (dlopen %.2f ms) after %.2f ms looking\n",
 			p->tracee.pid, p->inject.tid, p->inject.syscall, p->inject.pause_ms,
 			p->inject.call_ms, p->inject.wait_ms);
-	for (int i = 0; i < 50; i++) {
-		struct timespec ts = { 0, 10 * 1000 * 1000 };
-
-		e = pt_agent__open(&p->agent, p->tracee.pid, why, sizeof(why));
-		if (e != -ENOENT && e != -ESTALE)
-			break;
-		nanosleep(&ts, NULL);
-	}
+	e = pt_run__wait_segment(p, open_agent, 500, why, sizeof(why));
 	if (e)
 		snprintf(err, errlen, "--inject: the agent is loaded in %d but %s", p->tracee.pid,
 			 e == -ENOENT || e == -ESTALE ? "made no segment (a full /dev/shm?)" : why);

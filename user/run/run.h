@@ -302,6 +302,8 @@ void pt_run__rescan(struct proc *p);
  * found now (prearm.c): the number of functions attached, or -ENOMEM. */
 int pt_run__prearm(struct proc *p);
 int pt_run__open_gpu(struct proc *p);
+int pt_run__wait_segment(struct proc *p, int (*open)(struct proc *p, char *why, size_t len),
+			 unsigned int ms, char *why, size_t len);
 int pt_run__open_sampler(struct run *r, char *err, size_t errlen);
 bool pt_run__py_exact(const struct proc *p);
 bool pt_run__want_py_probe(const struct run *r, const struct proc *p);

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * Where proftrace's helper libraries are (the Python agent, the CUPTI
- * shim): what `proftrace env` prints and what proftrace loads into a
- * process itself (PEP 768, --inject).
+ * Where proftrace's own files are, found from its binary: the helper
+ * libraries (the Python agent, the CUPTI shim: what `proftrace env` prints
+ * and what proftrace loads into a process itself, PEP 768 or --inject)
+ * and the bundled targets (config/targets_list.c).
  */
 #ifndef PT_HELPERS_H
 #define PT_HELPERS_H
@@ -19,5 +20,8 @@
  * folder, ../lib/proftrace when installed). 0 or -ENOENT.
  */
 int pt_helper__path(const char *name, char *buf, size_t len);
+/* The folder of the running proftrace binary (no trailing '/'): 0, or
+ * -errno (-ENAMETOOLONG when it does not fit). */
+int pt_exe_dir(char *buf, size_t len);
 
 #endif
