@@ -161,10 +161,14 @@ def test_gpu_metrics_equal_the_summary():
     """GPU busy per device and of all devices, and the host-bound time of
     steps, live: once the GPU lag (2 s) has passed after the last step, a
     scrape equals summary.json's end-of-run join to the ns
-    (victim_gpu_synth writes the CUPTI records a real launch would give)."""
+    (victim_gpu_synth writes the CUPTI records a real launch would give),
+    and so does what a real Prometheus scraping the run stored."""
     n = 150
     tmp = tempfile.mkdtemp(prefix="pt-it-")
     mport = free_port()
+    prom, base = None, None
+    if os.access(PROMETHEUS, os.X_OK):
+        prom, base = start_prometheus(tmp, "127.0.0.1:%d" % mport)
     conf = write_conf(tmp, GPU_CONF)
     out = os.path.join(tmp, "out")
     v = victim("victim_gpu_synth", "--truth", os.path.join(tmp, "truth.json"), "--steps", n,
@@ -175,13 +179,24 @@ def test_gpu_metrics_equal_the_summary():
         pt.wait_line("proftrace: attached", "err", timeout=90)
         v.send("go\n")
         v.wait_line("steps done", timeout=120)
-        time.sleep(2.5)  # GPU figures are final 2 s behind the clock
+        # GPU figures are final 2 s behind the clock; then Prometheus
+        # (1 s scrapes) takes them at least once
+        time.sleep(3.5)
         got = scrape(mport)
         v.send("end\n")
         assert v.wait(60) == 0, "victim failed"
         proftrace_done(pt)
+        stored = {}
+        if prom:
+            for name in ("proftrace_gpu_any_busy_seconds_total",
+                         "proftrace_gpu_step_idle_seconds_total"):
+                r = query(base, 'last_over_time(%s{pid="%d"}[5m])' % (name, v.pid))
+                eq(len(r), 1, "Prometheus series of " + name)
+                stored[name] = float(r[0]["value"][1])
     finally:
-        stop(v, pt)
+        stop(v, pt, prom)
+        if prom:
+            prom.wait()
     with open(os.path.join(out, "summary.json")) as f:
         s = json.load(f)
     g = s["gpu"]
@@ -205,4 +220,10 @@ def test_gpu_metrics_equal_the_summary():
     assert abs(one(got, "proftrace_gpu_host_bound_share", pid=pid) -
                g["steps"]["host_bound_share"]) <= 1e-6, "host-bound share"
     eq(one(got, "proftrace_gpu_late_records_total", pid=pid), 0, "late records")
+    if stored:
+        close(stored["proftrace_gpu_any_busy_seconds_total"], g["busy_ms"], "Prometheus: busy")
+        close(stored["proftrace_gpu_step_idle_seconds_total"], g["steps"]["idle_ms"],
+              "Prometheus: host-bound time")
+    else:
+        print("    (no prometheus here: the direct scrape only)")
     eq(one(got, "proftrace_steps_total", pid=pid), n, "steps")
