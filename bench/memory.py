@@ -1,9 +1,10 @@
 # SPDX-License-Identifier: BSD-2-Clause
 """`make bench`, section memory: proftrace's RSS over a long run.
 
-Two loads on tests/victims/victim_faults: a steady rate of probed calls
+Three loads: on tests/victims/victim_faults a steady rate of probed calls
 (20,000 a second) and thread churn (1,000 short threads a second, each
-making one probed call). proftrace's RSS is read at 1 min (a tenth of a
+making one probed call); on tests/victims/pythreads.py Python thread churn
+(500 a second) with stack sampling on, whose per-thread rows are bounded. proftrace's RSS is read at 1 min (a tenth of a
 shorter run) and at its end; memory is bounded when the two agree (docs/guarantees.md says
 what is bounded and how). PT_BENCH_MEM_S: the run's length in seconds
 (120; the issue's figure is 3600: RSS at 1 min vs 60 min).
@@ -19,6 +20,7 @@ ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
 PROFTRACE = os.path.join(ROOT, "proftrace")
 VICTIMS = os.path.abspath(os.environ.get("PT_VICTIMS", os.path.join(ROOT, ".output", "victims")))
 SECONDS = float(os.environ.get("PT_BENCH_MEM_S", "120"))
+PYTHON = os.environ.get("PT_BENCH_MEM_PYTHON", "/usr/bin/python3.11")
 # the first reading: at 1 min (the issue's figure) or a tenth of a short run
 EARLY_S = min(60.0, SECONDS / 10)
 
@@ -34,13 +36,26 @@ def rss_kb(pid):
     return 0
 
 
+def victim_argv(mode, rate, tmp):
+    if mode == "pythreads":  # Python, sampled: the sampler's per-thread rows
+        return [PYTHON, os.path.join(ROOT, "tests", "victims", "pythreads.py"), str(rate),
+                str(SECONDS)]
+    return [os.path.join(VICTIMS, "victim_faults"), mode, str(rate), str(SECONDS),
+            "--truth", os.path.join(tmp, "truth.json")]
+
+
 def one(mode, rate, conf_text):
     tmp = tempfile.mkdtemp(prefix="pt-bench-mem-")
     conf = os.path.join(tmp, "t.conf")
     with open(conf, "w") as f:
         f.write(conf_text)
-    v = subprocess.Popen([os.path.join(VICTIMS, "victim_faults"), mode, str(rate), str(SECONDS),
-                          "--truth", os.path.join(tmp, "truth.json")],
+    env = dict(os.environ)
+    if mode == "pythreads":  # the agent, as a server started with `proftrace env`
+        for line in subprocess.run([PROFTRACE, "env"], capture_output=True,
+                                   text=True).stdout.splitlines():
+            k, _, v = line.replace("export ", "", 1).partition("=")
+            env[k] = v.strip("'\"")
+    v = subprocess.Popen(victim_argv(mode, rate, tmp), env=env,
                          stdin=subprocess.PIPE, stdout=subprocess.PIPE)
     pid = int(v.stdout.readline().split()[1])
     t = subprocess.Popen([PROFTRACE, "-q", "-p", str(pid), "--targets", conf, "-o",
@@ -62,27 +77,35 @@ def one(mode, rate, conf_text):
     with open(os.path.join(tmp, "out", "summary.json")) as f:
         s = json.load(f)
     calls = sum(r["calls"] or 0 for r in s["functions"]
-                if r["symbol"] in ("fault_step", "fault_tiny"))
-    return early, late, calls / max(time.monotonic() - t0, 1e-9), s["health"]
+                if r["symbol"] in ("fault_step", "fault_tiny", "step"))
+    h = dict(s["health"])
+    sm = s["meta"].get("sampling") or {}
+    # threads whose state was freed (they entered a probed call), or
+    # whose sampled rows were merged into one (sampling)
+    h["freed"] = "%s / %s" % (h.get("threads_ended", "?"), sm.get("threads_merged", "-"))
+    return early, late, calls / max(time.monotonic() - t0, 1e-9), h
 
 
 def memory_tables():
     rows = []
     loads = (("20,000 probed calls/s", "rate", 20000, "step native:exe:fault_tiny\n"),
              ("1,000 thread creations/s", "threadrate", 1000,
-              "step native:exe:fault_step\nbucket fault.work native:exe:fault_work\n"))
-    # the two loads run at the same time (two proftraces, two victims):
-    # RSS does not depend on the other's CPU use, and the hour's figure
-    # then takes one hour, not two
+              "step native:exe:fault_step\nbucket fault.work native:exe:fault_work\n"),
+             ("Python, sampled: 500 thread creations/s", "pythreads", 500,
+              "step py:pythreads::step\n"))
+    # the loads run at the same time (a proftrace and a victim each): RSS
+    # does not depend on the others' CPU use, and the hour's figure then
+    # takes one hour, not three
     with concurrent.futures.ThreadPoolExecutor(len(loads)) as pool:
         done = list(pool.map(lambda l: one(l[1], l[2], l[3]), loads))
     for (what, _, _, _), (early, late, per_s, h) in zip(loads, done):
         rows.append([what, "%.0f" % per_s, "%.1f" % (early / 1024), "%.1f" % (late / 1024),
                      "%+.1f%%" % (100.0 * (late - early) / max(early, 1)),
-                     str(h.get("threads_ended", "?")), str(h.get("dropped_events", "?"))])
-    print("\n### Memory over a run of %.0f s (RSS of proftrace; both loads at once)\n" % SECONDS)
+                     h["freed"], str(h.get("dropped_events", "?"))])
+    print("\n### Memory over a run of %.0f s (RSS of proftrace; the loads at once)\n" % SECONDS)
     head = ["load", "calls/s seen", "RSS MB at %.0f s" % EARLY_S,
-            "RSS MB at %.0f s" % SECONDS, "growth", "threads freed", "drops"]
+            "RSS MB at %.0f s" % SECONDS, "growth",
+            "threads freed / sampled rows merged", "drops"]
     print("| " + " | ".join(head) + " |")
     print("|" + "|".join("---:" if i else "---" for i in range(len(head))) + "|")
     for r in rows:

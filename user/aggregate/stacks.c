@@ -27,7 +27,14 @@ struct pt_stacks {
 	struct pt_flame *flame;
 	const char **path; /* scratch: root-first frame labels */
 	uint64_t nsample;
+	uint8_t *merged;	       /* tids merged into the "other threads" row, a bit each */
+	struct pt_stacks_thread other; /* that row (tid 0), after the others */
+	bool has_other;
 };
+
+/* tids are below pid_max, at most 2^22 (PID_MAX_LIMIT): a bit each */
+#define TID_BITS (1u << 22)
+#define OTHER_NAME "other threads"
 
 /* Room for the thread label, pseudo frames, the frames and the leaf. */
 #define PATH_MAX_FRAMES (PT_SAMPLE_MAX_FRAMES + 4)
@@ -62,6 +69,8 @@ void pt_stacks__free(struct pt_stacks *st)
 	free(st->thr_slot);
 	free(st->fns);
 	free(st->path);
+	free(st->merged);
+	free(st->other.name);
 	pt_flame__free(st->flame);
 	free(st);
 }
@@ -75,6 +84,26 @@ static size_t slot_of(const struct pt_stacks *st, uint32_t tid)
 	return i;
 }
 
+/* The row of the threads past the limit (tid 0), each counted once. */
+static struct pt_stacks_thread *other(struct pt_stacks *st, uint32_t tid)
+{
+	if (!st->merged)
+		st->merged = calloc(TID_BITS / 8, 1);
+	if (tid >= TID_BITS || !st->merged)
+		st->tot.threads_merged++; /* cannot tell: counted per sample */
+	else if (!(st->merged[tid / 8] & (1u << (tid % 8)))) {
+		st->merged[tid / 8] |= (uint8_t)(1u << (tid % 8));
+		st->tot.threads_merged++;
+	}
+	if (!st->has_other) {
+		st->other.name = strdup(OTHER_NAME);
+		if (!st->other.name)
+			return NULL;
+		st->has_other = true;
+	}
+	return &st->other;
+}
+
 static struct pt_stacks_thread *thread(struct pt_stacks *st, uint32_t tid)
 {
 	size_t i = slot_of(st, tid);
@@ -82,6 +111,8 @@ static struct pt_stacks_thread *thread(struct pt_stacks *st, uint32_t tid)
 
 	if (st->thr_slot[i])
 		return &st->thr[st->thr_slot[i] - 1];
+	if (st->nthr == PT_STACKS_MAX_THREADS)
+		return other(st, tid);
 	if ((st->nthr + 1) * 2 > st->slots) {
 		size_t n = st->slots * 2;
 		int *v = calloc(n, sizeof(*v));
@@ -113,7 +144,8 @@ static struct pt_stacks_thread *thread(struct pt_stacks *st, uint32_t tid)
 
 bool pt_stacks__has_thread(const struct pt_stacks *st, uint32_t tid)
 {
-	return st->thr_slot[slot_of(st, tid)] != 0;
+	/* when full, every thread has a row: its own, or "other threads" */
+	return st->thr_slot[slot_of(st, tid)] != 0 || st->nthr == PT_STACKS_MAX_THREADS;
 }
 
 int pt_stacks__name_thread(struct pt_stacks *st, uint32_t tid, const char *name)
@@ -123,6 +155,8 @@ int pt_stacks__name_thread(struct pt_stacks *st, uint32_t tid, const char *name)
 
 	if (!t)
 		return -ENOMEM;
+	if (t == &st->other)
+		return 0; /* merged: the row keeps its own name */
 	s = strdup(name);
 	if (!s)
 		return -ENOMEM;
@@ -252,7 +286,9 @@ static int add_flame(struct pt_stacks *st, const struct pt_stacks_sample *s,
 
 	if (!s->weight_ns)
 		return 0;
-	if (t->name)
+	if (t == &st->other)
+		snprintf(root, sizeof(root), "%s", OTHER_NAME);
+	else if (t->name)
 		snprintf(root, sizeof(root), "%s (tid %u)", t->name, t->tid);
 	else
 		snprintf(root, sizeof(root), "tid %u", t->tid);
@@ -308,12 +344,14 @@ const struct pt_stacks_totals *pt_stacks__totals(const struct pt_stacks *st)
 
 size_t pt_stacks__nthreads(const struct pt_stacks *st)
 {
-	return st->nthr;
+	return st->nthr + st->has_other;
 }
 
 const struct pt_stacks_thread *pt_stacks__thread(const struct pt_stacks *st, size_t i)
 {
-	return i < st->nthr ? &st->thr[i] : NULL;
+	if (i < st->nthr)
+		return &st->thr[i];
+	return i == st->nthr && st->has_other ? &st->other : NULL;
 }
 
 const struct pt_stacks_time *pt_stacks__func(const struct pt_stacks *st, uint32_t fid)

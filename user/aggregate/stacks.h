@@ -70,7 +70,13 @@ struct pt_stacks_totals {
 	uint64_t unreadable;	 /* walks stopped at an unreadable frame */
 	uint64_t unknown_frames; /* frames whose code could not be read */
 	uint64_t no_stack;	 /* off-CPU intervals begun before attach */
+	/* threads past PT_STACKS_MAX_THREADS: their time is in one row,
+	 * tid 0, "other threads" (memory stays bounded however many
+	 * threads a server creates and ends) */
+	uint64_t threads_merged;
 };
+
+#define PT_STACKS_MAX_THREADS 2048
 
 struct pt_stacks;
 

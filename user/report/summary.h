@@ -75,6 +75,7 @@ struct pt_report_sampling {
 	uint64_t samples, on_ns, off_ns, intervals;
 	uint64_t python_samples, no_frames, not_python;
 	uint64_t truncated, unreadable, unknown_frames, lost;
+	uint64_t threads_merged; /* past the row limit: in the "other threads" row */
 	unsigned int threads_sampled, threads_failed;
 	const char *folded, *svg; /* file names written, or NULL */
 };

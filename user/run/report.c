@@ -141,6 +141,7 @@ static int build_sampling(const struct docsrc *d, struct pt_report_sampling *sp,
 	sp->truncated = t->truncated;
 	sp->unreadable = t->unreadable;
 	sp->unknown_frames = t->unknown_frames;
+	sp->threads_merged = t->threads_merged;
 	sp->lost = ss.bpf.lost + ss.bad_records;
 	/* threads created later inherit their event: count what was seen */
 	sp->threads_sampled = n > ss.threads ? (unsigned int)n : ss.threads;

@@ -652,6 +652,54 @@ static void test_many_threads(void **state)
 	pt_stacks__free(st);
 }
 
+/*
+ * A server creating and ending threads all day: past PT_STACKS_MAX_THREADS
+ * rows, threads share one "other threads" row (tid 0) and one flame root,
+ * each counted once in threads_merged; nothing is lost from the totals.
+ */
+static void test_threads_past_the_limit(void **state)
+{
+	enum { MAX = PT_STACKS_MAX_THREADS, MORE = 300 };
+	struct pt_stacks *st = new_st();
+	const struct pt_stacks_thread *th;
+	uint64_t other_on = 0;
+	uint32_t i;
+	char *f;
+
+	for (int round = 0; round < 2; round++)
+		for (i = 0; i < MAX + MORE; i++) {
+			uint32_t tid = 100 + i;
+
+			if (!round && i >= MAX)
+				/* naming a merged thread renames nothing */
+				assert_int_equal(pt_stacks__name_thread(st, tid, "late"), 0);
+			ADD(st, tid, 10 + i, NULL, STEP10);
+			if (i >= MAX)
+				other_on += 10 + i;
+		}
+	assert_int_equal(pt_stacks__nthreads(st), MAX + 1);
+	th = pt_stacks__thread(st, MAX);
+	assert_non_null(th);
+	assert_int_equal(th->tid, 0);
+	assert_string_equal(th->name, "other threads");
+	assert_time(&th->t, 2 * MORE, other_on, 0);
+	assert_null(pt_stacks__thread(st, MAX + 1));
+	/* each merged thread once, however many samples it had */
+	assert_int_equal(pt_stacks__totals(st)->threads_merged, MORE);
+	assert_int_equal(pt_stacks__totals(st)->t.samples, 2 * (MAX + MORE));
+	assert_true(pt_stacks__has_thread(st, 100 + MAX + MORE + 5)); /* no naming to do */
+	/* the rows before the limit are their own */
+	th = pt_stacks__thread(st, MAX - 1);
+	assert_int_equal(th->tid, 100 + MAX - 1);
+	assert_time(&th->t, 2, 2 * (10 + MAX - 1), 0);
+	f = folded(st);
+	/* a root of its own (the folded lines are sorted: it may be the first) */
+	assert_true(!strncmp(f, "other threads;Engine.step (engine.py:10) ", 41) ||
+		    strstr(f, "\nother threads;Engine.step (engine.py:10) "));
+	free(f);
+	pt_stacks__free(st);
+}
+
 /* ---- bad input ---- */
 
 /*
@@ -694,6 +742,7 @@ int main(void)
 		cmocka_unit_test(test_flame_pseudo_frames),
 		cmocka_unit_test(test_flame_rounding),
 		cmocka_unit_test(test_flame_deep_stack),
+		cmocka_unit_test(test_threads_past_the_limit),
 		cmocka_unit_test(test_name_thread),
 		cmocka_unit_test(test_many_threads),
 		/* last: it crashes the driver under ASan until fn_of() is fixed */
