@@ -32,8 +32,9 @@ static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list 
 }
 
 /* What will time p's py: functions: the agent (named, or auto and it is
- * loaded or --inject will load it), else the frame probe (auto or
- * evalframe, before 3.11); -1: none to measure. */
+ * loaded, or --inject or PEP 768 on 3.14+ will load it), the frame probe
+ * (evalframe, before 3.11); -1: none to measure (auto without the agent
+ * samples). */
 static int python_site(const struct run *r, const struct proc *p)
 {
 	enum pt_python_mode m = r->cfg.python_mode;
@@ -43,9 +44,13 @@ static int python_site(const struct run *r, const struct proc *p)
 	if (!p->have_py || !r->want_py ||
 	    (m != PT_PYMODE_AUTO && m != PT_PYMODE_AGENT && m != PT_PYMODE_EVALFRAME))
 		return -1;
-	if (m == PT_PYMODE_AGENT || (m == PT_PYMODE_AUTO && r->env.inject))
+	if (m == PT_PYMODE_AGENT ||
+	    (m == PT_PYMODE_AUTO && (r->env.inject || p->py.hexversion >= 0x030e0000)))
 		return PT_SITE_AGENT;
-	if (m == PT_PYMODE_AUTO && !pt_agent__open(&a, p->tracee.pid, why, sizeof(why))) {
+	if (m == PT_PYMODE_AUTO) {
+		/* without the agent, auto samples: nothing to measure */
+		if (pt_agent__open(&a, p->tracee.pid, why, sizeof(why)))
+			return -1;
 		pt_agent__close(a);
 		return PT_SITE_AGENT;
 	}
