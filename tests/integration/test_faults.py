@@ -10,6 +10,7 @@ in summary.json's health, never silent).
 """
 import json
 import os
+import shutil
 import signal
 import subprocess
 import tempfile
@@ -178,6 +179,41 @@ def test_fault_dlopen_first_call():
     v, pt, out, truth = start(["dlnow", DL_LIB, 2000], conf=conf)
     v.send("go\n")
     s, t, err = finish(v, pt, out, truth)
+    eq(t["calls"]["dl_work"], 2000, "victim's own count")
+    f = func(s, "dl_work")
+    eq(f["calls"], 2000, "every call, the first included")
+    eq(f["dlopen_window_ms"], 0, "no window")
+
+
+def test_fault_dlopen_system_library_first_call():
+    """The dlopen race for a library from the system's search path: a
+    folder named only in /etc/ld.so.conf.d (as CUDA's packages add
+    /usr/local/cuda/lib), none of whose files the victim maps, its
+    library dlopen()ed by name and called at once. proftrace looks where
+    the dynamic linker would, probes the file at attach, and the very
+    first call is timed. (The test adds that folder to ld.so.conf.d and
+    runs ldconfig; both are undone after.)"""
+    if not shutil.which("ldconfig"):
+        raise Skip("no ldconfig")
+    tmp = tempfile.mkdtemp(prefix="pt-ldconf-")
+    lib = os.path.join(tmp, "libvictim_dlsys.so")
+    with open(DL_LIB, "rb") as a, open(lib, "wb") as b:
+        b.write(a.read())
+    os.chmod(tmp, 0o755)
+    conf_d = "/etc/ld.so.conf.d/zz-proftrace-test-%d.conf" % os.getpid()
+    with open(conf_d, "w") as f:
+        f.write(tmp + "\n")
+    try:
+        subprocess.run(["ldconfig"], check=True)
+        conf = CONF + "bucket fault.dl native:libvictim_dlsys.so:dl_work\n"
+        v, pt, out, truth = start(["dlsys", "libvictim_dlsys.so", "dl_work", 2000], conf=conf)
+        with open("/proc/%d/maps" % v.pid) as f:
+            assert tmp not in f.read(), "the victim maps from that folder already"
+        v.send("go\n")
+        s, t, err = finish(v, pt, out, truth)
+    finally:
+        os.unlink(conf_d)
+        subprocess.run(["ldconfig"])
     eq(t["calls"]["dl_work"], 2000, "victim's own count")
     f = func(s, "dl_work")
     eq(f["calls"], 2000, "every call, the first included")

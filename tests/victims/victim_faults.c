@@ -18,6 +18,8 @@
  *   dlcycle LIB N       N times: dlopen LIB, 5 calls of dl_work, dlclose
  *   dlnow LIB N         dlopen LIB and call dl_work at once, N times in
  *                       all (the first within microseconds of dlopen)
+ *   dlsys LIB SYM N     the same with a system library dlopen()ed by its
+ *                       name (the dynamic linker finds it) and its SYM
  *   flood SECONDS       fault_tiny as fast as one thread can call it
  *   crash               10 steps, then SIGSEGV
  *
@@ -95,7 +97,7 @@ static void loop_for(double seconds)
 	} while (vt_now() < end);
 }
 
-static int dl_calls(const char *lib, int n, int per_open, int close_each)
+static int dl_calls(const char *lib, const char *sym, int n, int per_open, int close_each)
 {
 	void *h = NULL;
 	void (*work)(void) = NULL;
@@ -107,7 +109,7 @@ static int dl_calls(const char *lib, int n, int per_open, int close_each)
 				fprintf(stderr, "dlopen: %s\n", dlerror());
 				return 1;
 			}
-			work = (void (*)(void))dlsym(h, "dl_work");
+			work = (void (*)(void))dlsym(h, sym);
 			if (!work)
 				return 1;
 		}
@@ -246,10 +248,15 @@ int main(int argc, char **argv)
 		execv("/proc/self/exe", av);
 		return 1;
 	} else if (!strcmp(mode, "dlcycle") && nargs == 3) {
-		if (dl_calls(args[1], atoi(args[2]), 5, 1))
+		if (dl_calls(args[1], "dl_work", atoi(args[2]), 5, 1))
+			return 1;
+	} else if (!strcmp(mode, "dlsys") && nargs == 4) {
+		/* a system library by its name, its function called at once
+		 * (counted as dl_work in the truth) */
+		if (dl_calls(args[1], args[2], 1, atoi(args[3]), 0))
 			return 1;
 	} else if (!strcmp(mode, "dlnow") && nargs == 3) {
-		if (dl_calls(args[1], 1, atoi(args[2]), 0))
+		if (dl_calls(args[1], "dl_work", 1, atoi(args[2]), 0))
 			return 1;
 	} else if (!strcmp(mode, "flood") && nargs == 2) {
 		uint64_t end = vt_now() + (uint64_t)(atof(args[1]) * 1e9);

@@ -11,7 +11,9 @@
  * is mapped, before any of its code can run. So such a library is looked
  * for now, where the target will load it from: the folders of the files it
  * maps already (a server's own libraries sit together) and its
- * LD_LIBRARY_PATH. A probe whose object glob matches exactly one file
+ * LD_LIBRARY_PATH; where none is there, the folders the dynamic linker
+ * searches by default (/etc/ld.so.conf and the files it includes, then
+ * the system's own). A probe whose object glob matches exactly one file
  * there has that file resolved and probed at attach: its first call is
  * timed, and nothing in the target pauses. Where no file or several match
  * (which one will it load?), or the target has another root, the probe
@@ -21,6 +23,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fnmatch.h>
+#include <glob.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -87,9 +90,65 @@ static void env_dirs(int pid, struct dirs *d)
 	free(buf);
 }
 
+/*
+ * The folders the dynamic linker searches when nothing else names one:
+ * those listed in an ld.so.conf file, its `include` lines followed as
+ * ldconfig does (globs, relative to /etc), then the trusted system ones.
+ * (ld.so.cache is made from these same folders.)
+ */
+static void ldconf_dirs(const char *file, struct dirs *d, int depth)
+{
+	char line[PATH_MAX + 16];
+	FILE *f;
+
+	if (depth > 8)
+		return; /* include loops */
+	f = fopen(file, "re");
+	if (!f)
+		return;
+	while (fgets(line, sizeof(line), f)) {
+		char *s = line + strspn(line, " \t"), *e;
+
+		s[strcspn(s, "#\r\n")] = 0;
+		for (e = s + strlen(s); e > s && (e[-1] == ' ' || e[-1] == '\t');)
+			*--e = 0;
+		if (!strncmp(s, "include", 7) && (s[7] == ' ' || s[7] == '\t')) {
+			char pat[PATH_MAX + 8];
+			glob_t g;
+
+			s += 8;
+			s += strspn(s, " \t");
+			snprintf(pat, sizeof(pat), "%s%s", *s == '/' ? "" : "/etc/", s);
+			if (!glob(pat, 0, NULL, &g))
+				for (size_t i = 0; i < g.gl_pathc; i++)
+					ldconf_dirs(g.gl_pathv[i], d, depth + 1);
+			globfree(&g);
+		} else if (*s == '/') {
+			dirs_add(d, s, strlen(s));
+		}
+	}
+	fclose(f);
+}
+
+static void system_dirs(struct dirs *d)
+{
+	static const char *const trusted[] = {
+		"/lib/x86_64-linux-gnu",
+		"/usr/lib/x86_64-linux-gnu",
+		"/lib64",
+		"/usr/lib64",
+		"/lib",
+		"/usr/lib",
+	};
+
+	ldconf_dirs("/etc/ld.so.conf", d, 0);
+	for (size_t i = 0; i < ARRAY_SIZE(trusted); i++)
+		dirs_add(d, trusted[i], strlen(trusted[i]));
+}
+
 /* The one file in dirs that spec's object glob names; NULL when none or
  * several (then which one the target will load cannot be told). */
-static char *find_one(const struct dirs *d, const struct pt_probe_spec *s)
+static char *find_one(const struct dirs *d, const struct pt_probe_spec *s, bool *several)
 {
 	char *found = NULL;
 	bool many = false;
@@ -125,6 +184,7 @@ static char *find_one(const struct dirs *d, const struct pt_probe_spec *s)
 		}
 		closedir(dir);
 	}
+	*several = many;
 	if (many) {
 		pt_vlog("proftrace: %s: several files match; probed once one is loaded\n", s->text);
 		free(found);
@@ -137,7 +197,7 @@ int pt_run__prearm(struct proc *p)
 {
 	const struct pt_config *cfg = &p->run->cfg;
 	struct pt_maps maps = { 0 }, ahead = { 0 };
-	struct dirs d = { 0 };
+	struct dirs d = { 0 }, sys = { 0 };
 	size_t before = pt_resolver__nfuncs(p->res);
 	char root[16], err[512];
 	ssize_t rl;
@@ -161,18 +221,24 @@ int pt_run__prearm(struct proc *p)
 	}
 	pt_maps__free(&maps);
 	env_dirs(p->tracee.pid, &d);
+	system_dirs(&sys);
 
 	ahead.v = calloc(cfg->nprobes, sizeof(*ahead.v));
 	for (size_t s = 0; ahead.v && s < cfg->nprobes; s++) {
 		const struct pt_probe_spec *sp = &cfg->probes[s];
 		struct pt_mapping *mp;
 		struct stat st;
+		bool many = false;
 		char *file;
 
 		if (sp->kind != PT_PROBE_NATIVE || !strcmp(sp->object, "exe") ||
 		    pt_resolver__spec_nobjects(p->res, s))
 			continue;
-		file = find_one(&d, sp);
+		/* the system's folders only when the target's own have none:
+		 * a copy of its own comes first for the dynamic linker too */
+		file = find_one(&d, sp, &many);
+		if (!file && !many)
+			file = find_one(&sys, sp, &many);
 		if (!file)
 			continue;
 		if (stat(file, &st)) {
@@ -199,6 +265,8 @@ int pt_run__prearm(struct proc *p)
 	}
 	for (size_t i = 0; i < d.n; i++)
 		free(d.v[i]);
+	for (size_t i = 0; i < sys.n; i++)
+		free(sys.v[i]);
 	if (!ahead.v)
 		return -ENOMEM;
 	n = ahead.n ? pt_resolver__update(p->res, &ahead, false, err, sizeof(err)) : 0;
