@@ -277,7 +277,8 @@ FUZZ_CFLAGS := -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=
 	       -std=gnu11 -D_GNU_SOURCE -I. -Iuser
 # One harness per reader of target-controlled input: the module(s) it links
 # (only those, so a finding points at one file) and any extra libraries.
-FUZZ_NAMES := maps elf config pycode pyline folded gpuring pyattr agent pyoffsets pysrc regions
+FUZZ_NAMES := maps elf config pycode pyline folded gpuring pyattr agent pyoffsets pysrc regions \
+	      gpulive
 FUZZ_SRCS_maps := user/attach/maps.c
 FUZZ_SRCS_elf := user/attach/elfsyms.c
 FUZZ_LIBS_elf := -lelf
@@ -302,6 +303,8 @@ FUZZ_SRCS_pysrc := user/python/pysrc.c
 # the trace merge on what they read
 FUZZ_SRCS_regions := user/gpu/regions.c user/aggregate/regions.c user/report/regions_out.c
 FUZZ_LIBS_regions := -lcjson -lm
+# GPU record times (from the target's ring) into the live busy/idle sets
+FUZZ_SRCS_gpulive := user/aggregate/gpulive.c
 # libFuzzer caps inputs near the largest seed (13 KB for ELF); let them
 # grow enough for big symbol tables.
 FUZZ_ARGS_elf := -max_len=65536

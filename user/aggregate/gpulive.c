@@ -28,7 +28,8 @@ struct dev {
 };
 
 struct pt_gpulive {
-	uint64_t t0, lag;
+	uint64_t t0, lag, keep;
+	uint64_t kept_from; /* the union is known from here on */
 	struct ivset all;
 	struct dev *devs;
 	size_t ndevs;
@@ -38,14 +39,16 @@ struct pt_gpulive {
 	struct pt_gpulive_totals tot;
 };
 
-struct pt_gpulive *pt_gpulive__new(uint64_t t0, uint64_t lag_ns)
+struct pt_gpulive *pt_gpulive__new(uint64_t t0, uint64_t lag_ns, uint64_t keep_ns)
 {
 	struct pt_gpulive *g = calloc(1, sizeof(*g));
 
 	if (!g)
 		return NULL;
 	g->t0 = t0;
+	g->kept_from = t0;
 	g->lag = lag_ns;
+	g->keep = keep_ns;
 	g->tot.settled = t0;
 	return g;
 }
@@ -137,6 +140,8 @@ static void ivset__drop(struct ivset *u, uint64_t t)
 {
 	size_t k = first_after(u, t);
 
+	if (!k)
+		return; /* (an empty set has no array: memmove(NULL) is undefined) */
 	memmove(u->v, &u->v[k], (u->n - k) * sizeof(*u->v));
 	u->n -= k;
 }
@@ -192,10 +197,11 @@ void pt_gpulive__step(struct pt_gpulive *g, uint64_t s, uint64_t e)
 {
 	if (e < s)
 		return;
+	if (s < g->kept_from)
+		g->tot.late++; /* began before the union kept: its start's work is gone */
 	if (e <= g->tot.settled) {
-		/* came after its time settled: what it overlaps may be gone */
-		if (s < g->tot.settled)
-			g->tot.late++;
+		/* came after its time settled (counted above when what it
+		 * overlaps is gone) */
 		settle_step(g, s, e);
 		return;
 	}
@@ -226,8 +232,9 @@ void pt_gpulive__settle(struct pt_gpulive *g, uint64_t now)
 	}
 	g->tot.settled = nS;
 	/* steps that ended before the point are final; the others keep the
-	 * union from their start on */
-	keep = nS;
+	 * union from their start on, and steps still to come from keep_ns
+	 * before the point */
+	keep = nS > g->keep ? nS - g->keep : 0;
 	for (size_t i = 0; i < g->nsteps;) {
 		if (g->steps[i].e <= nS) {
 			settle_step(g, g->steps[i].s, g->steps[i].e);
@@ -238,7 +245,10 @@ void pt_gpulive__settle(struct pt_gpulive *g, uint64_t now)
 			keep = g->steps[i].s;
 		i++;
 	}
-	ivset__drop(&g->all, keep);
+	if (keep > g->kept_from) {
+		ivset__drop(&g->all, keep);
+		g->kept_from = keep;
+	}
 }
 
 const struct pt_gpulive_totals *pt_gpulive__totals(struct pt_gpulive *g)

@@ -16,7 +16,10 @@
  *
  * Figures are counters over [t0, S): busy time per device and of the
  * union over all devices, and of each counted step that ended before S
- * its time and the part of it no GPU worked (host-bound).
+ * its time and the part of it no GPU worked (host-bound). A step's
+ * record comes at its end, so the union is kept `keep_ns` further back
+ * than S for the steps still to come; a step that began before that is
+ * late too (the GPU work of its start is gone: it may count as idle).
  */
 #ifndef PT_GPULIVE_H
 #define PT_GPULIVE_H
@@ -36,7 +39,8 @@ struct pt_gpulive_totals {
 	uint64_t steps;	  /* counted steps that ended before S */
 	uint64_t step_ns; /* their summed time */
 	uint64_t idle_ns; /* the part of it with no GPU work on any device */
-	uint64_t late;	  /* records that arrived with time before S */
+	uint64_t late;	  /* records that arrived with time before S, and steps
+			   * that began before the union kept */
 	uint64_t late_ns; /* that time, left out */
 	uint64_t held;	  /* intervals and steps held now (the memory) */
 	uint64_t oom;	  /* records or steps not taken: out of memory */
@@ -44,8 +48,9 @@ struct pt_gpulive_totals {
 	uint32_t ndevs;
 };
 
-/* Figures from t0 on (the attach), settling `lag_ns` behind the clock. */
-struct pt_gpulive *pt_gpulive__new(uint64_t t0, uint64_t lag_ns);
+/* Figures from t0 on (the attach), settling `lag_ns` behind the clock,
+ * the union kept `keep_ns` behind that for steps longer than the lag. */
+struct pt_gpulive *pt_gpulive__new(uint64_t t0, uint64_t lag_ns, uint64_t keep_ns);
 void pt_gpulive__free(struct pt_gpulive *g);
 /* GPU work [s, e) on a device: a kernel, copy or memset. */
 void pt_gpulive__work(struct pt_gpulive *g, uint32_t device, uint64_t s, uint64_t e);

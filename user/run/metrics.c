@@ -30,6 +30,10 @@ static const double le_s[] = { 0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05,
  * CUPTI's buffers every 100 ms and a kernel's record comes once it ended;
  * a record later than that is counted as late (gpu_late_records_total) */
 #define GPU_LAG_NS (2000ull * 1000 * 1000)
+/* and the union of GPU work is kept this much longer for steps longer
+ * than the lag, whose records come at their end (a longer one is counted
+ * as late: the work of its start is gone) */
+#define GPU_KEEP_NS (10000ull * 1000 * 1000)
 /* settle every this many GPU records, so a slow scraper costs no memory */
 #define GPU_SETTLE_EVERY 4096
 
@@ -116,7 +120,7 @@ void pt_run__metrics_free(struct run *r)
 static struct pt_gpulive *live_of(struct proc *p)
 {
 	if (!p->gpulive)
-		p->gpulive = pt_gpulive__new(p->run->t0_mono, GPU_LAG_NS);
+		p->gpulive = pt_gpulive__new(p->run->t0_mono, GPU_LAG_NS, GPU_KEEP_NS);
 	return p->gpulive;
 }
 

@@ -20,6 +20,7 @@
 #define MS 1000000ull
 #define T0 (1000 * MS)
 #define LAG (2000 * MS)
+#define KEEP (500 * MS) /* the union kept behind the settle point */
 
 static const struct pt_gpulive_totals *at(struct pt_gpulive *g, uint64_t settle_to)
 {
@@ -38,7 +39,7 @@ static uint64_t dev_busy(const struct pt_gpulive_totals *t, uint32_t dev)
 
 static void test_union_of_streams_and_devices(void **state)
 {
-	struct pt_gpulive *g = pt_gpulive__new(T0, LAG);
+	struct pt_gpulive *g = pt_gpulive__new(T0, LAG, KEEP);
 	const struct pt_gpulive_totals *t;
 
 	(void)state;
@@ -69,7 +70,7 @@ static void test_union_of_streams_and_devices(void **state)
 
 static void test_settles_only_behind_the_lag(void **state)
 {
-	struct pt_gpulive *g = pt_gpulive__new(T0, LAG);
+	struct pt_gpulive *g = pt_gpulive__new(T0, LAG, KEEP);
 	const struct pt_gpulive_totals *t;
 
 	(void)state;
@@ -92,7 +93,7 @@ static void test_settles_only_behind_the_lag(void **state)
 
 static void test_late_records_are_counted_not_added(void **state)
 {
-	struct pt_gpulive *g = pt_gpulive__new(T0, LAG);
+	struct pt_gpulive *g = pt_gpulive__new(T0, LAG, KEEP);
 	const struct pt_gpulive_totals *t;
 
 	(void)state;
@@ -113,7 +114,7 @@ static void test_late_records_are_counted_not_added(void **state)
 
 static void test_host_bound_time_of_steps(void **state)
 {
-	struct pt_gpulive *g = pt_gpulive__new(T0, LAG);
+	struct pt_gpulive *g = pt_gpulive__new(T0, LAG, KEEP);
 	const struct pt_gpulive_totals *t;
 
 	(void)state;
@@ -139,13 +140,22 @@ static void test_host_bound_time_of_steps(void **state)
 	assert_int_equal(t->idle_ns, 90);
 	assert_int_equal(t->busy_ns, 30 + 30 + 70 - 10);
 	assert_int_equal(t->late, 0);
-	/* everything settled: nothing held */
-	assert_int_equal(t->held, 0);
-	/* a step that comes after its time settled is still counted, and
-	 * said to be late (what it overlapped may be gone) */
-	pt_gpulive__step(g, T0 + 900, T0 + 950);
+	/* a step whose record comes after its time settled (a step longer
+	 * than the lag): the union is kept KEEP behind the point, so it is
+	 * exact: [120,170) and [190,260) inside [110,990) */
+	pt_gpulive__step(g, T0 + 110, T0 + 990);
 	t = pt_gpulive__totals(g);
 	assert_int_equal(t->steps, 3);
+	assert_int_equal(t->idle_ns, 90 + 880 - 120);
+	assert_int_equal(t->late, 0);
+	/* past KEEP: nothing is held... */
+	t = at(g, T0 + KEEP + 1000);
+	assert_int_equal(t->held, 0);
+	/* ...and a step that began before what is kept is late (its start's
+	 * GPU work is gone: counted as idle) */
+	pt_gpulive__step(g, T0 + 100, T0 + KEEP + 2000);
+	t = at(g, T0 + KEEP + 3000);
+	assert_int_equal(t->steps, 4);
 	assert_int_equal(t->late, 1);
 	pt_gpulive__free(g);
 }
@@ -185,7 +195,7 @@ static void test_equals_the_end_of_run_join(void **state)
 	size_t n = 0, max_held = 0;
 	uint64_t t = T0 + 5 * MS, end = 0;
 	struct pt_gpu *join = pt_gpu__new(0);
-	struct pt_gpulive *g = pt_gpulive__new(T0, LAG);
+	struct pt_gpulive *g = pt_gpulive__new(T0, LAG, KEEP);
 	const struct pt_gpu_result *R;
 	const struct pt_gpulive_totals *L;
 	uint32_t corr = 1;
@@ -231,7 +241,7 @@ static void test_equals_the_end_of_run_join(void **state)
 				max_held = L->held;
 		}
 	}
-	pt_gpulive__settle(g, end + 1 + LAG);
+	pt_gpulive__settle(g, end + 1 + LAG + KEEP);
 	L = pt_gpulive__totals(g);
 	R = pt_gpu__join(join, T0, end + 1);
 	assert_non_null(R);
@@ -246,7 +256,8 @@ static void test_equals_the_end_of_run_join(void **state)
 		assert_int_equal(dev_busy(L, R->devices[i].device), R->devices[i].busy_ns);
 	/* the figures are not trivially equal */
 	assert_true(R->busy_ns > 0 && R->step_busy_ns > 0 && R->step_busy_ns < R->step_ns);
-	/* held: about the lag's worth (2.5 s of ~25 s), never the whole run */
+	/* held: about the lag's and KEEP's worth (3 s of ~35 s), never the
+	 * whole run */
 	assert_true(max_held < n / 4);
 	assert_int_equal(L->held, 0);
 	pt_gpulive__free(g);
