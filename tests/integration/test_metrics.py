@@ -59,6 +59,19 @@ def start_prometheus(tmp, target):
     raise AssertionError("prometheus did not get ready")
 
 
+def wait_scraped(base, timeout=60):
+    """Until Prometheus has scraped proftrace once: its discovery hands
+    new targets to the scraper in batches (every 5 s), so a short run
+    could end before the first scrape."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        d = json.loads(http(base + "/api/v1/targets")[1])
+        if any(t["health"] == "up" for t in d["data"]["activeTargets"]):
+            return
+        time.sleep(0.2)
+    raise AssertionError("Prometheus never scraped proftrace: %s" % d)
+
+
 def query(base, q):
     _, body = http(base + "/api/v1/query?" + urllib.parse.urlencode({"query": q}))
     d = json.loads(body)
@@ -85,6 +98,7 @@ def test_prometheus_scrapes_proftrace():
         status, text = http("http://127.0.0.1:%d/metrics" % mport)
         eq(status, 200, "GET /metrics")
         assert "# TYPE proftrace_step_seconds histogram" in text, text
+        wait_scraped(base)
         v.send("b\n")
         assert v.wait(120) == 0, "victim failed"
         proftrace_done(pt)
@@ -177,6 +191,8 @@ def test_gpu_metrics_equal_the_summary():
     try:
         pt = proftrace(v.pid, conf, out, "--metrics", "127.0.0.1:%d" % mport)
         pt.wait_line("proftrace: attached", "err", timeout=90)
+        if prom:
+            wait_scraped(base)
         v.send("go\n")
         v.wait_line("steps done", timeout=120)
         # GPU figures are final 2 s behind the clock; then Prometheus

@@ -241,6 +241,59 @@ static void plabels(struct pt_metrics *m, const struct proc *p, char *buf, size_
 			 comm); /* an empty label is no label */
 }
 
+/* the per-process GPU families after the per-device one: a value, or
+ * false for none */
+static bool any_busy(const struct pt_gpulive_totals *t, double *v)
+{
+	*v = (double)t->busy_ns / 1e9;
+	return true;
+}
+
+static bool step_s(const struct pt_gpulive_totals *t, double *v)
+{
+	*v = (double)t->step_ns / 1e9;
+	return true;
+}
+
+static bool idle_s(const struct pt_gpulive_totals *t, double *v)
+{
+	*v = (double)t->idle_ns / 1e9;
+	return true;
+}
+
+static bool host_bound(const struct pt_gpulive_totals *t, double *v)
+{
+	*v = t->step_ns ? (double)t->idle_ns / (double)t->step_ns : 0;
+	return t->step_ns != 0;
+}
+
+static bool late(const struct pt_gpulive_totals *t, double *v)
+{
+	*v = (double)(t->late + t->oom);
+	return true;
+}
+
+static const struct gpu_family {
+	const char *name, *type, *help;
+	bool (*value)(const struct pt_gpulive_totals *t, double *v);
+	int decimals;
+} gpu_families[] = {
+	{ "proftrace_gpu_any_busy_seconds_total", "counter",
+	  "time any of the process's devices was busy (the union)", any_busy, 9 },
+	{ "proftrace_gpu_step_seconds_total", "counter",
+	  "time of the counted steps whose GPU figures are final", step_s, 9 },
+	{ "proftrace_gpu_step_idle_seconds_total", "counter",
+	  "the part of those steps in which no GPU worked (host-bound); share: "
+	  "rate(this) / rate(proftrace_gpu_step_seconds_total)",
+	  idle_s, 9 },
+	{ "proftrace_gpu_host_bound_share", "gauge",
+	  "idle over step time of those steps, since attach", host_bound, 6 },
+	{ "proftrace_gpu_late_records_total", "counter",
+	  "GPU records whose time is left out: they came after it was final (or memory "
+	  "ran out)",
+	  late, 0 },
+};
+
 /* GPU figures of the processes with a GPU stream, settled to now - lag */
 static void render_gpu(struct run *r, struct pt_metrics *m)
 {
@@ -272,30 +325,19 @@ static void render_gpu(struct run *r, struct pt_metrics *m)
 			out(m, "proftrace_gpu_busy_seconds_total{%s,device=\"%u\"} %.9f\n", l,
 			    t[i]->devs[d].device, t[i]->devs[d].busy_ns / 1e9);
 	}
-	head(m, "proftrace_gpu_any_busy_seconds_total", "counter",
-	     "time any of the process's devices was busy (the union)");
-	head(m, "proftrace_gpu_step_seconds_total", "counter",
-	     "time of the counted steps whose GPU figures are final");
-	head(m, "proftrace_gpu_step_idle_seconds_total", "counter",
-	     "the part of those steps in which no GPU worked (host-bound); share: "
-	     "rate(this) / rate(proftrace_gpu_step_seconds_total)");
-	head(m, "proftrace_gpu_host_bound_share", "gauge",
-	     "idle over step time of those steps, since attach");
-	head(m, "proftrace_gpu_late_records_total", "counter",
-	     "GPU records whose time is left out: they came after it was final (or memory "
-	     "ran out)");
-	for (i = 0; i < r->nprocs; i++) {
-		if (!t[i])
-			continue;
-		plabels(m, r->procs[i], l, sizeof(l));
-		out(m, "proftrace_gpu_any_busy_seconds_total{%s} %.9f\n", l, t[i]->busy_ns / 1e9);
-		out(m, "proftrace_gpu_step_seconds_total{%s} %.9f\n", l, t[i]->step_ns / 1e9);
-		out(m, "proftrace_gpu_step_idle_seconds_total{%s} %.9f\n", l, t[i]->idle_ns / 1e9);
-		if (t[i]->step_ns)
-			out(m, "proftrace_gpu_host_bound_share{%s} %.6f\n", l,
-			    (double)t[i]->idle_ns / (double)t[i]->step_ns);
-		out(m, "proftrace_gpu_late_records_total{%s} %llu\n", l,
-		    (unsigned long long)(t[i]->late + t[i]->oom));
+	/* one family at a time: the text format wants a metric's lines together */
+	for (size_t f = 0; f < ARRAY_SIZE(gpu_families); f++) {
+		const struct gpu_family *g = &gpu_families[f];
+
+		head(m, g->name, g->type, g->help);
+		for (i = 0; i < r->nprocs; i++) {
+			double v;
+
+			if (!t[i] || !g->value(t[i], &v))
+				continue;
+			plabels(m, r->procs[i], l, sizeof(l));
+			out(m, "%s{%s} %.*f\n", g->name, l, g->decimals, v);
+		}
 	}
 }
 
