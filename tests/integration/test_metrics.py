@@ -12,7 +12,7 @@ import time
 import urllib.parse
 import urllib.request
 
-from harness import Skip, eq, proftrace, proftrace_done, stop, victim, write_conf
+from harness import Skip, eq, proftrace, proftrace_done, read_run, stop, victim, write_conf
 
 CONF = """\
 step   native:exe:ovh_step
@@ -243,3 +243,33 @@ def test_gpu_metrics_equal_the_summary():
     else:
         print("    (no prometheus here: the direct scrape only)")
     eq(one(got, "proftrace_steps_total", pid=pid), n, "steps")
+
+
+def test_tokens_metrics_equal_the_summary():
+    """tok/s and tokens in the Prometheus output: after the last step, a
+    scrape gives the victim's own token count and summary.json's tok/s."""
+    n = 300
+    tmp = tempfile.mkdtemp(prefix="pt-it-")
+    mport = free_port()
+    conf = write_conf(tmp, "step native:exe:engine_step tokens=arg0 kv_len=arg1 batch=arg2\n")
+    out, truth = os.path.join(tmp, "out"), os.path.join(tmp, "truth.json")
+    v = victim("victim_tokens", "--truth", truth, "--steps", n, "--hold")
+    pt = None
+    try:
+        pt = proftrace(v.pid, conf, out, "--metrics", "127.0.0.1:%d" % mport)
+        pt.wait_line("proftrace: attached", "err", timeout=90)
+        v.send("go\n")
+        v.wait_line("steps done", timeout=120)
+        time.sleep(1)  # the ring is drained every poll_ms (20 ms; longer under load)
+        got = scrape(mport)
+        v.send("end\n")
+        assert v.wait(60) == 0, "victim failed"
+        proftrace_done(pt)
+    finally:
+        stop(v, pt)
+    s, t = read_run(out, truth)
+    pid = str(v.pid)
+    eq(one(got, "proftrace_tokens_total", pid=pid), t["tokens"], "tokens: the victim's count")
+    eq(s["stats"]["tokens"], t["tokens"], "summary tokens")
+    tps = one(got, "proftrace_tokens_per_second", pid=pid)
+    assert abs(tps - s["stats"]["tok_per_s"]) <= 1e-6 * max(1.0, tps), (tps, s["stats"])

@@ -55,7 +55,7 @@ VT_FN void engine_step(long tokens, long kv_len, long batch, long step)
 int main(int argc, char **argv)
 {
 	const char *truth = NULL;
-	int steps = 200, bursts = 1, gap_ms = 0;
+	int steps = 200, bursts = 1, gap_ms = 0, hold = 0;
 	char line[64];
 
 	for (int i = 1; i < argc; i++) {
@@ -67,6 +67,8 @@ int main(int argc, char **argv)
 			bursts = atoi(argv[++i]);
 		else if (!strcmp(argv[i], "--gap-ms") && i + 1 < argc)
 			gap_ms = atoi(argv[++i]);
+		else if (!strcmp(argv[i], "--hold")) /* after the steps, wait for a line */
+			hold = 1;
 		else
 			return 2;
 	}
@@ -112,6 +114,11 @@ int main(int argc, char **argv)
 				b ? ", " : "", bins[b], bin_steps[b], bin_tokens[b]);
 		fprintf(f, "]}\n");
 		fclose(f);
+	}
+	if (hold) {
+		printf("steps done\n");
+		if (!fgets(line, sizeof(line), stdin))
+			return 3;
 	}
 	return 0;
 }

@@ -393,9 +393,8 @@ static void render(struct run *r, struct pt_metrics *m)
 			    (double)pt_agg__bucket(r->procs[i]->v.agg, b)->total_ns / 1e9);
 		}
 	}
+	/* one family at a time: the text format wants a metric's lines together */
 	head(m, "proftrace_tokens_total", "counter", "tokens of counted steps (when read)");
-	head(m, "proftrace_tokens_per_second", "gauge",
-	     "tokens over the summed time of the steps that have them, since attach");
 	for (i = 0; i < r->nprocs; i++) {
 		const struct pt_stepvals *sv = &r->procs[i]->v.sv;
 
@@ -403,9 +402,17 @@ static void render(struct run *r, struct pt_metrics *m)
 			continue;
 		plabels(m, r->procs[i], l, sizeof(l));
 		out(m, "proftrace_tokens_total{%s} %.0f\n", l, sv->tokens);
-		if (sv->tok_ns > 0)
-			out(m, "proftrace_tokens_per_second{%s} %.6f\n", l,
-			    sv->tokens / (sv->tok_ns / 1e9));
+	}
+	head(m, "proftrace_tokens_per_second", "gauge",
+	     "tokens over the summed time of the steps that have them, since attach");
+	for (i = 0; i < r->nprocs; i++) {
+		const struct pt_stepvals *sv = &r->procs[i]->v.sv;
+
+		if ((!sv->role[PT_VROLE_TOKENS].probe && !sv->ncounts) || sv->tok_ns <= 0)
+			continue;
+		plabels(m, r->procs[i], l, sizeof(l));
+		out(m, "proftrace_tokens_per_second{%s} %.6f\n", l,
+		    sv->tokens / (sv->tok_ns / 1e9));
 	}
 	head(m, "proftrace_probe_overhead_seconds_total", "counter",
 	     "estimated cost of the probes inside counted steps (docs/summary.md#overhead)");
