@@ -51,10 +51,9 @@ def one(mode, rate, conf_text):
         f.write(conf_text)
     env = dict(os.environ)
     if mode == "pythreads":  # the agent, as a server started with `proftrace env`
-        for line in subprocess.run([PROFTRACE, "env"], capture_output=True,
-                                   text=True).stdout.splitlines():
-            k, _, v = line.replace("export ", "", 1).partition("=")
-            env[k] = v.strip("'\"")
+        out = subprocess.run(["bash", "-c", 'eval "$("$0" env)" && env -0', PROFTRACE],
+                             capture_output=True, check=True).stdout
+        env = dict(kv.decode().split("=", 1) for kv in out.split(b"\0") if b"=" in kv)
     v = subprocess.Popen(victim_argv(mode, rate, tmp), env=env,
                          stdin=subprocess.PIPE, stdout=subprocess.PIPE)
     pid = int(v.stdout.readline().split()[1])
