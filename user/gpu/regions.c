@@ -423,7 +423,10 @@ int pt_regions__read_chrome(struct pt_region_set *s, const char *json, size_t le
 		const cJSON *ak = args ? cJSON_GetObjectItemCaseSensitive(args, "kernel") : NULL;
 		const cJSON *al = args ? cJSON_GetObjectItemCaseSensitive(args, "launch") : NULL;
 		const char *kernel = NULL;
-		double pidv = cJSON_IsNumber(pid) ? pid->valuedouble : 0;
+		/* a pid out of int64's range (the file is untrusted) is none */
+		double pidv = cJSON_IsNumber(pid) && fabs(pid->valuedouble) <= 9e15
+				      ? pid->valuedouble
+				      : 0;
 		int64_t launch = -1;
 		struct pt_region r = { 0 };
 		struct pt_region_launch *l = NULL;
