@@ -186,6 +186,11 @@ static void *run_chunk(void *arg)
 	struct chunk *c = arg;
 
 	c->tid = gettid();
+	/* alive a while before its work, as a server's threads are: one
+	 * that starts and ends between two of proftrace's /proc polls cannot
+	 * be mapped across PID namespaces (docs/gpu.md, Containers); 200 ms
+	 * covers a poll even when proftrace is slow (the asan build) */
+	usleep(200000);
 	for (int i = 0; i < c->steps; i++)
 		VT_CALL(&t_step, gpu_step());
 	return NULL;
