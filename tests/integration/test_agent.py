@@ -267,6 +267,29 @@ print("tools", sys.monitoring.get_tool(3), sys.monitoring.get_tool(4), flush=Tru
 """
 
 
+def _run_beside_other_tool(python, tmp, script_text, prefix, want):
+    """The victim script_text (another tool already installed in it) with
+    the agent preloaded, attached: the program's own line starting with
+    prefix must be want (its tool still works). (summary, stderr)."""
+    script = os.path.join(tmp, "victim.py")
+    with open(script, "w") as f:
+        f.write(script_text)
+    conf = write_conf(tmp, CONF)
+    out = os.path.join(tmp, "out")
+    v = victim([python, script], env=agent_env())
+    try:
+        pt = _attach(v.pid, conf, out)
+        v.send("go\n")
+        eq(v.wait_line(prefix), want, "the program's own tool")
+        eq(v.wait(60), 0, "victim")
+        eq(pt.wait(60), 0, "proftrace")
+        err = pt.rest("err")
+    finally:
+        v.kill()
+    with open(os.path.join(out, "summary.json")) as f:
+        return json.load(f), err
+
+
 def test_agent_conflict_reported_program_untouched():
     """Another tool holds the sys.monitoring ids the agent uses: proftrace
     says so (stderr, meta.python.agent.problem), rows are sampled, and the
@@ -276,24 +299,10 @@ def test_agent_conflict_reported_program_untouched():
     except Skip:
         python = py314()
     tmp = tempfile.mkdtemp(prefix="pt-it-")
-    script = os.path.join(tmp, "conflict.py")
-    with open(script, "w") as f:
-        f.write(CONFLICT_VICTIM % os.path.join(ROOT, "tests", "victims"))
-    conf = write_conf(tmp, CONF)
-    out = os.path.join(tmp, "out")
-    v = victim([python, script], env=agent_env())
-    try:
-        pt = _attach(v.pid, conf, out)
-        v.send("go\n")
-        eq(v.wait_line("tools "), "tools other-profiler other-coverage", "the program's tools")
-        eq(v.wait(60), 0, "victim")
-        eq(pt.wait(60), 0, "proftrace")
-        err = pt.rest("err")
-    finally:
-        v.kill()
+    s, err = _run_beside_other_tool(
+        python, tmp, CONFLICT_VICTIM % os.path.join(ROOT, "tests", "victims"), "tools ",
+        "tools other-profiler other-coverage")
     assert "tool ids 3 and 4 are taken" in err and "3=other-profiler" in err, err
-    with open(os.path.join(out, "summary.json")) as f:
-        s = json.load(f)
     py = s["meta"]["python"]
     assert "taken" in (py["agent"]["problem"] or ""), py
     eq(py["agent"]["loaded_by"], "environment", "preloaded at start")
@@ -329,25 +338,11 @@ def test_agent_other_frame_evaluator_left_alone():
                          os.path.join(ROOT, "tests", "victims", "pyext", "other_eval.c")],
                         capture_output=True, timeout=60)
     eq(cc.returncode, 0, "building other_eval: " + cc.stderr.decode())
-    script = os.path.join(tmp, "other.py")
-    with open(script, "w") as f:
-        f.write(OTHER_EVAL_VICTIM % (tmp, os.path.join(ROOT, "tests", "victims")))
-    conf = write_conf(tmp, CONF)
-    out = os.path.join(tmp, "out")
-    v = victim([python, script], env=agent_env())
-    try:
-        pt = _attach(v.pid, conf, out)
-        v.send("go\n")
-        eq(v.wait_line("evaluator "), "evaluator True True", "the program's evaluator")
-        eq(v.wait(60), 0, "victim")
-        eq(pt.wait(60), 0, "proftrace")
-        err = pt.rest("err")
-    finally:
-        v.kill()
+    s, err = _run_beside_other_tool(
+        python, tmp, OTHER_EVAL_VICTIM % (tmp, os.path.join(ROOT, "tests", "victims")),
+        "evaluator ", "evaluator True True")
     assert "another frame evaluator (PEP 523) is installed: other_eval in " in err, err
     assert "other_eval.so" in err, err
-    with open(os.path.join(out, "summary.json")) as f:
-        s = json.load(f)
     py = s["meta"]["python"]
     assert "frame evaluator" in (py["agent"]["problem"] or ""), py
     eq(py["timing"], "sampled", "timing without the agent's hooks")
