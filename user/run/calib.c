@@ -394,6 +394,32 @@ static bool parse_ns(const char *line, double *v)
 	return true;
 }
 
+/* A kind's cost from the helper's ns per call unattached (a) and probed
+ * (b), and the child's own mean per call (m): the pair is what a probed
+ * call costs, its self part what falls inside the call's interval. */
+static void set_cost(struct pt_calib *c, enum pt_site_kind k, double a, double b, double m)
+{
+	c->pair_ns[k] = b - a;
+	c->self_ns[k] = m > a ? (m - a < b - a ? m - a : b - a) : 0;
+	c->measured[k] = true;
+}
+
+/* What a measurement left in its mkdtemp folder: the child's output folder
+ * (summary.json, report.md), the targets file, the script. */
+static void remove_calib_dir(const char *dir)
+{
+	static const char *const files[] = { "out/summary.json", "out/report.md", "out",
+					     "calib.conf", "ptcal_agent.py" };
+	char path[160];
+
+	for (size_t i = 0; i < ARRAY_SIZE(files); i++) {
+		snprintf(path, sizeof(path), "%s/%s", dir, files[i]);
+		if (unlink(path)) /* the folder: emptied first */
+			rmdir(path);
+	}
+	rmdir(dir);
+}
+
 /* p50_ms of fn in the child's summary, in ns; -1 when absent */
 static double child_mean_ns(const cJSON *doc, const char *fn)
 {
@@ -522,23 +548,14 @@ static int measure(struct pt_calib *c)
 		m = child_mean_ns(doc, site_rows[i].fn);
 		if (m < 0 || b[i] <= a[i])
 			continue; /* keep the default, not measured */
-		c->pair_ns[k] = b[i] - a[i];
-		c->self_ns[k] = m > a[i] ? m - a[i] : 0;
-		if (c->self_ns[k] > c->pair_ns[k])
-			c->self_ns[k] = c->pair_ns[k];
-		c->measured[k] = true;
+		set_cost(c, k, a[i], b[i], m);
 	}
 	e = 0;
 out:
 	reap(&helper, true);
 	reap(&pt, true);
 	cJSON_Delete(doc);
-	unlink(sum);
-	snprintf(line, sizeof(line), "%s/report.md", out);
-	unlink(line);
-	rmdir(out);
-	unlink(conf);
-	rmdir(dir);
+	remove_calib_dir(dir);
 	return e;
 }
 
@@ -646,21 +663,13 @@ static int measure_python(struct pt_calib *c, const char *python, enum pt_site_k
 		m = child_mean_ns(doc, "pt_cal_named");
 	if (m < 0 || b <= a)
 		goto out;
-	c->pair_ns[kind] = b - a;
-	c->self_ns[kind] = m > a ? (m - a < b - a ? m - a : b - a) : 0;
-	c->measured[kind] = true;
+	set_cost(c, kind, a, b, m);
 	e = 0;
 out:
 	reap(&helper, true);
 	reap(&pt, true);
 	cJSON_Delete(doc);
-	unlink(sum);
-	snprintf(line, sizeof(line), "%s/report.md", out);
-	unlink(line);
-	rmdir(out);
-	unlink(conf);
-	unlink(script);
-	rmdir(dir);
+	remove_calib_dir(dir);
 	return e;
 }
 
