@@ -469,34 +469,19 @@ cJSON *pt_diff__load(const char *path, char *err, size_t errlen)
 	char p[900];
 	struct stat st;
 	cJSON *doc = NULL;
-	FILE *f;
-	char *text;
-	long n;
 
 	if (!stat(path, &st) && S_ISDIR(st.st_mode))
 		snprintf(p, sizeof(p), "%s/summary.json", path);
 	else
 		snprintf(p, sizeof(p), "%s", path);
-	f = fopen(p, "r");
-	if (!f) {
+	doc = pt_jread__file(p);
+	if (!doc && errno != EINVAL) {
 		snprintf(err, errlen,
 			 "cannot read %s: %s (hint: give summary.json files or the "
 			 "output folders proftrace wrote)",
 			 p, strerror(errno));
 		return NULL;
 	}
-	if (fseek(f, 0, SEEK_END) || (n = ftell(f)) < 0 || fseek(f, 0, SEEK_SET)) {
-		fclose(f);
-		snprintf(err, errlen, "cannot read %s", p);
-		return NULL;
-	}
-	text = malloc((size_t)n + 1);
-	if (text && fread(text, 1, (size_t)n, f) == (size_t)n) {
-		text[n] = '\0';
-		doc = cJSON_Parse(text);
-	}
-	free(text);
-	fclose(f);
 	if (!doc || !cJSON_IsObject(pt_jget(doc, "stats"))) {
 		snprintf(err, errlen, "%s is not a proftrace summary.json", p);
 		cJSON_Delete(doc);

@@ -13,6 +13,9 @@
 
 #include <cjson/cJSON.h>
 
+/* A whole JSON file parsed; NULL with errno set (EINVAL: not JSON). */
+cJSON *pt_jread__file(const char *path);
+
 static inline const cJSON *pt_jget(const cJSON *o, const char *k)
 {
 	return cJSON_IsObject(o) ? cJSON_GetObjectItemCaseSensitive(o, k) : NULL;

@@ -19,6 +19,7 @@
 #include <cjson/cJSON.h>
 
 #include "calib.h"
+#include "report/jread.h"
 #include "util/helpers.h"
 #include "util/log.h"
 #include "util/util.h"
@@ -437,29 +438,6 @@ static double child_mean_ns(const cJSON *doc, const char *fn)
 	return -1;
 }
 
-static cJSON *read_json(const char *path)
-{
-	FILE *f = fopen(path, "r");
-	char *text;
-	long n;
-	cJSON *doc = NULL;
-
-	if (!f)
-		return NULL;
-	if (fseek(f, 0, SEEK_END) || (n = ftell(f)) < 0 || fseek(f, 0, SEEK_SET)) {
-		fclose(f);
-		return NULL;
-	}
-	text = malloc((size_t)n + 1);
-	if (text && fread(text, 1, (size_t)n, f) == (size_t)n) {
-		text[n] = '\0';
-		doc = cJSON_Parse(text);
-	}
-	free(text);
-	fclose(f);
-	return doc;
-}
-
 static int measure(struct pt_calib *c)
 {
 	char dir[] = "/tmp/proftrace-calib-XXXXXX", conf[128], out[128], sum[160], line[512],
@@ -532,7 +510,7 @@ static int measure(struct pt_calib *c)
 	}
 	reap(&helper, false); /* EOF: it exits, and the child proftrace reports */
 	reap(&pt, false);
-	doc = read_json(sum);
+	doc = pt_jread__file(sum);
 	if (!doc) {
 		snprintf(c->why, sizeof(c->why), "the child proftrace wrote no summary");
 		goto out;
@@ -658,7 +636,7 @@ static int measure_python(struct pt_calib *c, const char *python, enum pt_site_k
 	b = strtod(line + 2, NULL);
 	reap(&helper, false);
 	reap(&pt, false);
-	doc = read_json(sum);
+	doc = pt_jread__file(sum);
 	if (doc)
 		m = child_mean_ns(doc, "pt_cal_named");
 	if (m < 0 || b <= a)
