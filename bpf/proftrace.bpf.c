@@ -74,7 +74,8 @@ struct pt_frame {
 
 struct pt_stack {
 	__u32 depth;
-	__u32 pad;
+	__u32 unnamed; /* frames the frame probe saw on this thread that no py: probe names
+			* (wraps; user space takes differences: pt_rec.unnamed) */
 	struct pt_frame f[PT_MAX_DEPTH];
 };
 
@@ -106,7 +107,7 @@ static __always_inline __u64 rb_flags(void)
 }
 
 static __always_inline int emit(__u32 type, __u32 fid, __u64 id, __u64 t_entry, __u64 t_exit,
-				__u32 depth, __u32 flags, __u64 code)
+				__u32 depth, __u32 flags, __u64 code, __u32 unnamed)
 {
 	struct pt_rec *r = bpf_ringbuf_reserve(&events, sizeof(*r), 0);
 
@@ -123,6 +124,7 @@ static __always_inline int emit(__u32 type, __u32 fid, __u64 id, __u64 t_entry, 
 	r->depth = depth;
 	r->flags = flags;
 	r->code = code;
+	r->unnamed = unnamed;
 	bpf_ringbuf_submit(r, rb_flags());
 	return 0;
 }
@@ -178,7 +180,7 @@ static __always_inline __u64 push_key(__u64 key, __u64 id, __u32 fid, __u64 code
 	fr->fid = fid;
 	fr->flags = fflags;
 	st->depth = d + 1;
-	if (emit(PT_REC_ENTRY, fid, id, now, 0, d, 0, code))
+	if (emit(PT_REC_ENTRY, fid, id, now, 0, d, 0, code, st->unnamed))
 		fr->flags |= PT_RECF_ENTRY_LOST;
 	return now;
 }
@@ -244,7 +246,7 @@ static __always_inline void close_top(struct pt_stack *st, struct pt_frame *fr, 
 
 	st->depth = d;
 	emit(PT_REC_EXIT, fr->fid, id, fr->t_entry, now, d, fr->flags & PT_RECF_ENTRY_LOST,
-	     fr->code);
+	     fr->code, st->unnamed);
 }
 
 SEC("uretprobe")
@@ -348,7 +350,15 @@ static __always_inline bool py_enter(struct pt_regs *ctx)
 	if (!code_fid(L, id, code, &v, &fid))
 		return false;
 	if (fid == PT_FID_PY_NONE) {
-		/* the frame probe's whole cost on calls nobody named */
+		/* the frame probe's whole cost on calls nobody named; counted
+		 * per thread too, where a tracked call may be open (its
+		 * storage exists), so that user space can take these hits out
+		 * of the intervals they fell in */
+		struct pt_stack *st =
+			bpf_task_storage_get(&stacks, bpf_get_current_task_btf(), 0, 0);
+
+		if (st)
+			st->unnamed++;
 		__sync_fetch_and_add(&counters.py_unnamed, 1);
 		return false;
 	}

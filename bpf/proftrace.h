@@ -172,9 +172,14 @@ struct pt_rec {
 	__u32 tid;
 	__u64 t_entry; /* CLOCK_MONOTONIC ns (bpf_ktime_get_ns) */
 	__u64 t_exit;  /* 0 for ENTRY */
-	__u32 depth;
-	__u32 flags; /* PT_RECF_* */
-	__u64 code;  /* Python code object: PYCODE and pending calls; else 0 */
+	__u16 depth;   /* < PT_MAX_DEPTH */
+	__u16 flags;   /* PT_RECF_* */
+	/* The frame probe's running count of unnamed frames on this thread
+	 * (wraps at 2^32): the difference between two records of a thread is
+	 * how many it trapped between them, so each interval's share of that
+	 * cost can be taken out (aggregate/overhead.c). 0 without it. */
+	__u32 unnamed;
+	__u64 code; /* Python code object: PYCODE and pending calls; else 0 */
 };
 
 /* EXIT whose ENTRY record could not be written (ring full at entry). */
@@ -433,6 +438,7 @@ _Static_assert(sizeof(struct pt_sample_counters) == 40, "pt_sample_counters is p
 _Static_assert(sizeof(struct pt_py_offsets) == 160, "pt_py_offsets is part of the ABI");
 _Static_assert(sizeof(struct pt_bpf_proc) == 168, "pt_bpf_proc is part of the ABI");
 _Static_assert(sizeof(struct pt_rec) == 48, "pt_rec is part of the ABI");
+_Static_assert(PT_MAX_DEPTH <= 0xffff, "pt_rec.depth is 16 bits");
 _Static_assert(sizeof(struct pt_rec_pycode) == sizeof(struct pt_rec), "one record size");
 _Static_assert(sizeof(struct pt_counters) == 80, "pt_counters is part of the ABI");
 _Static_assert(sizeof(struct pt_py_code) == 32, "pt_py_code is part of the ABI");

@@ -204,13 +204,13 @@ def test_python_agent_corrected():
 
 def test_frame_probe_calibrated():
     """py: functions timed by the frame probe (pyenv 3.10, no agent): its
-    cost is measured on the target's own interpreter at start, not the
-    bench's figure, and agrees with what the victim itself sees: the
-    frame probe traps on every Python call, 83 per step (step, 40 tiny,
-    40 spin, phase and its spin), so the fastest attached step exceeds the
-    fastest unattached one by about 83 pairs. The correction takes out
-    the named calls (42 per step); the unnamed frames' cost is said run-
-    wide (overhead.unnamed_frames), not per interval (docs/summary.md)."""
+    cost, on a named call and on a frame nobody named, is measured on the
+    target's own interpreter at start, not the bench's figures, and agrees
+    with what the victim itself sees: the frame probe traps on every Python
+    call, 83 per step (step, 40 tiny, 40 spin, phase and its spin), 42 of
+    them named. The corrected step takes out both: the named calls and the
+    unnamed frames that fell inside it (pt_rec.unnamed, per thread), and
+    comes back to the fastest unattached step."""
     from test_python import pyenv_python
     py = pyenv_python(10)
     fresh_calibration()
@@ -220,18 +220,26 @@ def test_frame_probe_calibrated():
         os.environ.pop("PT_CALIBRATE", None)
     st, ov = s["stats"], s["overhead"]
     eq(st["steps"], 200, "steps")
-    k = ov["kinds"]["frame-probe"]
+    k, ku = ov["kinds"]["frame-probe"], ov["kinds"]["frame-probe-unnamed"]
     eq(k["source"], "measured", "frame-probe cost measured on the interpreter")
+    eq(ku["source"], "measured", "unnamed-frame cost measured on the interpreter")
     eq(ov["hits"]["frame-probe"], 200 * 42, "named calls")
-    assert ov["unnamed_frames"]["frames"] >= 200 * 41, ov["unnamed_frames"]
+    uf = ov["unnamed_frames"]
+    assert uf["frames"] >= 200 * 41, uf
+    # every step's 41 unnamed frames fell inside a named call's interval,
+    # but in the first steps': a code object met first is timed as a
+    # pending call until user space says it is not named (a few ms on a
+    # loaded machine, a step is 0.5 ms: up to 10 steps here)
+    assert 190 * 41 <= uf["in_intervals"] <= uf["frames"], uf
+    eq(ov["hits"]["frame-probe-unnamed"], uf["frames"], "unnamed hits")
     un_min = min(t["unattached_step_ns"]) / 1e6
-    seen = (st["min_ms"] - un_min) * 1e6 / 83
-    print("    frame probe: calibrated pair %d ns, the victim's fastest step saw %.0f ns per "
-          "Python call; step min unattached %.4f ms, raw %.4f, corrected %.4f" % (
-              k["pair_ns"], seen, un_min, st["min_ms"], st["corrected_min_ms"]))
-    # a shared machine's load moves both; the bench's constant (1.3 us)
-    # is several times off here, a live figure is not
-    assert 0.5 <= k["pair_ns"] / seen <= 2, (k, seen)
-    # the named calls' cost is taken out of the step, the rest is not
-    want = st["min_ms"] - st["corrected_min_ms"]
-    assert 0 < want < st["min_ms"] - un_min + 0.05, (st, un_min)
+    seen = (st["min_ms"] - un_min) * 1e6
+    want = 42 * k["pair_ns"] + 41 * ku["pair_ns"]
+    print("    frame probe: calibrated pair %d ns, unnamed frame %d ns: %.0f ns per step; the "
+          "victim's fastest step saw %.0f ns; step min unattached %.4f ms, raw %.4f, "
+          "corrected %.4f" % (k["pair_ns"], ku["pair_ns"], want, seen, un_min, st["min_ms"],
+                              st["corrected_min_ms"]))
+    # a shared machine's load moves both; the bench's constants are
+    # several times off here, live figures are not
+    assert 0.5 <= want / seen <= 2, (k, ku, seen)
+    corrected_ok(st["min_ms"], st["corrected_min_ms"], un_min, "fastest py step (frame probe)")

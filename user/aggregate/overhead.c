@@ -14,9 +14,13 @@
 #include "overhead.h"
 
 static const char *const kind_names[PT_SITE_NKINDS] = {
-	[PT_SITE_EMULATED] = "emulated", [PT_SITE_NOP5] = "nop5",
-	[PT_SITE_SSTEP] = "single-step", [PT_SITE_AGENT] = "python-agent",
-	[PT_SITE_FRAME] = "frame-probe", [PT_SITE_SAMPLE] = "sample",
+	[PT_SITE_EMULATED] = "emulated",
+	[PT_SITE_NOP5] = "nop5",
+	[PT_SITE_SSTEP] = "single-step",
+	[PT_SITE_AGENT] = "python-agent",
+	[PT_SITE_FRAME] = "frame-probe",
+	[PT_SITE_SAMPLE] = "sample",
+	[PT_SITE_FRAME_UNNAMED] = "frame-probe-unnamed",
 };
 
 const char *pt_site_kind__str(enum pt_site_kind k)
@@ -42,6 +46,8 @@ struct oframe {
 struct othread {
 	uint32_t tid;
 	double c;	  /* cost of the calls completed on it so far */
+	uint32_t unnamed; /* pt_rec.unnamed of its last record */
+	bool seen;	  /* a record came: unnamed is a baseline */
 	uint32_t nstep;	  /* open calls of step functions */
 	double step_c0;	  /* c when the open step began */
 	uint64_t step_t0; /* its start */
@@ -67,6 +73,7 @@ struct pt_ovh {
 	size_t nth, cap_th;
 	struct othread *last;
 	double step_cost, *bucket_cost; /* nb + 1 */
+	double unnamed_ns;
 	struct pt_dist steps;
 	uint64_t hits[PT_SITE_NKINDS];
 };
@@ -138,6 +145,12 @@ int pt_ovh__set_func(struct pt_ovh *o, uint32_t fid, bool is_step, uint64_t buck
 	if (fid >= o->nfn)
 		o->nfn = fid + 1;
 	return 0;
+}
+
+void pt_ovh__set_unnamed_cost(struct pt_ovh *o, double ns)
+{
+	if (o)
+		o->unnamed_ns = ns > 0 ? ns : 0;
 }
 
 void pt_ovh__thread_exit(struct pt_ovh *o, uint32_t tid)
@@ -263,6 +276,17 @@ void pt_ovh__record(struct pt_ovh *o, const struct pt_rec *r)
 	t = thread_get(o, r->tid);
 	if (!t)
 		return;
+	/* The unnamed frames trapped since the thread's last record fell
+	 * inside whatever was open then: charged before this record opens or
+	 * closes anything. The first record is only a baseline. */
+	if (t->seen) {
+		uint32_t n = r->unnamed - t->unnamed; /* modulo 2^32 */
+
+		o->hits[PT_SITE_FRAME_UNNAMED] += n;
+		t->c += (double)n * o->unnamed_ns;
+	}
+	t->unnamed = r->unnamed;
+	t->seen = true;
 	if (r->type == PT_REC_ENTRY)
 		ovh_entry(o, t, r, fn);
 	else

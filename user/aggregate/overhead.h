@@ -34,14 +34,17 @@
 
 /* Probe-site kinds, each with its own cost (docs/summary.md#overhead). */
 enum pt_site_kind {
-	PT_SITE_EMULATED = 0, /* uprobe on an instruction the kernel emulates (push, branch) */
-	PT_SITE_NOP5,	      /* uprobe on a 5-byte nop (the agent's marker functions) */
-	PT_SITE_SSTEP,	      /* uprobe on an instruction the kernel single-steps */
-	PT_SITE_AGENT,	      /* a named Python call through the agent (its two nop5 sites
-			       * and its interpreter hook) */
-	PT_SITE_FRAME,	      /* the frame probe: a uprobe pair on the frame evaluator,
-			       * on every Python call, named or not */
-	PT_SITE_SAMPLE,	      /* one stack sample */
+	PT_SITE_EMULATED = 0,  /* uprobe on an instruction the kernel emulates (push, branch) */
+	PT_SITE_NOP5,	       /* uprobe on a 5-byte nop (the agent's marker functions) */
+	PT_SITE_SSTEP,	       /* uprobe on an instruction the kernel single-steps */
+	PT_SITE_AGENT,	       /* a named Python call through the agent (its two nop5 sites
+				* and its interpreter hook) */
+	PT_SITE_FRAME,	       /* the frame probe: a uprobe pair on the frame evaluator,
+				* on every Python call, named or not */
+	PT_SITE_SAMPLE,	       /* one stack sample */
+	PT_SITE_FRAME_UNNAMED, /* the frame probe on a frame no py: probe names (its
+				* entry hit; the return is not hijacked where the
+				* kernel has uprobe sessions) */
 	PT_SITE_NKINDS
 };
 
@@ -65,6 +68,10 @@ void pt_ovh__free(struct pt_ovh *o);
 /* fid's roles (as pt_agg__set_func) and what one of its calls costs. */
 int pt_ovh__set_func(struct pt_ovh *o, uint32_t fid, bool is_step, uint64_t bucket_mask,
 		     enum pt_site_kind kind, double pair_ns, double self_ns);
+/* What one unnamed frame costs (PT_SITE_FRAME_UNNAMED): the frame
+ * probe's hits between two records of a thread (pt_rec.unnamed) are
+ * charged to the intervals open on it, as nested calls are. */
+void pt_ovh__set_unnamed_cost(struct pt_ovh *o, double ns);
 /* Every record given to pt_agg__record, before it. */
 void pt_ovh__record(struct pt_ovh *o, const struct pt_rec *r);
 /* A thread ended (after its last record): what is kept for it goes. */

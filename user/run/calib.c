@@ -71,6 +71,8 @@ static const struct site_row {
 	{ PT_SITE_FRAME, NULL, NULL, 0, 1300, 650 },
 	/* README: the BPF walker, ~1.8 us for a 6-frame Python stack */
 	{ PT_SITE_SAMPLE, NULL, NULL, 0, 1800, 0 },
+	/* measured with PT_SITE_FRAME; else half its pair: the entry hit */
+	{ PT_SITE_FRAME_UNNAMED, NULL, NULL, 0, 650, 0 },
 };
 #define NROWS (sizeof(site_rows) / sizeof(site_rows[0]))
 
@@ -542,7 +544,10 @@ out:
  * cost differs by version: sys.monitoring on 3.12+, a frame evaluator
  * before): a script of ours run by that interpreter with the agent
  * preloaded times calls of an empty function, unattached, then while a
- * child proftrace times them through the agent (py: probe).
+ * child proftrace times them through the agent (py: probe). The frame
+ * probe's cost on a frame no probe names (it traps on every call) is the
+ * same measurement on a second, unnamed function: lines 'a'/'b' time the
+ * named one, 'c'/'d' the other.
  */
 /* clang-format off */
 static const char agent_script[] =
@@ -550,8 +555,10 @@ static const char agent_script[] =
 	"now = time.perf_counter_ns\n"
 	"def pt_cal_named():\n"
 	"    pass\n"
-	"def loop(n):\n"
-	"    f, best = pt_cal_named, 1e18\n"
+	"def pt_cal_other():\n"
+	"    pass\n"
+	"def loop(n, f):\n"
+	"    best = 1e18\n"
 	"    for k in range(100):\n"
 	"        gap = 0\n"
 	"        t0 = now()\n"
@@ -565,7 +572,8 @@ static const char agent_script[] =
 	"    return best\n"
 	"print('ready', os.getpid(), flush=True)\n"
 	"for line in sys.stdin:\n"
-	"    print(line[0], '%.3f' % loop(20), flush=True)\n";
+	"    f = pt_cal_named if line[0] in 'ab' else pt_cal_other\n"
+	"    print(line[0], '%.3f' % loop(20, f), flush=True)\n";
 /* clang-format on */
 
 /* One Python site kind measured on interpreter python: the agent's named
@@ -577,7 +585,8 @@ static int measure_python(struct pt_calib *c, const char *python, enum pt_site_k
 	char dir[] = "/tmp/proftrace-calib-XXXXXX", conf[128], out[128], sum[160], script[128],
 	     line[512], pidbuf[16], agent[4096];
 	struct child helper = { .in = -1, .out = -1 }, pt = { .in = -1, .out = -1 };
-	double a, b, m = -1;
+	double a, b, m = -1, ua = -1, ub = -1;
+	bool frame = kind == PT_SITE_FRAME;
 	cJSON *doc = NULL;
 	FILE *f;
 	int e = -EIO;
@@ -619,6 +628,12 @@ static int measure_python(struct pt_calib *c, const char *python, enum pt_site_k
 	if (write(helper.in, "a\n", 2) != 2 || !read_line(&helper, "a ", line, sizeof(line), 20000))
 		goto out;
 	a = strtod(line + 2, NULL);
+	if (frame) {
+		if (write(helper.in, "c\n", 2) != 2 ||
+		    !read_line(&helper, "c ", line, sizeof(line), 20000))
+			goto out;
+		ua = strtod(line + 2, NULL);
+	}
 	{
 		char *argv[] = {
 			"proftrace", "-p", pidbuf, "--targets", conf, "-o", out, "-q", NULL
@@ -634,6 +649,12 @@ static int measure_python(struct pt_calib *c, const char *python, enum pt_site_k
 	if (write(helper.in, "b\n", 2) != 2 || !read_line(&helper, "b ", line, sizeof(line), 60000))
 		goto out;
 	b = strtod(line + 2, NULL);
+	if (frame) {
+		if (write(helper.in, "d\n", 2) != 2 ||
+		    !read_line(&helper, "d ", line, sizeof(line), 60000))
+			goto out;
+		ub = strtod(line + 2, NULL);
+	}
 	reap(&helper, false);
 	reap(&pt, false);
 	doc = pt_jread__file(sum);
@@ -642,6 +663,10 @@ static int measure_python(struct pt_calib *c, const char *python, enum pt_site_k
 	if (m < 0 || b <= a)
 		goto out;
 	set_cost(c, kind, a, b, m);
+	if (frame && ub > ua) {
+		/* all of it outside any interval: no self share */
+		set_cost(c, PT_SITE_FRAME_UNNAMED, ua, ub, 0);
+	}
 	e = 0;
 out:
 	reap(&helper, true);
@@ -649,6 +674,19 @@ out:
 	cJSON_Delete(doc);
 	remove_calib_dir(dir);
 	return e;
+}
+
+/* kind's figures from a cache document, when it has them */
+static void cache_kind(struct pt_calib *c, const cJSON *doc, enum pt_site_kind kind)
+{
+	const cJSON *v = cJSON_GetObjectItem(doc, pt_site_kind__str(kind));
+
+	if (!cJSON_IsArray(v) || cJSON_GetArraySize(v) != 2 ||
+	    !cJSON_IsNumber(cJSON_GetArrayItem(v, 0)) || !cJSON_IsNumber(cJSON_GetArrayItem(v, 1)))
+		return;
+	c->pair_ns[kind] = cJSON_GetArrayItem(v, 0)->valuedouble;
+	c->self_ns[kind] = cJSON_GetArrayItem(v, 1)->valuedouble;
+	c->measured[kind] = true;
 }
 
 /* a Python kind's figures cached per interpreter:
@@ -690,6 +728,7 @@ void pt_calib__python(struct pt_calib *c, const char *python, const char *key,
 			c->pair_ns[kind] = cJSON_GetArrayItem(v, 0)->valuedouble;
 			c->self_ns[kind] = cJSON_GetArrayItem(v, 1)->valuedouble;
 			c->measured[kind] = true;
+			cache_kind(c, doc, PT_SITE_FRAME_UNNAMED);
 			cJSON_Delete(doc);
 			return;
 		}
@@ -711,6 +750,12 @@ void pt_calib__python(struct pt_calib *c, const char *python, const char *key,
 		cJSON_AddStringToObject(doc, "python", key ? key : python);
 		cJSON_AddNumberToObject(doc, "time", (double)time(NULL));
 		cJSON_AddItemToObject(doc, name, cJSON_CreateDoubleArray(v, 2));
+		if (c->measured[PT_SITE_FRAME_UNNAMED] && kind == PT_SITE_FRAME) {
+			v[0] = c->pair_ns[PT_SITE_FRAME_UNNAMED];
+			v[1] = c->self_ns[PT_SITE_FRAME_UNNAMED];
+			cJSON_AddItemToObject(doc, pt_site_kind__str(PT_SITE_FRAME_UNNAMED),
+					      cJSON_CreateDoubleArray(v, 2));
+		}
 	}
 	cache_put(path, doc);
 	cJSON_Delete(doc);

@@ -34,6 +34,8 @@ int pt_run__declare_cost(struct proc *p, const struct pt_func *f, struct pt_ovh 
 	const struct pt_calib *c = &p->run->calib;
 	enum pt_site_kind k = pt_run__site_kind(p, f);
 
+	/* the frame probe's hits on unnamed frames, charged where they fell */
+	pt_ovh__set_unnamed_cost(o, c->ok ? c->pair_ns[PT_SITE_FRAME_UNNAMED] : 0);
 	return pt_ovh__set_func(o, fid, f->is_step, f->bucket_mask, k, c->ok ? c->pair_ns[k] : 0,
 				c->ok ? c->self_ns[k] : 0);
 }
@@ -168,6 +170,8 @@ void pt_run__overhead_doc(const struct run *r, const struct view *v, const struc
 
 		if (k == PT_SITE_SAMPLE && !isnan(samples))
 			n = samples;
+		if (k == PT_SITE_FRAME_UNNAMED)
+			n = isnan(frames) ? 0 : frames; /* run-wide, from BPF's counter */
 		cJSON_AddNumberToObject(e, "pair_ns", round(c->pair_ns[k]));
 		cJSON_AddNumberToObject(e, "self_ns", round(c->self_ns[k]));
 		cJSON_AddStringToObject(e, "source",
@@ -178,12 +182,14 @@ void pt_run__overhead_doc(const struct run *r, const struct view *v, const struc
 		added += n * c->pair_ns[k];
 	}
 	if (!isnan(frames)) {
-		/* the frame probe's hits on frames no py: probe names */
+		/* the frame probe's hits on frames no py: probe names (in
+		 * added_ms through their kind above) */
 		x = cJSON_AddObjectToObject(ov, "unnamed_frames");
 		cJSON_AddNumberToObject(x, "frames", frames);
 		cJSON_AddNumberToObject(x, "added_ms",
-					r6(frames * c->pair_ns[PT_SITE_FRAME] / 1e6));
-		added += frames * c->pair_ns[PT_SITE_FRAME];
+					r6(frames * c->pair_ns[PT_SITE_FRAME_UNNAMED] / 1e6));
+		cJSON_AddNumberToObject(x, "in_intervals",
+					(double)pt_ovh__hits(v->ovh, PT_SITE_FRAME_UNNAMED));
 	}
 	cJSON_AddNumberToObject(ov, "added_ms", r6(added / 1e6));
 	dur = num(meta, "duration_s");

@@ -23,6 +23,9 @@ static void on_step(void *ctx, const struct pt_step *s)
 	pt_ovh__step(ovh, s);
 }
 
+/* the frame probe's running count of unnamed frames, per thread (tid < 16) */
+static uint32_t unnamed[16];
+
 static void rec(uint32_t type, uint32_t fid, uint32_t tid, uint32_t depth, uint64_t t0, uint64_t t1)
 {
 	struct pt_rec r = { .type = type,
@@ -31,7 +34,8 @@ static void rec(uint32_t type, uint32_t fid, uint32_t tid, uint32_t depth, uint6
 			    .tid = tid,
 			    .t_entry = t0,
 			    .t_exit = t1,
-			    .depth = depth };
+			    .depth = (uint16_t)depth,
+			    .unnamed = unnamed[tid % 16] };
 
 	pt_ovh__record(ovh, &r);
 	pt_agg__record(agg, &r);
@@ -125,6 +129,54 @@ static void test_iteration_mode(void **state)
 	teardown_run();
 }
 
+/*
+ * The frame probe's unnamed frames (pt_rec.unnamed, a per-thread running
+ * count) are charged to the intervals open where they fell: 3 before the
+ * step (nowhere), 4 in the bucket call outside its fid-2 call, 5 in the
+ * fid-2 call, 6 between the bucket call and the second fid-2 call, 7
+ * after the step. Unnamed frame: 100 ns.
+ */
+static void test_unnamed_frames(void **state)
+{
+	const uint32_t tid = 5, base = 1000000;
+
+	setup_run(PT_STEP_CALL, 0);
+	pt_ovh__set_unnamed_cost(ovh, 100);
+	unnamed[tid] = UINT32_MAX - 1;	     /* the count wraps; differences hold */
+	rec(PT_REC_ENTRY, 2, tid, 0, 10, 0); /* a first record: the baseline */
+	rec(PT_REC_EXIT, 2, tid, 0, 10, 20);
+	unnamed[tid] += 3;
+	rec(PT_REC_ENTRY, 0, tid, 0, base, 0);
+	rec(PT_REC_ENTRY, 1, tid, 1, base + 10000, 0);
+	unnamed[tid] += 4;
+	rec(PT_REC_ENTRY, 2, tid, 2, base + 20000, 0);
+	unnamed[tid] += 5;
+	rec(PT_REC_EXIT, 2, tid, 2, base + 20000, base + 25000);
+	rec(PT_REC_EXIT, 1, tid, 1, base + 10000, base + 40000);
+	unnamed[tid] += 6;
+	rec(PT_REC_ENTRY, 2, tid, 1, base + 50000, 0);
+	rec(PT_REC_EXIT, 2, tid, 1, base + 50000, base + 60000);
+	rec(PT_REC_EXIT, 0, tid, 0, base, base + 100000);
+	unnamed[tid] += 7;
+	rec(PT_REC_ENTRY, 2, tid, 0, base + 200000, 0);
+	rec(PT_REC_EXIT, 2, tid, 0, base + 200000, base + 200010);
+	pt_agg__finish(agg);
+
+	/* every unnamed frame after the baseline is a hit */
+	assert_int_equal(pt_ovh__hits(ovh, PT_SITE_FRAME_UNNAMED), 3 + 4 + 5 + 6 + 7);
+	/* fid-2 calls: self 300 each (4 calls) + the 5 frames in one */
+	assert_true(pt_ovh__func(ovh, 2)->cost_ns == 4 * 300 + 500);
+	/* the bucket: self 2000, the fid-2 pair, 9 frames */
+	assert_true(pt_ovh__bucket_cost_ns(ovh, 0) == 2000 + 1000 + 900);
+	/* the step: self 300, two fid-2 pairs, one bucket pair, 15 frames */
+	assert_true(pt_ovh__step_cost_ns(ovh) == 300 + 2000 + 5000 + 1500);
+	assert_true(pt_ovh__steps(ovh)->min == 100000 - 8800);
+	/* step.other: the frames between the bucket call and the fid-2 call */
+	assert_true(pt_ovh__bucket_cost_ns(ovh, 1) == 8800 - 3900);
+	teardown_run();
+	memset(unnamed, 0, sizeof(unnamed));
+}
+
 static void test_unknown_and_lost(void **state)
 {
 	struct pt_rec r = { .type = PT_REC_EXIT,
@@ -159,6 +211,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_call_mode),
 		cmocka_unit_test(test_iteration_mode),
+		cmocka_unit_test(test_unnamed_frames),
 		cmocka_unit_test(test_unknown_and_lost),
 	};
 
