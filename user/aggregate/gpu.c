@@ -2,10 +2,12 @@
 /*
  * pt_gpu: GPU work x host steps and buckets (gpu.h).
  *
- * Everything is kept until the end and joined once: GPU records arrive
- * long after the host calls that launched them (CUPTI hands buffers over
- * when they fill or are flushed), so an online join would need the same
- * memory and more code. Memory: 40 bytes per kernel, copy or memset.
+ * Records are kept and joined at the end: GPU records arrive long after
+ * the host calls that launched them (CUPTI hands buffers over when they
+ * fill or are flushed). Memory: 40 bytes per kernel, copy or memset, up
+ * to the bound; there the old part is folded into the totals by the
+ * same code as the final join (settle(); docs/gpu.md, "The memory
+ * bound"), so a long run is covered whole in bounded memory.
  */
 #include <errno.h>
 #include <stdlib.h>
