@@ -1,13 +1,18 @@
 # SPDX-License-Identifier: BSD-2-Clause
 """`make bench`, section memory: proftrace's RSS over a long run.
 
-Three loads: on tests/victims/victim_faults a steady rate of probed calls
+Four loads: on tests/victims/victim_faults a steady rate of probed calls
 (20,000 a second) and thread churn (1,000 short threads a second, each
 making one probed call); on tests/victims/pythreads.py Python thread churn
-(500 a second) with stack sampling on, whose per-thread rows are bounded. proftrace's RSS is read at 1 min (a tenth of a
+(500 a second) with stack sampling on, whose per-thread rows are bounded;
+on tests/victims/victim_gpu_synth GPU records (about 1,000 steps a second,
+each with 5 launch calls, 5 GPU records, its step and bucket calls), with
+the GPU join's bound at 100,000 records and a fold lag of 1 s
+(PT_GPU_MAX_HELD, PT_GPU_FOLD_LAG_MS) so that it folds all along. proftrace's RSS is read at 1 min (a tenth of a
 shorter run) and at its end; memory is bounded when the two agree (docs/guarantees.md says
 what is bounded and how). PT_BENCH_MEM_S: the run's length in seconds
-(120; the issue's figure is 3600: RSS at 1 min vs 60 min).
+(120; the issue's figure is 3600: RSS at 1 min vs 60 min). PT_BENCH_MEM_LOADS:
+the loads to run, by mode (rate,threadrate,pythreads,gpu; all by default).
 """
 import concurrent.futures
 import json
@@ -37,6 +42,9 @@ def rss_kb(pid):
 
 
 def victim_argv(mode, rate, tmp):
+    if mode == "gpu":  # about 1 ms a step
+        return [os.path.join(VICTIMS, "victim_gpu_synth"), "--steps",
+                str(int(SECONDS * rate)), "--truth", os.path.join(tmp, "truth.json")]
     if mode == "pythreads":  # Python, sampled: the sampler's per-thread rows
         return [PYTHON, os.path.join(ROOT, "tests", "victims", "pythreads.py"), str(rate),
                 str(SECONDS)]
@@ -50,6 +58,9 @@ def one(mode, rate, conf_text):
     with open(conf, "w") as f:
         f.write(conf_text)
     env = dict(os.environ)
+    pt_env = dict(os.environ)
+    if mode == "gpu":  # the test knobs: a small bound, so the join folds
+        pt_env.update(PT_GPU_MAX_HELD="100000", PT_GPU_FOLD_LAG_MS="1000")
     if mode == "pythreads":  # the agent, as a server started with `proftrace env`
         out = subprocess.run(["bash", "-c", 'eval "$("$0" env)" && env -0', PROFTRACE],
                              capture_output=True, check=True).stdout
@@ -58,7 +69,7 @@ def one(mode, rate, conf_text):
                          stdin=subprocess.PIPE, stdout=subprocess.PIPE)
     pid = int(v.stdout.readline().split()[1])
     t = subprocess.Popen([PROFTRACE, "-q", "-p", str(pid), "--targets", conf, "-o",
-                          os.path.join(tmp, "out")], stderr=subprocess.PIPE)
+                          os.path.join(tmp, "out")], stderr=subprocess.PIPE, env=pt_env)
     while True:
         line = t.stderr.readline().decode(errors="replace")
         if not line or line.startswith("proftrace: attached"):
@@ -76,12 +87,16 @@ def one(mode, rate, conf_text):
     with open(os.path.join(tmp, "out", "summary.json")) as f:
         s = json.load(f)
     calls = sum(r["calls"] or 0 for r in s["functions"]
-                if r["symbol"] in ("fault_step", "fault_tiny", "step"))
+                if r["symbol"] in ("fault_step", "fault_tiny", "step", "gpu_step"))
     h = dict(s["health"])
     sm = s["meta"].get("sampling") or {}
     # threads whose state was freed (they entered a probed call), or
     # whose sampled rows were merged into one (sampling)
     h["freed"] = "%s / %s" % (h.get("threads_ended", "?"), sm.get("threads_merged", "-"))
+    g = s.get("gpu") or {}
+    if mode == "gpu":  # GPU records: folds / late / not held
+        h["freed"] = "GPU %s kernels, folds %s, late %s, not held %s" % (
+            g.get("kernels"), g.get("folds"), g.get("records_late"), g.get("records_not_held"))
     return early, late, calls / max(time.monotonic() - t0, 1e-9), h
 
 
@@ -91,7 +106,13 @@ def memory_tables():
              ("1,000 thread creations/s", "threadrate", 1000,
               "step native:exe:fault_step\nbucket fault.work native:exe:fault_work\n"),
              ("Python, sampled: 500 thread creations/s", "pythreads", 500,
-              "step py:pythreads::step\n"))
+              "step py:pythreads::step\n"),
+             ("GPU records: 1,000 steps/s, folding", "gpu", 950,
+              "step native:exe:gpu_step\nbucket engine.schedule native:exe:engine_schedule\n"
+              "bucket engine.forward native:exe:engine_forward\n"))
+    only = os.environ.get("PT_BENCH_MEM_LOADS")
+    if only:
+        loads = tuple(l for l in loads if l[1] in only.split(","))
     # the loads run at the same time (a proftrace and a victim each): RSS
     # does not depend on the others' CPU use, and the hour's figure then
     # takes one hour, not three

@@ -2,10 +2,12 @@
 /*
  * pt_gpu: GPU work x host steps and buckets (gpu.h).
  *
- * Everything is kept until the end and joined once: GPU records arrive
- * long after the host calls that launched them (CUPTI hands buffers over
- * when they fill or are flushed), so an online join would need the same
- * memory and more code. Memory: 40 bytes per kernel, copy or memset.
+ * Records are kept and joined at the end: GPU records arrive long after
+ * the host calls that launched them (CUPTI hands buffers over when they
+ * fill or are flushed). Memory: 40 bytes per kernel, copy or memset, up
+ * to the bound; there the old part is folded into the totals by the
+ * same code as the final join (settle(); docs/gpu.md, "The memory
+ * bound"), so a long run is covered whole in bounded memory.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -29,6 +31,7 @@ struct api {
 
 struct step {
 	uint64_t s, e;
+	uint64_t busy; /* GPU busy in it, up to the last fold's horizon */
 	uint32_t tid;
 	uint32_t items;
 };
@@ -43,6 +46,17 @@ struct iv {
 	uint64_t s, e;
 };
 
+/* A device's merged busy interval that reaches past the last fold's
+ * horizon: its part from the horizon on, still open to later unions. */
+struct div {
+	uint64_t s, e;
+	uint32_t dev;
+};
+
+/* latest time seen per stream: items by start, apis by start, steps and
+ * bucket calls by end */
+enum { S_ITEM, S_API, S_STEP, S_BIV, S_NR };
+
 struct pt_gpu {
 	size_t nb;
 	struct item *items;
@@ -53,43 +67,74 @@ struct pt_gpu {
 	size_t nsteps, csteps;
 	struct biv *bivs;
 	size_t nbivs, cbivs;
-	/* the bound (max_held entries of the four arrays, and an eighth more
-	 * for late ones): a time window, [start, cut_ts) */
+	struct div *rest; /* residual intervals of settled items (fold()) */
+	size_t nrest, crest;
+	/* the bound: fold at max_held, drop past an eighth more */
 	size_t max_held;
-	bool cut;
-	uint64_t cut_ts;
+	uint64_t lag;
+	uint64_t last[S_NR];
+	uint64_t h; /* the last fold's horizon: everything before it is settled */
+	uint64_t arrivals, next_fold;
+	size_t ctop, cdev;
 	struct pt_gpu_result res;
 };
 
 #define MAX_HELD_DEFAULT (1u << 22)
+#define FOLD_LAG_DEFAULT (30ULL * 1000000000ULL)
 
 void pt_gpu__set_max_held(struct pt_gpu *g, size_t n)
 {
 	g->max_held = n ? n : 1;
 }
 
-/*
- * Memory stays bounded over any run length: records are joined at the end,
- * so at most max_held are held. When one does not fit, the figures become
- * those of a time window, the same for every kind: what started before it
- * is still held (records arrive late: GPU work when the ring is drained,
- * steps and bucket calls at their end) in an eighth more, what started
- * from then on is counted in not_held, and the join's window ends there.
- */
-static bool hold(struct pt_gpu *g, uint64_t ts)
+void pt_gpu__set_fold_lag(struct pt_gpu *g, uint64_t ns)
 {
-	size_t n = g->nitems + g->napis + g->nsteps + g->nbivs;
+	g->lag = ns;
+}
 
-	if (g->cut && ts >= g->cut_ts)
-		goto no;
-	if (n < g->max_held || (g->cut && n < g->max_held + g->max_held / 8))
-		return true;
-	if (!g->cut || ts < g->cut_ts)
-		g->cut_ts = ts;
-	g->cut = true;
-no:
-	g->res.not_held++;
-	return false;
+size_t pt_gpu__held(const struct pt_gpu *g)
+{
+	return g->nitems + g->napis + g->nsteps + g->nbivs + g->nrest;
+}
+
+static long fold(struct pt_gpu *g);
+
+/*
+ * Memory stays bounded over any run length. When max_held records are
+ * held, fold() settles what is older than a horizon into the running
+ * totals and frees it. When a fold cannot free anything (nothing held is
+ * older than the horizon), records are taken in an eighth more, a fold
+ * is tried again every sixteenth of the bound, and past that the new
+ * record is dropped and counted in not_held.
+ * 1: hold it, 0: not held, -ENOMEM.
+ */
+static int make_room(struct pt_gpu *g)
+{
+	size_t n = pt_gpu__held(g);
+
+	g->arrivals++;
+	if (n >= g->max_held && g->arrivals >= g->next_fold) {
+		long freed = fold(g);
+
+		if (freed < 0)
+			return (int)freed;
+		g->next_fold = g->arrivals + (g->max_held / 16 ? g->max_held / 16 : 1);
+		n = pt_gpu__held(g);
+	}
+	return n < g->max_held + g->max_held / 8;
+}
+
+static void seen(struct pt_gpu *g, int stream, uint64_t t)
+{
+	if (t > g->last[stream])
+		g->last[stream] = t;
+}
+
+/* A record whose time a fold already settled (see "Late records" above
+ * pt_gpu__record()). */
+static bool late(const struct pt_gpu *g, uint64_t t)
+{
+	return g->res.folds && t < g->h;
 }
 
 static int grow(void **p, size_t *cap, size_t n, size_t size)
@@ -116,6 +161,7 @@ struct pt_gpu *pt_gpu__new(size_t nbuckets)
 		return NULL;
 	g->nb = nbuckets;
 	g->max_held = MAX_HELD_DEFAULT;
+	g->lag = FOLD_LAG_DEFAULT;
 	g->res.buckets = calloc(nbuckets ? nbuckets : 1, sizeof(*g->res.buckets));
 	if (!g->res.buckets) {
 		free(g);
@@ -132,6 +178,7 @@ void pt_gpu__free(struct pt_gpu *g)
 	free(g->apis);
 	free(g->steps);
 	free(g->bivs);
+	free(g->rest);
 	free(g->res.devices);
 	free(g->res.top);
 	free(g->res.buckets);
@@ -141,14 +188,55 @@ void pt_gpu__free(struct pt_gpu *g)
 	free(g);
 }
 
+static int count_item(struct pt_gpu *g, const struct item *it);
+
+/*
+ * Late records: one that arrives after a fold with a time that fold
+ * already settled (an item that started, or was launched, before the
+ * horizon h; an api, step or bucket call that started before it) is
+ * counted in late and joins only what cannot count anything twice:
+ * - an item: its kind's count, copy_bytes, its device's count, the top
+ *   kernels, and the busy time from h on (before h the union is final);
+ *   not launch_delay, the steps, the buckets, unmatched or outside_steps
+ *   (what it would change there is settled and freed);
+ * - an api: api_calls (it is not held: items it launched are unmatched);
+ * - a step or a bucket call: nothing else.
+ * So kernels + copies + memsets = step_items + outside_steps + unmatched
+ * + the late items. Items launched before h are recognised as late only
+ * while their launch call is held (one fold longer than needed), after
+ * that they count as unmatched.
+ */
+static int late_item(struct pt_gpu *g, const struct item *it)
+{
+	g->res.late++;
+	if (it->e > g->h) {
+		if (grow((void **)&g->rest, &g->crest, g->nrest, sizeof(*g->rest)))
+			return -ENOMEM;
+		g->rest[g->nrest++] = (struct div){ .s = g->h, .e = it->e, .dev = it->dev };
+	}
+	return count_item(g, it);
+}
+
 int pt_gpu__record(struct pt_gpu *g, const struct pt_gpu_rec *r)
 {
-	struct item *it;
+	struct item it = { 0 };
+	int rc;
 
 	switch (r->kind) {
 	case PT_GPU_API:
-		if (!hold(g, r->start_ns))
+		seen(g, S_API, r->start_ns);
+		rc = make_room(g);
+		if (rc < 0)
+			return rc;
+		if (late(g, r->start_ns)) {
+			g->res.late++;
+			g->res.api_calls++;
 			return 0;
+		}
+		if (!rc) {
+			g->res.not_held++;
+			return 0;
+		}
 		g->res.api_calls++;
 		if (grow((void **)&g->apis, &g->capis, g->napis, sizeof(*g->apis)))
 			return -ENOMEM;
@@ -157,8 +245,7 @@ int pt_gpu__record(struct pt_gpu *g, const struct pt_gpu_rec *r)
 						    .tid = r->api.tid };
 		return 0;
 	case PT_GPU_SYNC:
-		if (!g->cut || r->start_ns < g->cut_ts)
-			g->res.syncs++;
+		g->res.syncs++;
 		return 0;
 	case PT_GPU_KERNEL:
 	case PT_GPU_MEMCPY:
@@ -169,34 +256,64 @@ int pt_gpu__record(struct pt_gpu *g, const struct pt_gpu_rec *r)
 	}
 	if (r->end_ns < r->start_ns)
 		return 0; /* the reader drops these; never trust it twice */
-	if (!hold(g, r->start_ns))
+	it.s = r->start_ns;
+	it.e = r->end_ns;
+	it.corr = r->correlation_id;
+	it.kind = (uint8_t)r->kind;
+	if (r->kind == PT_GPU_KERNEL) {
+		it.dev = r->kernel.device_id;
+		it.name = r->kernel.name;
+	} else if (r->kind == PT_GPU_MEMCPY) {
+		it.dev = r->memcpy.device_id;
+	} else {
+		it.dev = r->memset.device_id;
+	}
+	seen(g, S_ITEM, it.s);
+	rc = make_room(g);
+	if (rc < 0)
+		return rc;
+	if (!late(g, it.s) && !rc) {
+		g->res.not_held++;
 		return 0;
+	}
+	if (r->kind == PT_GPU_MEMCPY)
+		g->res.copy_bytes += r->memcpy.bytes;
+	if (late(g, it.s))
+		return late_item(g, &it);
 	if (grow((void **)&g->items, &g->citems, g->nitems, sizeof(*g->items)))
 		return -ENOMEM;
-	it = &g->items[g->nitems++];
-	it->s = r->start_ns;
-	it->e = r->end_ns;
-	it->corr = r->correlation_id;
-	it->kind = (uint8_t)r->kind;
-	it->name = NULL;
-	if (r->kind == PT_GPU_KERNEL) {
-		it->dev = r->kernel.device_id;
-		it->name = r->kernel.name;
-	} else if (r->kind == PT_GPU_MEMCPY) {
-		it->dev = r->memcpy.device_id;
-		g->res.copy_bytes += r->memcpy.bytes;
-	} else {
-		it->dev = r->memset.device_id;
-	}
+	g->items[g->nitems++] = it;
 	return 0;
+}
+
+/* Hold a step or bucket call starting at t0 and ending at t1: 1 hold it,
+ * 0 not (late or not held), -ENOMEM. */
+static int host_rec(struct pt_gpu *g, int stream, uint64_t t0, uint64_t t1)
+{
+	int rc;
+
+	seen(g, stream, t1);
+	rc = make_room(g);
+	if (rc < 0)
+		return rc;
+	if (late(g, t0)) {
+		g->res.late++;
+		return 0;
+	}
+	if (!rc)
+		g->res.not_held++;
+	return rc;
 }
 
 int pt_gpu__bucket_call(struct pt_gpu *g, uint32_t tid, uint64_t t0, uint64_t t1, uint64_t bmask)
 {
+	int rc;
+
 	if (!bmask || t1 < t0)
 		return 0;
-	if (!hold(g, t0))
-		return 0;
+	rc = host_rec(g, S_BIV, t0, t1);
+	if (rc <= 0)
+		return rc;
 	if (grow((void **)&g->bivs, &g->cbivs, g->nbivs, sizeof(*g->bivs)))
 		return -ENOMEM;
 	g->bivs[g->nbivs++] = (struct biv){ .s = t0, .e = t1, .mask = bmask, .tid = tid };
@@ -205,11 +322,16 @@ int pt_gpu__bucket_call(struct pt_gpu *g, uint32_t tid, uint64_t t0, uint64_t t1
 
 int pt_gpu__step(struct pt_gpu *g, uint32_t tid, uint64_t t0, uint64_t t1)
 {
-	if (!hold(g, t0))
-		return 0;
+	int rc;
+
+	if (t1 < t0)
+		t1 = t0;
+	rc = host_rec(g, S_STEP, t0, t1);
+	if (rc <= 0)
+		return rc;
 	if (grow((void **)&g->steps, &g->csteps, g->nsteps, sizeof(*g->steps)))
 		return -ENOMEM;
-	g->steps[g->nsteps++] = (struct step){ .s = t0, .e = t1 > t0 ? t1 : t0, .tid = tid };
+	g->steps[g->nsteps++] = (struct step){ .s = t0, .e = t1, .tid = tid };
 	return 0;
 }
 
@@ -381,10 +503,9 @@ static uint64_t overlap(const struct iv *u, size_t n, uint64_t s, uint64_t e)
 	return sum;
 }
 
-static void attribute(struct pt_gpu *g, const struct item *it)
+static void attribute(struct pt_gpu *g, const struct item *it, const struct api *a)
 {
 	struct pt_gpu_result *R = &g->res;
-	const struct api *a = find_api(g, it->corr);
 	uint64_t m = 0, dur = it->e - it->s;
 	struct step *st;
 	long k;
@@ -423,134 +544,173 @@ static int kstat_cmp(const void *a, const void *b)
 {
 	const struct pt_gpu_kstat *x = a, *y = b;
 
-	return x->total_ns != y->total_ns ? CMP(y->total_ns, x->total_ns) : CMP(y->count, x->count);
+	if (x->total_ns != y->total_ns)
+		return CMP(y->total_ns, x->total_ns);
+	if (x->count != y->count)
+		return CMP(y->count, x->count);
+	return strcmp(x->name, y->name); /* ties in one order, folded or not */
 }
 
-static int name_cmp(const void *a, const void *b)
+/* NULL (unnamed) first, then by name */
+static int name_cmp(const char *x, const char *y)
 {
-	const struct item *x = a, *y = b;
-
-	if (x->kind != y->kind)
-		return CMP(x->kind, y->kind);
-	if (x->name == y->name)
+	if (x == y)
 		return 0;
-	if (!x->name || !y->name)
-		return x->name ? 1 : -1;
-	return strcmp(x->name, y->name);
+	if (!x || !y)
+		return x ? 1 : -1;
+	return strcmp(x, y);
 }
 
-static int dev_cmp(const void *a, const void *b)
+/* The kernel table (res.top, by name until the join sorts it by time):
+ * as long as the number of distinct names. */
+static int kstat_add(struct pt_gpu *g, const char *name, uint64_t d)
 {
-	const struct item *x = a, *y = b;
+	struct pt_gpu_result *R = &g->res;
+	size_t lo = 0, hi = R->ntop;
+	struct pt_gpu_kstat *k;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (name_cmp(R->top[mid].name, name) < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo == R->ntop || name_cmp(R->top[lo].name, name)) {
+		if (grow((void **)&R->top, &g->ctop, R->ntop, sizeof(*R->top)))
+			return -ENOMEM;
+		memmove(&R->top[lo + 1], &R->top[lo], (R->ntop - lo) * sizeof(*R->top));
+		R->ntop++;
+		R->top[lo] = (struct pt_gpu_kstat){ .name = name };
+	}
+	k = &R->top[lo];
+	k->count++;
+	k->total_ns += d;
+	if (d > k->max_ns)
+		k->max_ns = d;
+	return 0;
+}
+
+/* The device table (res.devices, by id). */
+static struct pt_gpu_device *device(struct pt_gpu *g, uint32_t dev)
+{
+	struct pt_gpu_result *R = &g->res;
+	size_t lo = 0, hi = R->ndevices;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (R->devices[mid].device < dev)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo == R->ndevices || R->devices[lo].device != dev) {
+		if (grow((void **)&R->devices, &g->cdev, R->ndevices, sizeof(*R->devices)))
+			return NULL;
+		memmove(&R->devices[lo + 1], &R->devices[lo],
+			(R->ndevices - lo) * sizeof(*R->devices));
+		R->ndevices++;
+		R->devices[lo] = (struct pt_gpu_device){ .device = dev };
+	}
+	return &R->devices[lo];
+}
+
+/* The plain counts of an item: its kind, its device, its kernel name. */
+static int count_item(struct pt_gpu *g, const struct item *it)
+{
+	struct pt_gpu_result *R = &g->res;
+	struct pt_gpu_device *d = device(g, it->dev);
+
+	if (!d)
+		return -ENOMEM;
+	R->kernels += it->kind == PT_GPU_KERNEL;
+	R->copies += it->kind == PT_GPU_MEMCPY;
+	R->memsets += it->kind == PT_GPU_MEMSET;
+	d->kernels += it->kind == PT_GPU_KERNEL;
+	d->copies += it->kind == PT_GPU_MEMCPY;
+	d->memsets += it->kind == PT_GPU_MEMSET;
+	if (it->kind == PT_GPU_KERNEL)
+		return kstat_add(g, it->name, it->e - it->s);
+	return 0;
+}
+
+static int div_cmp(const void *a, const void *b)
+{
+	const struct div *x = a, *y = b;
 
 	return x->dev != y->dev ? CMP(x->dev, y->dev) : CMP(x->s, y->s);
 }
 
-static int kernel_stats(struct pt_gpu *g)
+/* Busy time below h of a merged union, and (keep) its part from h on
+ * kept in rest, on dev. */
+static int split(struct pt_gpu *g, const struct iv *u, size_t n, uint64_t h, uint32_t dev,
+		 uint64_t *busy, bool keep)
 {
-	struct pt_gpu_result *R = &g->res;
-	size_t i = 0, n = 0;
-
-	if (g->nitems)
-		qsort(g->items, g->nitems, sizeof(*g->items), name_cmp);
-	R->top = calloc(g->nitems ? g->nitems : 1, sizeof(*R->top));
-	if (!R->top)
-		return -ENOMEM;
-	while (i < g->nitems) {
-		const struct item *it = &g->items[i];
-		struct pt_gpu_kstat *k;
-
-		if (it->kind != PT_GPU_KERNEL) {
-			i++;
+	for (size_t i = 0; i < n; i++) {
+		if (u[i].s < h)
+			*busy += (u[i].e < h ? u[i].e : h) - u[i].s;
+		if (!keep || u[i].e <= h)
 			continue;
-		}
-		k = &R->top[n++];
-		k->name = it->name ? it->name : "[unnamed kernel]";
-		for (; i < g->nitems && !name_cmp(&g->items[i], it); i++) {
-			uint64_t d = g->items[i].e - g->items[i].s;
-
-			k->count++;
-			k->total_ns += d;
-			if (d > k->max_ns)
-				k->max_ns = d;
-		}
-	}
-	if (n)
-		qsort(R->top, n, sizeof(*R->top), kstat_cmp);
-	R->ntop = n;
-	return 0;
-}
-
-static int device_stats(struct pt_gpu *g, struct iv *ivs, uint64_t t0, uint64_t t1)
-{
-	struct pt_gpu_result *R = &g->res;
-	size_t i = 0;
-
-	if (g->nitems)
-		qsort(g->items, g->nitems, sizeof(*g->items), dev_cmp);
-	while (i < g->nitems) {
-		uint32_t dev = g->items[i].dev;
-		struct pt_gpu_device *d, *nd;
-		size_t n = 0;
-
-		nd = realloc(R->devices, (R->ndevices + 1) * sizeof(*nd));
-		if (!nd)
+		if (grow((void **)&g->rest, &g->crest, g->nrest, sizeof(*g->rest)))
 			return -ENOMEM;
-		R->devices = nd;
-		d = &R->devices[R->ndevices++];
-		memset(d, 0, sizeof(*d));
-		d->device = dev;
-		for (; i < g->nitems && g->items[i].dev == dev; i++) {
-			const struct item *it = &g->items[i];
-
-			d->kernels += it->kind == PT_GPU_KERNEL;
-			d->copies += it->kind == PT_GPU_MEMCPY;
-			d->memsets += it->kind == PT_GPU_MEMSET;
-			ivs[n].s = it->s;
-			ivs[n].e = it->e;
-			n++;
-		}
-		merge(ivs, n, t0, t1, &d->busy_ns);
+		g->rest[g->nrest++] =
+			(struct div){ .s = u[i].s > h ? u[i].s : h, .e = u[i].e, .dev = dev };
 	}
 	return 0;
 }
 
-const struct pt_gpu_result *pt_gpu__join(struct pt_gpu *g, uint64_t t0, uint64_t t1)
+/*
+ * The horizon of a fold, lowered below the start of any item launched
+ * after it (a GPU clock a little behind the host's): such an item is
+ * settled later, and the union before h must be final.
+ *
+ * Steps and bucket calls may straddle h. Lowering h to their start
+ * instead cascades when several threads step at once (each start lies
+ * inside another thread's step) and stops the folds. A step open at h
+ * stays held and takes its busy time of [previous h, h) now (the union
+ * there is final); a bucket call open at h stays held, and the calls
+ * open at a launch are found among the held ones alone: every call that
+ * contains a later launch is held, and they nest (link_parents()).
+ */
+static uint64_t lower(const struct pt_gpu *g, uint64_t h)
+{
+	bool again = true;
+
+	while (again) {
+		again = false;
+		for (size_t i = 0; i < g->nitems; i++) {
+			const struct api *a = find_api(g, g->items[i].corr);
+
+			if (a && a->s >= h && g->items[i].s < h) {
+				h = g->items[i].s;
+				again = true;
+			}
+		}
+	}
+	return h;
+}
+
+/*
+ * Settle what is older than h into the running totals (res) and free it:
+ * items launched before h (by their start when the launch call is not
+ * held), steps that end by h, bucket calls that end by h, launch calls
+ * before the previous horizon (kept one fold longer to recognise late
+ * items). The union of the settled items is final below h: its time
+ * there is added to busy_ns, its part from h on is kept in rest and
+ * takes part in later unions. The join settles everything (final, h =
+ * UINT64_MAX) with the unions clipped to [t0, t1). Returns the number of
+ * records freed, or -ENOMEM.
+ */
+static long settle(struct pt_gpu *g, uint64_t h, uint64_t t0, uint64_t t1, bool final)
 {
 	struct pt_gpu_result *R = &g->res;
-	struct iv *ivs, *u;
-	size_t nu;
+	size_t held = pt_gpu__held(g), k, n = 0, nu;
+	struct div *ivs;
+	struct iv *u;
+	long rc = -ENOMEM;
 
-	if (g->cut) {
-		/* the window: what started before cut_ts, nothing after */
-		size_t k;
-
-#define WINDOW(arr, n, field)                                                                      \
-	do {                                                                                       \
-		for (k = 0, i_ = 0; i_ < (n); i_++)                                                \
-			if ((arr)[i_].field < g->cut_ts)                                           \
-				(arr)[k++] = (arr)[i_];                                            \
-		R->not_held += (n)-k;                                                              \
-		(n) = k;                                                                           \
-	} while (0)
-		size_t i_;
-
-		for (k = 0, i_ = 0; i_ < g->napis; i_++)
-			if (g->apis[i_].s < g->cut_ts)
-				g->apis[k++] = g->apis[i_];
-		R->api_calls -= g->napis - k;
-		R->not_held += g->napis - k;
-		g->napis = k;
-		WINDOW(g->items, g->nitems, s);
-		WINDOW(g->steps, g->nsteps, s);
-		WINDOW(g->bivs, g->nbivs, s);
-#undef WINDOW
-		if (t1 > g->cut_ts)
-			t1 = g->cut_ts;
-		R->window_cut = true;
-		R->window_end_ns = t1;
-	}
-	R->window_ns = t1 > t0 ? t1 - t0 : 0;
 	/* qsort(NULL, 0, ...) is undefined: empty arrays are NULL here */
 	if (g->napis)
 		qsort(g->apis, g->napis, sizeof(*g->apis), api_cmp);
@@ -558,42 +718,127 @@ const struct pt_gpu_result *pt_gpu__join(struct pt_gpu *g, uint64_t t0, uint64_t
 		qsort(g->steps, g->nsteps, sizeof(*g->steps), step_cmp);
 	if (g->nbivs)
 		qsort(g->bivs, g->nbivs, sizeof(*g->bivs), biv_cmp);
+	if (!final) {
+		h = lower(g, h);
+		if (h <= g->h)
+			return 0;
+	}
 	if (link_parents(g))
-		return NULL;
-	for (size_t i = 0; i < g->nitems; i++) {
+		return -ENOMEM;
+	ivs = malloc((g->nrest + g->nitems + 1) * sizeof(*ivs));
+	u = malloc((g->nrest + g->nitems + 1) * sizeof(*u));
+	if (!ivs || !u)
+		goto out;
+	if (g->nrest)
+		memcpy(ivs, g->rest, g->nrest * sizeof(*ivs));
+	n = g->nrest;
+	g->nrest = 0;
+	for (size_t i = k = 0; i < g->nitems; i++) {
 		const struct item *it = &g->items[i];
+		const struct api *a = find_api(g, it->corr);
+		bool is_late = R->folds && a && a->s < g->h;
 
-		R->kernels += it->kind == PT_GPU_KERNEL;
-		R->copies += it->kind == PT_GPU_MEMCPY;
-		R->memsets += it->kind == PT_GPU_MEMSET;
-		attribute(g, it);
+		if (!final && !is_late && (a ? a->s : it->s) >= h) {
+			g->items[k++] = *it;
+			continue;
+		}
+		if (count_item(g, it))
+			goto out;
+		if (is_late)
+			R->late++;
+		else
+			attribute(g, it, a);
+		ivs[n++] = (struct div){ .s = it->s, .e = it->e, .dev = it->dev };
 	}
+	g->nitems = k;
 
-	ivs = malloc((g->nitems ? g->nitems : 1) * sizeof(*ivs));
-	if (!ivs)
-		return NULL;
-	for (size_t i = 0; i < g->nitems; i++) {
-		ivs[i].s = g->items[i].s;
-		ivs[i].e = g->items[i].e;
-	}
 	/* the union over all devices: a step is host-bound when no GPU works */
-	u = ivs;
-	nu = merge(u, g->nitems, t0, t1, &R->busy_ns);
-	R->steps = g->nsteps;
-	for (size_t i = 0; i < g->nsteps; i++) {
-		const struct step *st = &g->steps[i];
-		uint64_t busy = overlap(u, nu, st->s, st->e), dur = st->e - st->s;
+	for (size_t i = 0; i < n; i++)
+		u[i] = (struct iv){ .s = ivs[i].s, .e = ivs[i].e };
+	nu = merge(u, n, t0, t1, &(uint64_t){ 0 });
+	/* its part from h on is the union of the devices' parts (below) */
+	if (split(g, u, nu, h, 0, &R->busy_ns, false))
+		goto out;
+	for (size_t i = k = 0; i < g->nsteps; i++) {
+		struct step *st = &g->steps[i];
+		uint64_t busy, dur = st->e - st->s, lo = st->s > g->h ? st->s : g->h;
+		uint64_t hi = st->e < h ? st->e : h;
 
+		if (hi > lo)
+			st->busy += overlap(u, nu, lo, hi);
+		if (!final && st->e > h) {
+			g->steps[k++] = *st;
+			continue;
+		}
+		busy = st->busy;
+		R->steps++;
 		R->step_ns += dur;
 		R->step_busy_ns += busy;
 		R->steps_with_gpu += st->items > 0;
 		pt_dist__add(&R->step_busy, busy);
 		pt_dist__add(&R->step_idle, dur - busy);
 	}
-	if (device_stats(g, ivs, t0, t1) || kernel_stats(g)) {
-		free(ivs);
-		return NULL;
+	g->nsteps = k;
+
+	/* per device */
+	if (n)
+		qsort(ivs, n, sizeof(*ivs), div_cmp);
+	for (size_t i = 0; i < n;) {
+		uint32_t dev = ivs[i].dev;
+		struct pt_gpu_device *d = device(g, dev);
+
+		if (!d)
+			goto out;
+		for (nu = 0; i < n && ivs[i].dev == dev; i++)
+			u[nu++] = (struct iv){ .s = ivs[i].s, .e = ivs[i].e };
+		nu = merge(u, nu, t0, t1, &(uint64_t){ 0 });
+		if (split(g, u, nu, h, dev, &d->busy_ns, true))
+			goto out;
 	}
+
+	for (size_t i = k = 0; i < g->nbivs; i++)
+		if (!final && g->bivs[i].e > h)
+			g->bivs[k++] = g->bivs[i];
+	g->nbivs = k;
+	for (size_t i = k = 0; i < g->napis; i++)
+		if (!final && g->apis[i].s >= g->h)
+			g->apis[k++] = g->apis[i];
+	g->napis = k;
+	if (!final) {
+		g->h = h;
+		R->folds++;
+	}
+	rc = (long)(held - pt_gpu__held(g));
+out:
 	free(ivs);
+	free(u);
+	return rc;
+}
+
+static long fold(struct pt_gpu *g)
+{
+	const size_t n[S_NR] = { g->nitems, g->napis, g->nsteps, g->nbivs };
+	uint64_t lo = UINT64_MAX;
+
+	for (int i = 0; i < S_NR; i++)
+		if (n[i] && g->last[i] < lo)
+			lo = g->last[i];
+	if (lo == UINT64_MAX || lo <= g->lag)
+		return 0;
+	return settle(g, lo - g->lag, 0, UINT64_MAX, false);
+}
+
+const struct pt_gpu_result *pt_gpu__join(struct pt_gpu *g, uint64_t t0, uint64_t t1)
+{
+	struct pt_gpu_result *R = &g->res;
+
+	R->window_ns = t1 > t0 ? t1 - t0 : 0;
+	if (settle(g, UINT64_MAX, t0, t1, true) < 0)
+		return NULL;
+	for (size_t i = 0; i < R->ntop; i++)
+		if (!R->top[i].name)
+			R->top[i].name = "[unnamed kernel]";
+	if (R->ntop)
+		qsort(R->top, R->ntop, sizeof(*R->top), kstat_cmp);
 	return R;
 }

@@ -44,11 +44,13 @@ struct pt_gpu_result {
 	uint64_t window_ns;
 	uint64_t unmatched;	/* work whose launch call was not seen (no API record) */
 	uint64_t outside_steps; /* launched outside any counted step */
-	/* the memory bound (pt_gpu__set_max_held): records not held, the
-	 * figures then those of [t0, window_end_ns) */
+	/* the memory bound (pt_gpu__set_max_held): folds of the old part
+	 * into these totals; records that came after a fold had settled
+	 * their time (gpu.c, "Late records"); records not held because a
+	 * fold could free nothing */
+	uint64_t folds;
+	uint64_t late;
 	uint64_t not_held;
-	bool window_cut;
-	uint64_t window_end_ns;
 	/* counted steps */
 	uint64_t steps;
 	uint64_t steps_with_gpu;	     /* with any work launched in them */
@@ -72,10 +74,18 @@ int pt_gpu__record(struct pt_gpu *g, const struct pt_gpu_rec *r);
 int pt_gpu__bucket_call(struct pt_gpu *g, uint32_t tid, uint64_t t0, uint64_t t1, uint64_t bmask);
 /* A counted step. */
 int pt_gpu__step(struct pt_gpu *g, uint32_t tid, uint64_t t0, uint64_t t1);
-/* At most n records held (default 4M); past that, a time window (gpu.c). */
+/*
+ * At most n records held (default 4M, and an eighth more while a fold
+ * frees nothing): at n, what is older than the fold lag behind the
+ * latest record of every stream (default 30 s) is settled into the
+ * totals and freed (gpu.c, settle()).
+ */
 void pt_gpu__set_max_held(struct pt_gpu *g, size_t n);
-/* Join everything; the window is [t0, t1), or shorter when the bound cut
- * it (window_cut). The result lives in g. */
+void pt_gpu__set_fold_lag(struct pt_gpu *g, uint64_t ns);
+/* Records (and residual busy intervals) held now. */
+size_t pt_gpu__held(const struct pt_gpu *g);
+/* Join everything; the window is [t0, t1) (the part a fold settled is
+ * counted whole: it must lie inside). The result lives in g. */
 const struct pt_gpu_result *pt_gpu__join(struct pt_gpu *g, uint64_t t0, uint64_t t1);
 
 #endif

@@ -527,11 +527,9 @@ static void build_gpu(struct jb *b, cJSON *root, const struct pt_report *r)
 	jb_num(b, o, "syncs", (double)g->syncs);
 	jb_num(b, o, "unmatched", (double)g->unmatched);
 	jb_num(b, o, "outside_steps", (double)g->outside_steps);
+	jb_num(b, o, "folds", (double)g->folds);
+	jb_num(b, o, "records_late", (double)g->late);
 	jb_num(b, o, "records_not_held", (double)g->not_held);
-	if (g->window_cut && g->window_end_ns > r->t0_mono)
-		jb_num(b, o, "window_end_s", round6((double)(g->window_end_ns - r->t0_mono) / 1e9));
-	else
-		jb_null(b, o, "window_end_s");
 	jb_ms(b, o, "busy_ms", (double)g->busy_ns);
 	jb_num(b, o, "busy_share", share_of(g->busy_ns, g->window_ns));
 	arr = add_arr(b, o, "devices");

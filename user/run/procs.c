@@ -68,6 +68,19 @@ static int open_ring(struct proc *p, char *why, size_t len)
 	return pt_gpuring__open(&p->gr, p->tracee.pid, why, len);
 }
 
+/* PT_GPU_MAX_HELD, PT_GPU_FOLD_LAG_MS: test knobs (bench/memory.py), a
+ * small bound and lag so a run of minutes folds GPU records many times
+ * (docs/gpu.md, "The memory bound"). */
+static void gpu_test_bound(struct pt_gpu *g)
+{
+	const char *n = getenv("PT_GPU_MAX_HELD"), *lag = getenv("PT_GPU_FOLD_LAG_MS");
+
+	if (n && atol(n) > 0)
+		pt_gpu__set_max_held(g, (size_t)atol(n));
+	if (lag && atol(lag) >= 0)
+		pt_gpu__set_fold_lag(g, (uint64_t)atol(lag) * 1000000);
+}
+
 static int inject_shim(struct proc *p, char *err, size_t errlen)
 {
 	const struct run *r = p->run;
@@ -127,6 +140,7 @@ int pt_run__open_gpu(struct proc *p)
 		p->gpu = pt_gpu__new(r->cfg.nbuckets);
 		if (!p->gpu)
 			return -ENOMEM;
+		gpu_test_bound(p->gpu);
 		/* in a container: CUPTI's tids are the container's (docs/gpu.md) */
 		e = pt_nstid__open(&p->nst, "/proc", p->tracee.pid);
 		if (e == -ENOMEM)

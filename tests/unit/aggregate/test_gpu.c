@@ -641,33 +641,397 @@ static void test_many(void **state)
 	pt_gpu__free(g);
 }
 
-/* The memory bound: past max_held, a time window. A late record that
- * started before the cut is still held; later ones are not, and the
- * join's window ends at the cut. */
-static void test_bound_window(void **state)
+/* ---- the memory bound: folds ---- */
+
+/*
+ * Random streams, as a server makes them: NT threads of back-to-back
+ * steps, in each step nested bucket calls (an outer call per step, inner
+ * calls inside it) and launches; every launch makes an item on one of
+ * ND devices, queued behind earlier work there (so kernels start after
+ * later launches, and devices overlap), and sometimes a second (driver)
+ * launch call with the same correlation id; some launches outside steps,
+ * some items without a launch call. Each record is delivered at its
+ * ready time (items at their end, launch calls at their start, steps
+ * and bucket calls at their end) plus a random delay below MAXD, in
+ * that order: out of time order. Queueing, durations and MAXD stay
+ * below the lag, so no record comes after a fold settled its time.
+ */
+#define NT 3
+#define ND 3
+#define NB 4
+#define MAXD 1500
+#define LAG 6000
+
+enum ev_type { EV_ITEM, EV_API, EV_STEP, EV_BIV };
+
+struct ev {
+	uint64_t at; /* delivery time */
+	enum ev_type type;
+	struct pt_gpu_rec r;
+	uint32_t tid;
+	uint64_t s, e, mask;
+};
+
+struct evs {
+	struct ev *v;
+	size_t n, cap;
+};
+
+static uint64_t rnd_state;
+
+static uint64_t rnd(uint64_t n)
+{
+	rnd_state = rnd_state * 6364136223846793005ULL + 1442695040888963407ULL;
+	return (rnd_state >> 33) % n;
+}
+
+static struct ev *push(struct evs *E, enum ev_type type, uint64_t ready)
+{
+	struct ev *x;
+
+	if (E->n == E->cap) {
+		E->cap = E->cap ? E->cap * 2 : 1024;
+		E->v = realloc(E->v, E->cap * sizeof(*E->v));
+		assert_non_null(E->v);
+	}
+	x = &E->v[E->n++];
+	memset(x, 0, sizeof(*x));
+	x->type = type;
+	x->at = ready + rnd(MAXD);
+	return x;
+}
+
+static int ev_cmp(const void *a, const void *b)
+{
+	const struct ev *x = a, *y = b;
+
+	return x->at < y->at ? -1 : x->at > y->at;
+}
+
+static const char *const knames[] = { "gemm", "attn", "norm", "rope", "gemm_small" };
+
+static void launch(struct evs *E, uint32_t *corr, uint64_t *dev_free, uint32_t tid, uint64_t t,
+		   bool with_api)
+{
+	uint32_t c = ++*corr, d = (uint32_t)rnd(ND);
+	uint64_t s = t + 1 + rnd(200), dur = rnd(8) ? 1 + rnd(400) : 0;
+	struct ev *x;
+
+	if (dev_free[d] > s && dev_free[d] - s < 2000)
+		s = dev_free[d] - rnd(50); /* queued behind, overlapping a little */
+	if (s < t)
+		s = t;
+	if (s + dur > dev_free[d])
+		dev_free[d] = s + dur;
+	if (with_api) {
+		x = push(E, EV_API, t);
+		x->r = (struct pt_gpu_rec){
+			.kind = PT_GPU_API, .correlation_id = c, .start_ns = t, .end_ns = t + 3
+		};
+		x->r.api.tid = tid;
+		if (!rnd(4)) { /* the driver call under the runtime one */
+			x = push(E, EV_API, t + 1);
+			x->r = (struct pt_gpu_rec){ .kind = PT_GPU_API,
+						    .correlation_id = c,
+						    .start_ns = t + 1,
+						    .end_ns = t + 2 };
+			x->r.api.tid = tid;
+			x->r.api.driver = true;
+		}
+	}
+	x = push(E, EV_ITEM, s + dur);
+	x->r = (struct pt_gpu_rec){ .correlation_id = c, .start_ns = s, .end_ns = s + dur };
+	switch (rnd(6)) {
+	case 0:
+		x->r.kind = PT_GPU_MEMCPY;
+		x->r.memcpy.device_id = d;
+		x->r.memcpy.bytes = 1 + rnd(1000);
+		break;
+	case 1:
+		x->r.kind = PT_GPU_MEMSET;
+		x->r.memset.device_id = d;
+		break;
+	default:
+		x->r.kind = PT_GPU_KERNEL;
+		x->r.kernel.device_id = d;
+		x->r.kernel.name = rnd(10) ? knames[rnd(5)] : NULL;
+	}
+}
+
+static void host(struct evs *E, enum ev_type type, uint32_t tid, uint64_t s, uint64_t e,
+		 uint64_t mask)
+{
+	struct ev *x = push(E, type, e);
+
+	x->tid = tid;
+	x->s = s;
+	x->e = e;
+	x->mask = mask;
+}
+
+static void gen(struct evs *E, uint64_t span)
+{
+	uint64_t dev_free[ND] = { 0 };
+	uint32_t corr = 0;
+
+	E->n = 0;
+	for (uint32_t tid = 1; tid <= NT; tid++) {
+		uint64_t t = 100 + rnd(500);
+
+		while (t < span) {
+			uint64_t len = 500 + rnd(2000), e = t + len, c, ce;
+
+			if (rnd(5)) {
+				host(E, EV_STEP, tid, t, e, 0);
+				/* nested calls: an outer one, inner ones in it */
+				host(E, EV_BIV, tid, t + 10, e - 10, 1ULL << rnd(NB));
+				for (c = t + 20; c + 210 < e - 20; c = ce + 1 + rnd(500)) {
+					ce = c + 50 + rnd(150);
+
+					if (rnd(2))
+						host(E, EV_BIV, tid, c, ce, 1ULL << rnd(NB + 1));
+					if (rnd(3) == 0 && ce - c > 20)
+						host(E, EV_BIV, tid, c + 5, ce - 5,
+						     1ULL << rnd(NB));
+				}
+			}
+			/* launches, in and between steps */
+			for (c = t; c < e + 200; c += 20 + rnd(150))
+				launch(E, &corr, dev_free, tid, c, rnd(20) != 0);
+			t = e + rnd(300);
+		}
+	}
+	qsort(E->v, E->n, sizeof(*E->v), ev_cmp);
+}
+
+static void feed(struct pt_gpu *g, const struct evs *E, size_t bound)
+{
+	for (size_t i = 0; i < E->n; i++) {
+		const struct ev *x = &E->v[i];
+
+		switch (x->type) {
+		case EV_ITEM:
+		case EV_API:
+			assert_int_equal(pt_gpu__record(g, &x->r), 0);
+			break;
+		case EV_STEP:
+			step(g, x->tid, x->s, x->e);
+			break;
+		case EV_BIV:
+			bcall(g, x->tid, x->s, x->e, x->mask);
+			break;
+		}
+		if (bound)
+			assert_true(pt_gpu__held(g) <= bound + bound / 8);
+	}
+}
+
+static void same_dist(const struct pt_dist *a, const struct pt_dist *b)
+{
+	static const double qs[] = { 0, 0.1, 0.5, 0.9, 0.99, 1 };
+
+	assert_int_equal(a->count, b->count);
+	assert_true(a->sum == b->sum);
+	assert_int_equal(a->zeros, b->zeros);
+	for (size_t i = 0; i < sizeof(qs) / sizeof(qs[0]); i++)
+		assert_true(pt_dist__quantile(a, qs[i]) == pt_dist__quantile(b, qs[i]));
+	if (a->count) {
+		assert_int_equal(a->min, b->min);
+		assert_int_equal(a->max, b->max);
+	}
+}
+
+static void same_result(const struct pt_gpu_result *A, const struct pt_gpu_result *B)
+{
+	assert_int_equal(A->kernels, B->kernels);
+	assert_int_equal(A->copies, B->copies);
+	assert_int_equal(A->memsets, B->memsets);
+	assert_int_equal(A->api_calls, B->api_calls);
+	assert_int_equal(A->syncs, B->syncs);
+	assert_int_equal(A->copy_bytes, B->copy_bytes);
+	assert_int_equal(A->busy_ns, B->busy_ns);
+	assert_int_equal(A->window_ns, B->window_ns);
+	assert_int_equal(A->unmatched, B->unmatched);
+	assert_int_equal(A->outside_steps, B->outside_steps);
+	assert_int_equal(A->steps, B->steps);
+	assert_int_equal(A->steps_with_gpu, B->steps_with_gpu);
+	assert_int_equal(A->step_ns, B->step_ns);
+	assert_int_equal(A->step_busy_ns, B->step_busy_ns);
+	assert_int_equal(A->step_items, B->step_items);
+	same_dist(&A->step_busy, &B->step_busy);
+	same_dist(&A->step_idle, &B->step_idle);
+	same_dist(&A->launch_delay, &B->launch_delay);
+	assert_int_equal(A->ndevices, B->ndevices);
+	for (size_t i = 0; i < A->ndevices; i++) {
+		assert_int_equal(A->devices[i].device, B->devices[i].device);
+		assert_int_equal(A->devices[i].kernels, B->devices[i].kernels);
+		assert_int_equal(A->devices[i].copies, B->devices[i].copies);
+		assert_int_equal(A->devices[i].memsets, B->devices[i].memsets);
+		assert_int_equal(A->devices[i].busy_ns, B->devices[i].busy_ns);
+	}
+	assert_int_equal(A->ntop, B->ntop);
+	for (size_t i = 0; i < A->ntop; i++) {
+		assert_string_equal(A->top[i].name, B->top[i].name);
+		assert_int_equal(A->top[i].count, B->top[i].count);
+		assert_int_equal(A->top[i].total_ns, B->top[i].total_ns);
+		assert_int_equal(A->top[i].max_ns, B->top[i].max_ns);
+	}
+	for (size_t b = 0; b < NB; b++) {
+		assert_int_equal(A->buckets[b].kernels, B->buckets[b].kernels);
+		assert_int_equal(A->buckets[b].gpu_ns, B->buckets[b].gpu_ns);
+	}
+}
+
+/* The folded join equals the join of everything at the end, exactly. */
+static void test_fold_equals_join(void **state)
+{
+	struct evs E = { 0 };
+	uint64_t folds = 0;
+
+	for (uint64_t seed = 1; seed <= 40; seed++) {
+		struct pt_gpu *all = pt_gpu__new(NB), *f = pt_gpu__new(NB);
+		const struct pt_gpu_result *A, *F;
+		size_t bound = 1000 + seed * 37 % 1000;
+
+		assert_non_null(all);
+		assert_non_null(f);
+		rnd_state = seed;
+		gen(&E, 300000 + seed * 5000);
+		pt_gpu__set_max_held(f, bound);
+		pt_gpu__set_fold_lag(f, LAG);
+		feed(all, &E, 0);
+		feed(f, &E, bound);
+		A = join(all, 0, 1ULL << 40);
+		F = join(f, 0, 1ULL << 40);
+		assert_int_equal(A->folds, 0);
+		assert_true(F->folds > 10);
+		assert_int_equal(F->late, 0);
+		assert_int_equal(F->not_held, 0);
+		assert_true(A->kernels > 1000 && A->step_items > 1000);
+		assert_true(A->unmatched > 0 && A->outside_steps > 0);
+		same_result(A, F);
+		folds += F->folds;
+		pt_gpu__free(all);
+		pt_gpu__free(f);
+	}
+	print_message("  %llu folds over 40 seeds\n", (unsigned long long)folds);
+	free(E.v);
+}
+
+/*
+ * A record that comes after a fold settled its time is counted in late
+ * and joins only the plain counts: the item's kind, device, kernel name
+ * and its busy time from the horizon on; a step, bucket call or launch
+ * call before the horizon nothing more (the launch call api_calls).
+ */
+static void test_fold_late(void **state)
+{
+	struct pt_gpu *g = pt_gpu__new(1);
+	const struct pt_gpu_result *R;
+	uint64_t busy1;
+
+	assert_non_null(g);
+	pt_gpu__set_max_held(g, 16);
+	pt_gpu__set_fold_lag(g, 200);
+	for (uint32_t i = 0; i < 40; i++) {
+		uint64_t t = 100ULL * i;
+
+		step(g, TA, t, t + 100);
+		api(g, i + 1, TA, t + 10, false);
+		kern(g, i + 1, 0, "k", t + 20, t + 30);
+	}
+	/* the last fold's horizon h is in (3000, 4000) */
+	assert_true(pt_gpu__held(g) <= 18);
+	/* a kernel launched at 50 that ran 60..50000: late */
+	api(g, 100, TA, 50, false);
+	kern(g, 100, 1, "late", 60, 50000);
+	/* a step and a bucket call from the folded part */
+	step(g, TB, 10, 20);
+	bcall(g, TA, 10, 20, B0);
+	R = join(g, 0, 100000);
+	assert_true(R->folds > 0);
+	assert_int_equal(R->late, 4);
+	assert_int_equal(R->not_held, 0);
+	/* the plain counts have it */
+	assert_int_equal(R->kernels, 41);
+	assert_int_equal(R->api_calls, 41);
+	assert_int_equal(dev(R, 1)->kernels, 1);
+	assert_int_equal(R->ntop, 2);
+	assert_string_equal(R->top[0].name, "late");
+	assert_int_equal(R->top[0].total_ns, 49940);
+	assert_string_equal(R->top[1].name, "k");
+	/* its busy time from the horizon on only: 50000 - h */
+	busy1 = dev(R, 1)->busy_ns;
+	assert_true(busy1 > 46000 && busy1 < 47000);
+	assert_int_equal(dev(R, 0)->busy_ns, 400);
+	assert_true(R->busy_ns >= busy1 && R->busy_ns <= busy1 + 400);
+	/* nothing else: no step, no bucket, no launch delay, not unmatched */
+	assert_int_equal(R->steps, 40);
+	assert_int_equal(R->step_items, 40);
+	assert_int_equal(R->unmatched + R->outside_steps, 0);
+	assert_int_equal(R->launch_delay.count, 40);
+	assert_int_equal(R->buckets[0].kernels, 0);
+	assert_int_equal(R->kernels + R->copies + R->memsets,
+			 R->step_items + R->outside_steps + R->unmatched + 1);
+	pt_gpu__free(g);
+}
+
+/*
+ * Memory stays bounded: 20x the bound in time order, the held count
+ * never above the bound and its eighth; every record still counted.
+ */
+static void test_fold_bounded(void **state)
+{
+	enum { BOUND = 1000, N = 20 * BOUND / 2 };
+	struct pt_gpu *g = pt_gpu__new(1);
+	const struct pt_gpu_result *R;
+	size_t peak = 0;
+
+	assert_non_null(g);
+	pt_gpu__set_max_held(g, BOUND);
+	pt_gpu__set_fold_lag(g, 5000);
+	for (uint32_t i = 0; i < N; i++) {
+		uint64_t t = 100ULL * i;
+
+		if (i % 10 == 0)
+			step(g, TA, t, t + 1000);
+		api(g, i + 1, TA, t + 10, false);
+		kern(g, i + 1, i % 2, "k", t + 20, t + 150); /* overlapping the next */
+		if (pt_gpu__held(g) > peak)
+			peak = pt_gpu__held(g);
+		assert_true(pt_gpu__held(g) <= BOUND + BOUND / 8);
+	}
+	R = join(g, 0, 100ULL * N + 1000);
+	assert_true(peak >= BOUND - 1);
+	assert_true(R->folds >= 10);
+	assert_int_equal(R->late + R->not_held, 0);
+	assert_int_equal(R->kernels, N);
+	assert_int_equal(R->step_items, N);
+	assert_int_equal(R->steps, N / 10);
+	assert_int_equal(R->busy_ns, 100ULL * (N - 1) + 130);
+	assert_int_equal(dev(R, 0)->busy_ns, 130ULL * (N / 2));
+	pt_gpu__free(g);
+}
+
+/* When no fold can free anything (every record within the lag), records
+ * are taken in an eighth more, then not held and counted. */
+static void test_fold_no_progress(void **state)
 {
 	struct pt_gpu *g = pt_gpu__new(0);
 	const struct pt_gpu_result *R;
 
-	pt_gpu__set_max_held(g, 8);
-	for (uint32_t c = 1; c <= 4; c++) {
+	assert_non_null(g);
+	pt_gpu__set_max_held(g, 16);
+	for (uint32_t c = 1; c <= 10; c++) {
 		api(g, c, TA, c * 1000, false);
 		kern(g, c, 0, "k", c * 1000 + 100, c * 1000 + 200);
 	}
-	/* full: this one (at 5000) is not held, the window ends there */
-	api(g, 5, TA, 5000, false);
-	kern(g, 5, 0, "k", 5100, 5200);
-	/* a step from 500 committed late: held (an eighth more: 1) */
-	assert_int_equal(pt_gpu__step(g, TA, 500, 4500), 0);
-	R = join(g, 0, 10000);
-	assert_int_equal(R->kernels, 4);
-	assert_int_equal(R->api_calls, 4);
+	assert_int_equal(pt_gpu__held(g), 18);
+	R = join(g, 0, 100000);
+	assert_int_equal(R->kernels, 9);
+	assert_int_equal(R->api_calls, 9);
 	assert_int_equal(R->not_held, 2);
-	assert_true(R->window_cut);
-	assert_int_equal(R->window_end_ns, 5000);
-	assert_int_equal(R->window_ns, 5000);
-	assert_int_equal(R->steps, 1);
-	assert_int_equal(R->step_items, 4);
+	assert_int_equal(R->late, 0);
 	assert_int_equal(R->unmatched, 0);
 	pt_gpu__free(g);
 }
@@ -689,7 +1053,10 @@ int main(void)
 		cmocka_unit_test(test_empty),
 		cmocka_unit_test(test_no_buckets),
 		cmocka_unit_test(test_many),
-		cmocka_unit_test(test_bound_window),
+		cmocka_unit_test(test_fold_equals_join),
+		cmocka_unit_test(test_fold_late),
+		cmocka_unit_test(test_fold_bounded),
+		cmocka_unit_test(test_fold_no_progress),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1840,8 +1840,8 @@ static void test_gpu_section(void **state)
 	assert_non_null(doc);
 	o = item(doc, "gpu");
 	CHECK_KEYS(o, "source", "shim", "records", "kernels", "copies", "memsets", "copy_bytes",
-		   "api_calls", "syncs", "unmatched", "outside_steps", "records_not_held",
-		   "window_end_s", "busy_ms", "busy_share", "devices", "steps", "launch_delay",
+		   "api_calls", "syncs", "unmatched", "outside_steps", "folds", "records_late",
+		   "records_not_held", "busy_ms", "busy_share", "devices", "steps", "launch_delay",
 		   "buckets", "top_kernels", "kernel_names");
 	check_str(o, "source", "cupti-shim");
 	x = item(o, "shim");
@@ -1870,6 +1870,9 @@ static void test_gpu_section(void **state)
 	check_num(o, "syncs", 1);
 	check_num(o, "unmatched", 1);
 	check_num(o, "outside_steps", 0);
+	check_num(o, "folds", 0);
+	check_num(o, "records_late", 0);
+	check_num(o, "records_not_held", 0);
 	check_num(o, "busy_ms", 7.5);
 	check_num(o, "busy_share", 0.075);
 
