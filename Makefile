@@ -278,7 +278,7 @@ FUZZ_CFLAGS := -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=
 # One harness per reader of target-controlled input: the module(s) it links
 # (only those, so a finding points at one file) and any extra libraries.
 FUZZ_NAMES := maps elf config pycode pyline folded gpuring pyattr agent pyoffsets pysrc regions \
-	      gpulive
+	      gpulive gpujoin
 FUZZ_SRCS_maps := user/attach/maps.c
 FUZZ_SRCS_elf := user/attach/elfsyms.c
 FUZZ_LIBS_elf := -lelf
@@ -305,6 +305,9 @@ FUZZ_SRCS_regions := user/gpu/regions.c user/aggregate/regions.c user/report/reg
 FUZZ_LIBS_regions := -lcjson -lm
 # GPU record times (from the target's ring) into the live busy/idle sets
 FUZZ_SRCS_gpulive := user/aggregate/gpulive.c
+# the same records into the end-of-run join, bounded so that it folds
+FUZZ_SRCS_gpujoin := user/aggregate/gpu.c user/aggregate/dist.c
+FUZZ_LIBS_gpujoin := -lm
 # libFuzzer caps inputs near the largest seed (13 KB for ELF); let them
 # grow enough for big symbol tables.
 FUZZ_ARGS_elf := -max_len=65536

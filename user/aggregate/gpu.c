@@ -272,7 +272,7 @@ int pt_gpu__record(struct pt_gpu *g, const struct pt_gpu_rec *r)
 	rc = make_room(g);
 	if (rc < 0)
 		return rc;
-	if (!late(g, it.s) && !rc) {
+	if (!rc) { /* a late one too: it would hold a residual interval */
 		g->res.not_held++;
 		return 0;
 	}
