@@ -33,6 +33,33 @@ def close(got, want, what, eps=1e-6):
 
 def test_gpu_join_synthetic():
     s, t, err = profile(CONF, ["--steps", N], victim_name="victim_gpu_synth")
+    check_synthetic(s, t, err, N)
+    eq((s["gpu"]["folds"], s["gpu"]["records_late"], s["gpu"]["records_not_held"]), (0, 0, 0),
+       "below the bound: no fold")
+
+
+def test_gpu_join_folded():
+    """The end-of-run join's memory bound (docs/gpu.md, "The memory
+    bound"), made small with its test knobs: 10,000 records and a fold
+    lag of 300 ms on a run of 4,000 steps (about 60,000 records), so that
+    the join folds the old part into its totals many times while the
+    process runs. Every figure is still the victim's, to the ns."""
+    n = 4000
+    os.environ.update(PT_GPU_MAX_HELD="10000", PT_GPU_FOLD_LAG_MS="300")
+    try:
+        s, t, err = profile(CONF, ["--steps", n], victim_name="victim_gpu_synth")
+    finally:
+        for k in ("PT_GPU_MAX_HELD", "PT_GPU_FOLD_LAG_MS"):
+            os.environ.pop(k, None)
+    g = s["gpu"]
+    print("    folds %d, late %d, not held %d" % (g["folds"], g["records_late"],
+                                                 g["records_not_held"]))
+    assert g["folds"] >= 3, g["folds"]
+    eq((g["records_late"], g["records_not_held"]), (0, 0), "late, not held")
+    check_synthetic(s, t, err, n)
+
+
+def check_synthetic(s, t, err, N):
     assert "GPU stream from the CUPTI shim" in err, err
     g = s["gpu"]
     eq(g["source"], "cupti-shim", "source")
