@@ -416,8 +416,8 @@ static const struct api *find_api(const struct pt_gpu *g, uint32_t corr)
 	return lo < g->napis && g->apis[lo].corr == corr ? &g->apis[lo] : NULL;
 }
 
-/* Index of the last element of (tid, s)-sorted base with tid and s <= t,
- * or -1. stride: element size; the key fields are read through acc. */
+/* Index of the last step of the (tid, s)-sorted v with tid and s <= t,
+ * or -1 (and the same for bucket calls below). */
 static long last_at_or_before(const struct step *v, size_t n, uint32_t tid, uint64_t t)
 {
 	size_t lo = 0, hi = n;
