@@ -71,7 +71,7 @@ endif
 VICTIM_SRCS := $(wildcard tests/victims/*.c)
 VICTIMS := $(patsubst tests/victims/%.c,$(OUTPUT)/victims/%,$(filter-out tests/victims/lib%.c,$(VICTIM_SRCS))) \
 	   $(OUTPUT)/victims/libvictim_dl.so $(OUTPUT)/victims/libinject_probe.so \
-	   $(OUTPUT)/victims/libinject_slow.so
+	   $(OUTPUT)/victims/libinject_slow.so $(OUTPUT)/victims/victim_faults_rp
 # C++ victims (demangled names): tests/victims/*.cc
 VICTIMS += $(patsubst tests/victims/%.cc,$(OUTPUT)/victims/%,$(wildcard tests/victims/*.cc))
 
@@ -150,10 +150,11 @@ $(OUTPUT)/tests-tools/%: tests/tools/%.c $(LIBPT) | $(OUTPUT)/tests-tools
 
 # ---- fixtures for the ELF resolver tests ----
 # -rdynamic: the stripped copy of elf_pie must keep its functions in .dynsym.
+# a DT_RUNPATH (new dtags) on the PIE, a DT_RPATH on the other (pt_elf__runpath)
 $(OUTPUT)/fixtures/elf_pie: tests/fixtures/elf_fixture.c | $(OUTPUT)/fixtures
-	$(Q)$(CC) -O1 -g -fPIE -pie -rdynamic $< -o $@
+	$(Q)$(CC) -O1 -g -fPIE -pie -rdynamic -Wl,--enable-new-dtags,-rpath,'$$ORIGIN/../lib:/opt/fx' $< -o $@
 $(OUTPUT)/fixtures/elf_nopie: tests/fixtures/elf_fixture.c | $(OUTPUT)/fixtures
-	$(Q)$(CC) -O1 -g -fno-pie -no-pie $< -o $@
+	$(Q)$(CC) -O1 -g -fno-pie -no-pie -Wl,--disable-new-dtags,-rpath,/opt/fx-old $< -o $@
 $(OUTPUT)/fixtures/elf_stripped: $(OUTPUT)/fixtures/elf_pie
 	$(Q)strip -s $< -o $@
 # -Ttext-segment: an ET_DYN whose st_value != file offset, so a resolver that
@@ -177,6 +178,11 @@ $(OUTPUT)/victims/libinject_probe.so: tests/victims/libinject_probe.c | $(OUTPUT
 $(OUTPUT)/victims/libinject_slow.so: tests/victims/libinject_probe.c | $(OUTPUT)/victims
 	$(call msg,VICTIM,$@)
 	$(Q)$(CC) $(VICTIM_CFLAGS) -DSLOW -fPIC -shared $< -o $@
+# victim_faults naming $ORIGIN/rp-lib in its DT_RUNPATH, as pip wheels name
+# their libraries' folders (the dlopen race's RUNPATH search)
+$(OUTPUT)/victims/victim_faults_rp: tests/victims/victim_faults.c tests/victims/victim.h | $(OUTPUT)/victims
+	$(call msg,VICTIM,$@)
+	$(Q)$(CC) $(VICTIM_CFLAGS) -Wl,--enable-new-dtags,-rpath,'$$ORIGIN/rp-lib' $< -o $@ -ldl -lm
 $(OUTPUT)/victims/victim_static: tests/victims/victim_static.c | $(OUTPUT)/victims
 	$(call msg,VICTIM,$@)
 	$(Q)$(CC) $(VICTIM_CFLAGS) -static $< -o $@

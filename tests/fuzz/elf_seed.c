@@ -12,6 +12,9 @@
  *   gcc -Os -nostdlib -fPIC -shared -DLIB $L -Wl,--version-script=elf_seed.map \
  *       elf_seed.c -o corpus/elf/shared_versioned.so
  *   strip -s corpus/elf/shared_versioned.so -o corpus/elf/shared_stripped.so
+ *   gcc -Os -nostdlib -fPIC -shared -DLIB $L -Wl,--version-script=elf_seed.map \
+ *       -Wl,--enable-new-dtags,-rpath,'$ORIGIN/../lib:/opt/x' \
+ *       elf_seed.c -o corpus/elf/shared_runpath.so
  *
  * (noseparate-code and the small page size keep each file near 2 KB.)
  */

@@ -7,6 +7,7 @@
  */
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 #include <stdio.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -35,7 +36,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct pt_elf *e;
 	char path[64];
 	uint8_t buf[16];
+	char rp[256];
 	size_t i;
+	int rc;
 
 	/* One memfd for the whole run, rewritten for each input. */
 	if (memfd < 0) {
@@ -47,6 +50,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		__builtin_trap();
 	snprintf(path, sizeof(path), "/proc/self/fd/%d", memfd);
 
+	/* the search path the prearm reads out of every file the target maps */
+	rc = pt_elf__runpath(path, rp, sizeof(rp));
+	if (rc ? rp[0] != 0 : strlen(rp) >= sizeof(rp))
+		__builtin_trap();
 	if (pt_elf__open(&e, path))
 		return 0;
 	for (i = 0; i < e->nsyms; i++) {

@@ -220,6 +220,40 @@ def test_fault_dlopen_system_library_first_call():
     eq(f["dlopen_window_ms"], 0, "no window")
 
 
+def test_fault_dlopen_runpath_first_call():
+    """The dlopen race for a library in a folder the program names in its
+    DT_RUNPATH, relative to itself ($ORIGIN/rp-lib, as pip wheels name
+    their libraries' folders), dlopen()ed by name and called at once. No
+    file the victim maps is in that folder and no other search names it:
+    proftrace reads the RUNPATH of what the target maps, probes the file
+    at attach, and the very first call is timed."""
+    tmp = tempfile.mkdtemp(prefix="pt-fault-")
+    exe = os.path.join(tmp, "bin", "victim_faults_rp")
+    lib = os.path.join(tmp, "bin", "rp-lib", "libvictim_dlrp.so")
+    os.makedirs(os.path.dirname(lib))
+    shutil.copy(os.path.join(VICTIMS, "victim_faults_rp"), exe)
+    shutil.copy(DL_LIB, lib)
+    truth = os.path.join(tmp, "truth.json")
+    conf = CONF + "bucket fault.dl native:libvictim_dlrp.so:dl_work\n"
+    v = victim([exe], "dlsys", "libvictim_dlrp.so", "dl_work", 2000, "--truth", truth)
+    out = os.path.join(tmp, "out")
+    pt = proftrace(v.pid, write_conf(tmp, conf), out)
+    try:
+        pt.wait_line("proftrace: attached", "err", timeout=90)
+        with open("/proc/%d/maps" % v.pid) as f:
+            assert "rp-lib" not in f.read(), "the victim maps from that folder already"
+    except Exception:
+        v.kill()
+        pt.kill()
+        raise
+    v.send("go\n")
+    s, t, err = finish(v, pt, out, truth)
+    eq(t["calls"]["dl_work"], 2000, "victim's own count")
+    f = func(s, "dl_work")
+    eq(f["calls"], 2000, "every call, the first included")
+    eq(f["dlopen_window_ms"], 0, "no window")
+
+
 def test_fault_dlopen_window_stated():
     """The dlopen race where it cannot be closed: the library comes from a
     folder proftrace could not know (a path built at run time). It is

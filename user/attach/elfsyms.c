@@ -14,6 +14,7 @@
 #include <fcntl.h>
 #include <gelf.h>
 #include <limits.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -431,4 +432,70 @@ size_t pt_elf__closest(const struct pt_elf *e, const char *want, const char **ou
 	n = pt_closest(names, e->nsyms, want, out, max);
 	free(names);
 	return n;
+}
+
+/* The first DT_RUNPATH, else the first DT_RPATH, of the dynamic section. */
+static int dyn_runpath(Elf *elf, char *buf, size_t len)
+{
+	size_t off[2] = { SIZE_MAX, SIZE_MAX }; /* RUNPATH, RPATH */
+	Elf_Scn *scn = NULL;
+	GElf_Shdr sh;
+
+	while ((scn = elf_nextscn(elf, scn))) {
+		Elf_Data *d;
+		GElf_Dyn dyn;
+		const char *str;
+		size_t n, k;
+
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_DYNAMIC || !sh.sh_entsize)
+			continue;
+		d = elf_getdata(scn, NULL);
+		if (!d)
+			return -ENOEXEC;
+		n = d->d_size / sh.sh_entsize;
+		for (size_t i = 0; i < n && gelf_getdyn(d, (int)i, &dyn); i++) {
+			if (dyn.d_tag == DT_NULL)
+				break;
+			k = dyn.d_tag == DT_RUNPATH ? 0 : dyn.d_tag == DT_RPATH ? 1 : 2;
+			if (k < 2 && off[k] == SIZE_MAX)
+				off[k] = (size_t)dyn.d_un.d_val;
+		}
+		k = off[0] != SIZE_MAX ? 0 : 1;
+		if (off[k] == SIZE_MAX)
+			return 0;
+		/* bounds-checked by libelf against its string table */
+		str = elf_strptr(elf, sh.sh_link, off[k]);
+		if (!str)
+			return -ENOEXEC;
+		if (strlen(str) >= len)
+			return -ENAMETOOLONG;
+		strcpy(buf, str);
+		return 0;
+	}
+	return 0;
+}
+
+int pt_elf__runpath(const char *path, char *buf, size_t len)
+{
+	GElf_Ehdr eh;
+	Elf *elf;
+	int fd, err = -ENOEXEC;
+
+	if (!len)
+		return -ENAMETOOLONG;
+	buf[0] = 0;
+	if (elf_version(EV_CURRENT) == EV_NONE)
+		return -EINVAL;
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	if (elf && elf_kind(elf) == ELF_K_ELF && gelf_getclass(elf) == ELFCLASS64 &&
+	    gelf_getehdr(elf, &eh) && eh.e_machine == EM_X86_64)
+		err = dyn_runpath(elf, buf, len);
+	if (err)
+		buf[0] = 0;
+	elf_end(elf);
+	close(fd);
+	return err;
 }

@@ -36,6 +36,12 @@ void pt_elf__free(struct pt_elf *e);
  * Returns bytes read (may be short at EOF) or -errno. */
 ssize_t pt_elf__read(const struct pt_elf *e, uint64_t file_off, void *buf, size_t len);
 
+/* The library search path the file names for what it loads: DT_RUNPATH,
+ * else DT_RPATH (the dynamic linker ignores DT_RPATH when both are there),
+ * NUL-terminated in buf ("" when it names none). 0 or -errno; -ENOEXEC
+ * when the file is not an x86-64 ELF, -ENAMETOOLONG when buf is short. */
+int pt_elf__runpath(const char *path, char *buf, size_t len);
+
 /* Strip a symbol version suffix ("name@@V" / "name@V") in place. */
 void pt_sym__strip_version(char *name);
 

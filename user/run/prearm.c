@@ -10,7 +10,9 @@
  * mapped, the kernel writes the breakpoints into the process as the file
  * is mapped, before any of its code can run. So such a library is looked
  * for now, where the target will load it from: the folders of the files it
- * maps already (a server's own libraries sit together) and its
+ * maps already (a server's own libraries sit together), the folders those
+ * files name for what they load (DT_RUNPATH or DT_RPATH, $ORIGIN-relative
+ * in pip wheels: torch's lib/ names ../../nvidia/.../lib) and its
  * LD_LIBRARY_PATH; where none is there, the folders the dynamic linker
  * searches by default (/etc/ld.so.conf and the files it includes, then
  * the system's own). A probe whose object glob matches exactly one file
@@ -32,6 +34,7 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
+#include "attach/elfsyms.h"
 #include "run.h"
 
 #define ENV_MAX (1u << 20)
@@ -54,6 +57,54 @@ static void dirs_add(struct dirs *d, const char *dir, size_t len)
 	s = strndup(dir, len);
 	if (s)
 		d->v[d->n++] = s;
+}
+
+/*
+ * The folders the ELF file obj names in its DT_RUNPATH (or DT_RPATH), with
+ * $ORIGIN (the file's own folder) expanded; an entry with another token
+ * ($LIB, $PLATFORM: which one the dynamic linker picks is its own) is
+ * left out.
+ */
+static void runpath_dirs(const char *obj, struct dirs *d)
+{
+	char rp[4096], dir[PATH_MAX];
+	const char *slash = strrchr(obj, '/');
+	size_t olen = slash ? (size_t)(slash - obj) : 0;
+
+	if (!olen || pt_elf__runpath(obj, rp, sizeof(rp)) || !rp[0])
+		return;
+	for (char *e = rp, *next; e; e = next) {
+		size_t n = 0;
+		bool ok = true;
+
+		next = strchr(e, ':');
+		if (next)
+			*next++ = 0;
+		for (const char *c = e; *c && ok; c++) {
+			const char *tok = NULL;
+
+			if (*c != '$') {
+				ok = n + 1 < sizeof(dir);
+				if (ok)
+					dir[n++] = *c;
+				continue;
+			}
+			if (!strncmp(c, "$ORIGIN", 7))
+				tok = c + 7;
+			else if (!strncmp(c, "${ORIGIN}", 9))
+				tok = c + 9;
+			ok = tok && n + olen < sizeof(dir);
+			if (!ok)
+				break;
+			memcpy(dir + n, obj, olen);
+			n += olen;
+			c = tok - 1;
+		}
+		if (ok && n < sizeof(dir)) {
+			dir[n] = 0;
+			dirs_add(d, dir, n);
+		}
+	}
 }
 
 /* LD_LIBRARY_PATH's folders, from the environment the target started with. */
@@ -219,6 +270,9 @@ int pt_run__prearm(struct proc *p)
 		if (pt_mapping__is_exec_file(&maps.v[i]) && (slash = strrchr(path, '/')))
 			dirs_add(&d, path, (size_t)(slash - path));
 	}
+	for (size_t i = 0; i < maps.n; i++)
+		if (pt_mapping__is_exec_file(&maps.v[i]))
+			runpath_dirs(maps.v[i].path, &d);
 	pt_maps__free(&maps);
 	env_dirs(p->tracee.pid, &d);
 	system_dirs(&sys);

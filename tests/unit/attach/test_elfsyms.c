@@ -659,6 +659,30 @@ static void crafted_elf(char *path, size_t ntab, size_t nsym, size_t namelen, bo
 /* Only the first .symtab is read: 64 section pairs over one 8-symbol table
  * gave 512 symbols (each table's names differ), and N headers over a table
  * of N symbols gave N^2. */
+/* DT_RUNPATH, DT_RPATH or none; short buffers and non-ELF files refused */
+static void test_runpath(void **state)
+{
+	char path[PATH_MAX], rp[64];
+
+	fixture(path, sizeof(path), "elf_pie");
+	assert_int_equal(pt_elf__runpath(path, rp, sizeof(rp)), 0);
+	assert_string_equal(rp, "$ORIGIN/../lib:/opt/fx");
+	assert_int_equal(pt_elf__runpath(path, rp, 8), -ENAMETOOLONG);
+	assert_string_equal(rp, "");
+	fixture(path, sizeof(path), "elf_nopie");
+	assert_int_equal(pt_elf__runpath(path, rp, sizeof(rp)), 0);
+	assert_string_equal(rp, "/opt/fx-old");
+	fixture(path, sizeof(path), "libelf_fixture.so");
+	assert_int_equal(pt_elf__runpath(path, rp, sizeof(rp)), 0);
+	assert_string_equal(rp, "");
+	/* the stripped copy keeps its dynamic section */
+	fixture(path, sizeof(path), "elf_stripped");
+	assert_int_equal(pt_elf__runpath(path, rp, sizeof(rp)), 0);
+	assert_string_equal(rp, "$ORIGIN/../lib:/opt/fx");
+	assert_int_equal(pt_elf__runpath("/proc/self/status", rp, sizeof(rp)), -ENOEXEC);
+	assert_int_equal(pt_elf__runpath("/nonexistent/x", rp, sizeof(rp)), -ENOENT);
+}
+
 static void test_fuzz_dup_symtabs(void **state)
 {
 	char path[64];
@@ -718,6 +742,7 @@ int main(void)
 		cmocka_unit_test(test_closest_fixture),
 		cmocka_unit_test(test_closest_synthetic),
 		cmocka_unit_test(test_errors),
+		cmocka_unit_test(test_runpath),
 		cmocka_unit_test(test_fuzz_dup_symtabs),
 		cmocka_unit_test(test_fuzz_shared_long_name),
 	};
