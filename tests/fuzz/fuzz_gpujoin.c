@@ -14,7 +14,13 @@
  * launch call per correlation id, none after the work it launched (a
  * fold settles work without a held launch call by its own start, so a
  * launch call later than its work may come after that work was settled
- * as unmatched). Build and run with `make fuzz`.
+ * as unmatched), none more than the shortest lag (LAG / 6) before it (a
+ * launch call is freed a fold after its horizon passed it: work queued
+ * longer may find it gone), every record given no more than that after
+ * the latest time given before it (items and launch calls by start, steps
+ * and bucket calls by end: the order of arrival), a thread's steps one after the other and its
+ * bucket calls nested (they come from its call stack; overlapping ones would have the join pick
+ * among the held ones). Build and run with `make fuzz`.
  */
 #include <stdbool.h>
 #include <stddef.h>
@@ -39,10 +45,54 @@ static const char *const names[4] = { "k0", "k1", "gemm", "[unnamed kernel]" };
 struct ref {
 	uint8_t any[SPAN / 8];
 	uint64_t items, apis;
-	uint32_t api_s[256];  /* by correlation id; UINT32_MAX: none */
-	uint32_t item_s[256]; /* the earliest work of each id; UINT32_MAX: none */
+	uint32_t api_s[256];	 /* by correlation id; UINT32_MAX: none */
+	uint32_t item_s[256];	 /* the earliest work of each id; UINT32_MAX: none */
+	uint32_t item_last[256]; /* the latest */
+	struct hiv {
+		uint32_t s, e, tid;
+		bool step;
+	} host[1024];
+	size_t nhost;
+	uint32_t latest; /* the latest time given so far */
 	bool real;
 };
+
+/* A record whose time is t arrives now. */
+static void arrive(struct ref *r, uint32_t t)
+{
+	if (t + LAG / 6 < r->latest)
+		r->real = false;
+	if (t > r->latest)
+		r->latest = t;
+}
+
+/* Steps of one thread disjoint, its bucket calls nested or disjoint. */
+static bool host_real(const struct ref *r)
+{
+	for (size_t i = 0; i < r->nhost; i++) {
+		for (size_t j = i + 1; j < r->nhost; j++) {
+			const struct hiv *a = &r->host[i], *b = &r->host[j];
+			bool apart = a->e <= b->s || b->e <= a->s;
+			bool nested =
+				(a->s <= b->s && b->e <= a->e) || (b->s <= a->s && a->e <= b->e);
+
+			if (a->tid != b->tid || a->step != b->step)
+				continue;
+			if (a->step ? !apart : !(apart || nested))
+				return false;
+		}
+	}
+	return true;
+}
+
+static void add_host(struct ref *r, uint32_t tid, uint32_t s, uint32_t e, bool step)
+{
+	if (r->nhost == sizeof(r->host) / sizeof(r->host[0])) {
+		r->real = false; /* not checked: not compared */
+		return;
+	}
+	r->host[r->nhost++] = (struct hiv){ .s = s, .e = e, .tid = tid, .step = step };
+}
 
 static void mark(uint8_t *bits, uint32_t s, uint32_t e)
 {
@@ -124,6 +174,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			if (R.api_s[corr] != UINT32_MAX)
 				R.real = false;
 			R.api_s[corr] = s;
+			arrive(&R, s);
 			both(a, b, &r);
 			break;
 		case 1:
@@ -143,13 +194,22 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			R.items++;
 			if (s < R.item_s[corr])
 				R.item_s[corr] = s;
+			if (s > R.item_last[corr])
+				R.item_last[corr] = s;
+			arrive(&R, s);
 			mark(R.any, s, e);
 			both(a, b, &r);
 			break;
 		case 4:
 			CHECK(pt_gpu__step(a, tid, s, e) == 0 && pt_gpu__step(b, tid, s, e) == 0);
+			add_host(&R, tid, s, e, true);
+			arrive(&R, e);
 			break;
 		default:
+			if (o[6] & 7) {
+				add_host(&R, tid, s, e, false);
+				arrive(&R, e);
+			}
 			CHECK(pt_gpu__bucket_call(a, tid, s, e, o[6] & 7) == 0 &&
 			      pt_gpu__bucket_call(b, tid, s, e, o[6] & 7) == 0);
 			break;
@@ -171,9 +231,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	CHECK(y->busy_ns == count(R.any) && !y->late && !y->not_held && !y->folds);
 	for (size_t c = 0; c < 256; c++)
 		if (R.api_s[c] != UINT32_MAX && R.item_s[c] != UINT32_MAX &&
-		    R.api_s[c] > R.item_s[c])
+		    (R.api_s[c] > R.item_s[c] || R.item_last[c] - R.api_s[c] > LAG / 6))
 			R.real = false;
-	if (R.real && !x->late && !x->not_held)
+	if (R.real && host_real(&R) && !x->late && !x->not_held)
 		compare(x, y, 3);
 out:
 	pt_gpu__free(a);

@@ -815,17 +815,37 @@ out:
 	return rc;
 }
 
+/*
+ * The horizon: the lag behind the latest record of every stream. When the
+ * bound fills within twice the lag (a fast GPU stream: above 70,000
+ * records a second at the defaults), the older half of what is held is
+ * folded instead, so that a fold always frees about half: down to a sixth
+ * of the lag (5 s by default, fifty times the shim's 100 ms flush period;
+ * a step or bucket call longer than that which had not ended at the fold
+ * is then late, and counted).
+ */
 static long fold(struct pt_gpu *g)
 {
 	const size_t n[S_NR] = { g->nitems, g->napis, g->nsteps, g->nbivs };
-	uint64_t lo = UINT64_MAX;
+	uint64_t lo = UINT64_MAX, old = UINT64_MAX, lag = g->lag, span;
 
 	for (int i = 0; i < S_NR; i++)
 		if (n[i] && g->last[i] < lo)
 			lo = g->last[i];
-	if (lo == UINT64_MAX || lo <= g->lag)
+	for (size_t i = 0; i < g->nitems; i++)
+		if (g->items[i].s < old)
+			old = g->items[i].s;
+	for (size_t i = 0; i < g->napis; i++)
+		if (g->apis[i].s < old)
+			old = g->apis[i].s;
+	if (lo == UINT64_MAX)
 		return 0;
-	return settle(g, lo - g->lag, 0, UINT64_MAX, false);
+	span = old < lo ? lo - old : 0;
+	if (span / 2 < lag)
+		lag = span / 2 > lag / 6 ? span / 2 : lag / 6;
+	if (lo <= lag)
+		return 0;
+	return settle(g, lo - lag, 0, UINT64_MAX, false);
 }
 
 const struct pt_gpu_result *pt_gpu__join(struct pt_gpu *g, uint64_t t0, uint64_t t1)

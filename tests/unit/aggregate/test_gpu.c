@@ -1013,6 +1013,37 @@ static void test_fold_bounded(void **state)
 	pt_gpu__free(g);
 }
 
+/* A stream so fast that the bound fills within the lag (here 47 us of
+ * records against a 200 us lag): a fold takes the older half of what is
+ * held instead, down to a sixth of the lag, and the figures stay exact. */
+static void test_fold_fast_stream(void **state)
+{
+	enum { BOUND = 1000, N = 20 * BOUND / 2 };
+	struct pt_gpu *g = pt_gpu__new(1);
+	const struct pt_gpu_result *R;
+
+	assert_non_null(g);
+	pt_gpu__set_max_held(g, BOUND);
+	pt_gpu__set_fold_lag(g, 200000);
+	for (uint32_t i = 0; i < N; i++) {
+		uint64_t t = 100ULL * i;
+
+		if (i % 10 == 0)
+			step(g, TA, t, t + 1000);
+		api(g, i + 1, TA, t + 10, false);
+		kern(g, i + 1, i % 2, "k", t + 20, t + 150);
+		assert_true(pt_gpu__held(g) <= BOUND + BOUND / 8);
+	}
+	R = join(g, 0, 100ULL * N + 1000);
+	assert_true(R->folds >= 10);
+	assert_int_equal(R->late + R->not_held, 0);
+	assert_int_equal(R->kernels, N);
+	assert_int_equal(R->step_items, N);
+	assert_int_equal(R->steps, N / 10);
+	assert_int_equal(R->busy_ns, 100ULL * (N - 1) + 130);
+	pt_gpu__free(g);
+}
+
 /* When no fold can free anything (every record within the lag), records
  * are taken in an eighth more, then not held and counted. */
 static void test_fold_no_progress(void **state)
@@ -1056,6 +1087,7 @@ int main(void)
 		cmocka_unit_test(test_fold_equals_join),
 		cmocka_unit_test(test_fold_late),
 		cmocka_unit_test(test_fold_bounded),
+		cmocka_unit_test(test_fold_fast_stream),
 		cmocka_unit_test(test_fold_no_progress),
 	};
 
