@@ -41,11 +41,13 @@ def test_gpu_join_synthetic():
 def test_gpu_join_folded():
     """The end-of-run join's memory bound (docs/gpu.md, "The memory
     bound"), made small with its test knobs: 10,000 records and a fold
-    lag of 300 ms on a run of 4,000 steps (about 60,000 records), so that
-    the join folds the old part into its totals many times while the
-    process runs. Every figure is still the victim's, to the ns."""
-    n = 4000
-    os.environ.update(PT_GPU_MAX_HELD="10000", PT_GPU_FOLD_LAG_MS="300")
+    lag of 2 s on a run of 6,000 steps (about 90,000 records, 15,000 a
+    second here), so that the join folds the old part into its totals many
+    times while the process runs, with the lag shrunk as on a fast stream
+    (to a sixth: records come within a poll, 20 ms). Every figure is still
+    the victim's, to the ns."""
+    n = 6000
+    os.environ.update(PT_GPU_MAX_HELD="10000", PT_GPU_FOLD_LAG_MS="2000")
     try:
         s, t, err = profile(CONF, ["--steps", n], victim_name="victim_gpu_synth")
     finally:
