@@ -364,6 +364,24 @@ static int biv_cmp(const void *a, const void *b)
 }
 
 /*
+ * Sorted in place, unless it is already: what a fold keeps stays sorted
+ * and launch calls come in correlation order (CUPTI counts them up), so a
+ * fold mostly checks. qsort(NULL, 0, ...) is undefined: empty arrays are
+ * NULL here.
+ */
+static void sort(void *v, size_t n, size_t size, int (*cmp)(const void *, const void *))
+{
+	const char *p = v;
+
+	for (size_t i = 1; i < n; i++) {
+		if (cmp(p + (i - 1) * size, p + i * size) > 0) {
+			qsort(v, n, size, cmp);
+			return;
+		}
+	}
+}
+
+/*
  * A thread's calls nest (they come from its call stack), so the calls
  * open at a time t are the last call starting at or before t and those of
  * its ancestors that have not ended: link each call to its parent once.
@@ -460,7 +478,7 @@ static size_t merge(struct iv *ivs, size_t n, uint64_t t0, uint64_t t1, uint64_t
 	*total = 0;
 	if (!n)
 		return 0;
-	qsort(ivs, n, sizeof(*ivs), iv_cmp);
+	sort(ivs, n, sizeof(*ivs), iv_cmp);
 	for (size_t i = 0; i < n; i++) {
 		uint64_t s = ivs[i].s < t0 ? t0 : ivs[i].s, e = ivs[i].e > t1 ? t1 : ivs[i].e;
 
@@ -711,13 +729,9 @@ static long settle(struct pt_gpu *g, uint64_t h, uint64_t t0, uint64_t t1, bool 
 	struct iv *u;
 	long rc = -ENOMEM;
 
-	/* qsort(NULL, 0, ...) is undefined: empty arrays are NULL here */
-	if (g->napis)
-		qsort(g->apis, g->napis, sizeof(*g->apis), api_cmp);
-	if (g->nsteps)
-		qsort(g->steps, g->nsteps, sizeof(*g->steps), step_cmp);
-	if (g->nbivs)
-		qsort(g->bivs, g->nbivs, sizeof(*g->bivs), biv_cmp);
+	sort(g->apis, g->napis, sizeof(*g->apis), api_cmp);
+	sort(g->steps, g->nsteps, sizeof(*g->steps), step_cmp);
+	sort(g->bivs, g->nbivs, sizeof(*g->bivs), biv_cmp);
 	if (!final) {
 		h = lower(g, h);
 		if (h <= g->h)
@@ -781,8 +795,7 @@ static long settle(struct pt_gpu *g, uint64_t h, uint64_t t0, uint64_t t1, bool 
 	g->nsteps = k;
 
 	/* per device */
-	if (n)
-		qsort(ivs, n, sizeof(*ivs), div_cmp);
+	sort(ivs, n, sizeof(*ivs), div_cmp);
 	for (size_t i = 0; i < n;) {
 		uint32_t dev = ivs[i].dev;
 		struct pt_gpu_device *d = device(g, dev);
