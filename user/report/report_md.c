@@ -1388,6 +1388,17 @@ static void put_gpu_health(FILE *f, const cJSON *g)
 			"%.0f piece%s of GPU work had no launch call record: counted in busy "
 			"time, in no step or bucket.\n\n",
 			v, plural(v));
+	/* the memory bound (docs/gpu.md, "The memory bound") */
+	if (pt_jnum(g, "records_late", &v) && v > 0)
+		fprintf(f,
+			"%.0f GPU record%s came after the memory bound's fold had settled "
+			"their time: in the counts, in no step or bucket.\n\n",
+			v, plural(v));
+	if (pt_jnum(g, "records_not_held", &v) && v > 0)
+		fprintf(f,
+			"%.0f GPU record%s not held (the memory bound, no fold could free "
+			"any): in no figure.\n\n",
+			v, v == 1 ? " was" : "s were");
 }
 
 /* gpu.regions, once import-regions ran (docs/gpu.md). */

@@ -1085,6 +1085,27 @@ static void test_gpu_section(void **state)
 			"no step or bucket.");
 	assert_no_substr(md, "CUPTI conflict");
 	assert_no_substr(md, "No GPU stream");
+	assert_no_substr(md, "memory bound");
+	free(md);
+	pt_gpu__free(g);
+}
+
+/* The memory bound's records late and not held are said, never silent. */
+static void test_gpu_bound_said(void **state)
+{
+	struct pt_gpu *g = gpu_feed(true);
+	struct pt_gpu_result r;
+	char *md;
+
+	r = *pt_gpu__join(g, 0, 100 * MS);
+	r.folds = 3;
+	r.late = 2;
+	r.not_held = 1;
+	md = render_gpu(&r, &ginfo, NULL);
+	assert_line(md, "2 GPU records came after the memory bound's fold had settled their "
+			"time: in the counts, in no step or bucket.");
+	assert_line(md, "1 GPU record was not held (the memory bound, no fold could free any): "
+			"in no figure.");
 	free(md);
 	pt_gpu__free(g);
 }
@@ -1228,6 +1249,7 @@ int main(void)
 		cmocka_unit_test(test_tokens_without_bins),
 		cmocka_unit_test(test_tokens_absent),
 		cmocka_unit_test(test_gpu_section),
+		cmocka_unit_test(test_gpu_bound_said),
 		cmocka_unit_test(test_gpu_conflict),
 		cmocka_unit_test(test_gpu_none),
 		cmocka_unit_test(test_processes_section),
