@@ -26,12 +26,12 @@ bucket fault.work native:exe:fault_work
 DL_LIB = os.path.join(VICTIMS, "libvictim_dl.so")
 
 
-def start(args, conf=CONF, extra=(), tmp=None):
-    """A victim_faults in MODE args, proftrace attached to it; the victim
-    has not been told to go yet."""
+def start(args, conf=CONF, extra=(), tmp=None, exe="victim_faults"):
+    """A victim_faults (or a copy at path exe) in MODE args, proftrace
+    attached to it; the victim has not been told to go yet."""
     tmp = tmp or tempfile.mkdtemp(prefix="pt-fault-")
     truth = os.path.join(tmp, "truth.json")
-    v = victim("victim_faults", *args, "--truth", truth)
+    v = victim([exe] if os.path.isabs(exe) else exe, *args, "--truth", truth)
     out = os.path.join(tmp, "out")
     pt = proftrace(v.pid, write_conf(tmp, conf), out, *extra)
     try:
@@ -233,19 +233,15 @@ def test_fault_dlopen_runpath_first_call():
     os.makedirs(os.path.dirname(lib))
     shutil.copy(os.path.join(VICTIMS, "victim_faults_rp"), exe)
     shutil.copy(DL_LIB, lib)
-    truth = os.path.join(tmp, "truth.json")
     conf = CONF + "bucket fault.dl native:libvictim_dlrp.so:dl_work\n"
-    v = victim([exe], "dlsys", "libvictim_dlrp.so", "dl_work", 2000, "--truth", truth)
-    out = os.path.join(tmp, "out")
-    pt = proftrace(v.pid, write_conf(tmp, conf), out)
-    try:
-        pt.wait_line("proftrace: attached", "err", timeout=90)
-        with open("/proc/%d/maps" % v.pid) as f:
-            assert "rp-lib" not in f.read(), "the victim maps from that folder already"
-    except Exception:
+    v, pt, out, truth = start(["dlsys", "libvictim_dlrp.so", "dl_work", 2000], conf=conf,
+                              tmp=tmp, exe=exe)
+    with open("/proc/%d/maps" % v.pid) as f:
+        maps = f.read()
+    if "rp-lib" in maps:
         v.kill()
         pt.kill()
-        raise
+        raise AssertionError("the victim maps from that folder already")
     v.send("go\n")
     s, t, err = finish(v, pt, out, truth)
     eq(t["calls"]["dl_work"], 2000, "victim's own count")

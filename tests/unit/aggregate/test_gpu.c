@@ -976,6 +976,26 @@ static void test_fold_late(void **state)
 	pt_gpu__free(g);
 }
 
+/* n launches in time order, 100 ns apart on one thread, a 130 ns kernel
+ * each (overlapping the next) on two devices, a step every ten; the held
+ * count checked against the bound all along. Returns its peak. */
+static size_t feed_regular(struct pt_gpu *g, uint32_t n, size_t bound)
+{
+	size_t peak = 0;
+
+	for (uint32_t i = 0; i < n; i++) {
+		uint64_t t = 100ULL * i;
+
+		if (i % 10 == 0)
+			step(g, TA, t, t + 1000);
+		api(g, i + 1, TA, t + 10, false);
+		kern(g, i + 1, i % 2, "k", t + 20, t + 150);
+		if (pt_gpu__held(g) > peak)
+			peak = pt_gpu__held(g);
+		assert_true(pt_gpu__held(g) <= bound + bound / 8);
+	}
+	return peak;
+}
 /*
  * Memory stays bounded: 20x the bound in time order, the held count
  * never above the bound and its eighth; every record still counted.
@@ -985,22 +1005,12 @@ static void test_fold_bounded(void **state)
 	enum { BOUND = 1000, N = 20 * BOUND / 2 };
 	struct pt_gpu *g = pt_gpu__new(1);
 	const struct pt_gpu_result *R;
-	size_t peak = 0;
+	size_t peak;
 
 	assert_non_null(g);
 	pt_gpu__set_max_held(g, BOUND);
 	pt_gpu__set_fold_lag(g, 5000);
-	for (uint32_t i = 0; i < N; i++) {
-		uint64_t t = 100ULL * i;
-
-		if (i % 10 == 0)
-			step(g, TA, t, t + 1000);
-		api(g, i + 1, TA, t + 10, false);
-		kern(g, i + 1, i % 2, "k", t + 20, t + 150); /* overlapping the next */
-		if (pt_gpu__held(g) > peak)
-			peak = pt_gpu__held(g);
-		assert_true(pt_gpu__held(g) <= BOUND + BOUND / 8);
-	}
+	peak = feed_regular(g, N, BOUND);
 	R = join(g, 0, 100ULL * N + 1000);
 	assert_true(peak >= BOUND - 1);
 	assert_true(R->folds >= 10);
@@ -1025,15 +1035,7 @@ static void test_fold_fast_stream(void **state)
 	assert_non_null(g);
 	pt_gpu__set_max_held(g, BOUND);
 	pt_gpu__set_fold_lag(g, 200000);
-	for (uint32_t i = 0; i < N; i++) {
-		uint64_t t = 100ULL * i;
-
-		if (i % 10 == 0)
-			step(g, TA, t, t + 1000);
-		api(g, i + 1, TA, t + 10, false);
-		kern(g, i + 1, i % 2, "k", t + 20, t + 150);
-		assert_true(pt_gpu__held(g) <= BOUND + BOUND / 8);
-	}
+	feed_regular(g, N, BOUND);
 	R = join(g, 0, 100ULL * N + 1000);
 	assert_true(R->folds >= 10);
 	assert_int_equal(R->late + R->not_held, 0);
