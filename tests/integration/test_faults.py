@@ -169,6 +169,16 @@ def test_fault_dlclose_and_reopen():
     nothing_lost(s)
 
 
+def first_call_timed(v, pt, out, truth):
+    """The dlopen tests' victim (dl_work called 2,000 times at once after
+    its dlopen) finished: every call timed, the first one included."""
+    s, t, err = finish(v, pt, out, truth)
+    eq(t["calls"]["dl_work"], 2000, "victim's own count")
+    f = func(s, "dl_work")
+    eq(f["calls"], 2000, "every call, the first included")
+    eq(f["dlopen_window_ms"], 0, "no window")
+
+
 def test_fault_dlopen_first_call():
     """The dlopen race, closed: a library dlopen()ed and called at once,
     from a folder the target maps files from already. proftrace probed
@@ -178,11 +188,7 @@ def test_fault_dlopen_first_call():
     conf = CONF + "bucket fault.dl native:libvictim_dl.so:dl_work\n"
     v, pt, out, truth = start(["dlnow", DL_LIB, 2000], conf=conf)
     v.send("go\n")
-    s, t, err = finish(v, pt, out, truth)
-    eq(t["calls"]["dl_work"], 2000, "victim's own count")
-    f = func(s, "dl_work")
-    eq(f["calls"], 2000, "every call, the first included")
-    eq(f["dlopen_window_ms"], 0, "no window")
+    first_call_timed(v, pt, out, truth)
 
 
 def test_fault_dlopen_system_library_first_call():
@@ -210,14 +216,10 @@ def test_fault_dlopen_system_library_first_call():
         with open("/proc/%d/maps" % v.pid) as f:
             assert tmp not in f.read(), "the victim maps from that folder already"
         v.send("go\n")
-        s, t, err = finish(v, pt, out, truth)
+        first_call_timed(v, pt, out, truth)
     finally:
         os.unlink(conf_d)
         subprocess.run(["ldconfig"])
-    eq(t["calls"]["dl_work"], 2000, "victim's own count")
-    f = func(s, "dl_work")
-    eq(f["calls"], 2000, "every call, the first included")
-    eq(f["dlopen_window_ms"], 0, "no window")
 
 
 def test_fault_dlopen_runpath_first_call():
@@ -243,11 +245,7 @@ def test_fault_dlopen_runpath_first_call():
         pt.kill()
         raise AssertionError("the victim maps from that folder already")
     v.send("go\n")
-    s, t, err = finish(v, pt, out, truth)
-    eq(t["calls"]["dl_work"], 2000, "victim's own count")
-    f = func(s, "dl_work")
-    eq(f["calls"], 2000, "every call, the first included")
-    eq(f["dlopen_window_ms"], 0, "no window")
+    first_call_timed(v, pt, out, truth)
 
 
 def test_fault_dlopen_window_stated():
