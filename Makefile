@@ -201,7 +201,8 @@ $(OUTPUT)/victims/%: tests/victims/%.c tests/victims/victim.h | $(OUTPUT)/victim
 	$(Q)$(CC) $(VICTIM_CFLAGS) $< -o $@ -ldl -lm
 
 # ---- bench ----
-$(OUTPUT)/bench/agg_bench: bench/agg_bench.c $(LIBPT) | $(OUTPUT)/bench
+# the aggregator's own benches link its library
+$(OUTPUT)/bench/agg_bench $(OUTPUT)/bench/gpujoin_bench: $(OUTPUT)/bench/%: bench/%.c $(LIBPT) | $(OUTPUT)/bench
 	$(call msg,BENCH-CC,$@)
 	$(Q)$(CC) $(CFLAGS) $(INCLUDES) $(LDFLAGS) $< $(LIBPT) $(LDLIBS) -o $@
 $(OUTPUT)/bench/%: bench/%.c | $(OUTPUT)/bench

@@ -858,6 +858,11 @@ def main():
         agg = subprocess.run([os.path.join(BENCH, "agg_bench")], capture_output=True, text=True)
         print("\n### Aggregator (synthetic stream, no BPF)\n")
         print(agg.stdout.strip() or agg.stderr.strip())
+        # the GPU join and its fold at the default bound (docs/gpu.md)
+        gj = subprocess.run([os.path.join(BENCH, "gpujoin_bench")], capture_output=True,
+                            text=True)
+        print("\n### GPU join at its memory bound (synthetic records, no GPU)\n")
+        print(gj.stdout.strip() or gj.stderr.strip())
     if "shim" in want:
         shim_table()
     if "inject" in want:
