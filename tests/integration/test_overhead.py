@@ -229,8 +229,9 @@ def test_frame_probe_calibrated():
     # every step's 41 unnamed frames fell inside a named call's interval,
     # but in the first steps': a code object met first is timed as a
     # pending call until user space says it is not named (a few ms on a
-    # loaded machine, a step is 0.5 ms: up to 10 steps here)
-    assert 190 * 41 <= uf["in_intervals"] <= uf["frames"], uf
+    # loaded machine, a step is 0.5 ms: 2-10 steps seen here; a quarter
+    # of the run allowed for a CI machine that starves proftrace longer)
+    assert 150 * 41 <= uf["in_intervals"] <= uf["frames"], uf
     eq(ov["hits"]["frame-probe-unnamed"], uf["frames"], "unnamed hits")
     un_min = min(t["unattached_step_ns"]) / 1e6
     seen = (st["min_ms"] - un_min) * 1e6
