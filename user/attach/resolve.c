@@ -6,10 +6,10 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "demangle.h"
 #include "elfsyms.h"
 #include "resolve.h"
 #include "tracee.h"
+#include "util/demangle.h"
 
 struct pt_obj {
 	unsigned int dev_major, dev_minor;

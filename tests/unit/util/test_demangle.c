@@ -11,7 +11,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "attach/demangle.h"
+#include "util/demangle.h"
 
 static void check_dem(const char *mangled, const char *want)
 {
