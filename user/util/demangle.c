@@ -68,16 +68,17 @@ static size_t close_paren(const char *d, size_t i)
 	return i;
 }
 
-char *pt_demangle__base(const char *d, char *out, size_t len)
+/* The qualified name inside demangled name d: [*start, *end). */
+static void base_span(const char *d, size_t *start_out, size_t *end_out)
 {
 	size_t i, n = strlen(d), end = n, start = 0, op = (size_t)-1;
 	int angle = 0, paren = 0, brace = 0;
 
-	if (!len)
-		return out;
+	*start_out = 0;
+	*end_out = n;
 	for (i = 0; i < sizeof(thunks) / sizeof(thunks[0]); i++)
 		if (!strncmp(d, thunks[i], strlen(thunks[i])))
-			goto copy;
+			return;
 	for (i = 0; i < n; i++) {
 		char c = d[i];
 
@@ -121,13 +122,160 @@ char *pt_demangle__base(const char *d, char *out, size_t len)
 			 * the last space outside brackets, before any operator */
 			start = i + 1;
 	}
+	*start_out = start;
+	*end_out = end;
+}
+
+char *pt_demangle__base(const char *d, char *out, size_t len)
+{
+	size_t start, end, n;
+
+	if (!len)
+		return out;
+	base_span(d, &start, &end);
 	n = end - start;
-	d += start;
-copy:
 	if (n >= len)
 		n = len - 1;
-	memcpy(out, d, n);
+	memcpy(out, d + start, n);
 	out[n] = '\0';
+	return out;
+}
+
+/* Appends to a fixed buffer, always NUL-terminated; n counts what would
+ * have been written. */
+struct sbuf {
+	char *p;
+	size_t len, n;
+};
+
+static void sb_put(struct sbuf *b, const char *s, size_t n)
+{
+	for (size_t i = 0; i < n; i++, b->n++)
+		if (b->n + 1 < b->len)
+			b->p[b->n] = s[i];
+	if (b->len)
+		b->p[b->n < b->len ? b->n : b->len - 1] = '\0';
+}
+
+/* The length of "operator<tok>" at d[i] (see base_span), 0 when none. */
+static size_t operator_len(const char *d, size_t i)
+{
+	size_t j = i + 8;
+
+	if (!at_operator(d, i))
+		return 0;
+	while (d[j] == ' ')
+		j++;
+	return j + op_len(d + j) - i;
+}
+
+/* The '>' closing the '<' at base[i], or n. */
+static size_t close_angle(const char *base, size_t n, size_t i)
+{
+	int angle = 0;
+
+	for (; i < n; i++) {
+		size_t k = operator_len(base, i);
+
+		if (k)
+			i += k - 1;
+		else if (base[i] == '<')
+			angle++;
+		else if (base[i] == '>' && !--angle)
+			return i;
+	}
+	return n;
+}
+
+/* base (n bytes) with every template argument list that opens at angle
+ * depth >= depth written "<...>" (not one as short as that: "<int>"),
+ * then params. */
+static void collapse(struct sbuf *b, const char *base, size_t n, int depth, const char *params)
+{
+	int angle = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		size_t k = operator_len(base, i), j;
+
+		if (k) { /* "operator<" and "operator->" open and close nothing */
+			k = k < n - i ? k : n - i;
+			sb_put(b, base + i, k);
+			i += k - 1;
+		} else if (base[i] == '<' && angle + 1 == depth) {
+			j = close_angle(base, n, i);
+			if (j < n && j - i < 5)
+				sb_put(b, base + i, j - i + 1);
+			else
+				sb_put(b, "<...>", 5);
+			i = j;
+		} else {
+			angle += base[i] == '<';
+			angle -= base[i] == '>' && angle > 0;
+			sb_put(b, base + i, 1);
+		}
+	}
+	sb_put(b, params, strlen(params));
+}
+
+/* The deepest template argument list of base (n bytes). */
+static int max_depth(const char *base, size_t n)
+{
+	int angle = 0, max = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		size_t k = operator_len(base, i);
+
+		if (k) {
+			i += k - 1;
+			continue;
+		}
+		if (base[i] == '<' && ++angle > max)
+			max = angle;
+		else if (base[i] == '>' && angle > 0)
+			angle--;
+	}
+	return max;
+}
+
+char *pt_demangle__short(const char *name, size_t width, char *out, size_t len)
+{
+	size_t n = strlen(name), start, end;
+	struct sbuf b = { out, len, 0 };
+	const char *params = "";
+
+	if (!len)
+		return out;
+	if (width < 4)
+		width = 4;
+	if (n <= width) {
+		sb_put(&b, name, n);
+		return out;
+	}
+	if (strpbrk(name, "<(")) { /* a C++ name: the qualified name, then less */
+		base_span(name, &start, &end);
+		if (name[end] == '(')
+			params = name[end + 1] == ')' ? "()" : "(...)";
+		for (int depth = max_depth(name + start, end - start) + 1; depth >= 1; depth--) {
+			b.n = 0;
+			collapse(&b, name + start, end - start, depth, params);
+			if (b.n <= width && b.n < len)
+				return out;
+		}
+		name = out; /* cut the shortest form */
+		n = b.n < len ? b.n : len - 1;
+	}
+	/* cut to width - 3 and "...", not inside a UTF-8 character */
+	n = width - 3 < n ? width - 3 : n;
+	while (n && ((unsigned char)name[n] & 0xc0) == 0x80)
+		n--;
+	if (name == out) {
+		b.n = n;
+		sb_put(&b, "...", 3);
+	} else {
+		b.n = 0;
+		sb_put(&b, name, n);
+		sb_put(&b, "...", 3);
+	}
 	return out;
 }
 

@@ -27,6 +27,18 @@ char *pt_demangle(const char *name);
  * selects the function and not its thunks too. Returns out. */
 char *pt_demangle__base(const char *d, char *out, size_t len);
 
+/*
+ * A name (demangled, or a plain C name) for a table column of about width
+ * characters, into out (NUL-terminated, cut at len): whole when it fits;
+ * else, for a C++ name, its qualified name (no return type) with the
+ * parameter list written "(...)" and its template argument lists written
+ * "<...>" from the innermost out until it fits
+ * ("at::native::reduce_kernel<512, 1, at::native::ReduceOp<...> >(...)");
+ * what is still longer is cut to width - 3 characters and "...", as the
+ * PyTorch profiler's tables cut names. Returns out.
+ */
+char *pt_demangle__short(const char *name, size_t width, char *out, size_t len);
+
 /* The longest identifier a symbol must contain, verbatim, to match glob
  * by its demangled name (a name component outside template arguments;
  * mangled names spell those out), into out; "" when there is none.

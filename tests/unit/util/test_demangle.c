@@ -69,6 +69,69 @@ static void test_base(void **state)
 	}
 }
 
+static void check_short(const char *name, size_t width, const char *want)
+{
+	char buf[256];
+
+	assert_string_equal(pt_demangle__short(name, width, buf, sizeof(buf)), want);
+	assert_true(strlen(buf) <= width);
+}
+
+/* PyTorch's kernels as CUPTI names them, and as report.md's tables show
+ * them: whole when they fit, else template argument lists collapsed from
+ * the innermost out, then cut. */
+static void test_short(void **state)
+{
+	static const char reduce[] =
+		"_ZN2at6native13reduce_kernelILi512ELi1ENS0_8ReduceOpIfNS0_14func_wrapper_tIfZNS0_"
+		"11sum_functorIfffEclERNS_18TensorIteratorBaseEEUlffE_EEjfLi4ELi4EEEEEvT1_";
+	static const char fill[] = "_ZN2at6native29vectorized_elementwise_kernelILi4ENS0_"
+				   "11FillFunctorIfEESt5arrayIPcLm1EEEEviT0_T1_";
+	char *r = pt_demangle(reduce), *f = pt_demangle(fill), buf[8];
+
+	assert_non_null(r);
+	assert_non_null(f);
+	assert_int_equal(strncmp(r, "void at::native::reduce_kernel<512, 1, ", 39), 0);
+	/* fits: whole, return type and all */
+	check_short(f, 200, f);
+	check_short("nvjet_hsh_128x256_64x4_2x1_v_bz_coopA_NTN", 41,
+		    "nvjet_hsh_128x256_64x4_2x1_v_bz_coopA_NTN");
+	/* the qualified name, "(...)"; then the innermost lists first */
+	check_short(f, 120,
+		    "at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<float>, "
+		    "std::array<char*, 1ul> >(...)");
+	check_short(f, 100,
+		    "at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<...>, "
+		    "std::array<...> >(...)");
+	check_short(f, 80, "at::native::vectorized_elementwise_kernel<...>(...)");
+	check_short(r, 100, "at::native::reduce_kernel<512, 1, at::native::ReduceOp<...> >(...)");
+	check_short(r, 60, "at::native::reduce_kernel<...>(...)");
+	/* lists no longer than "<...>" stay; operators are no brackets */
+	check_short("void ns::k<int, ns::T<float, double> >(ns::T<float, double>)", 30,
+		    "ns::k<int, ns::T<...> >(...)");
+	check_short("void ns::k<int, ns::T<float, double> >(ns::T<float, double>)", 25,
+		    "ns::k<...>(...)");
+	check_short("void ns::k<int>(ns::T<float, double>, int, int, int)", 30, "ns::k<int>(...)");
+	check_short("bool ns::operator< <ns::X<int, int> >(ns::X<int> const&)", 30,
+		    "ns::operator< <...>(...)");
+	check_short("void ns::f<ns::X<int> >()::{lambda(int)#1}::operator()(int) const", 60,
+		    "ns::f<ns::X<int> >()::{lambda(int)#1}::operator()(...)");
+	check_short("void ns::f<ns::X<int> >()::{lambda(int)#1}::operator()(int) const", 50,
+		    "ns::f<...>()::{lambda(int)#1}::operator()(...)");
+	/* still too long, or a long C name: cut, as PyTorch's tables do */
+	check_short(r, 20, "at::native::reduc...");
+	check_short("triton_per_fused__to_copy_add_mean_mul_pow_rsqrt_0", 20,
+		    "triton_per_fused_...");
+	/* never mid UTF-8 character; out is cut at len */
+	check_short("ab\xc3\xa9"
+		    "cdefghijkl",
+		    6, "ab...");
+	pt_demangle__short(r, 100, buf, sizeof(buf));
+	assert_string_equal(buf, "at::nat");
+	free(r);
+	free(f);
+}
+
 static void check_lit(const char *glob, const char *want)
 {
 	char buf[64];
@@ -121,9 +184,8 @@ static void test_match(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_demangle),
-		cmocka_unit_test(test_base),
-		cmocka_unit_test(test_literal),
+		cmocka_unit_test(test_demangle), cmocka_unit_test(test_base),
+		cmocka_unit_test(test_short),	 cmocka_unit_test(test_literal),
 		cmocka_unit_test(test_match),
 	};
 
