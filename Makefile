@@ -313,8 +313,8 @@ FUZZ_LIBS_regions := -lcjson -lm
 # GPU record times (from the target's ring) into the live busy/idle sets
 FUZZ_SRCS_gpulive := user/aggregate/gpulive.c
 # the same records into the end-of-run join, bounded so that it folds
-FUZZ_SRCS_gpujoin := user/aggregate/gpu.c user/aggregate/dist.c
-FUZZ_LIBS_gpujoin := -lm
+FUZZ_SRCS_gpujoin := user/aggregate/gpu.c user/aggregate/dist.c user/util/demangle.c
+FUZZ_LIBS_gpujoin := -lm -lstdc++
 # libFuzzer caps inputs near the largest seed (13 KB for ELF); let them
 # grow enough for big symbol tables.
 FUZZ_ARGS_elf := -max_len=65536

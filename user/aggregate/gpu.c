@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "gpu.h"
+#include "util/demangle.h"
 
 struct item {
 	uint64_t s, e;
@@ -180,6 +181,9 @@ void pt_gpu__free(struct pt_gpu *g)
 	free(g->bivs);
 	free(g->rest);
 	free(g->res.devices);
+	for (size_t i = 0; i < g->res.ntop; i++)
+		if (g->res.top[i].mangled)
+			free((char *)g->res.top[i].name);
 	free(g->res.top);
 	free(g->res.buckets);
 	pt_dist__free(&g->res.step_busy);
@@ -558,6 +562,12 @@ static void attribute(struct pt_gpu *g, const struct item *it, const struct api 
 	}
 }
 
+/* A kernel's name as the records give it (NULL: unnamed). */
+static const char *kkey(const struct pt_gpu_kstat *k)
+{
+	return k->mangled ? k->mangled : k->name;
+}
+
 static int kstat_cmp(const void *a, const void *b)
 {
 	const struct pt_gpu_kstat *x = a, *y = b;
@@ -566,7 +576,7 @@ static int kstat_cmp(const void *a, const void *b)
 		return CMP(y->total_ns, x->total_ns);
 	if (x->count != y->count)
 		return CMP(y->count, x->count);
-	return strcmp(x->name, y->name); /* ties in one order, folded or not */
+	return strcmp(kkey(x), kkey(y)); /* ties in one order, folded or not */
 }
 
 /* NULL (unnamed) first, then by name */
@@ -580,7 +590,8 @@ static int name_cmp(const char *x, const char *y)
 }
 
 /* The kernel table (res.top, by name until the join sorts it by time):
- * as long as the number of distinct names. */
+ * as long as the number of distinct names. A C++ name is demangled here,
+ * once, when it first comes. */
 static int kstat_add(struct pt_gpu *g, const char *name, uint64_t d)
 {
 	struct pt_gpu_result *R = &g->res;
@@ -590,17 +601,21 @@ static int kstat_add(struct pt_gpu *g, const char *name, uint64_t d)
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
 
-		if (name_cmp(R->top[mid].name, name) < 0)
+		if (name_cmp(kkey(&R->top[mid]), name) < 0)
 			lo = mid + 1;
 		else
 			hi = mid;
 	}
-	if (lo == R->ntop || name_cmp(R->top[lo].name, name)) {
+	if (lo == R->ntop || name_cmp(kkey(&R->top[lo]), name)) {
+		char *d;
+
 		if (grow((void **)&R->top, &g->ctop, R->ntop, sizeof(*R->top)))
 			return -ENOMEM;
+		d = name ? pt_demangle(name) : NULL;
 		memmove(&R->top[lo + 1], &R->top[lo], (R->ntop - lo) * sizeof(*R->top));
 		R->ntop++;
-		R->top[lo] = (struct pt_gpu_kstat){ .name = name };
+		R->top[lo] = d ? (struct pt_gpu_kstat){ .name = d, .mangled = name }
+			       : (struct pt_gpu_kstat){ .name = name };
 	}
 	k = &R->top[lo];
 	k->count++;

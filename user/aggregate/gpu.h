@@ -20,7 +20,10 @@
 struct pt_gpu;
 
 struct pt_gpu_kstat { /* one kernel name */
+	/* demangled when CUPTI gave a C++ one (mangled is then that name;
+	 * else NULL): the join owns it */
 	const char *name;
+	const char *mangled;
 	uint64_t count;
 	uint64_t total_ns;
 	uint64_t max_ns;

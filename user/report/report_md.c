@@ -19,9 +19,13 @@
 
 #include "jread.h"
 #include "emit.h"
+#include "util/demangle.h"
 #include "util/util.h"
 
 #define NA "–"
+/* Kernel names in the GPU table: C++ ones shortened past this width
+ * (pt_demangle__short; docs/gpu.md), whole in summary.json. */
+#define KERNEL_NAME_WIDTH 100
 
 static const char *plural(double n)
 {
@@ -1546,8 +1550,12 @@ static void put_gpu(FILE *f, const cJSON *doc)
 		};
 		/* clang-format on */
 
+		const char *name = pt_jstr(it, "name");
+		char buf[KERNEL_NAME_WIDTH + 1];
+
 		fputs("| ", f);
-		put_code(f, pt_jstr(it, "name"));
+		put_code(f, name ? pt_demangle__short(name, KERNEL_NAME_WIDTH, buf, sizeof(buf))
+				 : NULL);
 		CELL(f);
 		put_cells(f, it, cols, ARRAY_SIZE(cols));
 		fputs(" |\n", f);

@@ -586,6 +586,8 @@ static void build_gpu(struct jb *b, cJSON *root, const struct pt_report *r)
 		if (!x)
 			continue;
 		jb_str(b, x, "name", k->name);
+		if (k->mangled)
+			jb_str(b, x, "mangled", k->mangled);
 		jb_num(b, x, "count", (double)k->count);
 		jb_ms(b, x, "total_ms", (double)k->total_ns);
 		jb_ms(b, x, "mean_ms", (double)k->total_ns / (double)k->count);

@@ -525,6 +525,50 @@ static void test_top_kernels(void **state)
 	pt_gpu__free(g);
 }
 
+/* C++ kernels come mangled: one row per name CUPTI gave, shown
+ * demangled with that name kept; a C name as it came. Sorted among the
+ * plain ones by the name that came, across a fold too. */
+static void test_kernel_names_demangled(void **state)
+{
+	static const char fill[] = "_ZN2at6native29vectorized_elementwise_kernelILi4ENS0_"
+				   "11FillFunctorIfEESt5arrayIPcLm1EEEEviT0_T1_";
+	char fill2[sizeof(fill)];
+	struct pt_gpu *g = pt_gpu__new(0);
+	const struct pt_gpu_result *R;
+
+	assert_non_null(g);
+	memcpy(fill2, fill, sizeof(fill));
+	pt_gpu__set_max_held(g, 4);
+	pt_gpu__set_fold_lag(g, 100);
+	kern(g, 1, 0, "zz_plain", 0, 10);
+	kern(g, 2, 0, fill, 100, 400);
+	kern(g, 3, 0, "_ZN2ns1kILi4EEEvPf", 500, 600);
+	kern(g, 4, 0, "a_plain", 700, 720);
+	kern(g, 5, 0, fill2, 10000, 10200); /* after a fold, at another address */
+	kern(g, 6, 0, "_Zjunk", 11000, 11001);
+
+	R = join(g, 0, 100000);
+	assert_true(R->folds > 0);
+	assert_int_equal(R->ntop, 5);
+	assert_string_equal(R->top[0].name,
+			    "void at::native::vectorized_elementwise_kernel<4, "
+			    "at::native::FillFunctor<float>, std::array<char*, 1ul> >(int, "
+			    "at::native::FillFunctor<float>, std::array<char*, 1ul>)");
+	assert_string_equal(R->top[0].mangled, fill);
+	assert_int_equal(R->top[0].count, 2);
+	assert_int_equal(R->top[0].total_ns, 500);
+	assert_string_equal(R->top[1].name, "void ns::k<4>(float*)");
+	assert_string_equal(R->top[1].mangled, "_ZN2ns1kILi4EEEvPf");
+	assert_string_equal(R->top[2].name, "a_plain");
+	assert_null(R->top[2].mangled);
+	assert_string_equal(R->top[3].name, "zz_plain");
+	assert_null(R->top[3].mangled);
+	/* not a valid mangling: as it came */
+	assert_string_equal(R->top[4].name, "_Zjunk");
+	assert_null(R->top[4].mangled);
+	pt_gpu__free(g);
+}
+
 /* Every array empty (see the header comment). */
 static void test_empty(void **state)
 {
@@ -1083,6 +1127,7 @@ int main(void)
 		cmocka_unit_test(test_bucket_around_steps),
 		cmocka_unit_test(test_launch_delay),
 		cmocka_unit_test(test_top_kernels),
+		cmocka_unit_test(test_kernel_names_demangled),
 		cmocka_unit_test(test_empty),
 		cmocka_unit_test(test_no_buckets),
 		cmocka_unit_test(test_many),

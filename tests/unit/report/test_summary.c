@@ -1770,11 +1770,20 @@ static void grec(struct pt_gpu *g, enum pt_gpu_kind kind, uint32_t corr, uint64_
 
 #define HALF (MS / 2)
 
+/* A C++ kernel as CUPTI names it, and as summary.json shows it. */
+#define FILL                                                                                       \
+	"_ZN2at6native29vectorized_elementwise_kernelILi4ENS0_"                                    \
+	"11FillFunctorIfEESt5arrayIPcLm1EEEEviT0_"                                                 \
+	"T1_"
+#define FILL_DEMANGLED                                                                             \
+	"void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<float>, "       \
+	"std::array<char*, 1ul> >(int, at::native::FillFunctor<float>, std::array<char*, 1ul>)"
+
 /*
  * The fixture's steps and bucket calls (10..15 ms, 20..30 ms) on the GPU,
  * in the window 0..100 ms, all on device 0:
  *   corr 1 launched at 11.5 (forward)        sgemm 12..14
- *   corr 2 launched at 12.5 (forward, attn)  flash_fwd 13..14.5
+ *   corr 2 launched at 12.5 (forward, attn)  FILL 13..14.5 (a C++ kernel, mangled)
  *   corr 3 launched at 24.5 (forward)        sgemm 25..28
  *   corr 4 launched at 21 (schedule)         copy 21..22, 1 MiB
  *   corr 5 no launch record                  sgemm 40..41
@@ -1797,7 +1806,7 @@ static struct pt_gpu *gpu_feed(void)
 	grec(g, PT_GPU_API, 1, 11 * MS + HALF, 11 * MS + HALF + 5000, NULL, 0, PID);
 	grec(g, PT_GPU_KERNEL, 1, 12 * MS, 14 * MS, "sgemm_128x64_nn", 0, 0);
 	grec(g, PT_GPU_API, 2, 12 * MS + HALF, 12 * MS + HALF + 5000, NULL, 0, PID);
-	grec(g, PT_GPU_KERNEL, 2, 13 * MS, 14 * MS + HALF, "flash_fwd<128>", 0, 0);
+	grec(g, PT_GPU_KERNEL, 2, 13 * MS, 14 * MS + HALF, FILL, 0, 0);
 	grec(g, PT_GPU_API, 3, 24 * MS + HALF, 24 * MS + HALF + 5000, NULL, 0, PID);
 	grec(g, PT_GPU_KERNEL, 3, 25 * MS, 28 * MS, "sgemm_128x64_nn", 0, 0);
 	grec(g, PT_GPU_API, 4, 21 * MS, 21 * MS + 5000, NULL, 0, PID);
@@ -1936,8 +1945,11 @@ static void test_gpu_section(void **state)
 	check_num(x, "mean_ms", 2);
 	check_num(x, "max_ms", 3);
 	check_num(x, "share_of_busy", 0.8);
+	/* demangled, and the name CUPTI gave; a plain name has no mangled */
 	x = nth(item(o, "top_kernels"), 1);
-	check_str(x, "name", "flash_fwd<128>");
+	CHECK_KEYS(x, "name", "mangled", "count", "total_ms", "mean_ms", "max_ms", "share_of_busy");
+	check_str(x, "name", FILL_DEMANGLED);
+	check_str(x, "mangled", FILL);
 	check_num(x, "count", 1);
 	check_num(x, "total_ms", 1.5);
 	check_num(x, "mean_ms", 1.5);
