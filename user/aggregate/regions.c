@@ -26,6 +26,11 @@ static int span_cmp(const void *a, const void *b)
 	return *(const size_t *)a < *(const size_t *)b ? -1 : 1;
 }
 
+static bool span_named(const struct pt_kspan *k, const char *name)
+{
+	return (k->name && !strcmp(k->name, name)) || (k->mangled && !strcmp(k->mangled, name));
+}
+
 static struct kname *find_name(struct kname *kn, size_t n, const char *name)
 {
 	for (size_t i = 0; i < n; i++)
@@ -212,14 +217,14 @@ int pt_regions__match(const struct pt_region_set *s, const char *default_kernel,
 		k = &kn[nkn++];
 		k->name = name;
 		for (size_t j = 0; j < nspans; j++)
-			k->n += spans[j].name && !strcmp(spans[j].name, name);
+			k->n += span_named(&spans[j], name);
 		k->idx = calloc(k->n + 1, sizeof(*k->idx));
 		k->owner = calloc(k->n + 1, sizeof(*k->owner));
 		if (!k->idx || !k->owner)
 			goto out;
 		k->n = 0;
 		for (size_t j = 0; j < nspans; j++)
-			if (spans[j].name && !strcmp(spans[j].name, name))
+			if (span_named(&spans[j], name))
 				k->idx[k->n++] = j;
 		g_spans = spans;
 		qsort(k->idx, k->n, sizeof(*k->idx), span_cmp);

@@ -32,6 +32,10 @@
 struct pt_kspan {
 	const char *name;
 	uint64_t start_ns, end_ns;
+	/* the name CUPTI gave a C++ kernel, where name is its demangled
+	 * form (trace.json's args.mangled), else NULL: a region file may
+	 * name the kernel either way */
+	const char *mangled;
 };
 
 /* One launch of regions (pt_region_set.l[i]) and where it went. */

@@ -126,7 +126,9 @@ int pt_rtrace__open(struct pt_rtrace *t, cJSON *doc, char *err, size_t errlen)
 		}
 		s = llround(ts * 1000.0) + BIAS_NS;
 		d = llround(dur * 1000.0);
-		t->spans[t->n] = (struct pt_kspan){ nm, (uint64_t)s, (uint64_t)(s + d) };
+		t->spans[t->n] = (struct pt_kspan){ nm, (uint64_t)s, (uint64_t)(s + d),
+						    str(cJSON_GetObjectItemCaseSensitive(e, "args"),
+							"mangled") };
 		t->kev[t->n++] = e;
 	}
 	return 0;

@@ -14,6 +14,7 @@
 #include "aggregate/agg.h"
 #include "gpu/gpuring.h"
 #include "config/valexpr.h"
+#include "util/demangle.h"
 #include "util/util.h"
 
 enum ev_kind { EV_NATIVE = 1, EV_PY, EV_STEP, EV_KERNEL, EV_MEMCPY, EV_MEMSET, EV_API };
@@ -863,6 +864,9 @@ struct wctx {
 	uint32_t *tpid;	 /* pid in the file of each track */
 	uint32_t *hosts; /* host processes: procs, then pids not listed */
 	size_t nhosts;
+	struct map knames; /* kernel name pointer -> index into dem */
+	char **dem;	   /* demangled, NULL: not a C++ name */
+	size_t ndem, cdem;
 };
 
 /* The real pid of process index p (pid 0: procs[0]). */
@@ -944,6 +948,40 @@ static int list_hosts(struct wctx *w)
 			w->hosts[w->nhosts++] = pid;
 	}
 	return 0;
+}
+
+/* Each kernel name demangled once: the ring hands one pointer per name.
+ * 0 or -ENOMEM. */
+static int demangle_kernels(struct wctx *w)
+{
+	const struct pt_trace *t = w->t;
+
+	for (size_t i = 0; i < t->nev; i++) {
+		const struct ev *e = &t->ev[i];
+
+		if (e->kind != EV_KERNEL || !e->name || map_get(&w->knames, (uintptr_t)e->name))
+			continue;
+		if (grow((void **)&w->dem, &w->cdem, w->ndem, sizeof(*w->dem), 0) ||
+		    !map_put(&w->knames, (uintptr_t)e->name, (uint32_t)w->ndem))
+			return -ENOMEM;
+		w->dem[w->ndem++] = pt_demangle(e->name);
+	}
+	return 0;
+}
+
+/* The name trace.json shows for kernel event e, and its mangled name when
+ * that differs (else NULL). */
+static const char *kernel_name(const struct wctx *w, const struct ev *e, const char **mangled)
+{
+	uint32_t *v = e->name ? map_get(&w->knames, (uintptr_t)e->name) : NULL;
+
+	*mangled = NULL;
+	if (!e->name)
+		return "[unnamed kernel]";
+	if (!v || !w->dem[*v])
+		return e->name;
+	*mangled = e->name;
+	return w->dem[*v];
 }
 
 static void put_proc_meta(struct wctx *w, uint32_t pid, const char *name, int rank, long sort_index)
@@ -1102,13 +1140,21 @@ static void put_event(struct wctx *w, const struct ev *e)
 		fprintf(f, "\"step %" PRIu64 "\",\"cat\":\"step\"", w->t->aux[e->arg].index);
 		put_step_args(w, e);
 		break;
-	case EV_KERNEL:
-		put_str(f, e->name ? e->name : "[unnamed kernel]");
+	case EV_KERNEL: {
+		const char *mangled;
+
+		put_str(f, kernel_name(w, e, &mangled));
 		fprintf(f,
 			",\"cat\":\"kernel\",\"args\":{\"correlation\":%u,\"device\":%u,"
-			"\"stream\":%u}",
+			"\"stream\":%u",
 			e->corr, k->dev, k->id);
+		if (mangled) {
+			fputs(",\"mangled\":", f);
+			put_str(f, mangled);
+		}
+		fputs("}", f);
 		break;
+	}
 	case EV_MEMCPY:
 		fprintf(f,
 			"\"memcpy %s\",\"cat\":\"memcpy\",\"args\":{\"correlation\":%u,"
@@ -1163,6 +1209,16 @@ static int ev_cmp(const void *a, const void *b)
 	return x->kind < y->kind ? -1 : x->kind > y->kind;
 }
 
+static void free_wctx(struct wctx *w)
+{
+	free(w->tpid);
+	free(w->hosts);
+	map_free(&w->knames);
+	for (size_t i = 0; i < w->ndem; i++)
+		free(w->dem[i]);
+	free(w->dem);
+}
+
 int pt_trace__write(struct pt_trace *t, FILE *f, const struct pt_trace_write_opts *o)
 {
 	struct wctx w = { .t = t, .f = f, .o = o, .first = true };
@@ -1173,9 +1229,8 @@ int pt_trace__write(struct pt_trace *t, FILE *f, const struct pt_trace_write_opt
 		return -EINVAL;
 	main_proc = &o->procs[0];
 	w.tpid = calloc(t->ntrk + 1, sizeof(*w.tpid));
-	if (!w.tpid || list_hosts(&w)) {
-		free(w.tpid);
-		free(w.hosts);
+	if (!w.tpid || list_hosts(&w) || demangle_kernels(&w)) {
+		free_wctx(&w);
 		return -ENOMEM;
 	}
 	for (size_t i = 0; i < t->ntrk; i++)
@@ -1230,8 +1285,7 @@ int pt_trace__write(struct pt_trace *t, FILE *f, const struct pt_trace_write_opt
 			st.max_events, st.dropped);
 	}
 	fputs("}}\n", f);
-	free(w.tpid);
-	free(w.hosts);
+	free_wctx(&w);
 	if (fflush(f) == EOF || ferror(f))
 		return -EIO;
 	return 0;

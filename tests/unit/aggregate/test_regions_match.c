@@ -205,6 +205,30 @@ static void test_alignment(void **state)
 	pt_regions__free(&s);
 }
 
+/* trace.json names a C++ kernel demangled and keeps CUPTI's name in
+ * args.mangled: a region file may use either. */
+static void test_match_mangled(void **state)
+{
+	static const struct pt_kspan sp[] = {
+		{ "void ns::k<4>(float*)", 100, 200, "_ZN2ns1kILi4EEEvPf" },
+		{ "void ns::k<4>(float*)", 300, 400, "_ZN2ns1kILi4EEEvPf" },
+	};
+	struct pt_regions_result r;
+	struct pt_region_set s;
+
+	set_init(&s);
+	ev(add(&s, "_ZN2ns1kILi4EEEvPf", -1, NULL), G + 110, 10, 0);
+	ev(add(&s, "void ns::k<4>(float*)", 1, NULL), G + 310, 10, 0);
+	ev(add(&s, "_ZN2ns1kILi5EEEvPf", -1, NULL), G + 110, 10, 0);
+	assert_int_equal(pt_regions__match(&s, NULL, sp, 2, &r), 0);
+	assert_int_equal(r.m[0].span, 0);
+	assert_int_equal(r.m[1].span, 1);
+	assert_int_equal(r.m[2].span, -1);
+	assert_int_equal(r.launches_matched, 2);
+	pt_regions__result_free(&r);
+	pt_regions__free(&s);
+}
+
 static void test_empty(void **state)
 {
 	struct pt_regions_result r;
@@ -224,6 +248,7 @@ int main(void)
 		cmocka_unit_test(test_match_order_and_figures),
 		cmocka_unit_test(test_unmatched),
 		cmocka_unit_test(test_alignment),
+		cmocka_unit_test(test_match_mangled),
 		cmocka_unit_test(test_empty),
 	};
 

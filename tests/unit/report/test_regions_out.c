@@ -242,6 +242,30 @@ static void test_write_exact(void **state)
 	assert_null(pt_regions__parse_json("{", 1, false));
 }
 
+/* A C++ kernel: trace.json's name is demangled, args.mangled CUPTI's
+ * name; the span has both for matching. */
+static void test_mangled_span(void **state)
+{
+	cJSON *doc = cJSON_Parse(
+		"{\"traceEvents\": [{\"ph\": \"X\", \"pid\": 1500000000, \"tid\": 7, "
+		"\"ts\": 1, \"dur\": 2, \"name\": \"void ns::k<4>(float*)\", \"cat\": \"kernel\", "
+		"\"args\": {\"correlation\": 5, \"mangled\": \"_ZN2ns1kILi4EEEvPf\"}}, "
+		"{\"ph\": \"X\", \"pid\": 1500000000, \"tid\": 7, \"ts\": 5, \"dur\": 2, "
+		"\"name\": \"gemm\", \"cat\": \"kernel\", \"args\": {\"correlation\": 6}}], "
+		"\"otherData\": {\"tool\": \"proftrace\"}}");
+	struct pt_rtrace t;
+	char err[128] = "";
+
+	assert_non_null(doc);
+	assert_int_equal(pt_rtrace__open(&t, doc, err, sizeof(err)), 0);
+	assert_int_equal(t.n, 2);
+	assert_string_equal(t.spans[0].name, "void ns::k<4>(float*)");
+	assert_string_equal(t.spans[0].mangled, "_ZN2ns1kILi4EEEvPf");
+	assert_null(t.spans[1].mangled);
+	pt_rtrace__free(&t);
+	cJSON_Delete(doc);
+}
+
 static void test_not_ours(void **state)
 {
 	cJSON *doc = cJSON_Parse("{\"traceEvents\": [], \"otherData\": {\"tool\": \"other\"}}");
@@ -259,6 +283,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_merge),
 		cmocka_unit_test(test_write_exact),
+		cmocka_unit_test(test_mangled_span),
 		cmocka_unit_test(test_not_ours),
 	};
 

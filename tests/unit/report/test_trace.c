@@ -982,6 +982,57 @@ static void test_unnamed_thread(void **state)
 	pt_trace__free(t);
 }
 
+/* C++ kernels come mangled: slices are named by the demangled name with
+ * CUPTI's in args.mangled (every launch, wherever the name lives); C
+ * names and broken manglings as they came, without it. */
+static void test_kernel_names(void **state)
+{
+	static const char fill[] = "_ZN2at6native29vectorized_elementwise_kernelILi4ENS0_"
+				   "11FillFunctorIfEESt5arrayIPcLm1EEEEviT0_T1_";
+	static const char dem[] = "void at::native::vectorized_elementwise_kernel<4, "
+				  "at::native::FillFunctor<float>, std::array<char*, 1ul> >(int, "
+				  "at::native::FillFunctor<float>, std::array<char*, 1ul>)";
+	struct pt_trace *t = pt_trace__new(100, 0);
+	char fill2[sizeof(fill)], *text = NULL;
+	struct pt_gpu_rec r;
+	const cJSON *e, *a;
+	cJSON *doc;
+
+	memcpy(fill2, fill, sizeof(fill));
+	r = kernel(1, T0 + 1000, T0 + 2000, fill);
+	assert_int_equal(pt_trace__gpu(t, &r, PID), 0);
+	r = kernel(2, T0 + 3000, T0 + 4000, "nvjet_hsh_128x256_64x4_2x1_v_bz_coopA_NTN");
+	assert_int_equal(pt_trace__gpu(t, &r, PID), 0);
+	r = kernel(3, T0 + 5000, T0 + 6000, fill);
+	assert_int_equal(pt_trace__gpu(t, &r, PID), 0);
+	r = kernel(4, T0 + 7000, T0 + 8000, fill2);
+	assert_int_equal(pt_trace__gpu(t, &r, PID), 0);
+	r = kernel(5, T0 + 9000, T0 + 9500, "_Zjunk");
+	assert_int_equal(pt_trace__gpu(t, &r, PID), 0);
+	doc = render(t, &text);
+	for (int i = 0; i < 3; i++) {
+		e = find(doc, "X", dem, i);
+		assert_non_null(e);
+		assert_string_equal(str(e, "cat"), "kernel");
+		a = cJSON_GetObjectItemCaseSensitive(e, "args");
+		assert_string_equal(str(a, "mangled"), fill);
+		assert_int_equal(num(a, "stream"), 7);
+	}
+	assert_null(find(doc, "X", dem, 3));
+	assert_null(find(doc, "X", fill, 0));
+	e = find(doc, "X", "nvjet_hsh_128x256_64x4_2x1_v_bz_coopA_NTN", 0);
+	assert_non_null(e);
+	assert_null(cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(e, "args"),
+						     "mangled"));
+	e = find(doc, "X", "_Zjunk", 0);
+	assert_non_null(e);
+	assert_null(cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(e, "args"),
+						     "mangled"));
+	cJSON_Delete(doc);
+	free(text);
+	pt_trace__free(t);
+}
+
 /* A pid that came here but is not listed still gets its name; no
  * processes to write: -EINVAL. */
 static void test_procs_unlisted(void **state)
@@ -1025,6 +1076,7 @@ int main(void)
 		cmocka_unit_test(test_procs_gpu),
 		cmocka_unit_test(test_procs_one_gpu),
 		cmocka_unit_test(test_unnamed_thread),
+		cmocka_unit_test(test_kernel_names),
 		cmocka_unit_test(test_procs_unlisted),
 	};
 
