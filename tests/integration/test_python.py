@@ -264,8 +264,9 @@ def test_wildcards_lazy_import_threads():
     assert names == {"lazy_work"}, names
 
 
-def dry_run_against(argv, conf):
-    """proftrace --dry-run on a process running argv: (exit code, stderr)."""
+def dry_run_against(argv, conf, *extra):
+    """proftrace --dry-run (and extra arguments) on a process running argv:
+    (exit code, stderr)."""
     p = subprocess.Popen(argv)
     try:
         # attach only once the exec is done and the program is mapped
@@ -280,8 +281,8 @@ def dry_run_against(argv, conf):
                 pass
             time.sleep(0.01)
         time.sleep(0.2)  # the dynamic loader maps libraries right after exec
-        r = subprocess.run([PROFTRACE, "-p", str(p.pid), "--targets", conf, "--dry-run"],
-                           capture_output=True, timeout=30)
+        r = subprocess.run([PROFTRACE, "-p", str(p.pid), "--targets", conf, "--dry-run"]
+                           + list(extra), capture_output=True, timeout=30)
     finally:
         p.kill()
         p.wait()
@@ -302,6 +303,20 @@ def test_unsupported_and_missing_interpreter():
     rc, err = dry_run_against(["sleep", "10"], conf)
     eq(rc, 2, "exit code without Python")
     assert "no CPython interpreter" in err, err
+    assert "remove the py: probes" in err, err
+
+
+def test_native_only_no_py_hint():
+    """A targets file with native: probes only, on a process without
+    Python: sampling has no Python stacks (said with -v), and no hint to
+    remove py: probes that are not there (issue 23)."""
+    conf = os.path.join(tempfile.mkdtemp(prefix="pt-it-"), "native-only.conf")
+    with open(conf, "w") as f:
+        f.write("step native:libc.so*:clock_nanosleep\n")
+    rc, err = dry_run_against(["sleep", "10"], conf, "-v")
+    eq(rc, 0, "native probes on a process without Python: " + err)
+    assert "no Python stacks" in err, err
+    assert "py:" not in err, err
 
 
 CHURN_CONF = """\

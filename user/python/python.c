@@ -261,8 +261,7 @@ static int setup_version(struct pt_python *py, const struct elfinfo *ei, int pid
 	row = pt_py_layout__get((unsigned int)minor);
 	if (!row) {
 		snprintf(err, errlen,
-			 "Python %s (%s) is not supported; supported: " PT_PY_SUPPORTED
-			 " (remove the py: probes to profile only native code)",
+			 "Python %s (%s) is not supported; supported: " PT_PY_SUPPORTED,
 			 py->version, py->path);
 		return -ENOTSUP;
 	}
@@ -332,8 +331,7 @@ int pt_python__find(struct pt_python *py, const struct pt_maps *maps, int pid, c
 	}
 	snprintf(err, errlen,
 		 "process %d runs no CPython interpreter that proftrace can see (no python3.X "
-		 "executable or libpython3.X.so with _PyRuntime mapped); remove the py: probes "
-		 "or attach to the Python process",
+		 "executable or libpython3.X.so with _PyRuntime mapped)",
 		 pid);
 	return -ENOENT;
 }

@@ -32,7 +32,9 @@ struct pt_python {
 /*
  * Find the interpreter among the target's mappings. 0; -ENOENT when the
  * process has no CPython; -ENOTSUP for a version proftrace cannot read;
- * other -errno. Messages are one line in err.
+ * other -errno. Messages are one line in err, saying what was found, not
+ * what to do: that depends on why the caller wanted Python (py: probes,
+ * or only stack sampling).
  */
 int pt_python__find(struct pt_python *py, const struct pt_maps *maps, int pid, char *err,
 		    size_t errlen);

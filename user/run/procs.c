@@ -609,6 +609,13 @@ static int slot_get(struct run *r)
 	return best;
 }
 
+/* What to do when py: probes are given and pt_python__find() failed with e. */
+static const char *py_hint(int e)
+{
+	return e == -ENOENT ? "remove the py: probes or attach to the Python process"
+			    : "remove the py: probes to profile only native code";
+}
+
 /*
  * Inspect process pid: resolve the probes against its maps, find its
  * interpreter, set up its figures. strict (the processes named with -p):
@@ -674,20 +681,23 @@ int pt_run__open_proc(struct run *r, int pid, bool strict, struct proc **out, ch
 		goto fail;
 	}
 	if (r->want_py || r->cfg.sample_hz) {
-		char perr[512];
+		char perr[512] = "cannot read its Python interpreter"; /* when none said */
 
 		e = pt_python__find(&p->py, &maps, pid, perr, sizeof(perr));
 		/* with --children the interpreter may be in the descendants
 		 * only (a launcher: mpirun, a shell): main() checks that one
 		 * process has it */
 		if (e && strict && !r->env.children && (r->want_py || r->cfg.nlines)) {
-			snprintf(err, errlen, "%s", perr);
+			snprintf(err, errlen, "%s; %s", perr, py_hint(e));
 			e = e == -ENOMEM ? -ENOMEM : -EINVAL;
 			goto fail;
 		}
-		/* Sampling walks Python stacks: nothing to do without them. */
+		/* Sampling walks Python stacks: nothing to do without them.
+		 * The hint is for py: probes: a targets file without any
+		 * (native: probes, sampling only) has nothing to remove. */
 		if (e)
-			pt_vlog("proftrace: pid %d: no Python stacks: %s\n", pid, perr);
+			pt_vlog("proftrace: pid %d: no Python stacks: %s%s%s\n", pid, perr,
+				r->want_py ? "; " : "", r->want_py ? py_hint(e) : "");
 		p->have_py = !e;
 		if (p->have_py)
 			update_trampoline(p);
