@@ -29,126 +29,120 @@
 
 #define PTG_EXPORT __attribute__((visibility("default")))
 
+/* Not SYNCHRONIZATION: on an H200 it added 190 ns to every cudaGetDevice
+ * and 330 ns to every cudaEventQuery (calls that wait nothing); the waits
+ * are recorded as API calls below, with their host time. */
 const CUpti_ActivityKind ptg_kinds[] = {
 	CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL,
 	CUPTI_ACTIVITY_KIND_MEMCPY,
 	CUPTI_ACTIVITY_KIND_MEMSET,
-	CUPTI_ACTIVITY_KIND_SYNCHRONIZATION,
 };
 const size_t ptg_n_kinds = sizeof(ptg_kinds) / sizeof(ptg_kinds[0]);
 
 /*
- * API records only for the calls that launch, copy, set or wait: enabling
- * the RUNTIME/DRIVER kinds would record every call (cudaGetDevice,
- * cudaEventQuery polling loops...) at a cost per call. CUDA 13.0 has
- * cuptiActivityEnableRuntimeApi/DriverApi to pick single calls, and we never
- * enable the whole kinds (they would override the per-call settings).
- * Driver calls matter too: Triton and CUDA graphs launch through cuLaunch*.
+ * API records only for the calls that launch, copy, set or wait, from the
+ * Callback API: a callback on the calling thread at each such call's entry
+ * and exit, nothing on any other call (cudaGetDevice, cudaEventQuery
+ * polling loops...). Not the activity API: the RUNTIME/DRIVER kinds record
+ * every call (389 records per step of a PyTorch decode loop, 1.35-1.53x
+ * slower on an H200), and cuptiActivityEnableRuntimeApi/DriverApi for
+ * single calls, enabled after the CUDA context exists (at attach), gave
+ * no record at all there (docs/gpu.md).
+ *
+ * The driver's calls only: every runtime call that launches, copies, sets
+ * or waits makes one of these driver calls, with the runtime call's
+ * correlation id (seen on an H200 for cudaLaunchKernel, cudaGraphLaunch,
+ * cudaMemcpyAsync, cudaMemsetAsync, cudaEventSynchronize: one record each,
+ * every piece of work joined), and cuBLAS, Triton and CUDA graphs launch
+ * through them directly. Enabling the runtime's too made a driver launch
+ * 250 ns dearer (docs/gpu.md, "What a call costs").
  */
-#define RT(x) CUPTI_RUNTIME_TRACE_CBID_##x
-/* clang-format off */
-const CUpti_CallbackId ptg_runtime_cbids[] = {
-	/* launch */
-	RT(cudaLaunchKernel_v7000), RT(cudaLaunchKernel_ptsz_v7000),
-	RT(cudaLaunchKernelExC_v11060), RT(cudaLaunchKernelExC_ptsz_v11060),
-	RT(cudaLaunchCooperativeKernel_v9000), RT(cudaLaunchCooperativeKernel_ptsz_v9000),
-	RT(cudaLaunchCooperativeKernelMultiDevice_v9000),
-	RT(cudaGraphLaunch_v10000), RT(cudaGraphLaunch_ptsz_v10000),
-	/* copy */
-	RT(cudaMemcpy_v3020), RT(cudaMemcpy_ptds_v7000),
-	RT(cudaMemcpyAsync_v3020), RT(cudaMemcpyAsync_ptsz_v7000),
-	RT(cudaMemcpy2D_v3020), RT(cudaMemcpy2D_ptds_v7000),
-	RT(cudaMemcpy2DAsync_v3020), RT(cudaMemcpy2DAsync_ptsz_v7000),
-	RT(cudaMemcpy3D_v3020), RT(cudaMemcpy3D_ptds_v7000),
-	RT(cudaMemcpy3DAsync_v3020), RT(cudaMemcpy3DAsync_ptsz_v7000),
-	RT(cudaMemcpyPeer_v4000), RT(cudaMemcpyPeerAsync_v4000),
-	RT(cudaMemcpy3DPeer_v4000), RT(cudaMemcpy3DPeer_ptds_v7000),
-	RT(cudaMemcpy3DPeerAsync_v4000), RT(cudaMemcpy3DPeerAsync_ptsz_v7000),
-	RT(cudaMemcpyToSymbol_v3020), RT(cudaMemcpyToSymbol_ptds_v7000),
-	RT(cudaMemcpyFromSymbol_v3020), RT(cudaMemcpyFromSymbol_ptds_v7000),
-	RT(cudaMemcpyToSymbolAsync_v3020), RT(cudaMemcpyToSymbolAsync_ptsz_v7000),
-	RT(cudaMemcpyFromSymbolAsync_v3020), RT(cudaMemcpyFromSymbolAsync_ptsz_v7000),
-	RT(cudaMemcpyToArray_v3020), RT(cudaMemcpyToArray_ptds_v7000),
-	RT(cudaMemcpyFromArray_v3020), RT(cudaMemcpyFromArray_ptds_v7000),
-	RT(cudaMemcpyToArrayAsync_v3020), RT(cudaMemcpyToArrayAsync_ptsz_v7000),
-	RT(cudaMemcpyFromArrayAsync_v3020), RT(cudaMemcpyFromArrayAsync_ptsz_v7000),
-	RT(cudaMemcpy2DToArray_v3020), RT(cudaMemcpy2DToArray_ptds_v7000),
-	RT(cudaMemcpy2DFromArray_v3020), RT(cudaMemcpy2DFromArray_ptds_v7000),
-	RT(cudaMemcpy2DToArrayAsync_v3020), RT(cudaMemcpy2DToArrayAsync_ptsz_v7000),
-	RT(cudaMemcpy2DFromArrayAsync_v3020), RT(cudaMemcpy2DFromArrayAsync_ptsz_v7000),
-	RT(cudaMemcpyBatchAsync_v12080), RT(cudaMemcpyBatchAsync_ptsz_v12080),
-	RT(cudaMemcpyBatchAsync_v13000), RT(cudaMemcpyBatchAsync_ptsz_v13000),
-	RT(cudaMemcpy3DBatchAsync_v12080), RT(cudaMemcpy3DBatchAsync_ptsz_v12080),
-	RT(cudaMemcpy3DBatchAsync_v13000), RT(cudaMemcpy3DBatchAsync_ptsz_v13000),
-	/* set */
-	RT(cudaMemset_v3020), RT(cudaMemset_ptds_v7000),
-	RT(cudaMemsetAsync_v3020), RT(cudaMemsetAsync_ptsz_v7000),
-	RT(cudaMemset2D_v3020), RT(cudaMemset2D_ptds_v7000),
-	RT(cudaMemset2DAsync_v3020), RT(cudaMemset2DAsync_ptsz_v7000),
-	RT(cudaMemset3D_v3020), RT(cudaMemset3D_ptds_v7000),
-	RT(cudaMemset3DAsync_v3020), RT(cudaMemset3DAsync_ptsz_v7000),
-	/* wait (not the Query calls: frameworks poll them in loops) */
-	RT(cudaDeviceSynchronize_v3020), RT(cudaThreadSynchronize_v3020),
-	RT(cudaStreamSynchronize_v3020), RT(cudaStreamSynchronize_ptsz_v7000),
-	RT(cudaEventSynchronize_v3020),
-	RT(cudaStreamWaitEvent_v3020), RT(cudaStreamWaitEvent_ptsz_v7000),
-};
-/* clang-format on */
-#undef RT
-const size_t ptg_n_runtime_cbids = sizeof(ptg_runtime_cbids) / sizeof(ptg_runtime_cbids[0]);
-
 #define DRV(x) CUPTI_DRIVER_TRACE_CBID_##x
+#define L(x)                                                                                       \
+	{                                                                                          \
+		DRV(x), PTGPU_API_LAUNCH                                                           \
+	}
+#define C(x)                                                                                       \
+	{                                                                                          \
+		DRV(x), PTGPU_API_COPY                                                             \
+	}
+#define S(x)                                                                                       \
+	{                                                                                          \
+		DRV(x), PTGPU_API_SET                                                              \
+	}
+#define W(x)                                                                                       \
+	{                                                                                          \
+		DRV(x), PTGPU_API_WAIT                                                             \
+	}
 /* clang-format off */
-const CUpti_CallbackId ptg_driver_cbids[] = {
-	/* launch */
-	DRV(cuLaunchKernel), DRV(cuLaunchKernel_ptsz),
-	DRV(cuLaunchKernelEx), DRV(cuLaunchKernelEx_ptsz),
-	DRV(cuLaunchCooperativeKernel), DRV(cuLaunchCooperativeKernel_ptsz),
-	DRV(cuLaunch), DRV(cuLaunchGrid), DRV(cuLaunchGridAsync),
-	DRV(cuGraphLaunch), DRV(cuGraphLaunch_ptsz),
-	/* copy */
-	DRV(cuMemcpy), DRV(cuMemcpy_ptds), DRV(cuMemcpyAsync), DRV(cuMemcpyAsync_ptsz),
-	DRV(cuMemcpyHtoD_v2), DRV(cuMemcpyHtoD_v2_ptds),
-	DRV(cuMemcpyDtoH_v2), DRV(cuMemcpyDtoH_v2_ptds),
-	DRV(cuMemcpyDtoD_v2), DRV(cuMemcpyDtoD_v2_ptds),
-	DRV(cuMemcpyHtoDAsync_v2), DRV(cuMemcpyHtoDAsync_v2_ptsz),
-	DRV(cuMemcpyDtoHAsync_v2), DRV(cuMemcpyDtoHAsync_v2_ptsz),
-	DRV(cuMemcpyDtoDAsync_v2), DRV(cuMemcpyDtoDAsync_v2_ptsz),
-	DRV(cuMemcpy2D_v2), DRV(cuMemcpy2D_v2_ptds),
-	DRV(cuMemcpy2DUnaligned_v2), DRV(cuMemcpy2DUnaligned_v2_ptds),
-	DRV(cuMemcpy2DAsync_v2), DRV(cuMemcpy2DAsync_v2_ptsz),
-	DRV(cuMemcpy3D_v2), DRV(cuMemcpy3D_v2_ptds),
-	DRV(cuMemcpy3DAsync_v2), DRV(cuMemcpy3DAsync_v2_ptsz),
-	DRV(cuMemcpyPeer), DRV(cuMemcpyPeer_ptds),
-	DRV(cuMemcpyPeerAsync), DRV(cuMemcpyPeerAsync_ptsz),
-	DRV(cuMemcpy3DPeer), DRV(cuMemcpy3DPeer_ptds),
-	DRV(cuMemcpy3DPeerAsync), DRV(cuMemcpy3DPeerAsync_ptsz),
-	DRV(cuMemcpyBatchAsync), DRV(cuMemcpyBatchAsync_ptsz),
-	DRV(cuMemcpyBatchAsync_v2), DRV(cuMemcpyBatchAsync_v2_ptsz),
-	DRV(cuMemcpy3DBatchAsync), DRV(cuMemcpy3DBatchAsync_ptsz),
-	DRV(cuMemcpy3DBatchAsync_v2), DRV(cuMemcpy3DBatchAsync_v2_ptsz),
-	/* set */
-	DRV(cuMemsetD8_v2), DRV(cuMemsetD8_v2_ptds),
-	DRV(cuMemsetD16_v2), DRV(cuMemsetD16_v2_ptds),
-	DRV(cuMemsetD32_v2), DRV(cuMemsetD32_v2_ptds),
-	DRV(cuMemsetD2D8_v2), DRV(cuMemsetD2D8_v2_ptds),
-	DRV(cuMemsetD2D16_v2), DRV(cuMemsetD2D16_v2_ptds),
-	DRV(cuMemsetD2D32_v2), DRV(cuMemsetD2D32_v2_ptds),
-	DRV(cuMemsetD8Async), DRV(cuMemsetD8Async_ptsz),
-	DRV(cuMemsetD16Async), DRV(cuMemsetD16Async_ptsz),
-	DRV(cuMemsetD32Async), DRV(cuMemsetD32Async_ptsz),
-	DRV(cuMemsetD2D8Async), DRV(cuMemsetD2D8Async_ptsz),
-	DRV(cuMemsetD2D16Async), DRV(cuMemsetD2D16Async_ptsz),
-	DRV(cuMemsetD2D32Async), DRV(cuMemsetD2D32Async_ptsz),
-	/* wait */
-	DRV(cuCtxSynchronize), DRV(cuCtxSynchronize_v2),
-	DRV(cuStreamSynchronize), DRV(cuStreamSynchronize_ptsz),
-	DRV(cuEventSynchronize),
-	DRV(cuStreamWaitEvent), DRV(cuStreamWaitEvent_ptsz),
+const struct ptg_api_call ptg_driver_calls[] = {
+	L(cuLaunchKernel), L(cuLaunchKernel_ptsz),
+	L(cuLaunchKernelEx), L(cuLaunchKernelEx_ptsz),
+	L(cuLaunchCooperativeKernel), L(cuLaunchCooperativeKernel_ptsz),
+	L(cuLaunchCooperativeKernelMultiDevice),
+	L(cuLaunch), L(cuLaunchGrid), L(cuLaunchGridAsync),
+	L(cuGraphLaunch), L(cuGraphLaunch_ptsz),
+	C(cuMemcpy), C(cuMemcpy_ptds), C(cuMemcpyAsync), C(cuMemcpyAsync_ptsz),
+	C(cuMemcpyHtoD_v2), C(cuMemcpyHtoD_v2_ptds),
+	C(cuMemcpyDtoH_v2), C(cuMemcpyDtoH_v2_ptds),
+	C(cuMemcpyDtoD_v2), C(cuMemcpyDtoD_v2_ptds),
+	C(cuMemcpyHtoDAsync_v2), C(cuMemcpyHtoDAsync_v2_ptsz),
+	C(cuMemcpyDtoHAsync_v2), C(cuMemcpyDtoHAsync_v2_ptsz),
+	C(cuMemcpyDtoDAsync_v2), C(cuMemcpyDtoDAsync_v2_ptsz),
+	C(cuMemcpyDtoA_v2), C(cuMemcpyDtoA_v2_ptds), C(cuMemcpyAtoD_v2), C(cuMemcpyAtoD_v2_ptds),
+	C(cuMemcpyHtoA_v2), C(cuMemcpyHtoA_v2_ptds), C(cuMemcpyAtoH_v2), C(cuMemcpyAtoH_v2_ptds),
+	C(cuMemcpyAtoA_v2), C(cuMemcpyAtoA_v2_ptds),
+	C(cuMemcpyHtoAAsync_v2), C(cuMemcpyHtoAAsync_v2_ptsz),
+	C(cuMemcpyAtoHAsync_v2), C(cuMemcpyAtoHAsync_v2_ptsz),
+	C(cuMemcpy2D_v2), C(cuMemcpy2D_v2_ptds),
+	C(cuMemcpy2DUnaligned_v2), C(cuMemcpy2DUnaligned_v2_ptds),
+	C(cuMemcpy2DAsync_v2), C(cuMemcpy2DAsync_v2_ptsz),
+	C(cuMemcpy3D_v2), C(cuMemcpy3D_v2_ptds),
+	C(cuMemcpy3DAsync_v2), C(cuMemcpy3DAsync_v2_ptsz),
+	C(cuMemcpyPeer), C(cuMemcpyPeer_ptds),
+	C(cuMemcpyPeerAsync), C(cuMemcpyPeerAsync_ptsz),
+	C(cuMemcpy3DPeer), C(cuMemcpy3DPeer_ptds),
+	C(cuMemcpy3DPeerAsync), C(cuMemcpy3DPeerAsync_ptsz),
+	C(cuMemcpyBatchAsync), C(cuMemcpyBatchAsync_ptsz),
+	C(cuMemcpyBatchAsync_v2), C(cuMemcpyBatchAsync_v2_ptsz),
+	C(cuMemcpy3DBatchAsync), C(cuMemcpy3DBatchAsync_ptsz),
+	C(cuMemcpy3DBatchAsync_v2), C(cuMemcpy3DBatchAsync_v2_ptsz),
+	S(cuMemsetD8_v2), S(cuMemsetD8_v2_ptds),
+	S(cuMemsetD16_v2), S(cuMemsetD16_v2_ptds),
+	S(cuMemsetD32_v2), S(cuMemsetD32_v2_ptds),
+	S(cuMemsetD2D8_v2), S(cuMemsetD2D8_v2_ptds),
+	S(cuMemsetD2D16_v2), S(cuMemsetD2D16_v2_ptds),
+	S(cuMemsetD2D32_v2), S(cuMemsetD2D32_v2_ptds),
+	S(cuMemsetD8Async), S(cuMemsetD8Async_ptsz),
+	S(cuMemsetD16Async), S(cuMemsetD16Async_ptsz),
+	S(cuMemsetD32Async), S(cuMemsetD32Async_ptsz),
+	S(cuMemsetD2D8Async), S(cuMemsetD2D8Async_ptsz),
+	S(cuMemsetD2D16Async), S(cuMemsetD2D16Async_ptsz),
+	S(cuMemsetD2D32Async), S(cuMemsetD2D32Async_ptsz),
+	/* waits (not the queries: frameworks poll them in loops) */
+	W(cuCtxSynchronize), W(cuCtxSynchronize_v2),
+	W(cuStreamSynchronize), W(cuStreamSynchronize_ptsz),
+	W(cuEventSynchronize),
+	W(cuStreamWaitEvent), W(cuStreamWaitEvent_ptsz),
 };
 /* clang-format on */
 #undef DRV
-const size_t ptg_n_driver_cbids = sizeof(ptg_driver_cbids) / sizeof(ptg_driver_cbids[0]);
+#undef L
+#undef C
+#undef S
+#undef W
+const size_t ptg_n_driver_calls = sizeof(ptg_driver_calls) / sizeof(ptg_driver_calls[0]);
+
+/* What a driver call is (enum ptgpu_api_what), by callback id: 0 for
+ * the calls not recorded. Filled once, read by every callback. */
+static uint8_t ptg_what[CUPTI_DRIVER_TRACE_CBID_SIZE];
+
+static void ptg_what__fill(void)
+{
+	for (size_t i = 0; i < ptg_n_driver_calls; i++)
+		if (ptg_driver_calls[i].cbid < CUPTI_DRIVER_TRACE_CBID_SIZE)
+			ptg_what[ptg_driver_calls[i].cbid] = ptg_driver_calls[i].what;
+}
 
 const struct ptg_cupti_ops ptg_cupti_real_ops = {
 	.get_version = cuptiGetVersion,
@@ -160,8 +154,7 @@ const struct ptg_cupti_ops ptg_cupti_real_ops = {
 	.unsubscribe = cuptiUnsubscribe,
 	.enable = cuptiActivityEnable,
 	.disable = cuptiActivityDisable,
-	.enable_runtime_api = cuptiActivityEnableRuntimeApi,
-	.enable_driver_api = cuptiActivityEnableDriverApi,
+	.enable_callback = cuptiEnableCallback,
 	.flush_all = cuptiActivityFlushAll,
 	.get_next_record = cuptiActivityGetNextRecord,
 	.get_num_dropped = cuptiActivityGetNumDroppedRecords,
@@ -185,30 +178,122 @@ static uint64_t CUPTIAPI ptg_timestamp(void)
 	return ptg_now_ns();
 }
 
-static void CUPTIAPI ptg_buffer_request(uint8_t **buf, size_t *size, size_t *max_records)
+/* A buffer from the pool, else a new one. CUPTI wants 8-byte alignment;
+ * without a buffer it drops records and counts them (cupti_dropped). */
+static uint8_t *ptg_pool__get(struct ptg_shim *s)
 {
-	/* CUPTI wants 8-byte alignment. On failure CUPTI drops records and
-	 * counts them (cupti_dropped). */
-	*buf = aligned_alloc(8, PTG_BUF_SIZE);
+	uint8_t *buf = NULL;
+
+	if (s) {
+		pthread_mutex_lock(&s->pool_lock);
+		if (s->npool)
+			buf = s->pool[--s->npool];
+		pthread_mutex_unlock(&s->pool_lock);
+	}
+	return buf ? buf : aligned_alloc(8, PTG_BUF_SIZE);
+}
+
+static void ptg_pool__put(struct ptg_shim *s, uint8_t *buf)
+{
+	if (s) {
+		pthread_mutex_lock(&s->pool_lock);
+		if (s->npool < PTG_POOL_MAX) {
+			s->pool[s->npool++] = buf;
+			buf = NULL;
+		}
+		pthread_mutex_unlock(&s->pool_lock);
+	}
+	free(buf);
+}
+
+/* Called before the first records of an activation: the first buffers
+ * are mapped and their pages touched here, on the control thread, not by
+ * a launching thread inside a kernel launch. */
+static void ptg_pool__prefill(struct ptg_shim *s)
+{
+	uint8_t *bufs[PTG_POOL_PREFILL];
+	unsigned int i, n = 0;
+
+	pthread_mutex_lock(&s->pool_lock);
+	i = s->npool;
+	pthread_mutex_unlock(&s->pool_lock);
+	for (; i < PTG_POOL_PREFILL; i++) {
+		bufs[n] = aligned_alloc(8, PTG_BUF_SIZE);
+		if (!bufs[n])
+			break;
+		memset(bufs[n++], 0, PTG_BUF_SIZE);
+	}
+	for (i = 0; i < n; i++)
+		ptg_pool__put(s, bufs[i]);
+}
+
+void CUPTIAPI ptg_shim__buffer_request(uint8_t **buf, size_t *size, size_t *max_records)
+{
+	*buf = ptg_pool__get(__atomic_load_n(&ptg_cur, __ATOMIC_ACQUIRE));
 	*size = *buf ? PTG_BUF_SIZE : 0;
 	*max_records = 0;
 }
 
-static void CUPTIAPI ptg_buffer_complete(CUcontext ctx, uint32_t stream, uint8_t *buf, size_t size,
-					 size_t valid)
+void CUPTIAPI ptg_shim__buffer_complete(CUcontext ctx, uint32_t stream, uint8_t *buf, size_t size,
+					size_t valid)
 {
 	struct ptg_shim *s = __atomic_load_n(&ptg_cur, __ATOMIC_ACQUIRE);
 
-	if (s && buf)
+	if (!buf)
+		return;
+	if (s)
 		ptg_shim__buffer_done(s, ctx, stream, buf, valid);
-	free(buf);
+	ptg_pool__put(s, buf);
 }
 
-/* A subscriber is held only to claim CUPTI while active; no domain is
- * enabled, so this never runs. */
-static void CUPTIAPI ptg_noop_cb(void *ud, CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
-				 const void *data)
+/* ---- the Callback API: one record per launch, copy, set or wait ---- */
+
+static __thread uint32_t ptg_tid;
+
+void ptg_shim__api_rec(union ptgpu_rec *rec, CUpti_CallbackId cbid, uint32_t what, uint32_t corr,
+		       uint64_t start, uint64_t end, uint32_t tid, uint32_t pid, uint32_t ret)
 {
+	memset(rec, 0, sizeof(*rec));
+	rec->api.type = PTGPU_REC_API;
+	rec->api.domain = PTGPU_API_DRIVER;
+	rec->api.correlation_id = corr;
+	rec->api.start_ns = start;
+	rec->api.end_ns = end;
+	rec->api.cbid = cbid;
+	rec->api.tid = tid;
+	rec->api.pid = pid;
+	rec->api.return_value = ret;
+	rec->api.what = what;
+}
+
+void CUPTIAPI ptg_shim__api_cb(void *ud, CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
+			       const void *data)
+{
+	const CUpti_CallbackData *d = data;
+	struct ptg_shim *s = ud;
+	union ptgpu_rec rec;
+	uint64_t now;
+	uint32_t ret;
+
+	if (domain != CUPTI_CB_DOMAIN_DRIVER_API || cbid >= CUPTI_DRIVER_TRACE_CBID_SIZE ||
+	    !ptg_what[cbid])
+		return;
+	now = s->now();
+	if (d->callbackSite == CUPTI_API_ENTER) {
+		/* shared by this call's entry and exit callbacks */
+		*d->correlationData = now;
+		return;
+	}
+	if (!ptg_tid)
+		ptg_tid = (uint32_t)gettid();
+	/* a CUresult: an int-sized enum */
+	ret = d->functionReturnValue ? *(const uint32_t *)d->functionReturnValue : 0;
+	ptg_shim__api_rec(&rec, cbid, ptg_what[cbid], d->correlationId,
+			  *d->correlationData ? *d->correlationData : now, now, ptg_tid,
+			  s->ring.hdr->shim_pid, ret);
+	pthread_mutex_lock(&s->ring_lock);
+	ptg_ring__write(&s->ring, &rec);
+	pthread_mutex_unlock(&s->ring_lock);
 }
 
 /* Record a failed CUPTI call in the header and say it once on stderr. */
@@ -248,10 +333,15 @@ int ptg_shim__init(struct ptg_shim *s, const struct ptg_cupti_ops *ops, uint64_t
 	memset(s, 0, sizeof(*s));
 	s->ops = ops;
 	s->now = now;
+	s->kinds_mask = (1u << ptg_n_kinds) - 1;
+	s->callbacks = true;
+	ptg_what__fill();
 	err = ptg_ring__init(&s->ring, mem, len, p);
 	if (err)
 		return err;
 	pthread_mutex_init(&s->ring_lock, NULL);
+	pthread_mutex_init(&s->conv_lock, NULL);
+	pthread_mutex_init(&s->pool_lock, NULL);
 	pthread_mutex_init(&s->ctl_lock, NULL);
 	__atomic_store_n(&ptg_cur, s, __ATOMIC_RELEASE);
 
@@ -268,7 +358,7 @@ int ptg_shim__init(struct ptg_shim *s, const struct ptg_cupti_ops *ops, uint64_t
 	if (r != CUPTI_SUCCESS)
 		ptg_shim__conflict(s, PTGPU_CALL_THREAD_ID, r, 0, 0,
 				   "API records will carry CUPTI's own thread ids");
-	r = ops->register_callbacks(ptg_buffer_request, ptg_buffer_complete);
+	r = ops->register_callbacks(ptg_shim__buffer_request, ptg_shim__buffer_complete);
 	if (r != CUPTI_SUCCESS)
 		ptg_shim__conflict(s, PTGPU_CALL_CALLBACKS, r, 0, 0, "will retry at attach");
 	return 0;
@@ -280,7 +370,11 @@ void ptg_shim__fini(struct ptg_shim *s)
 
 	__atomic_compare_exchange_n(&ptg_cur, &cur, NULL, false, __ATOMIC_ACQ_REL,
 				    __ATOMIC_ACQUIRE);
+	while (s->npool)
+		free(s->pool[--s->npool]);
 	pthread_mutex_destroy(&s->ring_lock);
+	pthread_mutex_destroy(&s->conv_lock);
+	pthread_mutex_destroy(&s->pool_lock);
 	pthread_mutex_destroy(&s->ctl_lock);
 	ptg_ring__free(&s->ring);
 }
@@ -294,16 +388,17 @@ static void ptg_shim__undo(struct ptg_shim *s, bool flush, uint64_t seq)
 	size_t i;
 
 	for (i = 0; i < s->kinds_on; i++) {
+		if (!(s->kinds_mask >> i & 1))
+			continue;
 		r = ops->disable(ptg_kinds[i]);
 		if (r != CUPTI_SUCCESS)
 			ptg_shim__conflict(s, PTGPU_CALL_DISABLE, r, ptg_kinds[i], seq,
 					   "records of that kind may continue");
 	}
-	for (i = 0; i < s->runtime_on; i++)
-		ops->enable_runtime_api(ptg_runtime_cbids[i], 0);
-	for (i = 0; i < s->driver_on; i++)
-		ops->enable_driver_api(ptg_driver_cbids[i], 0);
-	s->kinds_on = s->runtime_on = s->driver_on = 0;
+	for (i = 0; i < s->calls_on; i++)
+		ops->enable_callback(0, s->sub, CUPTI_CB_DOMAIN_DRIVER_API,
+				     ptg_driver_calls[i].cbid);
+	s->kinds_on = s->calls_on = 0;
 	/* Disable first, then force-flush (Kineto's stop order): what was
 	 * recorded up to now reaches the ring while proftrace still drains,
 	 * and nothing stale waits in CUPTI for the next attach. */
@@ -339,38 +434,35 @@ static void ptg_shim__activate(struct ptg_shim *s, uint64_t seq)
 	 * torch.profiler or Nsight while we are dormant, and makes their
 	 * presence show up here as MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED. */
 	call = PTGPU_CALL_SUBSCRIBE;
-	r = ops->subscribe(&s->sub, ptg_noop_cb, NULL);
+	r = ops->subscribe(&s->sub, ptg_shim__api_cb, s);
 	if (r != CUPTI_SUCCESS)
 		goto fail;
 	s->subscribed = true;
 	/* Again: another CUPTI client may have replaced our buffer callbacks
 	 * since init (they are process-wide). */
 	call = PTGPU_CALL_CALLBACKS;
-	r = ops->register_callbacks(ptg_buffer_request, ptg_buffer_complete);
+	r = ops->register_callbacks(ptg_shim__buffer_request, ptg_shim__buffer_complete);
 	if (r != CUPTI_SUCCESS)
 		goto fail;
+
+	ptg_pool__prefill(s);
 
 	/* The first enable can stall the process for seconds (Kineto saw
 	 * > 5 s for CONCURRENT_KERNEL): measure it for the report. */
 	t0 = s->now();
 	call = PTGPU_CALL_ENABLE;
 	for (; s->kinds_on < ptg_n_kinds; s->kinds_on++) {
+		if (!(s->kinds_mask >> s->kinds_on & 1))
+			continue;
 		arg = ptg_kinds[s->kinds_on];
 		r = ops->enable(ptg_kinds[s->kinds_on]);
 		if (r != CUPTI_SUCCESS)
 			goto fail;
 	}
-	call = PTGPU_CALL_RUNTIME_API;
-	for (; s->runtime_on < ptg_n_runtime_cbids; s->runtime_on++) {
-		arg = ptg_runtime_cbids[s->runtime_on];
-		r = ops->enable_runtime_api(ptg_runtime_cbids[s->runtime_on], 1);
-		if (r != CUPTI_SUCCESS)
-			goto fail;
-	}
 	call = PTGPU_CALL_DRIVER_API;
-	for (; s->driver_on < ptg_n_driver_cbids; s->driver_on++) {
-		arg = ptg_driver_cbids[s->driver_on];
-		r = ops->enable_driver_api(ptg_driver_cbids[s->driver_on], 1);
+	for (; s->callbacks && s->calls_on < ptg_n_driver_calls; s->calls_on++) {
+		arg = ptg_driver_calls[s->calls_on].cbid;
+		r = ops->enable_callback(1, s->sub, CUPTI_CB_DOMAIN_DRIVER_API, arg);
 		if (r != CUPTI_SUCCESS)
 			goto fail;
 	}
@@ -451,17 +543,31 @@ int ptg_shim__exit(struct ptg_shim *s, unsigned int timeout_ms)
 	return 0;
 }
 
+/* Records converted per taking of ring_lock: a launching thread's API
+ * record waits behind at most this many ring writes. */
+#define PTG_BATCH 32
+
+static void ptg_shim__write_batch(struct ptg_shim *s, const union ptgpu_rec *v, size_t n)
+{
+	size_t i;
+
+	pthread_mutex_lock(&s->ring_lock);
+	for (i = 0; i < n; i++)
+		ptg_ring__write(&s->ring, &v[i]);
+	pthread_mutex_unlock(&s->ring_lock);
+}
+
 void ptg_shim__buffer_done(struct ptg_shim *s, CUcontext ctx, uint32_t stream, uint8_t *buf,
 			   size_t valid)
 {
 	const struct ptg_cupti_ops *ops = s->ops;
 	CUpti_Activity *cur = NULL, *next;
 	uint8_t *end, *lim = buf + valid;
-	union ptgpu_rec rec;
-	size_t dropped = 0, avail;
+	union ptgpu_rec batch[PTG_BATCH];
+	size_t dropped = 0, avail, n = 0;
 	CUptiResult st;
 
-	pthread_mutex_lock(&s->ring_lock);
+	pthread_mutex_lock(&s->conv_lock);
 	st = valid ? ops->get_next_record(buf, valid, &cur) : CUPTI_ERROR_MAX_LIMIT_REACHED;
 	while (st == CUPTI_SUCCESS) {
 		/* CUPTI gives no record size: the distance to the next record
@@ -475,9 +581,12 @@ void ptg_shim__buffer_done(struct ptg_shim *s, CUcontext ctx, uint32_t stream, u
 			break;
 		}
 		avail = (size_t)(end - (uint8_t *)cur);
-		switch (ptg_convert__activity(&s->ring, cur, avail, &rec)) {
+		switch (ptg_convert__activity(&s->ring, cur, avail, &batch[n])) {
 		case PTG_CONV_OK:
-			ptg_ring__write(&s->ring, &rec);
+			if (++n == PTG_BATCH) {
+				ptg_shim__write_batch(s, batch, n);
+				n = 0;
+			}
 			break;
 		case PTG_CONV_UNKNOWN:
 			PTG_COUNT(&s->ring, unknown_kinds, 1);
@@ -488,13 +597,14 @@ void ptg_shim__buffer_done(struct ptg_shim *s, CUcontext ctx, uint32_t stream, u
 		}
 		cur = next;
 	}
+	ptg_shim__write_batch(s, batch, n);
 	/* INVALID_KIND: a record CUPTI itself cannot size; the rest of the
 	 * buffer is unreadable. */
 	if (st != CUPTI_ERROR_MAX_LIMIT_REACHED)
 		PTG_COUNT(&s->ring, bad_records, 1);
 	if (ops->get_num_dropped(ctx, stream, &dropped) == CUPTI_SUCCESS && dropped)
 		PTG_COUNT(&s->ring, cupti_dropped, dropped);
-	pthread_mutex_unlock(&s->ring_lock);
+	pthread_mutex_unlock(&s->conv_lock);
 }
 
 /* ---- the real process: segment file, control thread, entry point ---- */
@@ -641,6 +751,7 @@ static int ptg_inject__start(struct ptg_shim *s)
 		unlink(ptg_shm_path);
 		return err;
 	}
+	ptg_shim__bench_knobs(s, getenv("PTG_BENCH_KINDS"), getenv("PTG_BENCH_CALLBACKS"));
 	atexit(ptg_atexit);
 
 	pthread_attr_init(&attr);
@@ -658,6 +769,28 @@ static int ptg_inject__start(struct ptg_shim *s)
 }
 
 static int ptg_started;
+
+/* Bench knobs (tests/gpu/gpu_check.py, section calls: what each part of an
+ * activation costs a CUDA call). kinds: "none" or a comma list of kernel,
+ * memcpy, memset; callbacks: "none" or anything else. A part left out is
+ * not traced: never set them on a server. */
+void ptg_shim__bench_knobs(struct ptg_shim *s, const char *kinds, const char *cbs)
+{
+	static const char *const names[] = { "kernel", "memcpy", "memset" };
+	size_t i;
+
+	if (kinds) {
+		s->kinds_mask = 0;
+		for (i = 0; i < ptg_n_kinds && i < sizeof(names) / sizeof(names[0]); i++)
+			if (strstr(kinds, names[i]))
+				s->kinds_mask |= 1u << i;
+	}
+	if (cbs)
+		s->callbacks = strcmp(cbs, "none") != 0;
+	if (kinds || cbs)
+		fprintf(stderr, "proftrace-cupti: bench knobs: kinds 0x%x, callbacks %s\n",
+			s->kinds_mask, s->callbacks ? "on" : "off");
+}
 
 /* Called by the CUDA driver. Always reports success: a profiler must not
  * be the reason a server fails to start. */

@@ -104,9 +104,9 @@ enum ptgpu_call {
 	PTGPU_CALL_CALLBACKS = 3,    /* cuptiActivityRegisterCallbacks */
 	PTGPU_CALL_SUBSCRIBE = 4,    /* cuptiSubscribe */
 	PTGPU_CALL_ENABLE = 5,	     /* cuptiActivityEnable(kind) */
-	PTGPU_CALL_RUNTIME_API = 6,  /* cuptiActivityEnableRuntimeApi(cbid) */
-	PTGPU_CALL_DRIVER_API = 7,   /* cuptiActivityEnableDriverApi(cbid) */
-	PTGPU_CALL_DISABLE = 8,	     /* cuptiActivityDisable / Enable*Api(0) */
+	PTGPU_CALL_RUNTIME_API = 6,  /* cuptiEnableCallback(runtime domain, cbid) */
+	PTGPU_CALL_DRIVER_API = 7,   /* cuptiEnableCallback(driver domain, cbid) */
+	PTGPU_CALL_DISABLE = 8,	     /* cuptiActivityDisable */
 	PTGPU_CALL_FLUSH = 9,	     /* cuptiActivityFlushAll */
 	PTGPU_CALL_MAX
 };
@@ -122,8 +122,8 @@ static inline const char *ptgpu_call_name(uint32_t call)
 		[PTGPU_CALL_CALLBACKS] = "cuptiActivityRegisterCallbacks",
 		[PTGPU_CALL_SUBSCRIBE] = "cuptiSubscribe",
 		[PTGPU_CALL_ENABLE] = "cuptiActivityEnable",
-		[PTGPU_CALL_RUNTIME_API] = "cuptiActivityEnableRuntimeApi",
-		[PTGPU_CALL_DRIVER_API] = "cuptiActivityEnableDriverApi",
+		[PTGPU_CALL_RUNTIME_API] = "cuptiEnableCallback(runtime)",
+		[PTGPU_CALL_DRIVER_API] = "cuptiEnableCallback(driver)",
 		[PTGPU_CALL_DISABLE] = "cuptiActivityDisable",
 		[PTGPU_CALL_FLUSH] = "cuptiActivityFlushAll",
 	};
@@ -203,6 +203,14 @@ enum ptgpu_api_domain {
 	PTGPU_API_DRIVER = 2,
 };
 
+/* What an API call does (ptgpu_api.what); 0 from a shim that did not say. */
+enum ptgpu_api_what {
+	PTGPU_API_LAUNCH = 1, /* kernels, CUDA graphs */
+	PTGPU_API_COPY = 2,
+	PTGPU_API_SET = 3,
+	PTGPU_API_WAIT = 4, /* the host waits for the GPU (synchronize, wait event) */
+};
+
 /* Every record starts with these 24 bytes; `aux` is per type. */
 struct ptgpu_rec_hdr {
 	uint16_t type; /* enum ptgpu_rec_type */
@@ -268,6 +276,11 @@ struct ptgpu_memset {
 	uint32_t reserved;
 };
 
+/* One launch, copy, set or wait call, written by the shim's Callback API
+ * handler on the calling thread when the call returns (not a CUPTI
+ * activity record): start/end are the call's entry and exit. The shim
+ * records the driver's calls (a runtime call makes one, with its
+ * correlation id); the domain field allows runtime ones. */
 struct ptgpu_api {
 	uint16_t type;
 	uint16_t domain; /* enum ptgpu_api_domain */
@@ -275,10 +288,12 @@ struct ptgpu_api {
 	uint64_t start_ns;
 	uint64_t end_ns;
 	uint32_t cbid; /* CUPTI_RUNTIME_TRACE_CBID_* or CUPTI_DRIVER_TRACE_CBID_* */
-	uint32_t tid;  /* system TID (CUPTI_ACTIVITY_THREAD_ID_TYPE_SYSTEM) */
+	uint32_t tid;  /* the caller's OS TID (gettid() in the shim's namespace) */
 	uint32_t pid;
 	uint32_t return_value;
-	uint64_t reserved[3];
+	uint32_t what; /* enum ptgpu_api_what */
+	uint32_t reserved0;
+	uint64_t reserved[2];
 };
 
 struct ptgpu_sync {

@@ -228,6 +228,8 @@ int pt_gpu__record(struct pt_gpu *g, const struct pt_gpu_rec *r)
 
 	switch (r->kind) {
 	case PT_GPU_API:
+		if (r->api.what == PT_GPU_API_WAIT)
+			g->res.syncs++;
 		seen(g, S_API, r->start_ns);
 		rc = make_room(g);
 		if (rc < 0)

@@ -41,7 +41,8 @@ struct pt_gpu_device {
 };
 
 struct pt_gpu_result {
-	uint64_t kernels, copies, memsets, api_calls, syncs;
+	uint64_t kernels, copies, memsets, api_calls;
+	uint64_t syncs; /* the host waiting for the GPU: wait calls (and SYNC records) */
 	uint64_t copy_bytes;
 	uint64_t busy_ns; /* union of all work on all devices, inside the window */
 	uint64_t window_ns;

@@ -28,6 +28,11 @@ _Static_assert((int)PT_GPU_KERNEL == PTGPU_REC_KERNEL && (int)PT_GPU_MEMCPY == P
 		       (int)PT_GPU_MEMSET == PTGPU_REC_MEMSET && (int)PT_GPU_API == PTGPU_REC_API &&
 		       (int)PT_GPU_SYNC == PTGPU_REC_SYNC,
 	       "pt_gpu_kind mirrors ptgpu_rec_type");
+_Static_assert((int)PT_GPU_API_LAUNCH == PTGPU_API_LAUNCH &&
+		       (int)PT_GPU_API_COPY == PTGPU_API_COPY &&
+		       (int)PT_GPU_API_SET == PTGPU_API_SET &&
+		       (int)PT_GPU_API_WAIT == PTGPU_API_WAIT,
+	       "pt_gpu_api_what mirrors ptgpu_api_what");
 
 /* Segments bigger than this are not ours (the shim makes a few MiB). */
 #define GR_MAX_SEGMENT (1ull << 30)
@@ -520,6 +525,8 @@ static bool convert(struct pt_gpuring *r, const union ptgpu_rec *in, struct pt_g
 		o->api.tid = in->api.tid;
 		o->api.pid = in->api.pid;
 		o->api.return_value = in->api.return_value;
+		/* an unknown class is not a reason to drop the call */
+		o->api.what = in->api.what <= PTGPU_API_WAIT ? in->api.what : 0;
 		return true;
 	case PTGPU_REC_SYNC:
 		o->kind = PT_GPU_SYNC;

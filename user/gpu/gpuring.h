@@ -30,6 +30,14 @@ enum pt_gpu_kind {
 	PT_GPU_SYNC = 5,
 };
 
+/* Same numbers as enum ptgpu_api_what: what an API call does. */
+enum pt_gpu_api_what {
+	PT_GPU_API_LAUNCH = 1,
+	PT_GPU_API_COPY = 2,
+	PT_GPU_API_SET = 3,
+	PT_GPU_API_WAIT = 4,
+};
+
 /* One validated record. Times are CLOCK_MONOTONIC ns; end >= start. */
 struct pt_gpu_rec {
 	enum pt_gpu_kind kind;
@@ -65,6 +73,8 @@ struct pt_gpu_rec {
 			uint32_t tid;  /* system TID */
 			uint32_t pid;
 			uint32_t return_value;
+			/* enum pt_gpu_api_what; 0: the shim did not say */
+			uint32_t what;
 		} api;
 		struct {
 			uint32_t type; /* CUpti_ActivitySynchronizationType */

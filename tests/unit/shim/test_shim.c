@@ -6,12 +6,19 @@
  * a scripted iterator covers malformed buffers) and come back out of the
  * ring through proftrace's reader. The dormant/active state machine runs
  * against a fake CUPTI table and a fake clock, and the exact sequence of
- * enable/disable calls is checked. InitializeInjection itself runs in a
+ * enable/disable calls is checked. A fake CUDA call (fake_call) does what
+ * a real one was seen to do on an H200 with CUPTI 13.0: API records come
+ * only from the Callback API (or the whole RUNTIME/DRIVER activity kinds,
+ * which the shim never enables); the kernel, copy or memset it starts is
+ * an activity record with the call's correlation id, a graph launch's
+ * kernels all with the launch's; a runtime call's driver call under it
+ * has the runtime call's correlation id. InitializeInjection itself runs in a
  * child process to check the segment file (stale file replaced, lock,
  * unlink at exit).
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -65,6 +72,16 @@ static struct {
 	CUpti_BuffersCallbackRequestFunc req;
 	CUpti_BuffersCallbackCompleteFunc done;
 	CUpti_TimestampCallbackFunc ts;
+	/* The Callback API: the subscriber's function and what is enabled. */
+	CUpti_CallbackFunc cb;
+	void *cb_ud;
+	bool subscribed;
+	bool cb_on[2][2048]; /* [0] runtime, [1] driver, by cbid */
+	bool kind_on[64];
+	/* Activity records of fake calls, until fake_flush hands them over. */
+	uint8_t pending[16384];
+	size_t npending;
+	uint32_t corr;
 	/* Scripted iteration instead of libcupti's. */
 	bool scripted;
 	size_t offs[16];
@@ -113,29 +130,54 @@ static CUptiResult f_callbacks(CUpti_BuffersCallbackRequestFunc req,
 }
 static CUptiResult f_sub(CUpti_SubscriberHandle *sub, CUpti_CallbackFunc fn, void *ud)
 {
+	CUptiResult r;
+
 	*sub = (CUpti_SubscriberHandle)(uintptr_t)0x5b;
-	return logcall(OP_SUB, 0, 0);
+	r = logcall(OP_SUB, 0, 0);
+	if (r == CUPTI_SUCCESS) {
+		assert_false(F.subscribed); /* one subscriber per process */
+		F.subscribed = true;
+		F.cb = fn;
+		F.cb_ud = ud;
+	}
+	return r;
 }
 static CUptiResult f_unsub(CUpti_SubscriberHandle sub)
 {
 	assert_ptr_equal(sub, (CUpti_SubscriberHandle)(uintptr_t)0x5b);
+	F.subscribed = false;
+	memset(F.cb_on, 0, sizeof(F.cb_on));
 	return logcall(OP_UNSUB, 0, 0);
 }
 static CUptiResult f_enable(CUpti_ActivityKind k)
 {
-	return logcall(OP_ENABLE, k, 0);
+	CUptiResult r = logcall(OP_ENABLE, k, 0);
+
+	if (r == CUPTI_SUCCESS && k < 64)
+		F.kind_on[k] = true;
+	return r;
 }
 static CUptiResult f_disable(CUpti_ActivityKind k)
 {
-	return logcall(OP_DISABLE, k, 0);
+	CUptiResult r = logcall(OP_DISABLE, k, 0);
+
+	if (r == CUPTI_SUCCESS && k < 64)
+		F.kind_on[k] = false;
+	return r;
 }
-static CUptiResult f_rt(CUpti_CallbackId cbid, uint8_t en)
+static CUptiResult f_cb(uint32_t en, CUpti_SubscriberHandle sub, CUpti_CallbackDomain dom,
+			CUpti_CallbackId cbid)
 {
-	return logcall(OP_RT, cbid, en);
-}
-static CUptiResult f_drv(CUpti_CallbackId cbid, uint8_t en)
-{
-	return logcall(OP_DRV, cbid, en);
+	CUptiResult r;
+
+	assert_true(dom == CUPTI_CB_DOMAIN_RUNTIME_API || dom == CUPTI_CB_DOMAIN_DRIVER_API);
+	assert_true(cbid < 2048);
+	r = logcall(dom == CUPTI_CB_DOMAIN_RUNTIME_API ? OP_RT : OP_DRV, cbid, en);
+	if (!F.subscribed || sub != (CUpti_SubscriberHandle)(uintptr_t)0x5b)
+		return CUPTI_ERROR_INVALID_PARAMETER;
+	if (r == CUPTI_SUCCESS)
+		F.cb_on[dom == CUPTI_CB_DOMAIN_DRIVER_API][cbid] = en;
+	return r;
 }
 static CUptiResult f_flush(uint32_t flag)
 {
@@ -167,8 +209,7 @@ static const struct ptg_cupti_ops fake_ops = {
 	.unsubscribe = f_unsub,
 	.enable = f_enable,
 	.disable = f_disable,
-	.enable_runtime_api = f_rt,
-	.enable_driver_api = f_drv,
+	.enable_callback = f_cb,
 	.flush_all = f_flush,
 	.get_next_record = f_next,
 	.get_num_dropped = f_dropped,
@@ -264,6 +305,119 @@ static int collect(void *ctx, const struct pt_gpu_rec *rec)
 	assert_true(g->n < MAXREC);
 	g->r[g->n++] = *rec;
 	return 0;
+}
+
+/* ---- fake CUDA calls (see the top of the file) ---- */
+
+static void pend(const void *rec, size_t len)
+{
+	assert_true(F.npending + len <= sizeof(F.pending));
+	memcpy(F.pending + F.npending, rec, len);
+	F.npending += len;
+}
+
+static void fake_cb(CUpti_CallbackDomain dom, CUpti_CallbackId cbid, CUpti_ApiCallbackSite site,
+		    uint32_t corr, uint64_t *scratch, uint32_t *ret)
+{
+	CUpti_CallbackData cd;
+
+	if (!F.subscribed || !F.cb_on[dom == CUPTI_CB_DOMAIN_DRIVER_API][cbid])
+		return;
+	memset(&cd, 0, sizeof(cd));
+	cd.callbackSite = site;
+	cd.functionName = "fake";
+	cd.correlationId = corr;
+	cd.correlationData = scratch;
+	cd.functionReturnValue = site == CUPTI_API_EXIT ? ret : NULL;
+	F.cb(F.cb_ud, dom, cbid, &cd);
+}
+
+enum fake_work { W_NONE, W_KERNEL, W_COPY, W_SET };
+
+/*
+ * One CUDA call on the calling thread: the entry callbacks (the runtime
+ * call's, then the driver call's it makes, same correlation id), the work
+ * it starts (nwork kernels for a graph launch, all with the launch's
+ * correlation id), the exit callbacks. Returns the correlation id.
+ */
+static uint32_t fake_call(CUpti_CallbackDomain dom, CUpti_CallbackId cbid,
+			  CUpti_CallbackId nested_drv, enum fake_work w, int nwork, uint32_t graph)
+{
+	uint64_t sc_rt = 0, sc_drv = 0;
+	uint32_t corr = ++F.corr, ret = 0;
+	CUpti_ActivityKernel10 k;
+	CUpti_ActivityMemcpy6 mc;
+	CUpti_ActivityMemset4 ms;
+	CUpti_ActivityAPI api;
+	uint64_t t0 = F.ts ? F.ts() : 0;
+	int i;
+
+	fake_cb(dom, cbid, CUPTI_API_ENTER, corr, &sc_rt, &ret);
+	if (nested_drv)
+		fake_cb(CUPTI_CB_DOMAIN_DRIVER_API, nested_drv, CUPTI_API_ENTER, corr, &sc_drv,
+			&ret);
+	for (i = 0; i < nwork; i++) {
+		if (w == W_KERNEL && F.kind_on[CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL]) {
+			memset(&k, 0, sizeof(k));
+			k.kind = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
+			k.start = t0 + 5000 + 1000 * i;
+			k.end = k.start + 800;
+			k.correlationId = corr;
+			k.graphId = graph;
+			k.graphNodeId = graph ? 100 + i : 0;
+			k.name = i % 2 ? "_Z8k_oddPf" : "k_even";
+			k.gridX = k.gridY = k.gridZ = k.blockX = k.blockY = k.blockZ = 1;
+			pend(&k, sizeof(k));
+		} else if (w == W_COPY && F.kind_on[CUPTI_ACTIVITY_KIND_MEMCPY]) {
+			memset(&mc, 0, sizeof(mc));
+			mc.kind = CUPTI_ACTIVITY_KIND_MEMCPY;
+			mc.start = t0 + 5000;
+			mc.end = mc.start + 300;
+			mc.bytes = 8;
+			mc.copyKind = CUPTI_ACTIVITY_MEMCPY_KIND_DTOH;
+			mc.correlationId = corr;
+			pend(&mc, sizeof(mc));
+		} else if (w == W_SET && F.kind_on[CUPTI_ACTIVITY_KIND_MEMSET]) {
+			memset(&ms, 0, sizeof(ms));
+			ms.kind = CUPTI_ACTIVITY_KIND_MEMSET;
+			ms.start = t0 + 5000;
+			ms.end = ms.start + 200;
+			ms.bytes = 4096;
+			ms.correlationId = corr;
+			pend(&ms, sizeof(ms));
+		}
+	}
+	/* What the activity API gives for API calls: only the whole kinds. */
+	if (F.kind_on[dom == CUPTI_CB_DOMAIN_RUNTIME_API ? CUPTI_ACTIVITY_KIND_RUNTIME
+							 : CUPTI_ACTIVITY_KIND_DRIVER]) {
+		memset(&api, 0, sizeof(api));
+		api.kind = dom == CUPTI_CB_DOMAIN_RUNTIME_API ? CUPTI_ACTIVITY_KIND_RUNTIME
+							      : CUPTI_ACTIVITY_KIND_DRIVER;
+		api.cbid = cbid;
+		api.correlationId = corr;
+		pend(&api, sizeof(api));
+	}
+	if (nested_drv)
+		fake_cb(CUPTI_CB_DOMAIN_DRIVER_API, nested_drv, CUPTI_API_EXIT, corr, &sc_drv,
+			&ret);
+	fake_cb(dom, cbid, CUPTI_API_EXIT, corr, &sc_rt, &ret);
+	return corr;
+}
+
+/* CUPTI hands over what it recorded (a flush, or a full buffer). */
+static void fake_flush(void)
+{
+	uint8_t *buf = NULL;
+	size_t size = 0, max = 0;
+
+	if (!F.npending)
+		return;
+	F.req(&buf, &size, &max);
+	assert_non_null(buf);
+	assert_true(size >= F.npending);
+	memcpy(buf, F.pending, F.npending);
+	F.done(NULL, 0, buf, size, F.npending);
+	F.npending = 0;
 }
 
 static void test_init_sequence(void **state)
@@ -698,9 +852,10 @@ static void expect(int *i, enum op op, uint32_t arg, uint32_t val)
 	(*i)++;
 }
 
-/* An activation: subscribe, callbacks, every kind, every runtime call,
- * every driver call, each up to (not including) the failing one. */
-static void expect_activate(int *i, size_t kinds, size_t rt, size_t drv)
+/* An activation: subscribe, callbacks, every kind, the callback of every
+ * driver call, each up to (not including) the failing one. No runtime
+ * call's callback: the driver call under it is recorded. */
+static void expect_activate(int *i, size_t kinds, size_t drv)
 {
 	size_t j;
 
@@ -708,27 +863,23 @@ static void expect_activate(int *i, size_t kinds, size_t rt, size_t drv)
 	expect(i, OP_CALLBACKS, 0, 0);
 	for (j = 0; j < kinds; j++)
 		expect(i, OP_ENABLE, ptg_kinds[j], 0);
-	for (j = 0; j < rt; j++)
-		expect(i, OP_RT, ptg_runtime_cbids[j], 1);
 	for (j = 0; j < drv; j++)
-		expect(i, OP_DRV, ptg_driver_cbids[j], 1);
+		expect(i, OP_DRV, ptg_driver_calls[j].cbid, 1);
 }
 
 static void expect_activate_all(int *i)
 {
-	expect_activate(i, ptg_n_kinds, ptg_n_runtime_cbids, ptg_n_driver_cbids);
+	expect_activate(i, ptg_n_kinds, ptg_n_driver_calls);
 }
 
-static void expect_deactivate(int *i, size_t kinds, size_t rt, size_t drv, bool flush)
+static void expect_deactivate(int *i, size_t kinds, size_t drv, bool flush)
 {
 	size_t j;
 
 	for (j = 0; j < kinds; j++)
 		expect(i, OP_DISABLE, ptg_kinds[j], 0);
-	for (j = 0; j < rt; j++)
-		expect(i, OP_RT, ptg_runtime_cbids[j], 0);
 	for (j = 0; j < drv; j++)
-		expect(i, OP_DRV, ptg_driver_cbids[j], 0);
+		expect(i, OP_DRV, ptg_driver_calls[j].cbid, 0);
 	if (flush)
 		expect(i, OP_FLUSH, CUPTI_ACTIVITY_FLAG_FLUSH_FORCED, 0);
 	expect(i, OP_UNSUB, 0, 0);
@@ -736,7 +887,7 @@ static void expect_deactivate(int *i, size_t kinds, size_t rt, size_t drv, bool 
 
 static void expect_deactivate_all(int *i)
 {
-	expect_deactivate(i, ptg_n_kinds, ptg_n_runtime_cbids, ptg_n_driver_cbids, true);
+	expect_deactivate(i, ptg_n_kinds, ptg_n_driver_calls, true);
 }
 
 static void test_cycle(void **state)
@@ -752,8 +903,8 @@ static void test_cycle(void **state)
 	F.n = 0;
 
 	/* The lists are the launch/copy/set/sync calls only. */
-	assert_int_equal(ptg_n_kinds, 4);
-	assert_true(ptg_n_runtime_cbids > 50 && ptg_n_driver_cbids > 50);
+	assert_int_equal(ptg_n_kinds, 3);
+	assert_true(ptg_n_driver_calls > 50);
 
 	/* attach -> active */
 	assert_int_equal(pt_gpuring__attach(fx.r, t), 0);
@@ -853,6 +1004,208 @@ static void test_cycle(void **state)
 	fx_fini(&fx);
 }
 
+#define RT(x) CUPTI_RUNTIME_TRACE_CBID_##x
+#define DRV(x) CUPTI_DRIVER_TRACE_CBID_##x
+
+struct thread_call {
+	uint32_t corr;
+	pid_t tid;
+};
+
+static void *launch_on_thread(void *arg)
+{
+	struct thread_call *tc = arg;
+
+	tc->tid = gettid();
+	tc->corr = fake_call(CUPTI_CB_DOMAIN_DRIVER_API, DRV(cuLaunchKernelEx), 0, W_KERNEL, 1, 0);
+	return NULL;
+}
+
+static const struct pt_gpu_rec *api_of(const struct got *g, uint32_t corr, int *n)
+{
+	const struct pt_gpu_rec *a = NULL;
+	int i;
+
+	*n = 0;
+	for (i = 0; i < g->n; i++)
+		if (g->r[i].kind == PT_GPU_API && g->r[i].correlation_id == corr) {
+			a = &g->r[i];
+			(*n)++;
+		}
+	return a;
+}
+
+/*
+ * Every piece of work joined to the call that started it, through the
+ * ring: a runtime launch (recorded by the driver launch under it), a
+ * driver-only launch (cuBLAS, Triton) on another thread, a graph launch
+ * of three kernels, a copy, a memset and a wait, each with what it is.
+ * Calls that neither launch, copy, set nor wait leave no record; nothing
+ * is recorded while dormant.
+ */
+static void test_launch_join(void **state)
+{
+	struct got *g = calloc(1, sizeof(*g));
+	uint32_t c_rt, c_graph, c_copy, c_set, c_sync;
+	struct thread_call tc = { 0 };
+	const struct pt_gpu_rec *a;
+	struct fixture fx;
+	pthread_t thr;
+	int i, n, work = 0;
+
+	fx_init(&fx, 64, 4096);
+	/* Dormant: CUDA runs with nothing of ours in its way. */
+	fake_call(CUPTI_CB_DOMAIN_RUNTIME_API, RT(cudaLaunchKernel_v7000), DRV(cuLaunchKernel),
+		  W_KERNEL, 1, 0);
+	fake_flush();
+	assert_int_equal(pt_gpuring__drain(fx.r, collect, g), 0);
+
+	assert_int_equal(pt_gpuring__attach(fx.r, 10 * SEC), 0);
+	ptg_shim__tick(&fx.s, 10 * SEC + 10 * MS);
+	assert_int_equal(fx_hdr(&fx)->state, PTGPU_STATE_ACTIVE);
+
+	c_rt = fake_call(CUPTI_CB_DOMAIN_RUNTIME_API, RT(cudaLaunchKernel_v7000),
+			 DRV(cuLaunchKernel), W_KERNEL, 1, 0);
+	assert_int_equal(pthread_create(&thr, NULL, launch_on_thread, &tc), 0);
+	assert_int_equal(pthread_join(thr, NULL), 0);
+	c_graph = fake_call(CUPTI_CB_DOMAIN_RUNTIME_API, RT(cudaGraphLaunch_v10000),
+			    DRV(cuGraphLaunch), W_KERNEL, 3, 7);
+	c_copy = fake_call(CUPTI_CB_DOMAIN_RUNTIME_API, RT(cudaMemcpyAsync_v3020),
+			   DRV(cuMemcpyDtoHAsync_v2), W_COPY, 1, 0);
+	c_set = fake_call(CUPTI_CB_DOMAIN_RUNTIME_API, RT(cudaMemsetAsync_v3020),
+			  DRV(cuMemsetD8Async), W_SET, 1, 0);
+	c_sync = fake_call(CUPTI_CB_DOMAIN_RUNTIME_API, RT(cudaStreamSynchronize_v3020),
+			   DRV(cuStreamSynchronize), W_NONE, 0, 0);
+	/* not ours: no callback, no record */
+	for (i = 0; i < 100; i++) {
+		fake_call(CUPTI_CB_DOMAIN_RUNTIME_API, RT(cudaGetDevice_v3020), 0, W_NONE, 0, 0);
+		fake_call(CUPTI_CB_DOMAIN_RUNTIME_API, RT(cudaEventQuery_v3020), DRV(cuEventQuery),
+			  W_NONE, 0, 0);
+	}
+	fake_flush();
+	assert_true(pt_gpuring__drain(fx.r, collect, g) > 0);
+
+	/* One API record per call we record, none for the others. */
+	for (i = n = 0; i < g->n; i++)
+		n += g->r[i].kind == PT_GPU_API;
+	assert_int_equal(n, 6);
+	for (i = 0; i < g->n; i++) {
+		const struct pt_gpu_rec *w = &g->r[i];
+
+		if (w->kind == PT_GPU_API || w->kind == PT_GPU_SYNC)
+			continue;
+		work++;
+		a = api_of(g, w->correlation_id, &n);
+		assert_int_equal(n, 1);
+		assert_non_null(a);
+		/* launched before it ran, on the shim's clock */
+		assert_true(a->start_ns <= a->end_ns && a->start_ns <= w->start_ns);
+	}
+	assert_int_equal(work, 1 + 1 + 3 + 1 + 1);
+
+	/* the runtime launch is recorded by the driver call it made */
+	a = api_of(g, c_rt, &n);
+	assert_true(a->api.driver);
+	assert_int_equal(a->api.cbid, DRV(cuLaunchKernel));
+	assert_int_equal(a->api.what, PT_GPU_API_LAUNCH);
+	assert_int_equal(a->api.tid, (uint32_t)gettid());
+	assert_int_equal(a->api.pid, 777);
+	a = api_of(g, tc.corr, &n);
+	assert_true(a->api.driver);
+	assert_int_equal(a->api.cbid, DRV(cuLaunchKernelEx));
+	assert_int_equal(a->api.tid, (uint32_t)tc.tid);
+	assert_int_not_equal(tc.tid, gettid());
+	for (i = n = 0; i < g->n; i++)
+		n += g->r[i].kind == PT_GPU_KERNEL && g->r[i].correlation_id == c_graph &&
+		     g->r[i].kernel.graph_id == 7;
+	assert_int_equal(n, 3);
+	assert_int_equal(api_of(g, c_graph, &n)->api.cbid, DRV(cuGraphLaunch));
+	assert_int_equal(api_of(g, c_copy, &n)->api.cbid, DRV(cuMemcpyDtoHAsync_v2));
+	assert_int_equal(api_of(g, c_copy, &n)->api.what, PT_GPU_API_COPY);
+	assert_int_equal(api_of(g, c_set, &n)->api.cbid, DRV(cuMemsetD8Async));
+	assert_int_equal(api_of(g, c_set, &n)->api.what, PT_GPU_API_SET);
+	assert_int_equal(api_of(g, c_sync, &n)->api.cbid, DRV(cuStreamSynchronize));
+	assert_int_equal(api_of(g, c_sync, &n)->api.what, PT_GPU_API_WAIT);
+
+	/* Detached: callbacks off, nothing more. */
+	pt_gpuring__detach(fx.r);
+	ptg_shim__tick(&fx.s, 10 * SEC + 20 * MS);
+	assert_int_equal(fx_hdr(&fx)->state, PTGPU_STATE_DORMANT);
+	g->n = 0;
+	fake_call(CUPTI_CB_DOMAIN_RUNTIME_API, RT(cudaLaunchKernel_v7000), DRV(cuLaunchKernel),
+		  W_KERNEL, 1, 0);
+	fake_flush();
+	assert_int_equal(pt_gpuring__drain(fx.r, collect, g), 0);
+	fx_fini(&fx);
+	free(g);
+}
+
+/* The launching thread's work: a few hundred ns per recorded call (one
+ * clock read on entry and exit, one ring write), no allocation; a buffer
+ * CUPTI asks for comes from the pool the activation filled, so a launch
+ * that crosses a buffer boundary does not map and fault in a new one. */
+static void test_buffer_pool(void **state)
+{
+	uint8_t *b[PTG_POOL_MAX + 2], *first;
+	size_t size, max;
+	struct fixture fx;
+	int i;
+
+	fx_init(&fx, 8, 256);
+	assert_int_equal(fx.s.npool, 0);
+	assert_int_equal(pt_gpuring__attach(fx.r, 10 * SEC), 0);
+	ptg_shim__tick(&fx.s, 10 * SEC + 10 * MS);
+	assert_int_equal(fx.s.npool, PTG_POOL_PREFILL);
+	first = fx.s.pool[PTG_POOL_PREFILL - 1];
+	F.req(&b[0], &size, &max);
+	assert_ptr_equal(b[0], first);
+	assert_int_equal(size, PTG_BUF_SIZE);
+	for (i = 1; i < PTG_POOL_MAX + 2; i++)
+		F.req(&b[i], &size, &max);
+	assert_int_equal(fx.s.npool, 0);
+	/* returned: kept up to the pool's size, the rest freed */
+	for (i = 0; i < PTG_POOL_MAX + 2; i++)
+		F.done(NULL, 0, b[i], PTG_BUF_SIZE, 0);
+	assert_int_equal(fx.s.npool, PTG_POOL_MAX);
+	/* a second activation does not add to a full pool */
+	pt_gpuring__detach(fx.r);
+	ptg_shim__tick(&fx.s, 10 * SEC + 20 * MS);
+	assert_int_equal(pt_gpuring__attach(fx.r, 10 * SEC + 30 * MS), 0);
+	ptg_shim__tick(&fx.s, 10 * SEC + 40 * MS);
+	assert_int_equal(fx.s.npool, PTG_POOL_MAX);
+	fx_fini(&fx);
+}
+
+/* The bench knobs take parts of an activation out (gpu_check.py measures
+ * what each costs a CUDA call): the kernel kind alone, no callbacks. */
+static void test_bench_knobs(void **state)
+{
+	struct fixture fx;
+	int i;
+
+	fx_init(&fx, 8, 256);
+	capture_stderr();
+	ptg_shim__bench_knobs(&fx.s, "kernel", "none");
+	assert_int_equal(captured_lines(), 1);
+	F.n = 0;
+	assert_int_equal(pt_gpuring__attach(fx.r, 10 * SEC), 0);
+	ptg_shim__tick(&fx.s, 10 * SEC + 10 * MS);
+	i = 0;
+	expect(&i, OP_SUB, 0, 0);
+	expect(&i, OP_CALLBACKS, 0, 0);
+	expect(&i, OP_ENABLE, CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, 0);
+	assert_int_equal(i, F.n);
+	pt_gpuring__detach(fx.r);
+	F.n = 0;
+	ptg_shim__tick(&fx.s, 10 * SEC + 20 * MS);
+	i = 0;
+	expect(&i, OP_DISABLE, CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, 0);
+	expect(&i, OP_FLUSH, CUPTI_ACTIVITY_FLAG_FLUSH_FORCED, 0);
+	expect(&i, OP_UNSUB, 0, 0);
+	assert_int_equal(i, F.n);
+	fx_fini(&fx);
+}
+
 static void test_conflicts(void **state)
 {
 	struct fixture fx;
@@ -899,8 +1252,8 @@ static void test_conflicts(void **state)
 	ptg_shim__tick(&fx.s, t + 50 * MS);
 	assert_int_equal(captured_lines(), 1);
 	i = 0;
-	expect_activate(&i, 3, 0, 0);
-	expect_deactivate(&i, 2, 0, 0, false);
+	expect_activate(&i, 3, 0);
+	expect_deactivate(&i, 2, 0, false);
 	assert_int_equal(i, F.n);
 	assert_int_equal(h->conflict_call, PTGPU_CALL_ENABLE);
 	assert_int_equal(h->conflict_code, CUPTI_ERROR_UNKNOWN);
@@ -910,18 +1263,18 @@ static void test_conflicts(void **state)
 
 	/* The fourth driver call fails: everything before it is undone. */
 	F.fail_op = OP_DRV;
-	F.fail_arg = ptg_driver_cbids[3];
+	F.fail_arg = ptg_driver_calls[3].cbid;
 	assert_int_equal(pt_gpuring__attach(fx.r, t + 60 * MS), 0);
 	F.n = 0;
 	capture_stderr();
 	ptg_shim__tick(&fx.s, t + 70 * MS);
 	assert_int_equal(captured_lines(), 1);
 	i = 0;
-	expect_activate(&i, ptg_n_kinds, ptg_n_runtime_cbids, 4);
-	expect_deactivate(&i, ptg_n_kinds, ptg_n_runtime_cbids, 3, false);
+	expect_activate(&i, ptg_n_kinds, 4);
+	expect_deactivate(&i, ptg_n_kinds, 3, false);
 	assert_int_equal(i, F.n);
 	assert_int_equal(h->conflict_call, PTGPU_CALL_DRIVER_API);
-	assert_int_equal(h->conflict_arg, ptg_driver_cbids[3]);
+	assert_int_equal(h->conflict_arg, ptg_driver_calls[3].cbid);
 
 	/* The other client is gone: the next attach works. */
 	F.fail_op = 0;
@@ -1179,6 +1532,9 @@ int main(void)
 		cmocka_unit_test(test_buffer_malformed),
 		cmocka_unit_test(test_ring_overflow_and_strtab_full),
 		cmocka_unit_test(test_cycle),
+		cmocka_unit_test(test_launch_join),
+		cmocka_unit_test(test_buffer_pool),
+		cmocka_unit_test(test_bench_knobs),
 		cmocka_unit_test(test_conflicts),
 		cmocka_unit_test(test_exit),
 		cmocka_unit_test(test_init_failures),
