@@ -356,13 +356,23 @@ fuzz: $(FUZZ_BINS)
 # checked against CUDA-event truth; skips with a message without nvidia-smi ----
 NVCC ?= $(CUDA_HOME)/bin/nvcc
 NVCC_ARCH ?= sm_90
-GPU_TOOLS := $(OUTPUT)/gpu/victim_gpu $(OUTPUT)/gpu/gpuring_dump
+GPU_TOOLS := $(OUTPUT)/gpu/victim_gpu $(OUTPUT)/gpu/gpuring_dump $(OUTPUT)/gpu/launch_bench
 .PHONY: gpu-check gpu-tools
 gpu-tools: $(GPU_TOOLS)
+# -lcuda: the driver-API launches (the stub at link time, the driver's at run time);
+# launch_bench reads its own shim with proftrace's reader
+$(OUTPUT)/gpu/gpuring.o: user/gpu/gpuring.c user/gpu/gpuring.h shim/ptgpu.h
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) -g -O2 -std=gnu11 -D_GNU_SOURCE -I. -Iuser -Iuser/gpu -c $< -o $@
 $(OUTPUT)/gpu/victim_gpu: tests/gpu/victim_gpu.cu
 	$(call msg,NVCC,$@)
 	$(Q)mkdir -p $(@D)
-	$(Q)$(NVCC) -O2 -lineinfo -arch=$(NVCC_ARCH) $< -o $@
+	$(Q)$(NVCC) -O2 -lineinfo -arch=$(NVCC_ARCH) $< -o $@ -L$(CUDA_HOME)/lib64/stubs -lcuda
+$(OUTPUT)/gpu/launch_bench: tests/gpu/launch_bench.cu $(OUTPUT)/gpu/gpuring.o user/gpu/gpuring.h
+	$(call msg,NVCC,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(NVCC) -O2 -lineinfo -arch=$(NVCC_ARCH) -Iuser $< $(OUTPUT)/gpu/gpuring.o -o $@ \
+		-L$(CUDA_HOME)/lib64/stubs -lcuda -lpthread
 $(OUTPUT)/gpu/gpuring_dump: tests/gpu/gpuring_dump.c user/gpu/gpuring.c user/gpu/gpuring.h shim/ptgpu.h
 	$(call msg,CC,$@)
 	$(Q)mkdir -p $(@D)

@@ -3,17 +3,19 @@
  * gpuring_dump: the shim's ring read by proftrace's own reader
  * (user/gpuring.c), without the rest of proftrace. For checking the shim on
  * a machine with a GPU (see README.md): attach to PID, heartbeat and drain
- * every 20 ms until PID exits (or SECONDS pass), detach, print a JSON
+ * every 20 ms until PID exits (or SECONDS pass; a zombie has exited), detach, print a JSON
  * summary on stdout and, with -o, one JSON line per record.
  *
  *   gcc -O2 -Iuser tests/gpu/gpuring_dump.c user/gpuring.c -o gpuring_dump
  *   ./gpuring_dump [-o records.jsonl] PID [SECONDS]
  */
 #include <errno.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -37,6 +39,18 @@ static uint64_t now_ns(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* Has pid exited? A pidfd says so as soon as it has, zombie or not:
+ * kill(pid, 0) succeeds on a zombie, so a parent that reaps its child
+ * only after this program returns would wait for ever. */
+static bool exited(int pidfd, int pid)
+{
+	struct pollfd p = { .fd = pidfd, .events = POLLIN };
+
+	if (pidfd >= 0)
+		return poll(&p, 1, 0) == 1;
+	return kill(pid, 0) != 0;
 }
 
 static void json_str(FILE *f, const char *s)
@@ -105,8 +119,8 @@ static int on_rec(void *ctx, const struct pt_gpu_rec *r)
 			r->memset.stream_id);
 		break;
 	case PT_GPU_API:
-		fprintf(f, ", \"driver\": %s, \"cbid\": %u, \"tid\": %u, \"ret\": %u",
-			r->api.driver ? "true" : "false", r->api.cbid, r->api.tid,
+		fprintf(f, ", \"driver\": %s, \"cbid\": %u, \"what\": %u, \"tid\": %u, \"ret\": %u",
+			r->api.driver ? "true" : "false", r->api.cbid, r->api.what, r->api.tid,
 			r->api.return_value);
 		break;
 	case PT_GPU_SYNC:
@@ -125,7 +139,7 @@ int main(int argc, char **argv)
 	struct pt_gpuring *r;
 	uint64_t t0, deadline;
 	char err[512];
-	int opt, pid, ret, i;
+	int opt, pid, pidfd, ret, i;
 	double secs = 0;
 
 	while ((opt = getopt(argc, argv, "o:")) != -1) {
@@ -140,6 +154,7 @@ int main(int argc, char **argv)
 	if (optind >= argc)
 		goto usage;
 	pid = atoi(argv[optind]);
+	pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
 	if (optind + 1 < argc)
 		secs = atof(argv[optind + 1]);
 
@@ -161,7 +176,7 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	deadline = secs > 0 ? now_ns() + (uint64_t)(secs * 1e9) : UINT64_MAX;
-	while (now_ns() < deadline && !kill(pid, 0)) {
+	while (now_ns() < deadline && !exited(pidfd, pid)) {
 		pt_gpuring__heartbeat(r, now_ns());
 		if (pt_gpuring__drain(r, on_rec, &st) < 0)
 			break;
