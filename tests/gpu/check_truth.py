@@ -1,21 +1,35 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: BSD-2-Clause
-"""Run victim_gpu under the CUPTI shim, read the ring with gpuring_dump and
-compare what came out of the ring with the victim's CUDA-event truth.
+"""Run victim_gpu under the CUPTI shim, read the ring with gpuring_dump
+(proftrace's reader, nothing else of proftrace) and compare every record
+with the victim's truth: the ring-level half of make gpu-check.
 
-Needs a GPU. See README.md. Exit status 0 when every check passes."""
+    check_truth.py --shim SO --victim BIN --dump BIN [--keep DIR --name N] -- VICTIM ARGS
+
+--keep DIR keeps the records (N.records.jsonl) and the truth (N.truth.json)
+for tests/fixtures/gpu. Needs a GPU. Exit status 0 when every check passes.
+"""
 import argparse
+import bisect
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
+import time
 
-CBID_CUDA_LAUNCH_KERNEL = 211  # CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000
-CBID_CUDA_GRAPH_LAUNCH = 311  # CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_v10000
-KIND_KERNEL, KIND_MEMCPY, KIND_API, KIND_SYNC = 1, 2, 4, 5
-SYNC_EVENT_SYNCHRONIZE = 1
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from gpu_check import expected_from_truth, shim_state  # noqa: E402
+
+KIND_KERNEL, KIND_MEMCPY, KIND_MEMSET, KIND_API, KIND_SYNC = 1, 2, 3, 4, 5
 MEMCPY_DTOH = 2
+# the host function each kind of work must be launched from; its launch
+# record is the driver call (a runtime launch makes one, with its
+# correlation id): what it is (enum ptgpu_api_what)
+LAUNCHED_IN = {"ptv_spin": "gpu_launch", "ptv_spin_short": "gpu_launch",
+               "ptv_spin_drv": "gpu_launch_drv", "ptv_spin_graph": "gpu_launch_graph"}
+WHAT_LAUNCH, WHAT_COPY, WHAT_SET, WHAT_WAIT = 1, 2, 3, 4
 
 
 def main():
@@ -23,95 +37,146 @@ def main():
     ap.add_argument("--shim", required=True, help="libproftrace_cupti.so")
     ap.add_argument("--victim", required=True, help="victim_gpu binary")
     ap.add_argument("--dump", required=True, help="gpuring_dump binary")
-    ap.add_argument("--steps", type=int, default=20)
-    ap.add_argument("--kernels", type=int, default=8)
-    ap.add_argument("--graph", action="store_true")
+    ap.add_argument("--keep", help="keep records and truth in this folder")
+    ap.add_argument("--name", default="victim_gpu")
     ap.add_argument("--tolerance", type=float, default=0.03,
                     help="relative error allowed on per-name GPU time")
+    ap.add_argument("victim_args", nargs="*")
     a = ap.parse_args()
 
     tmp = tempfile.mkdtemp(prefix="ptgpu-")
     truth_path = os.path.join(tmp, "truth.json")
     recs_path = os.path.join(tmp, "records.jsonl")
-    env = dict(os.environ, CUDA_INJECTION64_PATH=os.path.abspath(a.shim))
-    cmd = [a.victim, "--steps", str(a.steps), "--kernels", str(a.kernels),
-           "--start-delay-ms", "3000", "--truth", truth_path]
-    if a.graph:
-        cmd.append("--graph")
-    victim = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, text=True)
+    env = {k: v for k, v in os.environ.items() if k not in ("LD_PRELOAD",)}
+    env["CUDA_INJECTION64_PATH"] = os.path.abspath(a.shim)
+    cmd = [a.victim, "--truth", truth_path, "--wait-stdin"] + a.victim_args
+    victim = subprocess.Popen(cmd, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                              text=True)
     first = victim.stdout.readline()
-    print(first.strip())
+    print(first.strip(), flush=True)
     pid = int(first.split()[2])
-    dump = subprocess.run([a.dump, "-o", recs_path, str(pid)], stdout=subprocess.PIPE,
-                          text=True, timeout=600, check=False)
-    victim.wait(timeout=600)
+    dump = subprocess.Popen([a.dump, "-o", recs_path, str(pid)], stdout=subprocess.PIPE,
+                            text=True)
+    t = time.monotonic() + 10
+    while shim_state(pid) != 1 and time.monotonic() < t:
+        time.sleep(0.02)
+    print("shim state %d, go" % shim_state(pid), flush=True)
+    victim.stdin.write("go\n")
+    victim.stdin.flush()
+    victim.wait(timeout=120)
+    out = dump.communicate(timeout=60)[0]
     if victim.returncode or dump.returncode:
         sys.exit(f"victim exit {victim.returncode}, dump exit {dump.returncode}")
-    summary = json.loads(dump.stdout)
-    truth = json.load(open(truth_path))
-    recs = [json.loads(line) for line in open(recs_path)]
+    summary = json.loads(out)
+    with open(truth_path) as f:
+        truth = json.load(f)
+    with open(recs_path) as f:
+        recs = [json.loads(line) for line in f]
+    if a.keep:
+        os.makedirs(a.keep, exist_ok=True)
+        shutil.copy(recs_path, os.path.join(a.keep, a.name + ".records.jsonl"))
+        shutil.copy(truth_path, os.path.join(a.keep, a.name + ".truth.json"))
     info = summary["info"]
-    print(json.dumps(summary, indent=2))
+    print(json.dumps(info))
+    sys.exit(1 if check(info, truth, recs, a.tolerance) else 0)
 
+
+def check(info, truth, recs, tol):
     bad = []
 
-    def check(ok, what):
-        print(("ok   " if ok else "FAIL ") + what)
-        if not ok:
+    def ok(cond, what):
+        print(("ok   " if cond else "FAIL ") + what, flush=True)
+        if not cond:
             bad.append(what)
 
-    check(info["activations"] >= 1, f"shim activated ({info['activations']}), "
-          f"first enable stall {info['enable_stall_max_ns'] / 1e6:.1f} ms")
-    check(info["conflict_call"] == "none", f"no CUPTI conflict ({info['conflict_call']})")
+    ok(info["activations"] >= 1, f"shim activated ({info['activations']}), "
+       f"first enable stall {info['enable_stall_max_ns'] / 1e6:.1f} ms")
+    ok(info["conflict_call"] == "none", f"no CUPTI conflict ({info['conflict_call']})")
     for k in ("ring_dropped", "cupti_dropped", "skipped", "lost", "bad_records"):
-        check(info[k] == 0, f"{k} == 0 ({info[k]})")
+        ok(info[k] == 0, f"{k} == 0 ({info[k]})")
 
+    exp = expected_from_truth(truth)
+    steps = truth["steps"]
+    n = len(steps)
     kernels = [r for r in recs if r["kind"] == KIND_KERNEL]
-    n_long = a.steps * ((a.kernels + 1) // 2)
-    n_short = a.steps * (a.kernels // 2)
     count = {}
     for r in kernels:
         count[r["name"]] = count.get(r["name"], 0) + 1
-    check(count.get("ptv_spin", 0) == n_long, f"ptv_spin x{count.get('ptv_spin')} (want {n_long})")
-    check(count.get("ptv_spin_short", 0) == n_short,
-          f"ptv_spin_short x{count.get('ptv_spin_short')} (want {n_short})")
+    for name, want in sorted(exp["names"].items()):
+        ok(count.get(name, 0) == want, f"{name} x{count.get(name, 0)} (want {want})")
+    for name, want in sorted(exp["ms"].items()):
+        got = sum(r["end_ns"] - r["start_ns"] for r in kernels if r["name"] == name) / 1e6
+        rel = abs(got - want) / want if want else 1
+        ok(rel <= tol, f"{name} GPU time {got:.3f} ms vs events {want:.3f} ms "
+           f"({rel * 100:.2f}%)")
+    copies = [r for r in recs if r["kind"] == KIND_MEMCPY]
+    ok(len(copies) == n and all(r["bytes"] == 8 and r["copy_kind"] == MEMCPY_DTOH
+                                for r in copies), f"DtoH copies {len(copies)} of 8 bytes "
+       f"(want {n})")
+    sets = [r for r in recs if r["kind"] == KIND_MEMSET]
+    ok(len(sets) == exp["memsets"], f"memsets {len(sets)} (want {exp['memsets']})")
+    ok(all(r["graph_id"] for r in kernels if r["name"] == "ptv_spin_graph") and
+       not any(r["graph_id"] for r in kernels if r["name"] != "ptv_spin_graph"),
+       "graph kernels, and only they, carry a graph id")
 
-    # Same clock: every kernel inside its step's host window.
-    steps = truth["steps"]
-    slack = 50_000
-    outside = [r for r in kernels
-               if not any(s["host_start_ns"] - slack <= r["start_ns"] and
-                          r["end_ns"] <= s["host_end_ns"] + slack for s in steps)]
-    check(not outside, f"kernels inside their step's CLOCK_MONOTONIC window "
-          f"({len(outside)} outside)")
+    # Same clock: every piece of work inside its step's host window.
+    starts = [s["host_start_ns"] for s in steps]
+    work = kernels + copies + sets
+    outside = 0
+    for r in work:
+        i = bisect.bisect_right(starts, r["start_ns"]) - 1
+        if i < 0 or r["end_ns"] > steps[i]["host_end_ns"]:
+            outside += 1
+    ok(not outside, f"work inside its step's CLOCK_MONOTONIC window ({outside} outside)")
 
-    if not a.graph:
-        for name in ("ptv_spin", "ptv_spin_short"):
-            want = sum(k["gpu_ms"] for s in steps for k in s["kernels"] if k["name"] == name)
-            got = sum(r["end_ns"] - r["start_ns"] for r in kernels if r["name"] == name) / 1e6
-            rel = abs(got - want) / want if want else 1
-            check(rel <= a.tolerance, f"{name} GPU time {got:.3f} ms vs events "
-                  f"{want:.3f} ms ({rel * 100:.2f}%)")
-
-    api = [r for r in recs if r["kind"] == KIND_API and not r["driver"]]
-    cbid = CBID_CUDA_GRAPH_LAUNCH if a.graph else CBID_CUDA_LAUNCH_KERNEL
-    launches = [r for r in api if r["cbid"] == cbid]
-    want = a.steps if a.graph else a.steps * a.kernels
-    check(len(launches) == want, f"runtime launch API records {len(launches)} (want {want})")
-    check(all(r["tid"] == pid for r in launches), "launch API records carry the OS TID")
-    corr = {r["corr"] for r in launches}
-    check(all(r["corr"] in corr for r in kernels), "every kernel correlates to a launch")
-    if a.graph:
-        check(all(r["graph_id"] for r in kernels), "graph kernels carry a graph id")
-
-    syncs = [r for r in recs if r["kind"] == KIND_SYNC and r["sync_type"] == SYNC_EVENT_SYNCHRONIZE]
-    check(len(syncs) >= a.steps, f"event-synchronize records {len(syncs)} (>= {a.steps})")
-    copies = [r for r in recs if r["kind"] == KIND_MEMCPY and r["copy_kind"] == MEMCPY_DTOH]
-    check(len(copies) == a.steps and all(r["bytes"] == 8 for r in copies),
-          f"DtoH copies {len(copies)} of 8 bytes (want {a.steps})")
-
+    # The join, record by record: one launch record per piece of work, on
+    # the victim's thread, inside the host call that launched it.
+    api = {}
+    for r in recs:
+        if r["kind"] == KIND_API:
+            api.setdefault(r["corr"], []).append(r)
+    calls = sorted((c[1], c[2], c[0]) for s in steps for c in s["calls"])
+    cstarts = [c[0] for c in calls]
+    nomatch, dup, wrongcall, wrongtid, wrongdom = 0, 0, 0, 0, 0
+    for r in work:
+        v = api.get(r["corr"], [])
+        if not v:
+            nomatch += 1
+            continue
+        dup += len(v) > 1
+        a = v[0]
+        wrongtid += a["tid"] != truth["tid"]
+        j = bisect.bisect_right(cstarts, a["start_ns"]) - 1
+        fn = calls[j][2] if j >= 0 and a["end_ns"] <= calls[j][1] else None
+        if r["kind"] == KIND_KERNEL:
+            want_fn, what = LAUNCHED_IN.get(r["name"]), WHAT_LAUNCH
+        elif r["kind"] == KIND_MEMSET:
+            want_fn, what = "gpu_memset", WHAT_SET
+        else:
+            want_fn, what = None, WHAT_COPY  # the copy is in gpu_step itself
+        wrongdom += not a["driver"] or a.get("what") != what
+        wrongcall += want_fn is not None and fn != want_fn
+    ok(not nomatch, f"every kernel, copy and memset has its launch record ({nomatch} without)")
+    ok(not dup, f"one launch record per piece of work ({dup} with more)")
+    ok(not wrongtid, f"launch records carry the victim's OS thread id ({wrongtid} other)")
+    ok(not wrongcall, f"each launch record inside the host call that launched it "
+       f"({wrongcall} not)")
+    ok(not wrongdom, f"launch records are driver calls, saying launch, copy or set "
+       f"({wrongdom} not)")
+    per_step = truth["kernels_per_step"] + truth.get("driver_per_step", 0) + \
+        (1 if truth.get("graph_kernels") else 0) + (1 if truth.get("memset") else 0) + 2
+    napi = sum(len(v) for v in api.values())
+    by = {}
+    for v in api.values():
+        for r in v:
+            k = ("driver" if r["driver"] else "runtime", r["cbid"])
+            by[k] = by.get(k, 0) + 1
+    ok(napi == n * per_step, f"API records {napi} = {per_step} per step (launches, memset, "
+       f"copy, event sync): {sorted(by.items())}")
+    waits = sum(1 for v in api.values() for r in v if r.get("what") == WHAT_WAIT)
+    ok(waits == n, f"wait records {waits} = 1 per step (cudaEventSynchronize)")
     print(f"\n{len(bad)} failed" if bad else "\nall passed")
-    sys.exit(1 if bad else 0)
+    return bad
 
 
 if __name__ == "__main__":
