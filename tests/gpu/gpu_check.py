@@ -957,7 +957,7 @@ def sec_cost(env):
             r50.append(a)
             rmean.append(b)
             keep.append({"load": load,
-                         "agent": summ.get("meta", {}).get("python", {}).get("agent"),
+                         "agent": (summ.get("meta", {}).get("python") or {}).get("agent"),
                          "steps_us": [round((s["host_end_ns"] - s["host_start_ns"]) / 1e3, 1)
                                       for s in tr["steps"]]})
         lim = LIMITS["ratio"]
@@ -993,7 +993,7 @@ def sec_why(env):
             tr, load, summ = phased_run(ctx, env, name, extra, conf, gpu="off")
             a, b = phase_rows(rows, "why", label, tr, load)
             res[label] = {"ratio_p50": a, "ratio_mean": b, "load": load,
-                          "agent": summ.get("meta", {}).get("python", {}).get("agent")}
+                          "agent": (summ.get("meta", {}).get("python") or {}).get("agent")}
         with open(os.path.join(env.tmp, "why.json"), "w") as f:
             json.dump(res, f, indent=1)
     return fn
