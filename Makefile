@@ -406,9 +406,11 @@ bench: $(BIN) $(BENCH_BINS) $(VICTIMS) $(TOOLS) $(AGENT)
 	$(Q)PT_BENCH=$(OUTPUT)/bench PT_VICTIMS=$(OUTPUT)/victims PT_TOOLS=$(OUTPUT)/tests-tools \
 		$(PYTHON) bench/run.py
 
+# everything the demo uses: the engine gets the agent (and the shim) from
+# `proftrace env`, which points beside proftrace
 demo:
 	$(Q)./scripts/deps.sh
-	$(Q)$(MAKE) -s --no-print-directory proftrace $(VICTIMS)
+	$(Q)$(MAKE) -s --no-print-directory proftrace $(AGENT) $(SHIM) $(VICTIMS)
 	$(Q)PT_VICTIMS=$(OUTPUT)/victims ./scripts/demo.sh
 
 clean:

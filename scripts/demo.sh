@@ -52,3 +52,5 @@ echo "demo: outputs:"
 for f in "$out"/*; do
 	echo "  $(realpath "$f")"
 done
+# the README's promise: steps, buckets, exact Python timing (else say why, exit 1)
+python3 scripts/check-demo.py "$out/summary.json"
