@@ -5,8 +5,9 @@ steps and the ovh.tiny bucket grow by 18 x 20 us and nothing else does."""
 import json
 import os
 import subprocess
+import tempfile
 
-from harness import PROFTRACE, eq
+from harness import PROFTRACE, eq, profile
 import test_overhead as ovh
 
 
@@ -81,3 +82,64 @@ def test_diff_two_runs():
     rc, _, err = diff(a, "/nonexistent")
     eq(rc, 2, "missing file")
     assert "cannot read" in err, err
+
+
+def test_diff_gate_refuses_unfit_runs():
+    """A CI gate cannot be passed by a run that counted nothing or lost
+    records: the same victim profiled twice, once with a step probe on a
+    function it never calls (0 steps, as a broken step probe gives), and
+    once as it is with records lost (drops written into its summary):
+    --fail-if exits 1 and says why, whatever the conditions say."""
+    conf = "step native:exe:engine_step\nbucket engine.forward native:exe:engine_forward\n"
+    good, truth, _ = profile(conf, ("--steps", 40))
+    eq(good["stats"]["steps"], truth["steps"], "steps of the good run")
+    # engine_jump runs only with --longjmp-every: a step probe that never fires
+    empty, _, _ = profile(conf.replace("engine_step", "engine_jump"), ("--steps", 40))
+    eq(empty["stats"]["steps"], 0, "steps of the run whose step never ran")
+    a, b = good["_out"], empty["_out"]
+    rc, _, err = diff(a, a, "--fail-if", "step.p50 > +5%")
+    eq(rc, 0, "a good run against itself: " + err)
+    rc, _, err = diff(a, b, "--fail-if", "step.p50 > +5%")
+    eq(rc, 1, "B counted 0 steps")
+    assert ("B (%s) cannot be gated on: counted 0 steps though it has a step probe "
+            "(native:exe:engine_jump" % b) in err, err
+    assert "--fail-if 'step.p50 > +5%' not checked: the figure has no value in B" in err, err
+    rc, _, err = diff(b, a, "--fail-if", "bucket.engine.forward > +50%")
+    eq(rc, 1, "A counted 0 steps")
+    assert "A (%s) cannot be gated on: counted 0 steps" % b in err, err
+    # without a gate the comparison is only shown
+    rc, _, _ = diff(a, b)
+    eq(rc, 0, "no --fail-if")
+    # lost records: the same good run, as if its ring had overflowed
+    with open(os.path.join(a, "summary.json")) as f:
+        s = json.load(f)
+    s["health"]["dropped_events"] = 7
+    s["meta"]["sampling"] = {"lost_samples": 2}
+    lossy = os.path.join(tempfile.mkdtemp(prefix="pt-it-"), "summary.json")
+    with open(lossy, "w") as f:
+        json.dump(s, f)
+    rc, _, err = diff(a, lossy, "--fail-if", "step.p50 > +5%")
+    eq(rc, 1, "B lost records")
+    assert ("B (%s) cannot be gated on: 7 records dropped (ring buffer full: raise set "
+            "ringbuf_mb); 2 stack samples lost" % lossy) in err, err
+
+
+def test_merge_output_folder_and_write_errors():
+    """proftrace merge -o: a folder gets merged.json; a write that fails
+    says why (the system's reason), exit 1."""
+    s, _, _ = profile("step native:exe:engine_step\n", ("--steps", 20))
+    tmp = tempfile.mkdtemp(prefix="pt-it-")
+    p = subprocess.run([PROFTRACE, "merge", s["_out"], "-o", tmp + "/"], capture_output=True,
+                       text=True, timeout=30)
+    eq(p.returncode, 0, "merge -o DIR/: " + p.stderr)
+    with open(os.path.join(tmp, "merged.json")) as f:
+        eq(json.load(f)["stats"]["steps"], s["stats"]["steps"], "merged steps")
+    p = subprocess.run([PROFTRACE, "merge", s["_out"], "-o", os.path.join(tmp, "no", "m.json")],
+                       capture_output=True, text=True, timeout=30)
+    eq(p.returncode, 1, "merge into a missing folder")
+    assert "cannot write %s: No such file or directory" % os.path.join(tmp, "no", "m.json") \
+        in p.stderr, p.stderr
+    p = subprocess.run([PROFTRACE, "merge", s["_out"], "-o", "/dev/full"], capture_output=True,
+                       text=True, timeout=30)
+    eq(p.returncode, 1, "merge into a full device")
+    assert "cannot write /dev/full: No space left on device" in p.stderr, p.stderr

@@ -463,6 +463,67 @@ int pt_diff__check(const cJSON *diff, const char *cond, char *err, size_t errlen
 	return x <= v;
 }
 
+/* One reason more into why ("; " between them). */
+static void add_why(char *why, size_t whylen, size_t *len, const char *fmt, double n,
+		    const char *what)
+{
+	int k;
+
+	if (*len >= whylen)
+		return;
+	k = snprintf(why + *len, whylen - *len, "%s", *len ? "; " : "");
+	if (k > 0)
+		*len += (size_t)k;
+	if (*len >= whylen)
+		return;
+	k = snprintf(why + *len, whylen - *len, fmt, n, n == 1 ? "" : "s", what);
+	if (k > 0)
+		*len += (size_t)k;
+}
+
+int pt_diff__unfit(const cJSON *doc, char *why, size_t whylen)
+{
+	static const struct {
+		const char *sect, *sub, *key, *fmt, *what;
+	} lost[] = {
+		{ "health", NULL, "dropped_events", "%.0f record%s dropped%s",
+		  " (ring buffer full: raise set ringbuf_mb)" },
+		{ "health", NULL, "lost_calls", "%.0f call%s lost%s",
+		  " (entry seen, exit record lost)" },
+		{ "meta", "sampling", "lost_samples", "%.0f stack sample%s lost%s",
+		  " (ring buffer full)" },
+		{ "gpu", "records", "ring_dropped", "%.0f GPU record%s dropped%s",
+		  " (the shim's ring was full)" },
+		{ "gpu", "records", "cupti_dropped", "%.0f GPU record%s dropped%s", " by CUPTI" },
+		{ "gpu", "records", "lost", "%.0f GPU record%s lost%s",
+		  " (overwritten before proftrace read them)" },
+	};
+	const char *probe = pt_jstr(pt_jget(doc, "meta"), "step_probe");
+	size_t len = 0;
+	double n;
+
+	if (whylen)
+		why[0] = '\0';
+	/* a targets file without a step line counts none, rightly */
+	if (probe && pt_jnum(pt_jget(doc, "stats"), "steps", &n) && n == 0 && len < whylen) {
+		int k = snprintf(why, whylen,
+				 "counted 0 steps though it has a step probe (%s: did it attach, "
+				 "and did the target run a step? see its report.md)",
+				 probe);
+
+		len = k > 0 ? (size_t)k : 0;
+	}
+	for (size_t i = 0; i < ARRAY_SIZE(lost); i++) {
+		const cJSON *o = pt_jget(doc, lost[i].sect);
+
+		if (lost[i].sub)
+			o = pt_jget(o, lost[i].sub);
+		if (pt_jnum(o, lost[i].key, &n) && n > 0)
+			add_why(why, whylen, &len, lost[i].fmt, n, lost[i].what);
+	}
+	return len > 0;
+}
+
 /* A summary.json, or an output folder holding one. */
 cJSON *pt_diff__load(const char *path, char *err, size_t errlen)
 {
@@ -490,6 +551,25 @@ cJSON *pt_diff__load(const char *path, char *err, size_t errlen)
 	return doc;
 }
 
+/* "A", "B" or "A and B" when cond's figure has no value there (it then
+ * never holds), else NULL. cond was read by pt_diff__check() already. */
+static const char *missing_side(const cJSON *diff, const char *cond)
+{
+	char metric[512];
+	const cJSON *r;
+
+	if (sscanf(cond, " %511s", metric) != 1)
+		return NULL;
+	cJSON_ArrayForEach(r, pt_jarr(diff, "rows")) if (!strcmp(pt_jstr(r, "id"), metric))
+	{
+		double v;
+		bool a = pt_jnum(r, "a", &v), b = pt_jnum(r, "b", &v);
+
+		return a && b ? NULL : !a && !b ? "A and B" : !a ? "A" : "B";
+	}
+	return NULL;
+}
+
 static void usage(FILE *f)
 {
 	fputs("usage: proftrace diff A B [--json] [--fail-if 'METRIC OP CHANGE [significant]']...\n"
@@ -497,7 +577,8 @@ static void usage(FILE *f)
 	      "  --json: the comparison as JSON instead of Markdown\n"
 	      "  --fail-if: exit 1 when the change B - A of a figure holds the condition, e.g.\n"
 	      "             'step.p50 > +5%' 'bucket.engine.forward >= 0.2' "
-	      "'step.mean > +2% significant'\n",
+	      "'step.mean > +2% significant';\n"
+	      "             also exit 1 when A or B counted 0 steps or lost records\n",
 	      f);
 }
 
@@ -578,6 +659,23 @@ int pt_diff__main(int argc, char **argv)
 	for (size_t i = 0; i < nconds; i++)
 		if (pt_diff__check(d, conds[i], err, sizeof(err)) > 0) {
 			fprintf(stderr, "proftrace diff: --fail-if '%s' holds\n", conds[i]);
+			hits++;
+		}
+	for (size_t i = 0; i < nconds; i++) {
+		const char *side = missing_side(d, conds[i]);
+
+		if (side)
+			fprintf(stderr,
+				"proftrace diff: note: --fail-if '%s' not checked: the figure has "
+				"no value in %s\n",
+				conds[i], side);
+	}
+	/* a gate over a run that counted nothing, or lost records, passes
+	 * whatever changed: it fails instead, and says why */
+	for (int i = 0; i < 2 && nconds; i++)
+		if (pt_diff__unfit(i ? b : a, err, sizeof(err))) {
+			fprintf(stderr, "proftrace diff: %s (%s) cannot be gated on: %s\n",
+				i ? "B" : "A", argv[optind + i], err);
 			hits++;
 		}
 	rc = hits ? 1 : 0;

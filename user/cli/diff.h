@@ -23,6 +23,13 @@ int pt_diff__markdown(FILE *f, const cJSON *diff, const char *name_a, const char
  * -EINVAL with a message in err when it cannot be read or names no row.
  */
 int pt_diff__check(const cJSON *diff, const char *cond, char *err, size_t errlen);
+/*
+ * Can a gate trust the run in summary doc? 0 yes; 1 no, with the reason in
+ * why ("counted 0 steps though it has a step probe", "lost 12 records
+ * (ring buffer full)", ...): a broken step probe or a lossy run would
+ * otherwise pass every --fail-if.
+ */
+int pt_diff__unfit(const cJSON *doc, char *why, size_t whylen);
 /* A summary.json, or an output folder holding one; NULL with a message
  * in err when it cannot be read or is no summary. */
 cJSON *pt_diff__load(const char *path, char *err, size_t errlen);

@@ -143,11 +143,50 @@ static void test_runs_noise(void **state)
 	cJSON_Delete(d);
 }
 
+/* A gate cannot trust a run that counted no step though it has a step
+ * probe, or lost records or samples: each reason is said. */
+static void test_unfit(void **state)
+{
+	cJSON *ok = cJSON_Parse("{\"meta\": {\"step_probe\": \"py:m.E.step\"},"
+				" \"stats\": {\"steps\": 10}, \"health\": {\"dropped_events\": 0,"
+				" \"lost_calls\": 0}}");
+	cJSON *nostep = cJSON_Parse("{\"meta\": {}, \"stats\": {\"steps\": 0}}");
+	cJSON *zero = cJSON_Parse("{\"meta\": {\"step_probe\": \"py:m.E.stepp\"},"
+				  " \"stats\": {\"steps\": 0}}");
+	cJSON *lossy =
+		cJSON_Parse("{\"stats\": {\"steps\": 5}, \"health\": {\"dropped_events\": 12,"
+			    " \"lost_calls\": 1}, \"meta\": {\"sampling\": {\"lost_samples\": 3}},"
+			    " \"gpu\": {\"records\": {\"ring_dropped\": 0, \"lost\": 2}}}");
+	char why[512];
+
+	(void)state;
+	assert_int_equal(pt_diff__unfit(ok, why, sizeof(why)), 0);
+	assert_string_equal(why, "");
+	/* no step line: 0 steps is what it counts */
+	assert_int_equal(pt_diff__unfit(nostep, why, sizeof(why)), 0);
+	assert_int_equal(pt_diff__unfit(zero, why, sizeof(why)), 1);
+	assert_non_null(strstr(why, "counted 0 steps though it has a step probe (py:m.E.stepp"));
+	assert_int_equal(pt_diff__unfit(lossy, why, sizeof(why)), 1);
+	assert_non_null(strstr(why, "12 records dropped (ring buffer full"));
+	assert_non_null(strstr(why, "; 1 call lost"));
+	assert_non_null(strstr(why, "; 3 stack samples lost"));
+	assert_non_null(strstr(why, "; 2 GPU records lost"));
+	assert_null(strstr(why, "dropped (the shim")); /* 0 is not a loss */
+	/* a short buffer is cut, not overrun */
+	assert_int_equal(pt_diff__unfit(lossy, why, 10), 1);
+	assert_int_equal(strlen(why), 9);
+	cJSON_Delete(ok);
+	cJSON_Delete(nostep);
+	cJSON_Delete(zero);
+	cJSON_Delete(lossy);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_rows_and_steps_noise),
 		cmocka_unit_test(test_runs_noise),
+		cmocka_unit_test(test_unfit),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
