@@ -9,10 +9,12 @@
  */
 #include <errno.h>
 #include <getopt.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "diff.h"
 #include "merge.h"
@@ -348,8 +350,54 @@ static void usage(FILE *f)
 	fputs("usage: proftrace merge [NAME=]SUMMARY... [-o FILE]\n"
 	      "  SUMMARY: summary.json files or proftrace output folders, one per host (or run)\n"
 	      "  NAME=: the host's name in the merged document (default: meta.host)\n"
-	      "  -o FILE: write the merged document there (default: stdout)\n",
+	      "  -o FILE: write the merged document there (default: stdout); -o DIR/ writes\n"
+	      "           DIR/merged.json\n",
 	      f);
+}
+
+/*
+ * The merged document into path, or into path/merged.json when path is a
+ * folder (-o out/): 0, or 1 with what failed and why said.
+ */
+static int write_out(const char *path, const char *s)
+{
+	char buf[PATH_MAX];
+	struct stat st;
+	size_t len = strlen(path);
+	FILE *f;
+
+	if ((len && path[len - 1] == '/') || (!stat(path, &st) && S_ISDIR(st.st_mode))) {
+		if ((size_t)snprintf(buf, sizeof(buf), "%s%smerged.json", path,
+				     len && path[len - 1] == '/' ? "" : "/") >= sizeof(buf)) {
+			fprintf(stderr,
+				"proftrace merge: cannot write into %s: the path is too long\n",
+				path);
+			return 1;
+		}
+		path = buf;
+	}
+	f = fopen(path, "we");
+	if (!f) {
+		int e = errno;
+
+		fprintf(stderr, "proftrace merge: cannot write %s: %s%s\n", path, strerror(e),
+			e == ENOENT ? " (hint: its folder must exist)" : "");
+		return 1;
+	}
+	errno = 0;
+	if (fputs(s, f) < 0 || fputc('\n', f) < 0 || fflush(f) || ferror(f)) {
+		int e = errno ? errno : EIO;
+
+		fclose(f);
+		fprintf(stderr, "proftrace merge: cannot write %s: %s\n", path, strerror(e));
+		return 1;
+	}
+	if (fclose(f)) {
+		fprintf(stderr, "proftrace merge: cannot write %s: %s\n", path, strerror(errno));
+		return 1;
+	}
+	fprintf(stderr, "proftrace merge: wrote %s\n", path);
+	return 0;
 }
 
 int pt_merge__main(int argc, char **argv)
@@ -412,13 +460,9 @@ int pt_merge__main(int argc, char **argv)
 		goto out;
 	}
 	if (outp) {
-		FILE *f = fopen(outp, "w");
-
-		if (!f || fputs(s, f) < 0 || fputc('\n', f) < 0 || fclose(f)) {
-			fprintf(stderr, "proftrace merge: cannot write %s\n", outp);
-			rc = 1;
+		rc = write_out(outp, s);
+		if (rc)
 			goto out;
-		}
 	} else {
 		puts(s);
 	}
