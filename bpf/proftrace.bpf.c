@@ -22,6 +22,10 @@ const volatile bool follow_children = false;
 /* Wake the reader on every record: only for `make bench` comparisons. The
  * default drains the ring on a timer, saving ~1 us per record. */
 const volatile bool wakeup_each = false;
+/* Some probe reads values (tokens=, kv_len=, batch=, count): without
+ * any, the verifier drops the value readers as dead code, and loading
+ * the programs takes a fraction of the time. */
+const volatile bool has_vals = false;
 
 /* CO_GENERATOR | CO_COROUTINE | CO_ITERABLE_COROUTINE | CO_ASYNC_GENERATOR */
 #define PY_CO_GENLIKE (0x20 | 0x80 | 0x100 | 0x200)
@@ -207,7 +211,7 @@ int BPF_KPROBE(pt_entry)
 		return 0;
 	fid = cookie & PT_COOKIE_FID_MASK;
 	t = push(ctx, id, fid, 0, (cookie & PT_COOKIE_VALS) ? PT_FRAME_VALS : 0);
-	if (t && (cookie & PT_COOKIE_VALS))
+	if (has_vals && t && (cookie & PT_COOKIE_VALS))
 		send_vals(ctx, &p->py, id, fid, t, false, 0, NULL, 0);
 	return 0;
 }
@@ -218,25 +222,47 @@ int BPF_KPROBE(pt_entry)
  * never came were skipped by longjmp or unwinding: the kernel discarded
  * their return probes, so pop them. Returns the top frame when it is that
  * call, NULL when the call is not tracked.
+ *
+ * The walk is a bpf_loop callback: verified once, where an open-coded
+ * loop of PT_MAX_DEPTH steps was verified step by step (most of a second
+ * of every proftrace's start, per program that pops).
  */
+struct pop_ctx {
+	struct pt_stack *st;
+	__u64 key;
+	int found; /* 1: the top frame is the call, 0: not tracked */
+};
+
+static long pop_to_cb(__u64 i, struct pop_ctx *c)
+{
+	struct pt_stack *st = c->st;
+	struct pt_frame *fr;
+	__u32 d = st->depth;
+
+	if (d == 0 || d > PT_MAX_DEPTH)
+		return 1;
+	fr = &st->f[(d - 1) & (PT_MAX_DEPTH - 1)];
+	/* an agent activation holds a frame address, not a %rsp: still
+	 * open above a returning function, its end was missed */
+	if (!(fr->flags & PT_FRAME_AGENT) && fr->sp >= c->key) {
+		c->found = fr->sp == c->key;
+		return 1;
+	}
+	st->depth = d - 1;
+	__sync_fetch_and_add(&counters.unwound, 1);
+	return 0;
+}
+
 static __always_inline struct pt_frame *pop_to(struct pt_stack *st, __u64 sp)
 {
-	struct pt_frame *fr;
+	struct pop_ctx c = { .st = st, .key = sp };
 	__u32 d;
 
-	for (int i = 0; i < PT_MAX_DEPTH; i++) {
-		d = st->depth;
-		if (d == 0 || d > PT_MAX_DEPTH)
-			return NULL;
-		fr = &st->f[(d - 1) & (PT_MAX_DEPTH - 1)];
-		/* an agent activation holds a frame address, not a %rsp: still
-		 * open above a returning function, its end was missed */
-		if (!(fr->flags & PT_FRAME_AGENT) && fr->sp >= sp)
-			return fr->sp == sp ? fr : NULL;
-		st->depth = d - 1;
-		__sync_fetch_and_add(&counters.unwound, 1);
-	}
-	return NULL;
+	bpf_loop(PT_MAX_DEPTH, pop_to_cb, &c, 0);
+	d = st->depth;
+	if (!c.found || d == 0 || d > PT_MAX_DEPTH)
+		return NULL;
+	return &st->f[(d - 1) & (PT_MAX_DEPTH - 1)];
 }
 
 /* Close the top frame fr (from pop_to) with its EXIT record. */
@@ -269,7 +295,7 @@ int BPF_KRETPROBE(pt_exit)
 		__sync_fetch_and_add(&counters.orphan_returns, 1);
 		return 0;
 	}
-	if (fr->flags & PT_FRAME_VALS)
+	if (has_vals && (fr->flags & PT_FRAME_VALS))
 		send_vals(ctx, &p->py, id, fr->fid, fr->t_entry, true, 0, NULL, PT_REGS_RC(ctx));
 	close_top(st, fr, id, now);
 	return 0;
@@ -377,7 +403,7 @@ static __always_inline bool py_enter(struct pt_regs *ctx)
 		 PT_FRAME_PY | (v && v->vals ? PT_FRAME_VALS : 0));
 	/* A pending call's values cannot be read: its slots are not known
 	 * yet (user space counts it as missing). */
-	if (t && v && v->vals)
+	if (has_vals && t && v && v->vals)
 		send_vals(ctx, L, id, fid, t, false, frame, v, 0);
 	return t != 0;
 }
@@ -408,7 +434,7 @@ static __always_inline void py_leave(struct pt_regs *ctx)
 	fr = pop_to(st, PT_REGS_SP(ctx) - 8);
 	if (!fr || !(fr->flags & PT_FRAME_PY))
 		return; /* a frame we do not track */
-	if (fr->flags & PT_FRAME_VALS)
+	if (has_vals && (fr->flags & PT_FRAME_VALS))
 		send_vals(ctx, &p->py, id, fr->fid, fr->t_entry, true, 0, NULL, PT_REGS_RC(ctx));
 	close_top(st, fr, id, now);
 }
@@ -463,39 +489,54 @@ int BPF_KPROBE(pt_agent_enter, __u64 code, __u64 frame)
 		return 0;
 	t = push_key(frame, id, fid, fid == PT_FID_PY_PENDING ? code : 0,
 		     PT_FRAME_PY | PT_FRAME_AGENT | (v && v->vals ? PT_FRAME_VALS : 0));
-	if (t && v && v->vals)
+	if (has_vals && t && v && v->vals)
 		send_vals(ctx, &p->py, id, fid, t, false, frame, v, 0);
 	return 0;
 }
 
 /* The open activation with this frame: frames opened above it never got
  * their end (dropped, counted); NULL when it is not open at all (begun
- * before attach, or beyond PT_MAX_DEPTH). */
+ * before attach, or beyond PT_MAX_DEPTH). A bpf_loop search, as pop_to. */
+struct find_ctx {
+	struct pt_stack *st;
+	__u64 frame;
+	__u32 d;
+	__u32 k; /* the frame's index, when found */
+	int found;
+};
+
+static long find_frame_cb(__u64 i, struct find_ctx *c)
+{
+	struct pt_frame *fr;
+	__u32 k;
+
+	if ((__u32)i >= c->d)
+		return 1;
+	k = c->d - 1 - (__u32)i;
+	fr = &c->st->f[k & (PT_MAX_DEPTH - 1)];
+	if ((fr->flags & PT_FRAME_AGENT) && fr->sp == c->frame) {
+		c->k = k;
+		c->found = 1;
+		return 1;
+	}
+	return 0;
+}
+
 static __always_inline struct pt_frame *pop_frame(struct pt_stack *st, __u64 frame)
 {
-	__u32 d = st->depth, k = 0;
-	bool found = false;
+	struct find_ctx c = { .st = st, .frame = frame, .d = st->depth };
+	__u32 k;
 
-	if (d == 0 || d > PT_MAX_DEPTH)
+	if (c.d == 0 || c.d > PT_MAX_DEPTH)
 		return NULL;
-	for (int i = 0; i < PT_MAX_DEPTH; i++) {
-		struct pt_frame *fr;
-
-		if ((__u32)i >= d)
-			break;
-		k = d - 1 - (__u32)i;
-		fr = &st->f[k & (PT_MAX_DEPTH - 1)];
-		if ((fr->flags & PT_FRAME_AGENT) && fr->sp == frame) {
-			found = true;
-			break;
-		}
-	}
-	if (!found)
+	bpf_loop(PT_MAX_DEPTH, find_frame_cb, &c, 0);
+	if (!c.found)
 		return NULL;
-	if (d - k > 1)
-		__sync_fetch_and_add(&counters.unwound, d - k - 1);
+	k = c.k & (PT_MAX_DEPTH - 1);
+	if (c.d - k > 1)
+		__sync_fetch_and_add(&counters.unwound, c.d - k - 1);
 	st->depth = k + 1;
-	return &st->f[k & (PT_MAX_DEPTH - 1)];
+	return &st->f[k];
 }
 
 SEC("uprobe")
@@ -517,7 +558,7 @@ int BPF_KPROBE(pt_agent_exit, __u64 code, __u64 frame, __u64 ret)
 		__sync_fetch_and_add(&counters.orphan_returns, 1);
 		return 0;
 	}
-	if (fr->flags & PT_FRAME_VALS)
+	if (has_vals && (fr->flags & PT_FRAME_VALS))
 		send_vals(ctx, &p->py, id, fr->fid, fr->t_entry, true, 0, NULL, ret);
 	close_top(st, fr, id, now);
 	return 0;

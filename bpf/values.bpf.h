@@ -153,47 +153,52 @@ static long elem_cb(__u64 i, void *data)
 }
 
 /* Read the Python object at obj as op says into v; *nelem: elements
- * stored (PT_VOP_ELEMS). */
-static __always_inline void read_obj(const struct pt_py_offsets *L, __u64 obj, __u8 op,
-				     struct pt_val *v, __u32 *nelem)
+ * stored (PT_VOP_ELEMS). A global function: the verifier checks it once
+ * on its own, not again at each call with the caller's state. */
+__noinline int pt_read_obj(const struct pt_py_offsets *L, __u64 obj, __u32 op, struct pt_val *v,
+			   __u32 *nelem)
 {
-	struct elems_ctx c = { .type_flags = L->type_flags, .long_tag = L->long_tag };
+	struct elems_ctx c = {};
 	struct py_head h;
 	__u64 flags;
 	__s64 n;
 
+	if (!L || !v || !nelem)
+		return 0;
+	c.type_flags = L->type_flags;
+	c.long_tag = L->long_tag;
 	if (!obj) {
 		v->status = PT_VST_UNSET;
-		return;
+		return 0;
 	}
 	if (bpf_probe_read_user(&h, sizeof(h), (void *)obj) ||
 	    bpf_probe_read_user(&flags, sizeof(flags), (void *)(h.type + L->type_flags))) {
 		v->status = PT_VST_FAULT;
-		return;
+		return 0;
 	}
 	if (op == PT_VOP_LEN) {
 		/* ob_size, PyASCIIObject.length and ma_used all sit at 16 */
 		if (!(flags & (TPF_LIST | TPF_TUPLE | TPF_BYTES | TPF_UNICODE | TPF_DICT)) ||
 		    h.size < 0) {
 			v->status = PT_VST_TYPE;
-			return;
+			return 0;
 		}
 		v->v = h.size;
 		v->kind = PT_VKIND_SCALAR;
-		return;
+		return 0;
 	}
 	if (flags & TPF_LONG) {
 		if (op != PT_VOP_INT && op != PT_VOP_AUTO && op != PT_VOP_AUTO_ELEMS) {
 			v->status = PT_VST_TYPE;
-			return;
+			return 0;
 		}
 		v->status = long_value(&h, L->long_tag, &v->v);
 		v->kind = PT_VKIND_SCALAR;
-		return;
+		return 0;
 	}
 	if (op == PT_VOP_INT || !(flags & (TPF_LIST | TPF_TUPLE)) || h.size < 0) {
 		v->status = PT_VST_TYPE;
-		return;
+		return 0;
 	}
 	n = h.size;
 	/* a list points at its items; a tuple holds them */
@@ -201,7 +206,7 @@ static __always_inline void read_obj(const struct pt_py_offsets *L, __u64 obj, _
 	c.keep = op == PT_VOP_ELEMS || op == PT_VOP_AUTO_ELEMS;
 	if (n > PT_VAL_MAX_ELEMS) {
 		v->status = PT_VST_TRUNC;
-		return;
+		return 0;
 	}
 	bpf_loop((__u32)n, elem_cb, &c, 0);
 	v->kind = PT_VKIND_LIST;
@@ -212,6 +217,7 @@ static __always_inline void read_obj(const struct pt_py_offsets *L, __u64 obj, _
 	v->n = c.n;
 	if (c.keep && !c.status)
 		*nelem = c.n;
+	return 0;
 }
 
 /*
@@ -302,21 +308,31 @@ fault:
 	return 1;
 }
 
-/* The attribute loc of the object at obj: *out its value object. */
-static __noinline __u16 read_attr(const struct pt_py_offsets *L, const struct pt_pyattr_loc *loc,
-				  __u64 obj, __u64 *out)
+/* The attribute loc of the object at obj: *out its value object. A
+ * global function, checked once on its own (as pt_read_obj). */
+__noinline int pt_read_attr(const struct pt_py_offsets *L, const struct pt_pyattr_loc *loc,
+			    __u64 obj, __u64 *out)
 {
-	struct probe_ctx c = { .str_hash = L->str_hash };
+	struct probe_ctx c = {};
 	__u64 dict = 0, keys = 0, values = 0, w = 0, v = 0, d[6] = {};
 	__u8 h[48] = {}, vh[4] = {};
+	__u32 o_dkeys, o_dvalues, o_hdr, o_size, o_nent, o_log2, o_log2ix, o_kind;
 	int cap = -1;
 	__s64 n;
 
+	if (!L || !loc || !out)
+		return PT_VST_ATTR_UNREADABLE;
+	c.str_hash = L->str_hash;
 	/* The layout's offsets must fit the buffers they index (user space
 	 * fills them from its table; checked here for the verifier). */
-	__u32 o_dkeys = L->dict_keys, o_dvalues = L->dict_values, o_hdr = L->keys_hdr;
-	__u32 o_size = L->keys_size, o_nent = L->keys_nentries, o_log2 = L->keys_log2;
-	__u32 o_log2ix = L->keys_log2ix, o_kind = L->keys_kind;
+	o_dkeys = L->dict_keys;
+	o_dvalues = L->dict_values;
+	o_hdr = L->keys_hdr;
+	o_size = L->keys_size;
+	o_nent = L->keys_nentries;
+	o_log2 = L->keys_log2;
+	o_log2ix = L->keys_log2ix;
+	o_kind = L->keys_kind;
 
 	if (o_dkeys > 40 || o_dvalues > 40 || o_hdr > sizeof(h) || o_size > 40 || o_nent > 40 ||
 	    o_log2 > 47 || o_log2ix > 47 || o_kind > 47)
@@ -510,7 +526,7 @@ static __always_inline __u16 attr_of(const struct pt_py_offsets *L, __u64 id, __
 	}
 	if (loc->kind == PT_PYATTR_K_NONE)
 		return loc->vst ? loc->vst : PT_VST_ATTR_PENDING;
-	return read_attr(L, loc, *obj, obj);
+	return (__u16)pt_read_attr(L, loc, *obj, obj);
 }
 
 /* Integer argument n (0..5) in the x86-64 SysV order. Read through a
@@ -552,81 +568,114 @@ struct vals_req {
 	__u32 at_exit;
 };
 
+/* One expression of a call, read by vals_cb. */
+struct vals_loop {
+	struct pt_regs *ctx;
+	const struct pt_py_offsets *L;
+	const struct pt_val_spec *sp;
+	const struct pt_py_code *pc;
+	struct val_buf *b;
+	__u64 id, frame, rv;
+	__u32 fid, nelem, need;
+	bool at_exit;
+};
+
+/* Expression i: a bpf_loop callback, so the verifier goes through the
+ * readers once instead of once per expression (they were most of the
+ * time it took to load a program that reads values). */
+static long vals_cb(__u64 i, struct vals_loop *c)
+{
+	const struct pt_val_spec *sp = c->sp;
+	const struct pt_py_code *pc = c->pc;
+	struct pt_val_expr e;
+	struct pt_val *v;
+	__u64 obj;
+	bool ret;
+
+	if (i >= PT_MAX_VALS)
+		return 1;
+	v = &c->b->r.v[i];
+	e = sp->e[i];
+	ret = e.src == PT_VSRC_RET || e.src == PT_VSRC_PYRET;
+	v->v = v->min = v->max = 0;
+	v->n = 0;
+	v->kind = 0;
+	v->status = PT_VST_UNREAD;
+	if (i >= sp->n || ret != c->at_exit)
+		return 0;
+	c->need++;
+	v->status = PT_VST_OK;
+	switch (e.src) {
+	case PT_VSRC_ARG:
+		v->v = cut(reg_arg(c->ctx, e.argn), e.width);
+		v->kind = PT_VKIND_SCALAR;
+		break;
+	case PT_VSRC_RET:
+		v->v = cut(c->rv, e.width);
+		v->kind = PT_VKIND_SCALAR;
+		break;
+	case PT_VSRC_PYRET:
+		obj = c->rv;
+		if (e.attr)
+			v->status = attr_of(c->L, c->id, c->fid, i, &obj);
+		if (!v->status)
+			pt_read_obj(c->L, obj, e.op, v, &c->nelem);
+		break;
+	case PT_VSRC_PYARG:
+		if (!pc || !c->L->frame_localsplus || pc->slot[i] < 0) {
+			v->status = PT_VST_NONAME;
+			break;
+		}
+		if (bpf_probe_read_user(&obj, sizeof(obj),
+					(void *)(c->frame + c->L->frame_localsplus +
+						 (__u64)(__u16)pc->slot[i] * 8))) {
+			v->status = PT_VST_FAULT;
+			break;
+		}
+		obj &= c->L->code_mask; /* 3.14: a tagged stack reference */
+		if (e.attr && obj)
+			v->status = attr_of(c->L, c->id, c->fid, i, &obj);
+		if (!v->status)
+			pt_read_obj(c->L, obj, e.op, v, &c->nelem);
+		break;
+	default:
+		v->status = PT_VST_TYPE;
+	}
+	return 0;
+}
+
 /* A subprogram of its own (not inlined): its stack frame is apart from
  * the probe's, which the three expressions' reads would overflow. */
 static __noinline void send_vals_req(struct pt_regs *ctx, const struct pt_py_offsets *L,
 				     const struct vals_req *q, const struct pt_py_code *pc)
 {
-	__u64 id = q->id, t_entry = q->t_entry, frame = q->frame, rv = q->ret;
-	__u32 fid = q->fid;
-	bool at_exit = q->at_exit;
-	const struct pt_val_spec *sp;
+	struct vals_loop c = { .ctx = ctx,
+			       .L = L,
+			       .pc = pc,
+			       .id = q->id,
+			       .frame = q->frame,
+			       .rv = q->ret,
+			       .fid = q->fid,
+			       .at_exit = q->at_exit };
+	__u32 cpu = bpf_get_smp_processor_id(), fid = q->fid, nelem;
 	struct val_buf *b;
-	__u32 cpu = bpf_get_smp_processor_id(), nelem = 0, need = 0;
-	__u64 size, obj;
+	__u64 size;
 
-	sp = bpf_map_lookup_elem(&val_specs, &fid);
+	c.sp = bpf_map_lookup_elem(&val_specs, &fid);
 	b = bpf_map_lookup_elem(&val_scratch, &cpu);
-	if (!sp || !b)
+	if (!c.sp || !b)
 		return;
-	for (int i = 0; i < PT_MAX_VALS; i++) {
-		struct pt_val *v = &b->r.v[i];
-		struct pt_val_expr e = sp->e[i];
-		bool ret = e.src == PT_VSRC_RET || e.src == PT_VSRC_PYRET;
-
-		v->v = v->min = v->max = 0;
-		v->n = 0;
-		v->kind = 0;
-		v->status = PT_VST_UNREAD;
-		if (i >= sp->n || ret != at_exit)
-			continue;
-		need++;
-		v->status = PT_VST_OK;
-		switch (e.src) {
-		case PT_VSRC_ARG:
-			v->v = cut(reg_arg(ctx, e.argn), e.width);
-			v->kind = PT_VKIND_SCALAR;
-			break;
-		case PT_VSRC_RET:
-			v->v = cut(rv, e.width);
-			v->kind = PT_VKIND_SCALAR;
-			break;
-		case PT_VSRC_PYRET:
-			obj = rv;
-			if (e.attr)
-				v->status = attr_of(L, id, fid, i, &obj);
-			if (!v->status)
-				read_obj(L, obj, e.op, v, &nelem);
-			break;
-		case PT_VSRC_PYARG:
-			if (!pc || !L->frame_localsplus || pc->slot[i] < 0) {
-				v->status = PT_VST_NONAME;
-				break;
-			}
-			if (bpf_probe_read_user(&obj, sizeof(obj),
-						(void *)(frame + L->frame_localsplus +
-							 (__u64)(__u16)pc->slot[i] * 8))) {
-				v->status = PT_VST_FAULT;
-				break;
-			}
-			obj &= L->code_mask; /* 3.14: a tagged stack reference */
-			if (e.attr && obj)
-				v->status = attr_of(L, id, fid, i, &obj);
-			if (!v->status)
-				read_obj(L, obj, e.op, v, &nelem);
-			break;
-		default:
-			v->status = PT_VST_TYPE;
-		}
-	}
-	if (!need)
+	c.b = b;
+	bpf_loop(PT_MAX_VALS, vals_cb, &c, 0);
+	if (!c.need)
 		return;
 	b->r.type = PT_REC_VALUES;
 	b->r.fid = fid;
-	b->r.pid = id >> 32;
-	b->r.tid = (__u32)id;
-	b->r.t_entry = t_entry;
-	b->r.at_exit = at_exit;
+	b->r.pid = c.id >> 32;
+	b->r.tid = (__u32)c.id;
+	b->r.t_entry = q->t_entry;
+	b->r.at_exit = c.at_exit;
+	nelem = c.nelem;
 	if (nelem > PT_VAL_MAX_ELEMS)
 		nelem = PT_VAL_MAX_ELEMS;
 	b->r.nelem = nelem;

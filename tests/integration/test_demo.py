@@ -180,7 +180,10 @@ def test_demo_script():
     assert m, "no engine pid line:\n" + text
     assert "# proftrace report: python3 (pid %s)" % m.group(1) in text, text
     assert "## Buckets" in text and "| engine.forward |" in text, text
-    listed = text[text.index("demo: outputs:"):].split()[2:]
+    listed = [ln.strip() for ln in text[text.index("demo: outputs:"):].splitlines()[1:]
+              if ln.startswith("  /")]
+    assert re.search(r"^demo: check: \d+ steps, 5 buckets with calls, Python timing exact$",
+                     text, re.M), text
     want = sorted(os.path.join(os.path.realpath(out), n) for n in
                   ("flame.svg", "lines.txt", "profile.pb.gz", "report.md", "stacks.folded",
                    "summary.json"))

@@ -32,6 +32,10 @@ struct pt_attach_opts {
 	bool py_session; /* use a uprobe session when the kernel has them */
 	/* Load the Python agent's programs (pt_attach__agent). */
 	bool py_agent;
+	/* Load the native: probes' programs; false: pt_attach__func fails. */
+	bool native;
+	/* Some probe reads values: load the value readers. */
+	bool has_vals;
 	/* Called for each record; return non-zero to stop draining. */
 	int (*on_rec)(void *ctx, const struct pt_rec *r, size_t size);
 	void *ctx;

@@ -183,6 +183,14 @@ static void raise_nofile(void)
 	}
 }
 
+static bool has_native(const struct pt_config *cfg)
+{
+	for (size_t i = 0; i < cfg->nprobes; i++)
+		if (cfg->probes[i].kind == PT_PROBE_NATIVE)
+			return true;
+	return false;
+}
+
 static int open_bpf(struct run *r)
 {
 	struct pt_attach_opts aopts = {
@@ -194,6 +202,8 @@ static int open_bpf(struct run *r)
 		.py_probe = r->py_probe_wanted,
 		.py_agent = r->want_py,
 		.py_session = r->cfg.py_session,
+		.native = has_native(&r->cfg),
+		.has_vals = r->cfg.nvals > 0,
 	};
 	char err[2048];
 	int e = pt_attach__open(&r->att, &aopts, err, sizeof(err));
