@@ -285,7 +285,7 @@ FUZZ_CFLAGS := -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=
 # One harness per reader of target-controlled input: the module(s) it links
 # (only those, so a finding points at one file) and any extra libraries.
 FUZZ_NAMES := maps elf config pycode pyline folded gpuring pyattr agent pyoffsets pysrc regions \
-	      gpulive gpujoin
+	      gpulive gpujoin escape
 FUZZ_SRCS_maps := user/attach/maps.c
 FUZZ_SRCS_elf := user/attach/elfsyms.c
 FUZZ_LIBS_elf := -lelf
@@ -300,7 +300,8 @@ FUZZ_SRCS_gpuring := user/gpu/gpuring.c
 FUZZ_SRCS_pyattr := user/python/pyattr.c user/python/pylayout.c
 # the Python agent's segment (shared memory the target writes); the seed
 # is a header as the agent publishes it (tests/fuzz/corpus/agent)
-FUZZ_SRCS_agent := user/python/agent.c user/util/segment.c user/util/log.c user/util/tasks.c
+FUZZ_SRCS_agent := user/python/agent.c user/util/segment.c user/util/log.c user/util/escape.c \
+		   user/util/tasks.c
 FUZZ_ARGS_agent := -max_len=4096
 # _Py_DebugOffsets read out of a 3.13 target's _PyRuntime
 FUZZ_SRCS_pyoffsets := user/python/pylayout.c
@@ -315,6 +316,8 @@ FUZZ_SRCS_gpulive := user/aggregate/gpulive.c
 # the same records into the end-of-run join, bounded so that it folds
 FUZZ_SRCS_gpujoin := user/aggregate/gpu.c user/aggregate/dist.c user/util/demangle.c
 FUZZ_LIBS_gpujoin := -lm -lstdc++
+# what every message escapes (targets files' and targets' bytes) for the terminal
+FUZZ_SRCS_escape := user/util/escape.c
 # libFuzzer caps inputs near the largest seed (13 KB for ELF); let them
 # grow enough for big symbol tables.
 FUZZ_ARGS_elf := -max_len=65536
