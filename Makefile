@@ -300,8 +300,8 @@ FUZZ_SRCS_gpuring := user/gpu/gpuring.c
 FUZZ_SRCS_pyattr := user/python/pyattr.c user/python/pylayout.c
 # the Python agent's segment (shared memory the target writes); the seed
 # is a header as the agent publishes it (tests/fuzz/corpus/agent)
-FUZZ_SRCS_agent := user/python/agent.c user/util/segment.c user/util/log.c user/util/escape.c \
-		   user/util/tasks.c
+FUZZ_SRCS_agent := user/python/agent.c user/util/segment.c user/util/sigbus.c user/util/users.c \
+		   user/util/log.c user/util/escape.c user/util/tasks.c
 FUZZ_ARGS_agent := -max_len=4096
 # _Py_DebugOffsets read out of a 3.13 target's _PyRuntime
 FUZZ_SRCS_pyoffsets := user/python/pylayout.c
