@@ -7,6 +7,7 @@
 #include "bpf/proftrace.h"
 #include "flame.h"
 #include "stacks.h"
+#include "top.h"
 
 struct fn {
 	bool sampled, want_lines;
@@ -30,6 +31,7 @@ struct pt_stacks {
 	uint8_t *merged;	       /* tids merged into the "other threads" row, a bit each */
 	struct pt_stacks_thread other; /* that row (tid 0), after the others */
 	bool has_other;
+	struct pt_top *top; /* every function and line */
 };
 
 /* tids are below pid_max, at most 2^22 (PID_MAX_LIMIT): a bit each */
@@ -50,7 +52,8 @@ struct pt_stacks *pt_stacks__new(void)
 	st->flame = pt_flame__new();
 	pt_flame__set_div(st->flame, 1000); /* ns added, us written */
 	st->path = calloc(PATH_MAX_FRAMES, sizeof(*st->path));
-	if (!st->thr_slot || !st->flame || !st->path) {
+	st->top = pt_top__new();
+	if (!st->thr_slot || !st->flame || !st->path || !st->top) {
 		pt_stacks__free(st);
 		return NULL;
 	}
@@ -72,6 +75,7 @@ void pt_stacks__free(struct pt_stacks *st)
 	free(st->merged);
 	free(st->other.name);
 	pt_flame__free(st->flame);
+	pt_top__free(st->top);
 	free(st);
 }
 
@@ -332,9 +336,14 @@ int pt_stacks__add(struct pt_stacks *st, const struct pt_stacks_sample *s)
 	tot->unreadable += !!(s->flags & PT_SAMPLEF_UNREADABLE);
 	tot->no_stack += !!(s->flags & PT_SAMPLEF_NO_STACK);
 	tot->unknown_frames += s->unknown;
-	if (count_funcs(st, s))
+	if (count_funcs(st, s) || pt_top__add(st->top, s))
 		return -ENOMEM;
 	return add_flame(st, s, t);
+}
+
+const struct pt_top *pt_stacks__top(const struct pt_stacks *st)
+{
+	return st->top;
 }
 
 const struct pt_stacks_totals *pt_stacks__totals(const struct pt_stacks *st)

@@ -23,12 +23,18 @@
 #include <stdint.h>
 
 struct pt_flame;
+struct pt_top;
 
 /* One frame of a symbolized sample. */
 struct pt_sframe {
 	const char *label; /* flame graph frame, e.g. "Sched.step (engine.py:42)" */
 	uint32_t fid;	   /* the py: function it belongs to, or UINT32_MAX */
 	uint32_t line;	   /* 0: unknown */
+	/* its code's identity, for the top tables (top.h): a hash of
+	 * qualname, filename and first_line; 0: unknown code */
+	uint64_t key;
+	const char *qualname, *filename;
+	uint32_t first_line, last_line; /* last_line 0: unknown */
 };
 
 #define PT_SFID_NONE UINT32_MAX
@@ -100,6 +106,8 @@ const struct pt_stacks_thread *pt_stacks__thread(const struct pt_stacks *st, siz
 const struct pt_stacks_time *pt_stacks__func(const struct pt_stacks *st, uint32_t fid);
 /* Lines of fid with samples, sorted by line; NULL (and *n 0) when none. */
 const struct pt_stacks_line *pt_stacks__lines(const struct pt_stacks *st, uint32_t fid, size_t *n);
+/* Every function and line seen, with self and total time (top.h). */
+const struct pt_top *pt_stacks__top(const struct pt_stacks *st);
 /* The call tree: weights in microseconds of wall time. */
 const struct pt_flame *pt_stacks__flame(const struct pt_stacks *st);
 
