@@ -69,7 +69,15 @@ struct pt_gpuring {
 	uint64_t names_bytes, names_budget;
 
 	uint64_t delivered, lost, skipped, bad_names, resyncs;
+
+	/* Its file was truncated (by the target's user): never touched again;
+	 * info() then gives what the last drain saw of the shim. */
+	bool truncated;
+	struct pt_gpuring_info shim_last;
 };
+
+static bool shrunk(struct pt_gpuring *r);
+static void read_shim(const struct pt_gpuring *r, struct pt_gpuring_info *i);
 
 static void seterr(char *err, size_t errlen, const char *fmt, ...)
 {
@@ -347,8 +355,11 @@ static bool hb_fresh(uint64_t hb, uint64_t now)
 int pt_gpuring__attach(struct pt_gpuring *r, uint64_t now)
 {
 	struct ptgpu_header *h = r->hdr;
-	uint32_t other = LD(h->reader_pid);
+	uint32_t other;
 
+	if (shrunk(r))
+		return -EIO;
+	other = LD(h->reader_pid);
 	if (!r->attached && LD(h->attached) && other && other != (uint32_t)getpid() &&
 	    hb_fresh(LD(h->heartbeat_ns), now))
 		return -EBUSY;
@@ -368,12 +379,14 @@ int pt_gpuring__attach(struct pt_gpuring *r, uint64_t now)
 
 void pt_gpuring__heartbeat(struct pt_gpuring *r, uint64_t now)
 {
-	ST_REL(r->hdr->heartbeat_ns, now);
+	if (!r->truncated)
+		ST_REL(r->hdr->heartbeat_ns, now);
 }
 
 void pt_gpuring__detach(struct pt_gpuring *r)
 {
-	ST_REL(r->hdr->attached, 0);
+	if (!r->truncated)
+		ST_REL(r->hdr->attached, 0);
 	r->attached = false;
 }
 
@@ -546,13 +559,13 @@ int pt_gpuring__drain(struct pt_gpuring *r, pt_gpuring_cb cb, void *ctx)
 	struct ptgpu_header *h = r->hdr;
 	struct pt_gpu_rec out;
 	union ptgpu_rec rec;
-	struct stat st;
 	uint64_t head;
 	int n = 0;
 	size_t i;
 
-	/* Touching a page past a shrunk file is SIGBUS: check first. */
-	if (r->fd >= 0 && (fstat(r->fd, &st) || (uint64_t)st.st_size < r->total_size))
+	/* Touching a page past a shrunk file is SIGBUS: check first (a
+	 * truncation after this check is the caller's guard's: sigbus.h) */
+	if (shrunk(r))
 		return -EIO;
 	head = LD_ACQ(h->head);
 	if (head < r->tail) {
@@ -586,6 +599,7 @@ int pt_gpuring__drain(struct pt_gpuring *r, pt_gpuring_cb cb, void *ctx)
 			ST_REL(h->tail, r->tail);
 	}
 	ST_REL(h->tail, r->tail);
+	read_shim(r, &r->shim_last);
 	return n;
 }
 
@@ -600,7 +614,7 @@ int pt_gpuring__finish(struct pt_gpuring *r, pt_gpuring_cb cb, void *ctx, unsign
 	for (;;) {
 		/* Acquire: after DORMANT, every record of the final flush is
 		 * behind head. */
-		bool dormant = !was || LD_ACQ(r->hdr->state) != PTGPU_STATE_ACTIVE ||
+		bool dormant = !was || shrunk(r) || LD_ACQ(r->hdr->state) != PTGPU_STATE_ACTIVE ||
 			       LD(r->hdr->active_seq) != r->seq;
 
 		n = pt_gpuring__drain(r, cb, ctx);
@@ -618,7 +632,8 @@ static uint64_t delta(uint64_t now, uint64_t base)
 	return now >= base ? now - base : 0;
 }
 
-void pt_gpuring__info(const struct pt_gpuring *r, struct pt_gpuring_info *i)
+/* What the shim says in the header, as deltas since our attach. */
+static void read_shim(const struct pt_gpuring *r, struct pt_gpuring_info *i)
 {
 	struct ptgpu_header *h = r->hdr;
 
@@ -642,6 +657,18 @@ void pt_gpuring__info(const struct pt_gpuring *r, struct pt_gpuring_info *i)
 	i->strtab_full = delta(LD(h->strtab_full), r->base[3]);
 	i->unknown_kinds = delta(LD(h->unknown_kinds), r->base[4]);
 	i->bad_records = delta(LD(h->bad_records), r->base[5]);
+	i->strtab_used = LD(h->strtab_used);
+}
+
+void pt_gpuring__info(const struct pt_gpuring *r, struct pt_gpuring_info *i)
+{
+	if (r->truncated) {
+		*i = r->shim_last;
+		i->active = false;
+		i->truncated = true;
+	} else {
+		read_shim(r, i);
+	}
 	i->delivered = r->delivered;
 	i->lost = r->lost;
 	i->skipped = r->skipped;
@@ -649,7 +676,33 @@ void pt_gpuring__info(const struct pt_gpuring *r, struct pt_gpuring_info *i)
 	i->resyncs = r->resyncs;
 	i->ring_slots = r->nslots;
 	i->strtab_size = r->strtab_size;
-	i->strtab_used = LD(h->strtab_used);
+}
+
+void *pt_gpuring__mapping(const struct pt_gpuring *r, size_t *len)
+{
+	*len = r->fd >= 0 ? r->map_len : 0;
+	return r->fd >= 0 ? r->map : NULL;
+}
+
+/* Shorter than what we mapped: a page past its end is SIGBUS. */
+static bool shrunk(struct pt_gpuring *r)
+{
+	struct stat st;
+
+	if (!r->truncated && r->fd >= 0 && (fstat(r->fd, &st) || (uint64_t)st.st_size < r->map_len))
+		pt_gpuring__set_lost(r);
+	return r->truncated;
+}
+
+bool pt_gpuring__lost(struct pt_gpuring *r)
+{
+	return shrunk(r);
+}
+
+void pt_gpuring__set_lost(struct pt_gpuring *r)
+{
+	r->truncated = true;
+	r->attached = false;
 }
 
 void pt_gpuring__close(struct pt_gpuring *r)

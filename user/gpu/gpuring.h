@@ -107,6 +107,9 @@ struct pt_gpuring_info {
 	uint64_t bad_names; /* of those: bad string ids */
 	uint64_t resyncs;   /* head moved backwards */
 	uint64_t ring_slots, strtab_size, strtab_used;
+	/* Its file was truncated under us: the shim's fields are those of the
+	 * last drain before, and nothing after it was read. */
+	bool truncated;
 };
 
 /*
@@ -122,7 +125,8 @@ int pt_gpuring__open(struct pt_gpuring **out, int pid, char *err, size_t errlen)
 int pt_gpuring__open_mem(struct pt_gpuring **out, void *base, size_t len, char *err, size_t errlen);
 
 /* Ask the shim to trace: skip what is in the ring, heartbeat, bump
- * attach_seq, set attached. -EBUSY when another live proftrace is. */
+ * attach_seq, set attached. -EBUSY when another live proftrace is; -EIO
+ * when its file was truncated. */
 int pt_gpuring__attach(struct pt_gpuring *r, uint64_t now_ns);
 /* Call at least every PTGPU_HEARTBEAT_NS (100 ms) while attached. */
 void pt_gpuring__heartbeat(struct pt_gpuring *r, uint64_t now_ns);
@@ -135,6 +139,18 @@ void pt_gpuring__detach(struct pt_gpuring *r);
  * the ring) or timeout_ms passes. Records delivered, or -errno. */
 int pt_gpuring__finish(struct pt_gpuring *r, pt_gpuring_cb cb, void *ctx, unsigned int timeout_ms);
 void pt_gpuring__info(const struct pt_gpuring *r, struct pt_gpuring_info *info);
+/*
+ * The target's user may truncate the segment's file while we read it: a
+ * page past its new end is SIGBUS. The reader checks the size before each
+ * drain; a truncation after that check faults, so the caller guards the
+ * mapping (util/sigbus.h: a fault becomes a page of zeros, which fails
+ * validation) and, after a fault, says so with pt_gpuring__set_lost().
+ * Lost, the ring is not touched again: drain and attach give -EIO,
+ * heartbeat and detach do nothing, info() has truncated set.
+ */
+void *pt_gpuring__mapping(const struct pt_gpuring *r, size_t *len); /* NULL: open_mem */
+bool pt_gpuring__lost(struct pt_gpuring *r);			    /* also checks its size now */
+void pt_gpuring__set_lost(struct pt_gpuring *r);
 /* Detaches if attached. NULL is fine. */
 void pt_gpuring__close(struct pt_gpuring *r);
 

@@ -20,6 +20,8 @@ struct pt_agent {
 	uint64_t cand_seq_seen;
 	uint64_t arm_seq;
 	bool attached;
+	bool lost;		   /* its file was truncated: not touched again */
+	struct pt_agent_info last; /* what it said last, for after that */
 };
 
 #define LD(x) __atomic_load_n(&(x), __ATOMIC_RELAXED)
@@ -105,6 +107,7 @@ static int setup(struct pt_agent *a, char *err, size_t errlen)
 	a->hdr = (struct ptag_header *)a->mem;
 	a->cand_seq_seen = LD_ACQ(a->hdr->cand_seq);
 	a->arm_seq = LD(a->hdr->arm_seq);
+	a->last = in;
 	return 0;
 }
 
@@ -165,6 +168,8 @@ void pt_agent__close(struct pt_agent *a)
 
 static void wake(struct pt_agent *a)
 {
+	if (a->lost)
+		return;
 	__atomic_fetch_add(&a->hdr->wake, 1, __ATOMIC_RELEASE);
 	/* a shared futex: the agent sleeps on this word in its mapping */
 	if (a->seg.fd >= 0)
@@ -188,6 +193,8 @@ int pt_agent__attach(struct pt_agent *a, const struct pt_agent_spec *specs, size
 	size_t used = 0;
 	uint64_t seq;
 
+	if (a->lost)
+		return -EIO;
 	if (!a->attached && LD(h->attached) && other && other != (uint32_t)getpid() &&
 	    hb_fresh(LD(h->heartbeat_ns), now))
 		return -EBUSY;
@@ -227,19 +234,22 @@ int pt_agent__attach(struct pt_agent *a, const struct pt_agent_spec *specs, size
 
 void pt_agent__heartbeat(struct pt_agent *a, uint64_t now)
 {
-	if (a->attached)
+	if (a->attached && !a->lost)
 		ST_REL(a->hdr->heartbeat_ns, now);
 }
 
 int pt_agent__candidates(struct pt_agent *a, uint64_t **codes, uint32_t *n)
 {
-	uint64_t seq = LD_ACQ(a->hdr->cand_seq), again;
 	const uint64_t *src = (const uint64_t *)(a->mem + PTAG_CAND_OFF);
+	uint64_t seq, again;
 	uint32_t k;
 	uint64_t *v;
 
 	*codes = NULL;
 	*n = 0;
+	if (a->lost)
+		return 0;
+	seq = LD_ACQ(a->hdr->cand_seq);
 	if (seq == a->cand_seq_seen)
 		return 0;
 	k = LD(a->hdr->ncand);
@@ -250,9 +260,10 @@ int pt_agent__candidates(struct pt_agent *a, uint64_t **codes, uint32_t *n)
 		return -ENOMEM;
 	for (uint32_t i = 0; i < k; i++)
 		v[i] = LD(src[i]);
-	/* written again while we copied: take the next one */
+	/* written again while we copied: take the next one; truncated
+	 * meanwhile: what we copied may be zeros */
 	again = LD_ACQ(a->hdr->cand_seq);
-	if (again != seq) {
+	if (again != seq || pt_agent__lost(a)) {
 		free(v);
 		return 0;
 	}
@@ -266,6 +277,8 @@ int pt_agent__arm(struct pt_agent *a, const uint64_t *codes, uint32_t n)
 {
 	uint64_t *dst = (uint64_t *)(a->mem + PTAG_ARM_OFF);
 
+	if (a->lost)
+		return -EIO;
 	if (n > PTAG_MAX_CODES)
 		return -E2BIG;
 	for (uint32_t i = 0; i < n; i++)
@@ -279,13 +292,15 @@ int pt_agent__arm(struct pt_agent *a, const uint64_t *codes, uint32_t n)
 
 void pt_agent__rescan(struct pt_agent *a)
 {
+	if (a->lost)
+		return;
 	__atomic_fetch_add(&a->hdr->rescan_seq, 1, __ATOMIC_RELEASE);
 	wake(a);
 }
 
 bool pt_agent__armed(const struct pt_agent *a)
 {
-	return LD_ACQ(a->hdr->armed_seq) == a->arm_seq;
+	return !a->lost && LD_ACQ(a->hdr->armed_seq) == a->arm_seq;
 }
 
 void pt_agent__detach(struct pt_agent *a, unsigned int timeout_ms)
@@ -293,19 +308,39 @@ void pt_agent__detach(struct pt_agent *a, unsigned int timeout_ms)
 	struct timespec ts = { 0, 5 * 1000 * 1000 };
 	uint64_t deadline = pt_now_ns(CLOCK_MONOTONIC) + (uint64_t)timeout_ms * 1000000;
 
-	if (!a || !a->attached)
+	if (!a || !a->attached || pt_agent__lost(a))
 		return;
 	ST_REL(a->hdr->attached, 0);
 	a->attached = false;
 	wake(a);
-	while (LD_ACQ(a->hdr->state) == PTAG_STATE_ACTIVE && pt_now_ns(CLOCK_MONOTONIC) < deadline)
+	while (LD_ACQ(a->hdr->state) == PTAG_STATE_ACTIVE && !pt_agent__lost(a) &&
+	       pt_now_ns(CLOCK_MONOTONIC) < deadline)
 		nanosleep(&ts, NULL);
 }
 
-void pt_agent__info(const struct pt_agent *a, struct pt_agent_info *out)
+void pt_agent__info(struct pt_agent *a, struct pt_agent_info *out)
 {
 	char err[8];
 
-	if (pt_agent__check(a->mem, a->len, out, err, sizeof(err)))
-		memset(out, 0, sizeof(*out));
+	if (!a->lost && !pt_agent__check(a->mem, a->len, out, err, sizeof(err)) &&
+	    !pt_agent__lost(a)) {
+		a->last = *out;
+		return;
+	}
+	/* truncated (zeros read meanwhile) or unreadable: what it said last */
+	*out = a->last;
+}
+
+bool pt_agent__lost(struct pt_agent *a)
+{
+	if (!a->lost && a->seg.fd >= 0 && pt_segment__lost(&a->seg)) {
+		a->lost = true;
+		a->attached = false;
+	}
+	return a->lost;
+}
+
+const char *pt_agent__path(const struct pt_agent *a)
+{
+	return a->seg.fd >= 0 ? a->seg.path : "(memory)";
 }

@@ -75,8 +75,16 @@ int pt_agent__arm(struct pt_agent *a, const uint64_t *codes, uint32_t n);
 void pt_agent__rescan(struct pt_agent *a);
 /* Detach and wait (at most timeout_ms) until it says dormant. */
 void pt_agent__detach(struct pt_agent *a, unsigned int timeout_ms);
-/* The segment as it is now. */
-void pt_agent__info(const struct pt_agent *a, struct pt_agent_info *out);
+/* The segment as it is now (once lost: as it was last). */
+void pt_agent__info(struct pt_agent *a, struct pt_agent_info *out);
+/*
+ * Its file was truncated under us (by the target's user: util/segment.h):
+ * from then on nothing touches it, attach and arm give -EIO, the others do
+ * nothing. Once true, stays true.
+ */
+bool pt_agent__lost(struct pt_agent *a);
+/* Its file, for messages. */
+const char *pt_agent__path(const struct pt_agent *a);
 /* The arm the agent applied is the last one asked? */
 bool pt_agent__armed(const struct pt_agent *a);
 

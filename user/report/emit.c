@@ -2,7 +2,6 @@
 #include <cjson/cJSON.h>
 
 #include <stdlib.h>
-#include <string.h>
 
 #include "emit.h"
 #include "pprof.h"
@@ -24,16 +23,10 @@ static int lines_txt(FILE *f, const struct pt_outputs *o)
 	return pt_report_lines__write(f, o->doc);
 }
 
-/* lines.txt when a `lines` directive asked for it, or with no targets
- * file (the top functions' lines) */
+/* lines.txt only when a `lines` directive asked for it */
 static bool has_lines(const struct pt_outputs *o)
 {
-	const cJSON *meta = cJSON_GetObjectItemCaseSensitive(o->doc, "meta");
-
-	const cJSON *mode = cJSON_GetObjectItemCaseSensitive(meta, "mode");
-
-	return cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(o->doc, "lines")) > 0 ||
-	       (o->flame && cJSON_IsString(mode) && !strcmp(mode->valuestring, "sampling"));
+	return cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(o->doc, "lines")) > 0;
 }
 
 static int stacks_folded(FILE *f, const struct pt_outputs *o)

@@ -17,7 +17,6 @@
 #include "aggregate/gpu.h"
 #include "aggregate/bursts.h"
 #include "aggregate/stepvals.h"
-#include "aggregate/top.h"
 
 struct cJSON;
 
@@ -46,6 +45,8 @@ struct pt_report_python {
 		uint64_t scans;	       /* module walks */
 		double scan_ms;	       /* the GIL held by its last walk */
 		const char *problem;   /* a conflict or failure, NULL: none */
+		/* its segment's file truncated under us: what and when, NULL: not */
+		const char *segment_lost;
 		/* loaded_by "inject": the borrowed thread (attach/inject.h) */
 		bool injected;
 		int inject_tid;
@@ -108,7 +109,6 @@ struct pt_report_meta {
 	uint64_t start_unix_ns;
 	double duration_s;
 	const char *targets_file;
-	bool sampling_only; /* no targets file: stacks sampled only (meta.mode) */
 	const char *kernel; /* uname -r */
 	unsigned int warmup_steps;
 	const char *step_probe;			   /* probe text of the step line, or NULL */
@@ -211,14 +211,9 @@ struct pt_report_health {
 	unsigned int probes_attached;
 };
 
-/* How many functions and lines summary.json's `top` lists. */
-#define PT_REPORT_TOP 50
-
 struct pt_report {
 	struct pt_report_meta meta;
 	const struct pt_agg *agg;
-	/* every sampled function and line (`top`); NULL: not sampled */
-	const struct pt_top *top;
 	const struct pt_report_bucket *buckets; /* config order; step.other is added */
 	size_t nbuckets;
 	const struct pt_report_func *funcs;
@@ -235,6 +230,7 @@ struct pt_report {
 	const struct pt_gpu_result *gpu;
 	const struct pt_gpuring_info *gpu_info;
 	const char *gpu_why;
+	const char *gpu_lost; /* the ring's file truncated under us: what and when, NULL: not */
 	struct pt_report_health health;
 };
 

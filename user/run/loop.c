@@ -141,7 +141,7 @@ static void tick_procs(struct run *r, uint64_t now)
 			/* the shim goes dormant after 1 s without a heartbeat */
 			pt_gpuring__heartbeat(p->gr, now);
 			pt_nstid__refresh(p->nst); /* threads started since: before their records */
-			pt_gpuring__drain(p->gr, pt_run__on_gpu_rec, p);
+			pt_run__gpu_drain(p);
 		}
 		if (p->pidfd < 0 && !pt_tracee__alive(&p->tracee))
 			pt_run__end_proc(p, "exited");

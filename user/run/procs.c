@@ -17,6 +17,9 @@
 #include "python/agent.h"
 #include "attach/inject.h"
 #include "util/helpers.h"
+#include "util/segment.h"
+#include "util/sigbus.h"
+#include "util/users.h"
 
 static void update_trampoline(struct proc *p);
 static int read_target(void *ctx, uint64_t addr, void *buf, size_t len);
@@ -137,6 +140,14 @@ int pt_run__open_gpu(struct proc *p)
 			 "(CUDA_INJECTION64_PATH), or attach with --inject (see docs/gpu.md)",
 			 p->tracee.pid);
 	if (!e) {
+		void *map;
+		size_t len;
+
+		/* its user may truncate it under us: a fault is zeros, not our
+		 * death (pt_run__gpu_lost() then stops reading it) */
+		map = pt_gpuring__mapping(p->gr, &len);
+		if (map)
+			p->gpu_guard = pt_sigbus__guard(map, len);
 		p->gpu = pt_gpu__new(r->cfg.nbuckets);
 		if (!p->gpu)
 			return -ENOMEM;
@@ -162,6 +173,37 @@ int pt_run__open_gpu(struct proc *p)
 	if (e != -ENOENT || r->env.gpu == PT_GPU_ON)
 		fprintf(stderr, "proftrace: warning: no GPU stream: %s\n", err);
 	return 0;
+}
+
+/* Its ring's file truncated under us (by the process's user): said once,
+ * and the ring is not read again; the GPU records before it stay. */
+bool pt_run__gpu_lost(struct proc *p)
+{
+	if (!p->gr)
+		return false;
+	if (pt_sigbus__faults(p->gpu_guard))
+		pt_gpuring__set_lost(p->gr);
+	if (!pt_gpuring__lost(p->gr))
+		return false;
+	p->gpu_attached = false;
+	if (!p->gpu_truncated[0]) {
+		snprintf(p->gpu_truncated, sizeof(p->gpu_truncated),
+			 "the CUPTI shim's ring was truncated at +%.3fs (by the process's user): "
+			 "proftrace stopped reading it, GPU records after that are missing",
+			 since_start_s(p->run));
+		pt_msg("proftrace: warning: pid %d: %s; the rest of the profile is kept\n",
+		       p->tracee.pid, p->gpu_truncated);
+	}
+	return true;
+}
+
+/* What its ring holds now, unless it was truncated. */
+void pt_run__gpu_drain(struct proc *p)
+{
+	if (!p->gpu_attached || pt_run__gpu_lost(p))
+		return;
+	pt_gpuring__drain(p->gr, pt_run__on_gpu_rec, p);
+	pt_run__gpu_lost(p); /* truncated while we read: said now */
 }
 
 static int attach_gpu(struct proc *p)
@@ -558,6 +600,7 @@ void pt_run__free_proc(struct proc *p)
 		pt_run__free_view(p->wv);
 		free(p->wv);
 	}
+	pt_sigbus__unguard(p->gpu_guard);
 	pt_gpuring__close(p->gr);
 	pt_nstid__free(p->nst);
 	pt_gpu__free(p->gpu);
@@ -651,6 +694,7 @@ int pt_run__open_proc(struct run *r, int pid, bool strict, struct proc **out, ch
 	p->idx = (unsigned int)slot;
 	r->slot_busy[slot] = true; /* until it ends, or is freed unused */
 	p->pidfd = -1;
+	p->gpu_guard = -1;
 	p->rank = p->local_rank = -1;
 	e = pt_tracee__open(&p->tracee, pid, err, errlen);
 	if (e)
@@ -866,7 +910,7 @@ void pt_run__end_proc(struct proc *p, const char *why)
 	}
 	pt_sampler__end_process(r->smp, p->tracee.pid);
 	if (p->gpu_attached) {
-		pt_gpuring__drain(p->gr, pt_run__on_gpu_rec, p);
+		pt_run__gpu_drain(p);
 		p->gpu_attached = false;
 	}
 	if (p->pidfd >= 0) {

@@ -147,6 +147,25 @@ static void check_state(struct proc *p)
 
 static void pep768_cleanup(struct proc *p);
 
+/* Its file truncated under us (by the process's user; the guard turned
+ * the fault into zeros): said once, never touched again. What it timed
+ * before stays; its named calls after that are not seen. */
+static bool agent_lost(struct proc *p)
+{
+	if (!pt_agent__lost(p->agent))
+		return false;
+	if (!p->agent_truncated[0]) {
+		snprintf(p->agent_truncated, sizeof(p->agent_truncated),
+			 "its segment %s was truncated at +%.3fs (by the process's user): "
+			 "proftrace stopped reading it, py: calls after that are not timed",
+			 pt_agent__path(p->agent), since_start_s(p->run));
+		pt_msg("proftrace: warning: pid %d: the Python agent: %s; the rest of the profile "
+		       "is kept\n",
+		       p->tracee.pid, p->agent_truncated);
+	}
+	return true;
+}
+
 void pt_run__agent_tick(struct proc *p, uint64_t now)
 {
 	uint64_t *codes;
@@ -171,7 +190,7 @@ void pt_run__agent_tick(struct proc *p, uint64_t now)
 		}
 		return;
 	}
-	if (!p->agent)
+	if (!p->agent || agent_lost(p))
 		return;
 	pt_agent__heartbeat(p->agent, now);
 	if (pt_agent__candidates(p->agent, &codes, &n) == 1) {
@@ -211,6 +230,8 @@ static void first_arm(struct proc *p)
 
 		pt_run__agent_tick(p, now);
 		pt_run__agents_alive(p->run);
+		if (agent_lost(p))
+			return;
 		pt_agent__info(p->agent, &in);
 		took |= p->agent_narm || in.cand_seq > 0;
 		if (in.state == PTAG_STATE_ACTIVE && took && pt_agent__armed(p->agent))
@@ -541,6 +562,7 @@ void pt_run__agent_stop(struct proc *p)
 	pep768_cleanup(p);
 	if (!p->agent)
 		return;
+	agent_lost(p); /* said, if it was truncated since the last tick */
 	pt_agent__info(p->agent, &p->agent_last); /* for the report: before detach */
 	/* its hooks come out now; a slow one finishes on its heartbeat */
 	pt_agent__detach(p->agent, 500);
@@ -548,5 +570,6 @@ void pt_run__agent_stop(struct proc *p)
 
 bool pt_run__agent_ok(const struct proc *p)
 {
-	return p->agent && p->agent_active && !p->agent_warned && !p->agent_lost_said;
+	return p->agent && p->agent_active && !p->agent_warned && !p->agent_lost_said &&
+	       !p->agent_truncated[0];
 }

@@ -139,6 +139,10 @@ struct proc {
 	uint64_t pep768_asked;		 /* when proftrace asked through PEP 768, 0: never */
 	char pep768_dir[48];		 /* its script's folder, "" once removed */
 	struct pt_agent_info agent_last; /* its segment at the end */
+	/* its segment's file truncated by its user: said, not read again */
+	char agent_truncated[256];
+	/* another user's file holds its segment's name */
+	bool agent_squatted;
 
 	struct view v;
 	struct view *wv;	    /* --interval: the figures of the current window */
@@ -154,7 +158,9 @@ struct proc {
 	bool gpu_oom; /* a GPU record, step or bucket call could not be kept */
 	bool gpu_joined;
 	const struct pt_gpu_result *gres;
-	char gpu_why[256]; /* no GPU stream: why */
+	char gpu_why[256];	 /* no GPU stream: why */
+	char gpu_truncated[256]; /* its ring's file truncated by its user: said, not read again */
+	int gpu_guard;		 /* util/sigbus.h guard of its ring, -1: none */
 
 	struct pt_tmem tmem; /* its memory (frame slots of py: values) */
 	struct attr_retry *retries;
@@ -302,6 +308,10 @@ void pt_run__rescan(struct proc *p);
  * found now (prearm.c): the number of functions attached, or -ENOMEM. */
 int pt_run__prearm(struct proc *p);
 int pt_run__open_gpu(struct proc *p);
+/* The GPU ring's file was truncated (said once, not read again)? */
+bool pt_run__gpu_lost(struct proc *p);
+/* Drain p's GPU ring unless it was truncated. */
+void pt_run__gpu_drain(struct proc *p);
 int pt_run__wait_segment(struct proc *p, int (*open)(struct proc *p, char *why, size_t len),
 			 unsigned int ms, char *why, size_t len);
 int pt_run__open_sampler(struct run *r, char *err, size_t errlen);

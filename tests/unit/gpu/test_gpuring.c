@@ -22,6 +22,7 @@
 #include <cmocka.h>
 
 #include "gpu/gpuring.h"
+#include "util/sigbus.h"
 #include "ptgpu.h"
 #include "ring.h"
 
@@ -750,6 +751,92 @@ static void test_open_by_pid(void **state)
 }
 
 /*
+ * Issue 27: the target's user truncates the ring's file while we read it.
+ * proftrace guards the mapping (util/sigbus.h) as run/procs.c does: the
+ * heartbeat's store past the new end is a fault turned into a zero page,
+ * not our death; the ring is lost from then on (drain and attach -EIO,
+ * nothing touched), and info() keeps what the last drain saw.
+ */
+static void test_truncated_under_us(void **state)
+{
+	struct ptg_ring_params p = { .nslots = NSLOTS, .strtab_size = STRTAB };
+	size_t len = ptg_ring__size(NSLOTS, STRTAB), mlen;
+	union ptgpu_rec rec = api_rec(9, 10);
+	struct pt_gpuring_info in;
+	struct pt_gpuring *r;
+	struct ptg_ring w;
+	char path[64], err[512];
+	struct got *g;
+	int fd, guard;
+	void *mem, *map;
+
+	snprintf(path, sizeof(path), PTGPU_SHM_PREFIX "%d", (int)getpid());
+	unlink(path);
+	fd = open(path, O_RDWR | O_CREAT | O_EXCL, 0600);
+	if (fd < 0)
+		skip(); /* no /dev/shm here */
+	assert_int_equal(ftruncate(fd, (off_t)len), 0);
+	mem = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	assert_true(mem != MAP_FAILED);
+	p.pid = (uint32_t)getpid();
+	assert_int_equal(ptg_ring__init(&w, mem, len, &p), 0);
+	assert_int_equal(flock(fd, LOCK_EX | LOCK_NB), 0);
+	assert_int_equal(pt_gpuring__open(&r, getpid(), err, sizeof(err)), 0);
+	map = pt_gpuring__mapping(r, &mlen);
+	assert_non_null(map);
+	assert_int_equal(mlen, len);
+	guard = pt_sigbus__guard(map, mlen);
+	assert_true(guard >= 0);
+	assert_int_equal(pt_gpuring__attach(r, NOW), 0);
+	ptg_ring__write(&w, &rec);
+	g = calloc(1, sizeof(*g));
+	assert_int_equal(pt_gpuring__drain(r, collect, g), 1);
+	assert_false(pt_gpuring__lost(r));
+
+	/* the shim's process is gone from under its mapping, too: only ours */
+	munmap(mem, len);
+	ptg_ring__free(&w);
+	assert_int_equal(ftruncate(fd, 0), 0);
+	pt_gpuring__heartbeat(r, NOW + 1);
+	assert_true(pt_sigbus__faults(guard) > 0);
+	pt_gpuring__set_lost(r);
+	assert_true(pt_gpuring__lost(r));
+	pt_gpuring__heartbeat(r, NOW + 2);
+	assert_int_equal(pt_gpuring__drain(r, collect, g), -EIO);
+	assert_int_equal(pt_gpuring__finish(r, collect, g, 100), -EIO);
+	assert_int_equal(pt_gpuring__attach(r, NOW + 3), -EIO);
+	assert_int_equal(g->n, 1);
+	pt_gpuring__info(r, &in);
+	assert_true(in.truncated);
+	assert_false(in.active);
+	assert_int_equal(in.delivered, 1);
+	assert_int_equal(in.records, 1); /* the shim's count at the last drain */
+	pt_sigbus__unguard(guard);
+	pt_gpuring__close(r);
+	free(g);
+	close(fd);
+	unlink(path);
+
+	/* found by its size alone, before any fault */
+	fd = open(path, O_RDWR | O_CREAT | O_EXCL, 0600);
+	assert_true(fd >= 0);
+	assert_int_equal(ftruncate(fd, (off_t)len), 0);
+	mem = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	assert_int_equal(ptg_ring__init(&w, mem, len, &p), 0);
+	assert_int_equal(flock(fd, LOCK_EX | LOCK_NB), 0);
+	assert_int_equal(pt_gpuring__open(&r, getpid(), err, sizeof(err)), 0);
+	assert_int_equal(ftruncate(fd, 4096), 0);
+	assert_true(pt_gpuring__lost(r));
+	pt_gpuring__info(r, &in);
+	assert_true(in.truncated);
+	pt_gpuring__close(r);
+	ptg_ring__free(&w);
+	munmap(mem, len);
+	close(fd);
+	unlink(path);
+}
+
+/*
  * A target in its own PID namespace (a container) names its segment by
  * the pid it sees (1 here); the reader finds it through /proc/PID/root and
  * the last NSpid field. The target also gets a mount namespace with a
@@ -897,6 +984,7 @@ int main(void)
 		cmocka_unit_test(test_strtab_full),
 		cmocka_unit_test(test_bad_headers),
 		cmocka_unit_test(test_open_by_pid),
+		cmocka_unit_test(test_truncated_under_us),
 		cmocka_unit_test(test_open_pid_namespace),
 		cmocka_unit_test(test_finish),
 		cmocka_unit_test(test_names),

@@ -10,12 +10,15 @@
  * the segment under random bytes: tests/fuzz/fuzz_agent.c.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -257,6 +260,60 @@ static void test_candidates(void **state)
 	pt_agent__close(a);
 }
 
+/*
+ * The issue-27 attack on the reader: the target's user truncates the
+ * segment's file while proftrace is attached. The next touch is a fault
+ * turned into zeros (util/sigbus.h); the agent is lost from then on,
+ * nothing touches it, and its info is what it said last.
+ */
+static void test_truncated_file(void **state)
+{
+	const struct pt_agent_spec s = { "m", "f" };
+	struct pt_agent_info in;
+	struct pt_agent *a;
+	uint64_t *codes;
+	uint32_t n;
+	char err[256], path[64];
+	int fd;
+
+	(void)state;
+	snprintf(path, sizeof(path), PTAG_SHM_PREFIX "%d", (int)getpid());
+	unlink(path);
+	fd = open(path, O_RDWR | O_CREAT | O_EXCL, 0600);
+	if (fd < 0)
+		skip(); /* no /dev/shm */
+	fresh()->state = PTAG_STATE_ACTIVE;
+	assert_int_equal(pwrite(fd, seg, sizeof(seg), 0), (ssize_t)sizeof(seg));
+	assert_int_equal(flock(fd, LOCK_EX), 0); /* as a live agent holds it */
+	assert_int_equal(pt_agent__open(&a, getpid(), err, sizeof(err)), 0);
+	assert_int_equal(pt_agent__attach(a, &s, 1, layout(), 1000), 0);
+	assert_false(pt_agent__lost(a));
+	assert_int_equal(ftruncate(fd, 0), 0);
+	/* touched before anyone looked: a fault, survived */
+	pt_agent__heartbeat(a, 2000);
+	assert_true(pt_agent__lost(a));
+	pt_agent__heartbeat(a, 3000);
+	assert_int_equal(pt_agent__candidates(a, &codes, &n), 0);
+	assert_int_equal(pt_agent__arm(a, (const uint64_t[]){ 1 }, 1), -EIO);
+	assert_int_equal(pt_agent__attach(a, &s, 1, layout(), 4000), -EIO);
+	assert_false(pt_agent__armed(a));
+	pt_agent__info(a, &in);
+	assert_int_equal(in.state, PTAG_STATE_ACTIVE); /* as it said last */
+	assert_int_equal(in.agent_pid, 4242);
+	pt_agent__detach(a, 1000); /* no wait for an answer that cannot come */
+	assert_non_null(strstr(pt_agent__path(a), "proftrace-py-"));
+	pt_agent__close(a);
+	/* its size alone, before any touch */
+	assert_int_equal(ftruncate(fd, sizeof(seg)), 0);
+	assert_int_equal(pwrite(fd, seg, sizeof(seg), 0), (ssize_t)sizeof(seg));
+	assert_int_equal(pt_agent__open(&a, getpid(), err, sizeof(err)), 0);
+	assert_int_equal(ftruncate(fd, 4096), 0);
+	assert_true(pt_agent__lost(a));
+	pt_agent__close(a);
+	close(fd);
+	unlink(path);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -266,6 +323,7 @@ int main(void)
 		cmocka_unit_test(test_attach_too_many_probes),
 		cmocka_unit_test(test_another_proftrace),
 		cmocka_unit_test(test_candidates),
+		cmocka_unit_test(test_truncated_file),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

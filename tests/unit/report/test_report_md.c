@@ -1025,6 +1025,9 @@ static const struct pt_gpuring_info ginfo = {
 };
 
 /* report.md of a report with no aggregator: meta, buckets and the GPU. */
+/* gpu.segment_lost of the next render_gpu() (the ring truncated under us) */
+static const char *glost;
+
 static char *render_gpu(const struct pt_gpu_result *res, const struct pt_gpuring_info *info,
 			const char *why)
 {
@@ -1048,6 +1051,7 @@ static char *render_gpu(const struct pt_gpu_result *res, const struct pt_gpuring
 	r.gpu = res;
 	r.gpu_info = info;
 	r.gpu_why = why;
+	r.gpu_lost = glost;
 	doc = pt_summary__build(&r);
 	assert_non_null(doc);
 	md = render(doc);
@@ -1146,6 +1150,29 @@ static void test_gpu_conflict(void **state)
 			"CUPTI); the server ran on without GPU records.");
 	assert_no_substr(md, "GPU records not in these figures");
 	assert_no_substr(md, "had no launch call record");
+	free(md);
+	pt_gpu__free(g);
+}
+
+/* Issue 27: the ring's file truncated by the target's user is said, with
+ * the figures of what was read before it. */
+static void test_gpu_ring_lost(void **state)
+{
+	struct pt_gpu *g = gpu_feed(true);
+	const struct pt_gpu_result *res = pt_gpu__join(g, 0, 100 * MS);
+	char *md;
+
+	glost = "the CUPTI shim's ring was truncated at +1.500s (by the process's user): "
+		"proftrace stopped reading it, GPU records after that are missing";
+	md = render_gpu(res, &ginfo, NULL);
+	glost = NULL;
+	assert_line(md, "**GPU ring lost:** the CUPTI shim's ring was truncated at +1.500s (by "
+			"the process's user): proftrace stopped reading it, GPU records after "
+			"that are missing.");
+	assert_line(md, "## GPU");
+	free(md);
+	md = render_gpu(res, &ginfo, NULL);
+	assert_no_substr(md, "GPU ring lost");
 	free(md);
 	pt_gpu__free(g);
 }
@@ -1261,6 +1288,7 @@ int main(void)
 		cmocka_unit_test(test_gpu_section),
 		cmocka_unit_test(test_gpu_bound_said),
 		cmocka_unit_test(test_gpu_conflict),
+		cmocka_unit_test(test_gpu_ring_lost),
 		cmocka_unit_test(test_gpu_none),
 		cmocka_unit_test(test_processes_section),
 	};
