@@ -8,21 +8,26 @@
 
 #include "cli.h"
 #include "config/targets_list.h"
+#include "util/util.h"
 
 static const char usage[] =
-	"Usage: proftrace -p PID[,PID...] [--children] --targets FILE|NAME [-d SEC] [-o DIR]\n"
-	"                 [--json] [-v] [-q]\n"
+	"Usage: proftrace -p PID[,PID...] [--children] [--targets FILE|NAME] [-d SEC] [-o "
+	"DIR|FILE]\n"
+	"                 [--rate HZ] [--format FMT] [--json] [-v] [-q]\n"
 	"                 [--gpu auto|on|off] [--trace [--trace-max-events N]] [--dry-run]\n"
 	"                 [--inject [--inject-wait MS] [--inject-epoll]]\n"
 	"                 [--metrics HOST:PORT] [--interval SEC]\n"
-	"       proftrace --list-targets\n"
+	"       proftrace --list-targets | --version\n"
 	"       proftrace env\n"
 	"       proftrace import-regions [--kernel NAME] REGIONS... OUTDIR\n"
 	"       proftrace diff A B [--json] [--fail-if 'METRIC OP CHANGE']...\n"
 	"       proftrace merge [NAME=]SUMMARY... [-o FILE]\n"
 	"\n"
 	"Attach to a running process and time the functions named in FILE exactly,\n"
-	"grouped into steps and buckets. Writes summary.json and report.md.\n"
+	"grouped into steps and buckets. Writes summary.json and report.md. Without\n"
+	"--targets it samples every Python thread (\"just look\", as py-spy record\n"
+	"does): flame.svg, stacks.folded, profile.pb.gz, lines.txt, and report.md with\n"
+	"the top functions and lines.\n"
 	"\n"
 	"  -p, --pid PID[,PID...]\n"
 	"                       processes to attach to (-p may be repeated); with\n"
@@ -30,13 +35,21 @@ static const char usage[] =
 	"                       (processes[]) and the top level merges them\n"
 	"      --children       also every descendant of those processes, including\n"
 	"                       ones started after attach (the workers of a server)\n"
+	"  -s, --subprocesses   the same as --children (py-spy's name)\n"
 	"  -t, --targets FILE   targets.conf (see docs/targets.md), or the NAME of a\n"
 	"                       bundled one (vllm, sglang, trtllm, nccl, cuda, ...;\n"
-	"                       see --list-targets) when no file FILE exists\n"
+	"                       see --list-targets) when no file FILE exists; without\n"
+	"                       it, stacks are sampled only\n"
 	"  -d, --duration SEC   stop after SEC seconds (default: at SIGINT/SIGTERM or\n"
 	"                       when the process exits)\n"
 	"  -o, --output DIR     output directory (default:\n"
-	"                       proftrace_out/<comm>-<pid>-<YYYYmmdd-HHMMSS>/)\n"
+	"                       proftrace_out/<comm>-<pid>-<YYYYmmdd-HHMMSS>/); a FILE\n"
+	"                       ending in .svg, .folded or .pb.gz (or any name with\n"
+	"                       --format) is that one output alone\n"
+	"  -r, --rate HZ        stack samples per second per thread, 1-10000 (default\n"
+	"                       1000, or the targets file's set sample_hz)\n"
+	"  -f, --format FMT     write one file (-o FILE): flamegraph (flame.svg), raw\n"
+	"                       (stacks.folded, folded stacks) or pprof (profile.pb.gz)\n"
 	"      --json           also print summary.json to stdout\n"
 	"  -v, --verbose        say more (twice: libbpf's messages too)\n"
 	"  -q, --quiet          no live status line (it is only shown when stderr is a\n"
@@ -70,7 +83,13 @@ static const char usage[] =
 	"                       what it is for), and exit; they are looked up in\n"
 	"                       $PROFTRACE_TARGETS_DIR, else targets/ next to the\n"
 	"                       binary, else ../share/proftrace/targets\n"
+	"      --version        print proftrace's version and exit\n"
 	"  -h, --help           this text\n"
+	"\n"
+	"  py-spy's flags: -p/--pid, -d/--duration, -o/--output, -r/--rate, -f/--format,\n"
+	"  -s/--subprocesses work; -i/--idle and --nonblocking are what proftrace does\n"
+	"  anyway (off-CPU time is sampled, the process is never stopped); the others\n"
+	"  say what to use instead. `proftrace record ...` is `proftrace ...`.\n"
 	"\n"
 	"  env                  (alone) print the environment to start a server with, so\n"
 	"                       its Python functions are timed exactly and its GPU seen:\n"
@@ -80,6 +99,8 @@ static const char usage[] =
 	"                       proftrace import-regions --help)\n"
 	"\n"
 	"Examples:\n"
+	"  sudo proftrace -p $(pgrep -f my_server) -d 10\n"
+	"  sudo proftrace -p $(pgrep -f my_server) -d 10 -o profile.svg\n"
 	"  sudo proftrace -p $(pgrep -f my_server) --targets targets/demo.conf -d 10\n"
 	"  sudo proftrace -p 1234 --targets t.conf --dry-run\n"
 	"  sudo proftrace -p $(pgrep -f 'vllm serve') --children --targets vllm -d 30\n"
@@ -198,8 +219,111 @@ static int parse_gpu(struct pt_env *env, const char *arg)
 	return 0;
 }
 
+/* --rate HZ (py-spy's): samples per second, per thread */
+static int parse_rate(struct pt_env *env, const char *arg)
+{
+	char *end;
+	long v;
+
+	errno = 0;
+	v = strtol(arg, &end, 10);
+	if (errno || *end || v < 1 || v > 10000)
+		return bad("bad --rate '%s': give samples per second from 1 to 10000, e.g. "
+			   "--rate 100",
+			   arg);
+	env->rate_hz = (unsigned int)v;
+	return 0;
+}
+
+/* --format FMT: py-spy's names, and pprof */
+static int parse_format(struct pt_env *env, const char *arg)
+{
+	if (!strcmp(arg, "flamegraph") || !strcmp(arg, "svg"))
+		env->format = PT_FORMAT_FLAME;
+	else if (!strcmp(arg, "raw") || !strcmp(arg, "folded"))
+		env->format = PT_FORMAT_FOLDED;
+	else if (!strcmp(arg, "pprof"))
+		env->format = PT_FORMAT_PPROF;
+	else if (!strcmp(arg, "speedscope"))
+		return bad("%s", "--format speedscope: speedscope opens folded stacks: use "
+				 "--format raw (stacks.folded)");
+	else if (!strcmp(arg, "chrometrace"))
+		return bad("%s", "--format chrometrace: --trace writes trace.json, a Chrome trace "
+				 "of every probed call (name them with --targets)");
+	else
+		return bad("bad --format '%s': flamegraph (flame.svg), raw (stacks.folded) or "
+			   "pprof (profile.pb.gz)",
+			   arg);
+	return 0;
+}
+
+/* -o x.svg: one output, by its name's ending; else a folder. */
+static enum pt_format format_of(const char *path)
+{
+	static const struct {
+		const char *ext;
+		enum pt_format f;
+	} exts[] = {
+		{ ".svg", PT_FORMAT_FLAME },
+		{ ".folded", PT_FORMAT_FOLDED },
+		{ ".pb.gz", PT_FORMAT_PPROF },
+	};
+	size_t n = strlen(path);
+
+	for (size_t i = 0; i < ARRAY_SIZE(exts); i++) {
+		size_t k = strlen(exts[i].ext);
+
+		if (n > k && !strcmp(path + n - k, exts[i].ext) && path[n - k - 1] != '/')
+			return exts[i].f;
+	}
+	return PT_FORMAT_NONE;
+}
+
+/*
+ * py-spy's flags and commands that proftrace has no use for, with what
+ * to do instead: a py-spy user's habit gets a one-line answer, not a
+ * bare "unknown option".
+ */
+static const struct {
+	const char *arg;
+	const char *hint;
+} pyspy_hints[] = {
+	{ "--native", "py-spy's --native: proftrace samples Python frames; time native "
+		      "functions exactly with native: probes in a targets file (docs/targets.md)" },
+	{ "-n", "py-spy's -n (--native): proftrace samples Python frames; time native "
+		"functions exactly with native: probes in a targets file (docs/targets.md)" },
+	{ "--gil", "py-spy's --gil: proftrace samples every thread on and off the CPU; time "
+		   "waiting for the GIL is off-CPU time (the [off-cpu] frames of flame.svg)" },
+	{ "-g", "py-spy's -g (--gil): proftrace samples every thread on and off the CPU; time "
+		"waiting for the GIL is off-CPU time (the [off-cpu] frames of flame.svg)" },
+	{ "--threads", "py-spy's --threads: each thread is a root of flame.svg and "
+		       "stacks.folded already (its name and id)" },
+	{ "--function", "py-spy's --function: report.md's top functions are summed by "
+			"function; flame.svg keeps each frame's line" },
+	{ "-F", "py-spy's -F (--function): report.md's top functions are summed by function; "
+		"flame.svg keeps each frame's line" },
+	{ "--nolineno", "py-spy's --nolineno: report.md's top functions are summed by "
+			"function; flame.svg keeps each frame's line" },
+	{ "--full-filenames", "py-spy's --full-filenames: summary.json's top and lines give "
+			      "each function's full file name (co_filename)" },
+	{ "top", "py-spy's top: proftrace has no live view; run for a while (-d SEC) and read "
+		 "report.md's top functions and lines" },
+	{ "dump", "py-spy's dump: proftrace has no stack dump; -d 1 samples every thread for a "
+		  "second (stacks.folded holds every stack)" },
+};
+
+static int pyspy_hint(const char *arg)
+{
+	size_t n = strcspn(arg, "=");
+
+	for (size_t i = 0; i < ARRAY_SIZE(pyspy_hints); i++)
+		if (strlen(pyspy_hints[i].arg) == n && !strncmp(pyspy_hints[i].arg, arg, n))
+			return bad("%s", pyspy_hints[i].hint);
+	return 0;
+}
+
 /* What the options say together: a process, once each, and a targets
- * file (a bundled one by name). */
+ * file (a bundled one by name) or none (sampling only). */
 static int check_env(struct pt_env *env)
 {
 	if (env->list_targets)
@@ -214,9 +338,21 @@ static int check_env(struct pt_env *env)
 				snprintf(buf, sizeof(buf), "%d", env->pids[i]);
 				return bad("process %s is given twice", buf);
 			}
+	/* -o x.svg: that one file; --format names it whatever -o says */
+	if (env->output && !env->format)
+		env->format = format_of(env->output);
+	if (env->output && env->format) {
+		size_t n = strlen(env->output);
+
+		if (!n || env->output[n - 1] == '/')
+			return bad(
+				"-o '%s' is a folder, but --format writes one file: give its name, "
+				"e.g. -o profile.svg",
+				env->output);
+	}
+	/* no targets file: sample every thread, nothing is probed */
 	if (!env->targets)
-		return bad("%s", "no targets file given: use --targets FILE, or --targets NAME "
-				 "for a bundled one (see --list-targets)");
+		return 0;
 	/* --targets vllm: a bundled file, when no file of that name exists */
 	if (pt_targets__resolve(env->targets, env->targets_path, sizeof(env->targets_path)) > 0)
 		env->targets = env->targets_path;
@@ -244,6 +380,12 @@ int pt_cli__parse(struct pt_env *env, int argc, char **argv)
 		{ "inject-epoll", no_argument, NULL, 'E' },
 		{ "metrics", required_argument, NULL, 'P' },
 		{ "interval", required_argument, NULL, 'N' },
+		{ "rate", required_argument, NULL, 'r' },
+		{ "format", required_argument, NULL, 'f' },
+		{ "subprocesses", no_argument, NULL, 'C' },
+		{ "idle", no_argument, NULL, 'i' },
+		{ "nonblocking", no_argument, NULL, 'B' },
+		{ "version", no_argument, NULL, 'V' },
 		{ "help", no_argument, NULL, 'h' },
 		{},
 	};
@@ -252,12 +394,21 @@ int pt_cli__parse(struct pt_env *env, int argc, char **argv)
 	memset(env, 0, sizeof(*env));
 	opterr = 0;
 	optind = 1;
-	while (!e && (c = getopt_long(argc, argv, ":p:t:d:o:vqh", opts, NULL)) != -1) {
+	/* `proftrace record -p PID` as py-spy is typed; its other commands
+	 * get a hint */
+	if (argc >= 2 && !strcmp(argv[1], "record")) {
+		argc--;
+		argv++;
+	} else if (argc >= 2 && pyspy_hint(argv[1])) {
+		return -EINVAL;
+	}
+	while (!e && (c = getopt_long(argc, argv, ":p:t:d:o:r:f:sivqh", opts, NULL)) != -1) {
 		switch (c) {
 		case 'p':
 			e = parse_pids(env, optarg);
 			break;
 		case 'C':
+		case 's': /* py-spy's -s, --subprocesses */
 			env->children = true;
 			break;
 		case 't':
@@ -309,18 +460,45 @@ int pt_cli__parse(struct pt_env *env, int argc, char **argv)
 		case 'L':
 			env->list_targets = true;
 			break;
+		case 'r':
+			e = parse_rate(env, optarg);
+			break;
+		case 'f':
+			e = parse_format(env, optarg);
+			break;
+		case 'i': /* py-spy's --idle: off-CPU time is always sampled */
+		case 'B': /* py-spy's --nonblocking: the process is never stopped */
+			break;
+		case 'V':
+			printf("proftrace %s\n", PT_VERSION);
+			return 1;
 		case 'h':
 			fputs(usage, stdout);
 			return 1;
 		case ':':
 			return bad("option '%s' needs a value", argv[optind - 1]);
-		default:
-			return bad("unknown option '%s'", argv[optind - 1]);
+		default: {
+			/* a short option inside a group ("-qn") is optopt */
+			char sh[3] = { '-', (char)optopt, 0 };
+			const char *arg = optopt ? sh : argv[optind - 1];
+
+			if (pyspy_hint(arg))
+				return -EINVAL;
+			return bad("unknown option '%s'", arg);
+		}
 		}
 	}
 	if (e)
 		return e;
-	if (optind < argc)
+	if (optind < argc) {
+		/* py-spy record -- python app.py: a command to start */
+		if (optind > 1 && !strcmp(argv[optind - 1], "--"))
+			return bad(
+				"'-- %s': proftrace attaches to a running process: start it (after "
+				"eval \"$(proftrace env)\" for exact Python timing), then "
+				"proftrace -p PID",
+				argv[optind]);
 		return bad("unexpected argument '%s'", argv[optind]);
+	}
 	return check_env(env);
 }

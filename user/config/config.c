@@ -1041,6 +1041,32 @@ static int parse_line(struct parser *p, char *line, size_t len)
 		    "a line is step, bucket, lines, count, set or a # comment");
 }
 
+/* Every setting as a file without set lines has it. */
+static void set_defaults(struct pt_config *cfg)
+{
+	static const uint64_t bins[] = { 0, 512, 1024, 2048, 4096, 8192, 16384 };
+
+	cfg->step_probe = -1;
+	cfg->step_mode = PT_STEP_CALL;
+	cfg->ringbuf_mb = 16;
+	cfg->poll_ms = 20;
+	cfg->prologue_skip = true;
+	cfg->ringbuf_wakeup = false;
+	cfg->py_session = true;
+	cfg->sample_hz = 1000;
+	cfg->python_mode = PT_PYMODE_AUTO;
+	cfg->kv_reduce = PT_VFN_MEAN;
+	cfg->run_gap_ms = 1000;
+	memcpy(cfg->kv_bins, bins, sizeof(bins));
+	cfg->nkv_bins = ARRAY_SIZE(bins);
+}
+
+void pt_config__sampling_only(struct pt_config *cfg)
+{
+	memset(cfg, 0, sizeof(*cfg));
+	set_defaults(cfg);
+}
+
 int pt_config__parse(struct pt_config *cfg, FILE *f, const char *path, char *err, size_t errlen)
 {
 	struct parser *p;
@@ -1073,23 +1099,7 @@ int pt_config__parse(struct pt_config *cfg, FILE *f, const char *path, char *err
 	p->err = err;
 	p->errlen = errlen;
 
-	cfg->step_probe = -1;
-	cfg->step_mode = PT_STEP_CALL;
-	cfg->ringbuf_mb = 16;
-	cfg->poll_ms = 20;
-	cfg->prologue_skip = true;
-	cfg->ringbuf_wakeup = false;
-	cfg->py_session = true;
-	cfg->sample_hz = 1000;
-	cfg->python_mode = PT_PYMODE_AUTO;
-	cfg->kv_reduce = PT_VFN_MEAN;
-	cfg->run_gap_ms = 1000;
-	{
-		static const uint64_t bins[] = { 0, 512, 1024, 2048, 4096, 8192, 16384 };
-
-		memcpy(cfg->kv_bins, bins, sizeof(bins));
-		cfg->nkv_bins = ARRAY_SIZE(bins);
-	}
+	set_defaults(cfg);
 	cfg->path = strdup(path);
 	if (!cfg->path) {
 		ret = oom(p);

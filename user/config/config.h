@@ -106,6 +106,9 @@ int pt_config__parse(struct pt_config *cfg, FILE *f, const char *path, char *err
 /* Open and parse a file; -errno with a message when it cannot be read. */
 int pt_config__load(struct pt_config *cfg, const char *path, char *err, size_t errlen);
 void pt_config__free(struct pt_config *cfg);
+/* No targets file: no probe, every setting at its default (path NULL);
+ * the process's stacks are sampled only. */
+void pt_config__sampling_only(struct pt_config *cfg);
 /* A py: probe used as a step, in a bucket or read for values (it needs
  * every call to be seen, not samples). */
 bool pt_config__py_has_roles(const struct pt_config *cfg);

@@ -2,6 +2,7 @@
 #include <cjson/cJSON.h>
 
 #include <stdlib.h>
+#include <string.h>
 
 #include "emit.h"
 #include "pprof.h"
@@ -23,10 +24,16 @@ static int lines_txt(FILE *f, const struct pt_outputs *o)
 	return pt_report_lines__write(f, o->doc);
 }
 
-/* lines.txt only when a `lines` directive asked for it */
+/* lines.txt when a `lines` directive asked for it, or with no targets
+ * file (the top functions' lines) */
 static bool has_lines(const struct pt_outputs *o)
 {
-	return cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(o->doc, "lines")) > 0;
+	const cJSON *meta = cJSON_GetObjectItemCaseSensitive(o->doc, "meta");
+
+	const cJSON *mode = cJSON_GetObjectItemCaseSensitive(meta, "mode");
+
+	return cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(o->doc, "lines")) > 0 ||
+	       (o->flame && cJSON_IsString(mode) && !strcmp(mode->valuestring, "sampling"));
 }
 
 static int stacks_folded(FILE *f, const struct pt_outputs *o)

@@ -192,7 +192,10 @@ static void put_calls(FILE *f, const cJSON *doc, const cJSON *fn)
 		return;
 	}
 	fputs("Calls: not counted (", f);
-	if (py_timing && strcmp(py_timing, "exact")) {
+	if (cJSON_IsNull(pt_jget(fn, "probe"))) {
+		/* a top function of a run without a targets file */
+		fputs("no targets file names this function", f);
+	} else if (py_timing && strcmp(py_timing, "exact")) {
 		fprintf(f, "Python calls are timed %s here", py_timing);
 		if (why)
 			fprintf(f, ": %s", why);
@@ -271,6 +274,15 @@ static void put_footer(FILE *f, const cJSON *s)
 			lost, lost == 1 ? " was" : "s were");
 }
 
+/* A run without a targets file (meta.targets_file null): lines.txt shows
+ * the top functions. */
+static bool no_targets(const cJSON *summary)
+{
+	const char *mode = pt_jstr(pt_jget(summary, "meta"), "mode");
+
+	return mode && !strcmp(mode, "sampling");
+}
+
 int pt_report_lines__write(FILE *f, const struct cJSON *summary)
 {
 	const cJSON *sampling, *fns, *fn;
@@ -289,6 +301,9 @@ int pt_report_lines__write(FILE *f, const struct cJSON *summary)
 		fputs("No line timings: they come from stack sampling, which was off in this run "
 		      "(`set sample_hz 0`).\n",
 		      f);
+	} else if (!n && no_targets(summary)) {
+		fputs("No line timings: no Python function was sampled.\n\n", f);
+		put_footer(f, sampling);
 	} else if (!n) {
 		fputs("No line timings: no `lines` directive in the targets file selected a "
 		      "function.\n\n",
@@ -296,6 +311,10 @@ int pt_report_lines__write(FILE *f, const struct cJSON *summary)
 		put_footer(f, sampling);
 	} else {
 		fputs("Timer unit: 1e-06 s\n\n", f);
+		if (no_targets(summary))
+			fputs("No targets file: the functions with the most time of their own "
+			      "(report.md's top functions), line by line.\n\n",
+			      f);
 		cJSON_ArrayForEach(fn, fns)
 		{
 			if (cJSON_IsObject(fn))

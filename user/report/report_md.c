@@ -229,6 +229,14 @@ static void put_python(FILE *f, const cJSON *py)
 	}
 }
 
+/* meta.mode "sampling": no targets file, stacks sampled only. */
+static bool sampling_only(const cJSON *doc)
+{
+	const char *mode = pt_jstr(pt_jget(doc, "meta"), "mode");
+
+	return mode && !strcmp(mode, "sampling");
+}
+
 static void put_header(FILE *f, const cJSON *doc)
 {
 	const cJSON *meta = pt_jget(doc, "meta");
@@ -247,7 +255,10 @@ static void put_header(FILE *f, const cJSON *doc)
 	fputs(" s · start ", f);
 	put_start(f, meta);
 	fputs(" · targets ", f);
-	put_code(f, pt_jstr(meta, "targets_file"));
+	if (sampling_only(doc))
+		fputs("none (stacks sampled only)", f);
+	else
+		put_code(f, pt_jstr(meta, "targets_file"));
 	fputs(" · kernel ", f);
 	put_text(f, pt_jstr(meta, "kernel"));
 	fputs(" · step ", f);
@@ -1009,6 +1020,107 @@ static int put_top_lines(FILE *f, const cJSON *fn)
 	return 0;
 }
 
+/* ---- Top functions and lines (sampled): summary.json's top ---- */
+
+#define TOP_MD 20
+
+static void put_top_functions(FILE *f, const cJSON *top)
+{
+	const cJSON *arr = pt_jarr(top, "functions"), *e;
+	size_t n = 0, all = arr ? (size_t)cJSON_GetArraySize(arr) : 0;
+	double seen;
+
+	fputs("## Top functions (sampled)\n\n", f);
+	if (!all) {
+		fputs("No Python function was sampled.\n\n", f);
+		return;
+	}
+	fputs("By the time spent in the function itself (self: it was the innermost frame); "
+	      "total adds its callees. CPU is on-CPU time, wall adds off-CPU time (asleep, "
+	      "waiting for I/O, a lock or the GIL); % is of all on-CPU time sampled.\n\n"
+	      "| function | self CPU ms | self CPU % | total CPU ms | total CPU % | self wall ms "
+	      "| total wall ms |\n"
+	      "|---|---:|---:|---:|---:|---:|---:|\n",
+	      f);
+	cJSON_ArrayForEach(e, arr)
+	{
+		const cJSON *self = pt_jget(e, "self"), *total = pt_jget(e, "total");
+
+		if (n++ == TOP_MD)
+			break;
+		fputs("| ", f);
+		put_py_function(f, pt_jstr(e, "function"), pt_jstr(e, "file"), e, "first_line");
+		CELL(f);
+		put_ms(f, self, "on_cpu_ms");
+		CELL(f);
+		put_share(f, e, "self_cpu_share");
+		CELL(f);
+		put_ms(f, total, "on_cpu_ms");
+		CELL(f);
+		put_share(f, e, "total_cpu_share");
+		CELL(f);
+		put_ms(f, self, "wall_ms");
+		CELL(f);
+		put_ms(f, total, "wall_ms");
+		fputs(" |\n", f);
+	}
+	fputs("\n", f);
+	if (all > TOP_MD && pt_jnum(top, "functions_seen", &seen) && seen == (double)all)
+		fprintf(f, "summary.json's `top` lists all %zu.\n\n", all);
+	else if (all > TOP_MD && pt_jnum(top, "functions_seen", &seen))
+		fprintf(f,
+			"%.0f functions were sampled; summary.json's `top` lists the first "
+			"%zu.\n\n",
+			seen, all);
+}
+
+static void put_top_lines_all(FILE *f, const cJSON *top)
+{
+	const cJSON *arr = pt_jarr(top, "lines"), *e;
+	size_t n = 0;
+	double ln;
+
+	if (!arr || !cJSON_GetArraySize(arr))
+		return;
+	fputs("## Top lines (sampled)\n\n"
+	      "By the time spent on the line itself, as for functions (lines.txt has whole "
+	      "functions, line by line).\n\n"
+	      "| line | function | self CPU ms | self CPU % | self wall ms | total wall ms |\n"
+	      "|---|---|---:|---:|---:|---:|\n",
+	      f);
+	cJSON_ArrayForEach(e, arr)
+	{
+		if (n++ == TOP_MD)
+			break;
+		fputs("| ", f);
+		put_code(f, basename_of(pt_jstr(e, "file")));
+		if (pt_jnum(e, "line", &ln))
+			fprintf(f, ":%.0f", ln);
+		CELL(f);
+		put_code(f, pt_jstr(e, "function"));
+		CELL(f);
+		put_ms(f, pt_jget(e, "self"), "on_cpu_ms");
+		CELL(f);
+		put_share(f, e, "self_cpu_share");
+		CELL(f);
+		put_ms(f, pt_jget(e, "self"), "wall_ms");
+		CELL(f);
+		put_ms(f, pt_jget(e, "total"), "wall_ms");
+		fputs(" |\n", f);
+	}
+	fputs("\n", f);
+}
+
+static void put_top(FILE *f, const cJSON *doc)
+{
+	const cJSON *top = pt_jget(doc, "top");
+
+	if (!cJSON_IsObject(top))
+		return;
+	put_top_functions(f, top);
+	put_top_lines_all(f, top);
+}
+
 /* The files written next to summary.json from the same samples. */
 static void put_sampling_outputs(FILE *f, const cJSON *doc, const cJSON *s)
 {
@@ -1570,6 +1682,25 @@ static void put_gpu(FILE *f, const cJSON *doc)
 	put_gpu_health(f, g);
 }
 
+/* No targets file: what was sampled is the report. */
+static int put_just_look(FILE *f, const cJSON *doc)
+{
+	int err;
+
+	fputs("No targets file: every Python thread's stack was sampled, nothing was timed "
+	      "exactly. Name the functions that matter in a targets file (`--targets`, "
+	      "docs/targets.md) for exact calls, steps and buckets.\n\n",
+	      f);
+	put_top(f, doc);
+	err = put_sampling(f, doc);
+	if (err)
+		return err;
+	fputs("## Health\n\n", f);
+	put_sampling_health(f, doc);
+	put_overhead_health(f, pt_jget(doc, "overhead"));
+	return 0;
+}
+
 int pt_report_md__write(FILE *f, const struct cJSON *summary)
 {
 	int err;
@@ -1577,6 +1708,12 @@ int pt_report_md__write(FILE *f, const struct cJSON *summary)
 	if (!f || !summary)
 		return -EINVAL;
 	put_header(f, summary);
+	if (sampling_only(summary)) {
+		err = put_just_look(f, summary);
+		if (!err && (fflush(f) == EOF || ferror(f)))
+			err = -EIO;
+		return err;
+	}
 	put_pooled(f, summary);
 	put_trace(f, summary);
 	put_steps(f, summary);
@@ -1589,6 +1726,7 @@ int pt_report_md__write(FILE *f, const struct cJSON *summary)
 	err = put_sampling(f, summary);
 	if (err)
 		return err;
+	put_top(f, summary);
 	put_health(f, summary);
 	if (fflush(f) == EOF || ferror(f))
 		return -EIO;

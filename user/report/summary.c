@@ -258,6 +258,7 @@ static void build_meta(struct jb *b, cJSON *root, const struct pt_report_meta *m
 	jb_u64_raw(b, o, "start_unix_ns", m->start_unix_ns);
 	jb_num(b, o, "duration_s", round6(m->duration_s));
 	jb_str(b, o, "targets_file", m->targets_file);
+	jb_str(b, o, "mode", m->sampling_only ? "sampling" : "targets");
 	jb_str(b, o, "kernel", m->kernel);
 	jb_num(b, o, "warmup_steps", m->warmup_steps);
 	jb_str(b, o, "step_probe", m->step_probe);
@@ -919,6 +920,77 @@ static void build_lines_fn(struct jb *b, cJSON *arr, const struct pt_report *r,
 	}
 }
 
+/* {samples, on_cpu_ms, off_cpu_ms, wall_ms} of t under key k of o. */
+static void jb_time(struct jb *b, cJSON *o, const char *k, const struct pt_stacks_time *t)
+{
+	cJSON *e = add_obj(b, o, k);
+
+	if (!e)
+		return;
+	jb_num(b, e, "samples", (double)t->samples);
+	jb_wall(b, e, t->on_ns, t->off_ns);
+}
+
+/* An on-CPU time over all on-CPU time sampled; null when none was. */
+static void jb_cpu_share(struct jb *b, cJSON *o, const char *k, const struct pt_report *r,
+			 uint64_t on_ns)
+{
+	uint64_t all = r->meta.sampling ? r->meta.sampling->on_ns : 0;
+
+	if (all)
+		jb_num(b, o, k, round6((double)on_ns / (double)all));
+	else
+		jb_null(b, o, k);
+}
+
+/* `top`: the functions and lines the samples spent most time in. */
+static void build_top(struct jb *b, cJSON *root, const struct pt_report *r)
+{
+	const struct pt_top_fn *fns[PT_REPORT_TOP];
+	struct pt_top_lref lns[PT_REPORT_TOP];
+	size_t nf, nl;
+	cJSON *o = add_obj(b, root, "top"), *arr;
+
+	if (!o)
+		return;
+	nf = pt_top__rank_funcs(r->top, fns, PT_REPORT_TOP);
+	nl = pt_top__rank_lines(r->top, lns, PT_REPORT_TOP);
+	jb_num(b, o, "functions_seen", (double)pt_top__nfuncs(r->top));
+	jb_num(b, o, "frames_not_kept", (double)pt_top__stats(r->top)->frames_not_kept);
+	jb_num(b, o, "lines_not_kept", (double)pt_top__stats(r->top)->lines_not_kept);
+	arr = add_arr(b, o, "functions");
+	for (size_t i = 0; arr && i < nf; i++) {
+		cJSON *e = arr_obj(b, arr);
+
+		if (!e)
+			continue;
+		jb_str(b, e, "function", fns[i]->qualname);
+		jb_str(b, e, "file", fns[i]->filename);
+		jb_num(b, e, "first_line", fns[i]->first_line);
+		if (fns[i]->last_line)
+			jb_num(b, e, "last_line", fns[i]->last_line);
+		else
+			jb_null(b, e, "last_line");
+		jb_time(b, e, "self", &fns[i]->self);
+		jb_time(b, e, "total", &fns[i]->total);
+		jb_cpu_share(b, e, "self_cpu_share", r, fns[i]->self.on_ns);
+		jb_cpu_share(b, e, "total_cpu_share", r, fns[i]->total.on_ns);
+	}
+	arr = add_arr(b, o, "lines");
+	for (size_t i = 0; arr && i < nl; i++) {
+		cJSON *e = arr_obj(b, arr);
+
+		if (!e)
+			continue;
+		jb_str(b, e, "function", lns[i].fn->qualname);
+		jb_str(b, e, "file", lns[i].fn->filename);
+		jb_num(b, e, "line", lns[i].line->line);
+		jb_time(b, e, "self", &lns[i].line->self);
+		jb_time(b, e, "total", &lns[i].line->total);
+		jb_cpu_share(b, e, "self_cpu_share", r, lns[i].line->self.on_ns);
+	}
+}
+
 static void build_health(struct jb *b, cJSON *root, const struct pt_report *r)
 {
 	const struct pt_report_health *h = &r->health;
@@ -995,6 +1067,8 @@ struct cJSON *pt_summary__build(const struct pt_report *r)
 	if (r->runs && !pt_bursts__failed(r->runs))
 		build_runs(&b, root, r);
 	build_gpu(&b, root, r);
+	if (r->top)
+		build_top(&b, root, r);
 	build_health(&b, root, r);
 
 	if (b.err) {

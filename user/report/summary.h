@@ -17,6 +17,7 @@
 #include "aggregate/gpu.h"
 #include "aggregate/bursts.h"
 #include "aggregate/stepvals.h"
+#include "aggregate/top.h"
 
 struct cJSON;
 
@@ -109,6 +110,7 @@ struct pt_report_meta {
 	uint64_t start_unix_ns;
 	double duration_s;
 	const char *targets_file;
+	bool sampling_only; /* no targets file: stacks sampled only (meta.mode) */
 	const char *kernel; /* uname -r */
 	unsigned int warmup_steps;
 	const char *step_probe;			   /* probe text of the step line, or NULL */
@@ -211,9 +213,14 @@ struct pt_report_health {
 	unsigned int probes_attached;
 };
 
+/* How many functions and lines summary.json's `top` lists. */
+#define PT_REPORT_TOP 50
+
 struct pt_report {
 	struct pt_report_meta meta;
 	const struct pt_agg *agg;
+	/* every sampled function and line (`top`); NULL: not sampled */
+	const struct pt_top *top;
 	const struct pt_report_bucket *buckets; /* config order; step.other is added */
 	size_t nbuckets;
 	const struct pt_report_func *funcs;

@@ -11,16 +11,24 @@
 
 enum { PT_GPU_AUTO = 0, PT_GPU_ON, PT_GPU_OFF };
 
+/* One output file instead of the folder (-o x.svg, --format): which. */
+enum pt_format {
+	PT_FORMAT_NONE = 0, /* the output folder, every file */
+	PT_FORMAT_FLAME,    /* flame.svg (py-spy's flamegraph) */
+	PT_FORMAT_FOLDED,   /* stacks.folded (py-spy's raw) */
+	PT_FORMAT_PPROF,    /* profile.pb.gz */
+};
+
 #define PT_CLI_MAX_PIDS 256
 
 struct pt_env {
 	int pid;		   /* pids[0] */
 	int pids[PT_CLI_MAX_PIDS]; /* -p PID[,PID...], in the order given */
 	int npids;
-	bool children; /* --children: and every descendant, now and later */
-	const char *targets;
-	double duration_s;  /* 0: until the target exits or a signal */
-	const char *output; /* NULL: proftrace_out/<comm>-<pid>-<time>/ */
+	bool children;	     /* --children: and every descendant, now and later */
+	const char *targets; /* NULL: none, sample every thread ("just look") */
+	double duration_s;   /* 0: until the target exits or a signal */
+	const char *output;  /* NULL: proftrace_out/<comm>-<pid>-<time>/ */
 	bool json;
 	int verbose;
 	bool dry_run;
@@ -35,6 +43,10 @@ struct pt_env {
 	char targets_path[PATH_MAX]; /* --targets NAME resolved to a bundled file */
 	const char *metrics;	     /* --metrics HOST:PORT: Prometheus text while attached */
 	double interval_s;	     /* --interval SEC: a window summary every SEC; 0: none */
+	unsigned int rate_hz;	     /* --rate HZ: samples per second; 0: the targets file's */
+	/* -o x.svg or --format: output is that one file (output: its path;
+	 * NULL with a format: the default folder holds only it) */
+	enum pt_format format;
 };
 
 #endif

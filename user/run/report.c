@@ -189,6 +189,51 @@ static void free_lines(struct pt_report_lines_fn *l, size_t n)
 	free(l);
 }
 
+/* l's rows, first_line to last_line, with the source text p has and the
+ * samples of sl (sorted by line). */
+static int fill_rows(struct pt_report_lines_fn *l, struct proc *p, const struct pt_stacks_line *sl,
+		     size_t nsl)
+{
+	struct pt_report_line *v;
+	const char *src, *at;
+	size_t k = 0, srclen;
+	unsigned int first = l->first_line, last = l->last_line;
+
+	src = p && p->pp ? pt_pyprobe__source(p->pp, l->file, &srclen) : NULL;
+	if (!src) {
+		char buf[PATH_MAX + 96];
+
+		snprintf(buf, sizeof(buf), "cannot read %s through /proc/%d/root", l->file,
+			 p ? p->tracee.pid : 0);
+		l->source_error = strdup(buf);
+		if (!l->source_error)
+			return -ENOMEM;
+	}
+	v = pt_zalloc(last - first + 1, sizeof(*v));
+	if (!v)
+		return -ENOMEM;
+	l->lines = v;
+	/* one pass over the source: from the first line on, line by line */
+	at = src ? skip_lines(src, src + srclen, 1, first) : NULL;
+	for (unsigned int ln = first; ln <= last; ln++) {
+		struct pt_report_line *e = &v[l->nlines++];
+
+		e->line = ln;
+		if (at) {
+			e->text = line_at(at, src + srclen);
+			at = skip_lines(at, src + srclen, ln, ln + 1);
+		}
+		while (k < nsl && sl[k].line < ln)
+			k++;
+		if (k < nsl && sl[k].line == ln) {
+			e->samples = sl[k].t.samples;
+			e->on_ns = sl[k].t.on_ns;
+			e->off_ns = sl[k].t.off_ns;
+		}
+	}
+	return 0;
+}
+
 /* One `lines` function: every source line from its first to its last,
  * with the samples each got. */
 static int build_lines_fn(const struct docsrc *d, const struct fref *fr,
@@ -197,10 +242,8 @@ static int build_lines_fn(const struct docsrc *d, const struct fref *fr,
 	const struct pt_func *f = fr->f;
 	const struct pt_stacks_time *t = pt_stacks__func(d->v->stk, (uint32_t)fr->fid);
 	const struct pt_stacks_line *sl;
-	const char *src, *p;
-	size_t nsl, k = 0, srclen;
+	size_t nsl;
 	unsigned int first = f->py_line, last = fr->last_line;
-	struct pt_report_line *v;
 
 	sl = pt_stacks__lines(d->v->stk, (uint32_t)fr->fid, &nsl);
 	if (last < first)
@@ -219,51 +262,69 @@ static int build_lines_fn(const struct docsrc *d, const struct fref *fr,
 	l->samples = t ? t->samples : 0;
 	l->on_ns = t ? t->on_ns : 0;
 	l->off_ns = t ? t->off_ns : 0;
-	src = fr->p->pp ? pt_pyprobe__source(fr->p->pp, f->object, &srclen) : NULL;
-	if (!src) {
-		char buf[PATH_MAX + 96];
+	return fill_rows(l, fr->p, sl, nsl);
+}
 
-		snprintf(buf, sizeof(buf), "cannot read %s through /proc/%d/root", f->object,
-			 fr->p->tracee.pid);
-		l->source_error = strdup(buf);
-		if (!l->source_error)
+/* How many of the top functions lines.txt shows without a targets file. */
+#define TOP_LINES_FNS 5
+
+static struct proc *py_proc(const struct docsrc *d);
+
+/* Without a targets file: lines of the top functions (by self time, as
+ * report.md ranks them), their line times as `lines` has them. */
+static int build_top_lines(const struct docsrc *d, struct pt_report_lines_fn *v, size_t *n)
+{
+	const struct pt_top_fn *fns[TOP_LINES_FNS];
+	size_t nf = pt_top__rank_funcs(pt_stacks__top(d->v->stk), fns, TOP_LINES_FNS);
+	struct proc *p = py_proc(d);
+
+	for (size_t i = 0; i < nf; i++) {
+		const struct pt_top_fn *f = fns[i];
+		struct pt_report_lines_fn *l = &v[(*n)++];
+		struct pt_stacks_line *sl = pt_zalloc(f->nlines + 1, sizeof(*sl));
+		int e;
+
+		if (!sl)
 			return -ENOMEM;
-	}
-	v = pt_zalloc(last - first + 1, sizeof(*v));
-	if (!v)
-		return -ENOMEM;
-	l->lines = v;
-	/* one pass over the source: from the first line on, line by line */
-	p = src ? skip_lines(src, src + srclen, 1, first) : NULL;
-	for (unsigned int ln = first; ln <= last; ln++) {
-		struct pt_report_line *e = &v[l->nlines++];
-
-		e->line = ln;
-		if (p) {
-			e->text = line_at(p, src + srclen);
-			p = skip_lines(p, src + srclen, ln, ln + 1);
-		}
-		while (k < nsl && sl[k].line < ln)
-			k++;
-		if (k < nsl && sl[k].line == ln) {
-			e->samples = sl[k].t.samples;
-			e->on_ns = sl[k].t.on_ns;
-			e->off_ns = sl[k].t.off_ns;
-		}
+		for (size_t k = 0; k < f->nlines; k++)
+			sl[k] = (struct pt_stacks_line){ f->lines[k].line, f->lines[k].total };
+		l->file = f->filename;
+		l->function = f->qualname;
+		l->first_line = f->first_line;
+		l->last_line = f->last_line > f->first_line ? f->last_line : f->first_line;
+		if (f->nlines && sl[0].line < l->first_line)
+			l->first_line = sl[0].line;
+		if (f->nlines && sl[f->nlines - 1].line > l->last_line)
+			l->last_line = sl[f->nlines - 1].line;
+		l->fid = -1;
+		l->samples = f->total.samples;
+		l->on_ns = f->total.on_ns;
+		l->off_ns = f->total.off_ns;
+		e = fill_rows(l, p, sl, f->nlines);
+		free(sl);
+		if (e)
+			return e;
 	}
 	return 0;
 }
 
-/* `lines`: the functions of each lines directive, in config order. */
+/* `lines`: the functions of each lines directive, in config order;
+ * without a targets file, the top functions'. */
 static int build_lines(const struct docsrc *d, struct pt_report_lines_fn **out, size_t *nout)
 {
 	const struct pt_config *cfg = &d->r->cfg;
-	struct pt_report_lines_fn *v = pt_zalloc(d->nfr + cfg->nprobes, sizeof(*v));
+	struct pt_report_lines_fn *v = pt_zalloc(d->nfr + cfg->nprobes + TOP_LINES_FNS, sizeof(*v));
 	size_t n = 0;
 	int e = 0;
 
 	if (!v)
 		return -ENOMEM;
+	if (!d->r->env.targets) {
+		e = build_top_lines(d, v, &n);
+		*out = v;
+		*nout = n;
+		return e;
+	}
 	for (size_t s = 0; s < cfg->nprobes && !e; s++) {
 		bool any = false;
 
@@ -604,6 +665,7 @@ static int doc_meta(const struct docsrc *d, struct docbuf *b)
 	m->start_unix_ns = r->t0_unix;
 	m->duration_s = (double)(r->t_end_mono - r->t0_mono) / 1e9;
 	m->targets_file = r->cfg.path;
+	m->sampling_only = !r->env.targets;
 	m->kernel = b->kernel;
 	m->warmup_steps = r->cfg.warmup_steps;
 	m->step_probe = r->cfg.step_probe >= 0 ? r->cfg.probes[r->cfg.step_probe].text : NULL;
@@ -654,6 +716,7 @@ static int doc_python(const struct docsrc *d, struct docbuf *b)
 	if (e)
 		return e;
 	b->rep.meta.sampling = &b->smp;
+	b->rep.top = pt_stacks__top(d->v->stk);
 	b->rep.lines = b->lfns;
 	b->rep.nlines = b->nlfns;
 	if (d->p && r->multi) {
@@ -902,15 +965,52 @@ static void default_output(const struct run *r, char *buf, size_t len)
 			*p = '_';
 }
 
+/* -o x.svg, --format: the one output's emitter name. */
+static const char *format_file(enum pt_format f)
+{
+	switch (f) {
+	case PT_FORMAT_FLAME:
+		return "flame.svg";
+	case PT_FORMAT_FOLDED:
+		return "stacks.folded";
+	case PT_FORMAT_PPROF:
+		return "profile.pb.gz";
+	default:
+		return NULL;
+	}
+}
+
 int pt_run__open_output(struct run *r)
 {
 	char dir[PATH_MAX], err[PATH_MAX + 256];
+	const char *slash;
 	int e;
 
-	if (r->env.output)
+	if (r->env.output && r->env.format) {
+		/* -o x.svg: that file, in its folder */
+		slash = strrchr(r->env.output, '/');
+		if (!slash)
+			snprintf(dir, sizeof(dir), ".");
+		else if (slash == r->env.output)
+			snprintf(dir, sizeof(dir), "/");
+		else
+			snprintf(dir, sizeof(dir), "%.*s", (int)(slash - r->env.output),
+				 r->env.output);
+		/* the folder needs a name of its own: "." is the one we are in */
+		slash = strrchr(dir, '/');
+		slash = slash ? slash + 1 : dir;
+		if (!strcmp(slash, ".") || !strcmp(slash, "..")) {
+			char *abs = realpath(dir, NULL);
+
+			if (abs)
+				snprintf(dir, sizeof(dir), "%s", abs);
+			free(abs);
+		}
+	} else if (r->env.output) {
 		snprintf(dir, sizeof(dir), "%s", r->env.output);
-	else
+	} else {
 		default_output(r, dir, sizeof(dir));
+	}
 	e = pt_outdir__open(&r->out, dir, !r->env.output, err, sizeof(err));
 	if (!e)
 		return 0;
@@ -980,19 +1080,33 @@ static int emit_one(FILE *f, const void *ctx)
 	return c->em->write(f, c->o);
 }
 
-/* Every wanted output into d. 0, or the first error (said in err). */
-static int write_files(struct pt_outdir *d, const struct pt_outputs *o, char *err, size_t errlen)
+/* Every wanted output into d; with -o x.svg or --format only that one
+ * (named as -o says). 0, or the first error (said in err). */
+static int write_files(const struct run *r, struct pt_outdir *d, const struct pt_outputs *o,
+		       char *err, size_t errlen)
 {
+	const char *only = format_file(r->env.format), *as = NULL;
+
+	if (only && r->env.output)
+		as = strrchr(r->env.output, '/') ? strrchr(r->env.output, '/') + 1 : r->env.output;
 	for (size_t i = 0; i < pt_nemitters; i++) {
 		struct emit_ctx c = { .em = &pt_emitters[i], .o = o };
+		const char *name = as ? as : c.em->filename;
 		int e;
 
-		if (c.em->wanted && !c.em->wanted(o))
+		if (only && strcmp(only, c.em->filename))
 			continue;
-		e = pt_outdir__write(d, c.em->filename, emit_one, &c, err, errlen);
+		if (c.em->wanted && !c.em->wanted(o)) {
+			if (!only)
+				continue;
+			snprintf(err, errlen,
+				 "nothing to write into %s: no Python stack was sampled", name);
+			return -ENODATA;
+		}
+		e = pt_outdir__write(d, name, emit_one, &c, err, errlen);
 		if (e)
 			return e;
-		pt_msg("proftrace: wrote %s/%s\n", pt_outdir__path(d), c.em->filename);
+		pt_msg("proftrace: wrote %s/%s\n", pt_outdir__path(d), name);
 	}
 	return 0;
 }
@@ -1006,10 +1120,10 @@ static int write_somewhere(struct run *r, const struct pt_outputs *o)
 	int e = -ENOENT;
 
 	if (r->out) {
-		e = write_files(r->out, o, err, sizeof(err));
+		e = write_files(r, r->out, o, err, sizeof(err));
 		if (!e)
 			return 0;
-		if (e == -ENOMEM) {
+		if (e == -ENOMEM || e == -ENODATA) {
 			pt_msg("proftrace: %s\n", err);
 			return e;
 		}
@@ -1022,7 +1136,7 @@ static int write_somewhere(struct run *r, const struct pt_outputs *o)
 		return e;
 	}
 	pt_msg("proftrace: %s; writing the profile to %s instead\n", err, pt_outdir__path(fb));
-	e = write_files(fb, o, err2, sizeof(err2));
+	e = write_files(r, fb, o, err2, sizeof(err2));
 	if (e)
 		pt_msg("proftrace: %s: the profile is lost\n", err2);
 	pt_outdir__close(fb);

@@ -131,8 +131,15 @@ int pt_run__open(struct run *r, const struct pt_env *env)
 	if (env->targets == env->targets_path) /* a bundled file: the copy's path */
 		r->env.targets = r->env.targets_path;
 	libbpf_set_print(libbpf_print);
-	if (pt_config__load(&r->cfg, r->env.targets, err, sizeof(err)) ||
-	    pt_config__check_modes(&r->cfg, err, sizeof(err))) {
+	e = 0;
+	if (r->env.targets)
+		e = pt_config__load(&r->cfg, r->env.targets, err, sizeof(err));
+	else
+		pt_config__sampling_only(&r->cfg); /* no targets file: just look */
+	/* --rate: the command line's over the file's */
+	if (!e && r->env.rate_hz)
+		r->cfg.sample_hz = r->env.rate_hz;
+	if (e || pt_config__check_modes(&r->cfg, err, sizeof(err))) {
 		pt_msg("proftrace: %s\n", err);
 		return -PT_EUSAGE;
 	}
@@ -166,6 +173,17 @@ int pt_run__open(struct run *r, const struct pt_env *env)
 		       "its descendants (hint: attach once the Python workers run, or -p a "
 		       "worker)\n",
 		       r->env.pid);
+		return -PT_EUSAGE;
+	}
+	if (!pyp && (!r->env.targets || r->env.format)) {
+		/* sampling is all there is to do, or all that was asked for */
+		pt_msg("proftrace: pid %d (%s)%s runs no CPython: %s\n", r->env.pid,
+		       r->procs[0]->tracee.comm, r->env.children ? " or its descendants" : "",
+		       r->env.targets ? "-o FILE and --format write sampled Python stacks (hint: "
+					"-o DIR for summary.json and report.md)"
+				      : "without a targets file there is nothing to sample (hint: "
+					"name its native functions in one, --targets FILE; see "
+					"docs/targets.md)");
 		return -PT_EUSAGE;
 	}
 	r->py_probe_wanted = pyp && pt_run__want_py_probe(r, pyp);

@@ -63,9 +63,14 @@ int pt_run__on_sample(void *ctx, const struct pt_sample *s)
 		line = pt_pysym__line(p->sym, c, s->f[i].pos);
 		ss.unknown += !c->ok;
 		pt_pysym__label(c, line, r->labels[ss.n], sizeof(r->labels[0]));
-		r->sf[ss.n].label = r->labels[ss.n];
-		r->sf[ss.n].fid = c->fid;
-		r->sf[ss.n].line = line;
+		r->sf[ss.n] = (struct pt_sframe){ .label = r->labels[ss.n],
+						  .fid = c->fid,
+						  .line = line,
+						  .key = c->key,
+						  .qualname = c->qualname,
+						  .filename = c->filename,
+						  .first_line = c->firstlineno,
+						  .last_line = c->last_line };
 		codes[ss.n++] = c;
 	}
 	if (pt_resolver__nfuncs(p->res) != before)

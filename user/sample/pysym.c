@@ -105,6 +105,16 @@ static const char *short_name(const char *path)
 	return p;
 }
 
+/* FNV-1a over s and its NUL, on top of h. */
+static uint64_t fnv(uint64_t h, const char *s)
+{
+	do {
+		h ^= (unsigned char)*s;
+		h *= 0x100000001b3ull;
+	} while (*s++);
+	return h;
+}
+
 static void fill(struct pt_pysym *ps, struct pt_pysym_code *c)
 {
 	struct pt_pycode *pc = ps->scratch;
@@ -127,6 +137,10 @@ static void fill(struct pt_pysym *ps, struct pt_pysym_code *c)
 	if (pt_pycode__read_linetable(&ps->o.mem, ps->o.layout, c->addr, &c->tab, &c->tablen))
 		c->tab = NULL;
 	c->ok = true;
+	c->last_line = pt_pysym__last_line(ps, c);
+	c->key = fnv(fnv(0xcbf29ce484222325ull, c->qualname), c->filename) ^ c->firstlineno;
+	if (!c->key)
+		c->key = 1; /* 0 says unknown */
 	if (!ps->o.pp)
 		return;
 	fid = pt_pyprobe__match(ps->o.pp, pc, &added);

@@ -36,6 +36,11 @@ struct pt_pysym_code {
 	uint8_t *tab; /* line table, NULL when unreadable */
 	size_t tablen;
 	uint32_t fid; /* the py: function, or PT_FID_PY_NONE */
+	/* its identity for the top tables: a hash of qualname, filename and
+	 * firstlineno (0 when not ok); the last line of its line table (0:
+	 * unknown) */
+	uint64_t key;
+	unsigned int last_line;
 	/* pysym's own: the last position decoded and its line. A caller's
 	 * frame stays at one position while its callees run, so most frames
 	 * of a sample repeat the previous sample's. */

@@ -310,7 +310,7 @@ static void test_key_order(void **state)
 	/* gpu is always there: {"source": "none", "why"} without a GPU stream */
 	CHECK_KEYS(d, "meta", "stats", "buckets", "functions", "lines", "gpu", "health");
 	CHECK_KEYS(item(d, "meta"), "tool", "version", "pid", "comm", "exe", "start_unix_ns",
-		   "duration_s", "targets_file", "kernel", "warmup_steps", "step_probe",
+		   "duration_s", "targets_file", "mode", "kernel", "warmup_steps", "step_probe",
 		   "step_mode", "sampling", "python");
 	CHECK_KEYS(item(d, "stats"), "steps", "mean_ms", "std_ms", "min_ms", "p50_ms", "p90_ms",
 		   "p99_ms", "max_ms", "steps_per_s", "time_ms", "warmup_steps_skipped",
@@ -347,6 +347,7 @@ static void test_meta(void **state)
 		assert_string_equal(start->valuestring, "1700000000123456789");
 	check_num(m, "duration_s", 10.0);
 	check_str(m, "targets_file", "targets/llm.conf");
+	check_str(m, "mode", "targets");
 	check_str(m, "kernel", "6.1.0-18-amd64");
 	check_num(m, "warmup_steps", 1);
 	check_str(m, "step_probe", "native:exe:engine_step");
@@ -1275,6 +1276,131 @@ static void test_lines_emitter_wanted(void **state)
 	cJSON_Delete(doc);
 }
 
+/* `top` from a pt_top fed two known stacks: ranked by self on-CPU time,
+ * shares of all on-CPU time sampled (1513 ms here), self and total apart;
+ * meta.mode "sampling" without a targets file, and what report.md,
+ * lines.txt's emitter and lines.txt make of it. */
+static void test_top(void **state)
+{
+	struct fixture *fx = *state;
+	struct pt_report r = fx->r;
+	struct pt_top *top = pt_top__new();
+	const struct pt_sframe hot[] = {
+		{ .label = "hot",
+		  .fid = UINT32_MAX,
+		  .line = 31,
+		  .key = 3,
+		  .qualname = "Eng.hot",
+		  .filename = "/srv/eng.py",
+		  .first_line = 30,
+		  .last_line = 33 },
+		{ .label = "main",
+		  .fid = UINT32_MAX,
+		  .line = 5,
+		  .key = 1,
+		  .qualname = "main",
+		  .filename = "/srv/eng.py",
+		  .first_line = 1,
+		  .last_line = 9 },
+	};
+	struct pt_stacks_sample on = { .tid = 1, .weight_ns = 1513 * MS / 2, .f = hot, .n = 2 };
+	struct pt_stacks_sample off = {
+		.tid = 1, .offcpu = true, .weight_ns = 7 * MS, .f = hot + 1, .n = 1
+	};
+	const cJSON *t, *e;
+	struct pt_outputs o = { 0 };
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f;
+	cJSON *doc;
+
+	assert_non_null(top);
+	assert_int_equal(pt_top__add(top, &on), 0);
+	assert_int_equal(pt_top__add(top, &on), 0);
+	assert_int_equal(pt_top__add(top, &off), 0);
+	r.meta.sampling = &sampling;
+	r.top = top;
+	doc = pt_summary__build(&r);
+	assert_non_null(doc);
+	t = item(doc, "top");
+	CHECK_KEYS(t, "functions_seen", "frames_not_kept", "lines_not_kept", "functions", "lines");
+	check_num(t, "functions_seen", 2);
+	check_num(t, "frames_not_kept", 0);
+	assert_int_equal(cJSON_GetArraySize(item(t, "functions")), 2);
+	e = nth(item(t, "functions"), 0);
+	CHECK_KEYS(e, "function", "file", "first_line", "last_line", "self", "total",
+		   "self_cpu_share", "total_cpu_share");
+	check_str(e, "function", "Eng.hot");
+	check_str(e, "file", "/srv/eng.py");
+	check_num(e, "first_line", 30);
+	check_num(e, "last_line", 33);
+	CHECK_KEYS(item(e, "self"), "samples", "on_cpu_ms", "off_cpu_ms", "wall_ms");
+	check_num(item(e, "self"), "samples", 2);
+	check_wall(item(e, "self"), 1513, 0, 1513);
+	check_num(e, "self_cpu_share", 1);
+	e = nth(item(t, "functions"), 1);
+	check_str(e, "function", "main");
+	check_wall(item(e, "self"), 0, 7, 7);
+	check_wall(item(e, "total"), 1513, 7, 1520);
+	check_num(e, "self_cpu_share", 0);
+	check_num(e, "total_cpu_share", 1);
+	/* lines with self time: hot:31 (on-CPU), then main:5 (off-CPU) */
+	assert_int_equal(cJSON_GetArraySize(item(t, "lines")), 2);
+	e = nth(item(t, "lines"), 0);
+	CHECK_KEYS(e, "function", "file", "line", "self", "total", "self_cpu_share");
+	check_str(e, "function", "Eng.hot");
+	check_num(e, "line", 31);
+	e = nth(item(t, "lines"), 1);
+	check_num(e, "line", 5);
+	check_wall(item(e, "self"), 0, 7, 7);
+	check_wall(item(e, "total"), 1513, 7, 1520);
+	check_str(item(doc, "meta"), "mode", "targets");
+
+	/* report.md: the top sections after Host time, names and files */
+	f = open_memstream(&buf, &len);
+	assert_int_equal(pt_report_md__write(f, doc), 0);
+	fclose(f);
+	assert_non_null(strstr(buf, "## Top functions (sampled)"));
+	assert_non_null(strstr(buf, "| `Eng.hot` (`eng.py`:30) | 1513.000 | 100.0% | 1513.000 | "
+				    "100.0% | 1513.000 | 1513.000 |"));
+	assert_non_null(strstr(buf, "| `eng.py`:5 | `main` | 0.000 | 0.0% | 7.000 | 1520.000 |"));
+	assert_true(strstr(buf, "## Host time (sampled)") < strstr(buf, "## Top functions"));
+	assert_non_null(strstr(buf, "## Steps"));
+	free(buf);
+	cJSON_Delete(doc);
+
+	/* no targets file: meta.mode "sampling", report.md is the samples */
+	r.meta.sampling_only = true;
+	r.meta.targets_file = NULL;
+	doc = pt_summary__build(&r);
+	check_str(item(doc, "meta"), "mode", "sampling");
+	check_null(item(doc, "meta"), "targets_file");
+	buf = NULL;
+	f = open_memstream(&buf, &len);
+	assert_int_equal(pt_report_md__write(f, doc), 0);
+	fclose(f);
+	assert_non_null(strstr(buf, "targets none (stacks sampled only)"));
+	assert_non_null(strstr(buf, "No targets file: every Python thread's stack was sampled"));
+	assert_true(strstr(buf, "## Top functions (sampled)") < strstr(buf, "## Host time"));
+	assert_null(strstr(buf, "## Steps"));
+	assert_null(strstr(buf, "## Functions"));
+	assert_null(strstr(buf, "probes attached"));
+	assert_non_null(strstr(buf, "## Health"));
+	free(buf);
+	/* lines.txt is written then, even with nothing in it */
+	o.doc = doc;
+	o.flame = (const struct pt_flame *)1; /* only looked at for NULL */
+	assert_true(pt_emitters[2].wanted(&o));
+	buf = NULL;
+	f = open_memstream(&buf, &len);
+	assert_int_equal(pt_report_lines__write(f, doc), 0);
+	fclose(f);
+	assert_non_null(strstr(buf, "No line timings: no Python function was sampled."));
+	free(buf);
+	cJSON_Delete(doc);
+	pt_top__free(top);
+}
+
 static void test_json_round_trip(void **state)
 {
 	struct fixture *fx = *state;
@@ -2075,6 +2201,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_sampling_functions, setup_fed, teardown),
 		cmocka_unit_test_setup_teardown(test_lines, setup_fed, teardown),
 		cmocka_unit_test_setup_teardown(test_lines_emitter_wanted, setup_fed, teardown),
+		cmocka_unit_test_setup_teardown(test_top, setup_fed, teardown),
 		cmocka_unit_test_setup_teardown(test_values_stats, setup_fed, teardown),
 		cmocka_unit_test_setup_teardown(test_values_roles, setup_fed, teardown),
 		cmocka_unit_test_setup_teardown(test_values_kv_bins, setup_fed, teardown),
