@@ -456,6 +456,9 @@ static void warn_py_timing(const struct proc *p)
 		return; /* the agent is there and blocked: said with what blocks it */
 	if (r->cfg.python_mode == PT_PYMODE_SAMPLED)
 		return; /* asked for */
+	/* no agent can start there until the squatter is gone */
+	if (p->agent_squatted)
+		how = "remove that file (as root), then attach with --inject";
 	if (!strcmp(pt_run__py_timing(p), "sampled"))
 		pt_msg("proftrace: warning: pid %d: Python %s has no agent (%s): py: functions get "
 		       "sampled times and the py: step and buckets are not counted; for exact "

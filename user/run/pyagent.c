@@ -474,6 +474,19 @@ int pt_run__agent_start(struct proc *p, char *err, size_t errlen)
 	int e;
 
 	e = pt_agent__open(&p->agent, p->tracee.pid, err, errlen);
+	if (e == -EPERM) {
+		/* another user's file holds its name: no agent can start there,
+		 * so --inject cannot give exact timing either */
+		p->agent_squatted = true;
+		if (r->env.inject) {
+			char why[1024];
+
+			snprintf(why, sizeof(why), "%s", err);
+			snprintf(err, errlen, "--inject: %s", why);
+			p->inject_tried = p->inject_failed = true;
+		}
+		return e;
+	}
 	if ((e == -ENOENT || e == -ESTALE) && r->env.inject && !p->inject_tried) {
 		e = inject_load(p, err, errlen);
 		if (e) {
