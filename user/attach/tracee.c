@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "tracee.h"
+#include "util/users.h"
 
 static int read_line(const char *path, char *buf, size_t len)
 {
@@ -45,12 +46,11 @@ int pt_tracee__open(struct pt_tracee *t, int pid, char *err, size_t errlen)
 	n = readlink(path, t->exe, sizeof(t->exe) - 1);
 	if (n < 0) {
 		int e = -errno;
+		char hint[512];
 
 		if (e == -EACCES || e == -EPERM)
-			snprintf(err, errlen,
-				 "cannot inspect process %d: %s (hint: run as root, e.g. `sudo "
-				 "proftrace ...`)",
-				 pid, strerror(-e));
+			snprintf(err, errlen, "cannot inspect process %d: %s (hint: %s)", pid,
+				 strerror(-e), pt_users__denied_hint(pid, hint, sizeof(hint)));
 		else
 			snprintf(err, errlen,
 				 "cannot inspect process %d: %s (is it a kernel thread "

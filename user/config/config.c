@@ -1007,14 +1007,31 @@ static void tokenize(struct parser *p, char *line)
 	}
 }
 
+/* What to do with a line over LINE_MAX_CHARS, by what it is. */
+static const char *long_line_hint(const char *line)
+{
+	line += strspn(line, " \t");
+	if (*line == '#')
+		return "shorten the comment, or split it over several lines";
+	if (!strncmp(line, "bucket", 6) && strchr(" \t", line[6]))
+		return "split the bucket into several, or cover symbols with one glob";
+	if (!strncmp(line, "step", 4) && strchr(" \t", line[4]))
+		return "a step line names one probe (and tokens=, kv_len=, batch=): is a name "
+		       "that long? a glob can shorten it";
+	if ((!strncmp(line, "lines", 5) && strchr(" \t", line[5])) ||
+	    (!strncmp(line, "count", 5) && strchr(" \t", line[5])))
+		return "split it over several lines, or cover functions with one glob";
+	return "shorten it";
+}
+
 static int parse_line(struct parser *p, char *line, size_t len)
 {
 	const struct tok *t = p->toks;
 	const char *sugg;
 
 	if (len > LINE_MAX_CHARS)
-		return perr(p, LINE_MAX_CHARS + 1, NULL, "line longer than 4096 characters",
-			    "split the bucket into several, or cover symbols with one glob");
+		return perr(p, LINE_MAX_CHARS + 1, NULL, "line longer than 4096 characters", "%s",
+			    long_line_hint(line));
 	if (strlen(line) != len)
 		return perr(p, (int)strlen(line) + 1, NULL, "NUL byte in line",
 			    "targets files are plain text");

@@ -472,6 +472,34 @@ static void warn_py_timing(const struct proc *p)
 		       p->py.version, how);
 }
 
+/* --inject that loads nothing into p (no py: probes, no CUDA, ...) is
+ * said, not silently ignored: the user expected something from it. */
+static void warn_inject_unused(const struct proc *p)
+{
+	const struct run *r = p->run;
+	const char *py, *gpu;
+
+	if (!r->env.inject || p->inject_tried || p->agent || p->gr)
+		return;
+	if (!r->want_py)
+		py = "the targets file names no py: function";
+	else if (!p->have_py)
+		py = "it runs no CPython";
+	else if (r->cfg.python_mode != PT_PYMODE_AUTO && r->cfg.python_mode != PT_PYMODE_AGENT)
+		py = "its python_mode needs no agent";
+	else
+		return; /* the agent was wanted: its outcome is said where it is tried */
+	if (r->env.gpu == PT_GPU_OFF)
+		gpu = "--gpu off";
+	else if (!runs_cuda(p->tracee.pid))
+		gpu = "it runs no CUDA";
+	else
+		return;
+	pt_msg("proftrace: warning: pid %d: --inject loads nothing here: %s, and %s (it loads "
+	       "the Python agent for py: probes and the CUPTI shim into a CUDA process)\n",
+	       p->tracee.pid, py, gpu);
+}
+
 /* Stack sampling of every thread (each process brings its layout). */
 int pt_run__open_sampler(struct run *r, char *err, size_t errlen)
 {
@@ -670,6 +698,22 @@ static const char *py_hint(int e)
  * holds nothing to trace (*out NULL, why in err), or -errno with a
  * message in err (-ESRCH, -EACCES, -EINVAL: exit 2).
  */
+/* Segments our helpers left in /dev/shm when their process was killed
+ * stay until a new process gets the same pid: removed once per run, when
+ * no helper holds them and they are a few seconds old (util/segment.h). */
+static void sweep_shm(struct run *r)
+{
+	int n;
+
+	if (r->shm_swept)
+		return;
+	r->shm_swept = true;
+	n = pt_segment__sweep("/dev/shm", 2);
+	if (n > 0)
+		pt_vlog("proftrace: removed %d segment%s of helpers that are gone from /dev/shm\n",
+			n, n == 1 ? "" : "s");
+}
+
 int pt_run__open_proc(struct run *r, int pid, bool strict, struct proc **out, char *err,
 		      size_t errlen)
 {
@@ -680,6 +724,7 @@ int pt_run__open_proc(struct run *r, int pid, bool strict, struct proc **out, ch
 	int e, n;
 
 	*out = NULL;
+	sweep_shm(r);
 	slot = slot_get(r);
 	if (slot < 0) {
 		snprintf(err, errlen, "more than %d processes traced at once: pid %d is not traced",
@@ -704,9 +749,12 @@ int pt_run__open_proc(struct run *r, int pid, bool strict, struct proc **out, ch
 		goto fail;
 	e = pt_maps__read_pid(&maps, pid);
 	if (e) {
+		char hint[512];
+
 		snprintf(err, errlen, "cannot read /proc/%d/maps: %s (hint: %s)", pid, strerror(-e),
-			 e == -EACCES || e == -EPERM ? "run as root, e.g. `sudo proftrace ...`"
-						     : "is the process exiting?");
+			 e == -EACCES || e == -EPERM
+				 ? pt_users__denied_hint(pid, hint, sizeof(hint))
+				 : "is the process exiting?");
 		goto fail;
 	}
 	read_ranks(p);
@@ -842,6 +890,7 @@ int pt_run__start_proc(struct proc *p, int ep)
 	if (e)
 		return e;
 	warn_py_timing(p);
+	warn_inject_unused(p);
 	if (!pt_maps__read_pid(&maps, p->tracee.pid))
 		hook_dynamic_linker(p, &maps);
 	pt_maps__free(&maps);

@@ -207,6 +207,8 @@ struct run {
 	 * slot_get) */
 	bool slot_busy[PT_MAX_PROCS];
 	uint64_t slot_freed[PT_MAX_PROCS];
+	/* stale segments in /dev/shm looked for (procs.c) */
+	bool shm_swept;
 	const struct pt_python *py0; /* the first process's CPython: python_mode is decided on it */
 	bool want_py;
 	bool py_probe_wanted;

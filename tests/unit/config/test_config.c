@@ -349,9 +349,18 @@ static void test_crlf_and_long_line_limit(void **state)
 	/* one more is not */
 	text[4096] = 'c';
 	strcpy(text + 4097, "\nstep native:exe:g\n");
+	/* the hint fits the line (issue 27: a step line was told to split
+	 * "the bucket") */
+	assert_parse_error(text, "t.conf:1:4097: error: line longer than 4096 characters "
+				 "(hint: a step line names one probe (and tokens=, kv_len=, "
+				 "batch=): is a name that long? a glob can shorten it)");
+	memcpy(text, "bucket a.b native:exe:f", 23);
 	assert_parse_error(text, "t.conf:1:4097: error: line longer than 4096 characters "
 				 "(hint: split the bucket into several, or cover symbols "
 				 "with one glob)");
+	memcpy(text, "  # a comment ..........", 23);
+	assert_parse_error(text, "t.conf:1:4097: error: line longer than 4096 characters "
+				 "(hint: shorten the comment, or split it over several lines)");
 	free(text);
 }
 
