@@ -205,6 +205,10 @@ $(OUTPUT)/victims/%: tests/victims/%.c tests/victims/victim.h | $(OUTPUT)/victim
 $(OUTPUT)/bench/agg_bench $(OUTPUT)/bench/gpujoin_bench: $(OUTPUT)/bench/%: bench/%.c $(LIBPT) | $(OUTPUT)/bench
 	$(call msg,BENCH-CC,$@)
 	$(Q)$(CC) $(CFLAGS) $(INCLUDES) $(LDFLAGS) $< $(LIBPT) $(LDLIBS) -o $@
+# loads the BPF objects with the verifier's statistics
+$(OUTPUT)/bench/bpf_load_bench: bench/bpf_load_bench.c $(SKELS) | $(OUTPUT)/bench
+	$(call msg,BENCH-CC,$@)
+	$(Q)$(CC) $(CFLAGS) $(INCLUDES) $(LDFLAGS) $< $(LDLIBS) -o $@
 $(OUTPUT)/bench/%: bench/%.c | $(OUTPUT)/bench
 	$(call msg,BENCH-CC,$@)
 	$(Q)$(CC) -g -O2 -Wall $< -o $@

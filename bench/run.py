@@ -5,8 +5,8 @@ Every figure is measured in this invocation, against a baseline run in the
 same invocation, and printed as a ratio. No assertions: speed lives here,
 correctness in `make test`.
 
-Environment: PT_BENCH_ONLY=probes,python,agent,sampling,agg,shim,inject,memory,cxx runs only
-those
+Environment: PT_BENCH_ONLY=probes,python,agent,sampling,agg,shim,inject,memory,cxx,attach
+runs only those
 sections; PT_BENCH_REPEAT runs per median (3); PT_BENCH_SAMPLE_S seconds of
 work per sampling run (3); PT_BENCH_SAMPLE_PY interpreters for the sampling
 tables by minor version ("11,10": Debian's 3.11, pyenv's 3.10, the newest
@@ -831,7 +831,61 @@ def cxx_table():
           ["probe", "functions", "seconds (target: < 2)"], rows)
 
 
-SECTIONS = ("probes", "python", "agent", "sampling", "agg", "shim", "inject", "memory", "cxx")
+def attach_run(python, conf):
+    """The demo engine started as `make demo` starts it, proftrace attached
+    with conf: (wall s to "attached", proftrace's CPU s by then, its CPU s
+    for 2 s attached after that)."""
+    env = dict(os.environ)
+    env["LD_PRELOAD"] = os.path.join(ROOT, ".output", "libproftrace_agent.so")
+    eng = subprocess.Popen([python, os.path.join(ROOT, "tests", "victims", "demo_engine.py")],
+                           stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, env=env)
+    tmp = tempfile.mkdtemp(prefix="pt-bench-attach-")
+    try:
+        pid = int(readline(eng.stdout, "ready").split()[1])
+        t0 = time.monotonic()
+        t = subprocess.Popen([PROFTRACE, "-p", str(pid), "--targets", conf, "-d", "2", "-o",
+                              os.path.join(tmp, "out")], stderr=subprocess.PIPE, bufsize=0)
+        readline(t.stderr, "proftrace: attached")
+        wall = time.monotonic() - t0
+        cpu = cpu_ticks_ns(t.pid) / 1e9
+        t.stderr.read()
+        t.wait(60)
+        with open(os.path.join(tmp, "out", "summary.json")) as f:
+            o = json.load(f)["overhead"]
+        return wall, cpu, o.get("steady_cpu_ms", float("nan")) / 1e3
+    finally:
+        eng.kill()
+        eng.wait()
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def attach_table():
+    """Attach: wall time and proftrace CPU to attach targets/demo.conf to the
+    demo engine, and what each BPF program costs to load (the verifier)."""
+    conf = os.path.join(ROOT, "targets", "demo.conf")
+    runs = [attach_run("/usr/bin/python3", conf) for _ in range(REPEAT)]
+    med = [statistics.median(r[i] for r in runs) for i in range(3)]
+    table("Attach: targets/demo.conf on the demo engine (Debian 3.11, the agent)",
+          ("what", "median", "runs"),
+          [("wall to \"attached\" (s)", "%.3f" % med[0], " ".join("%.3f" % r[0] for r in runs)),
+           ("proftrace CPU by then (s)", "%.3f" % med[1], " ".join("%.3f" % r[1] for r in runs)),
+           ("proftrace CPU, 2 s attached (s)", "%.3f" % med[2],
+            " ".join("%.3f" % r[2] for r in runs))])
+    rows = []
+    for flag, label in (([], "with value readers"), (["--no-vals"], "without")):
+        p = subprocess.run([os.path.join(BENCH, "bpf_load_bench")] + flag, capture_output=True,
+                           text=True)
+        for ln in p.stdout.splitlines():
+            name, us, insns = ln.split()
+            rows.append((name, label, "%.1f" % (int(us) / 1e3), insns))
+        if p.returncode:
+            rows.append(("(failed)", label, p.stderr.strip()[:60], ""))
+    table("BPF program loads (the verifier's own figures)",
+          ("program", "values", "verify ms", "insns processed"), rows)
+
+
+SECTIONS = ("probes", "python", "agent", "sampling", "agg", "shim", "inject", "memory", "cxx",
+            "attach")
 
 
 def main():
@@ -872,6 +926,8 @@ def main():
         memory.memory_tables()
     if "cxx" in want:
         cxx_table()
+    if "attach" in want:
+        attach_table()
     return 0
 
 

@@ -57,5 +57,7 @@ int main(int argc, char **argv)
 	}
 out:
 	pt_run__free(&r);
+	if (e == -PT_ESTOPPED) /* a stop while attaching: undone, nothing taken */
+		return 128 + r.stop_sig;
 	return pt_exit_code(e);
 }

@@ -30,6 +30,7 @@ struct pt_attach {
 	size_t nattached;
 	struct pt_attach_opts opts;
 	bool py_session; /* the frame evaluator is probed as a uprobe session */
+	bool multi;	 /* native: functions as uprobe_multi links (6.6+) */
 	struct bpf_link *fork_link, *exec_link, *texit_link;
 	pthread_t *reapers; /* threads taking out the probes of exec'ed processes */
 	size_t nreapers;
@@ -42,8 +43,44 @@ struct reap {
 };
 
 /* Kernel ABI values newer than the system's libbpf 1.1 headers. */
+#define PT_BPF_TRACE_UPROBE_MULTI 48
 #define PT_BPF_TRACE_UPROBE_SESSION 57
 #define PT_BPF_LINK_CREATE 28
+#define PT_BPF_F_UPROBE_MULTI_RETURN 1
+
+/*
+ * BPF_LINK_CREATE for a uprobe_multi link, by hand: the system's libbpf
+ * (1.1) predates uprobe_multi. Layout of union bpf_attr's link_create as
+ * in the kernel UAPI (include/uapi/linux/bpf.h).
+ */
+struct pt_link_create_uprobe_multi {
+	__u32 prog_fd;
+	__u32 target_fd;
+	__u32 attach_type;
+	__u32 flags;
+	__u64 path;
+	__u64 offsets;
+	__u64 ref_ctr_offsets;
+	__u64 cookies;
+	__u32 cnt;
+	__u32 um_flags;
+	__u32 pid;
+	__u32 pad[17]; /* zero up to 128 bytes: the kernel checks unused bytes */
+};
+
+/* uprobe_multi links: kernel 6.6+, seen as their link type in the
+ * kernel's BTF. */
+static bool kernel_has_uprobe_multi(void)
+{
+	struct btf *btf = btf__load_vmlinux_btf();
+	bool yes;
+
+	if (!btf)
+		return false;
+	yes = btf__find_by_name_kind(btf, "bpf_uprobe_multi_link", BTF_KIND_STRUCT) > 0;
+	btf__free(btf);
+	return yes;
+}
 
 /* Uprobe sessions: kernel 6.13+, seen as the bpf_session_is_return kfunc
  * in the kernel's BTF. */
@@ -101,6 +138,16 @@ int pt_attach__open(struct pt_attach **out, const struct pt_attach_opts *opts, c
 	 * (pt_exit alone took 1.7 s of verifying on the 2-vCPU VM) */
 	bpf_program__set_autoload(a->skel->progs.pt_entry, opts->native);
 	bpf_program__set_autoload(a->skel->progs.pt_exit, opts->native);
+	/* Many functions of one file as one link: taking a uprobe out waits
+	 * for an RCU grace period (~0.1 s), once per link: 2,153 functions
+	 * of libc as perf-event uprobes took 470 s to detach. */
+	a->multi = opts->native && kernel_has_uprobe_multi();
+	if (a->multi) {
+		bpf_program__set_expected_attach_type(
+			a->skel->progs.pt_entry, (enum bpf_attach_type)PT_BPF_TRACE_UPROBE_MULTI);
+		bpf_program__set_expected_attach_type(
+			a->skel->progs.pt_exit, (enum bpf_attach_type)PT_BPF_TRACE_UPROBE_MULTI);
+	}
 	if (a->py_session)
 		bpf_program__set_expected_attach_type(
 			a->skel->progs.pt_py_session,
@@ -165,13 +212,54 @@ fail:
 	return e ? e : -EINVAL;
 }
 
-static void destroy_links(struct link *v, size_t n)
+static void destroy_serial(struct link *v, size_t n)
 {
 	for (size_t i = 0; i < n; i++) {
 		bpf_link__destroy(v[i].l);
 		if (v[i].session_fd >= 0)
 			close(v[i].session_fd);
 	}
+}
+
+struct destroy_part {
+	struct link *v;
+	size_t n;
+};
+
+static void *destroy_thread(void *arg)
+{
+	struct destroy_part *d = arg;
+
+	destroy_serial(d->v, d->n);
+	return NULL;
+}
+
+/* Links to take out, several at once: each waits for an RCU grace period
+ * of its own, and concurrent waits end together. */
+#define DESTROY_THREADS 32
+
+static void destroy_links(struct link *v, size_t n)
+{
+	struct destroy_part parts[DESTROY_THREADS];
+	pthread_t t[DESTROY_THREADS];
+	size_t k = n < DESTROY_THREADS ? n : DESTROY_THREADS, done = 0, started = 0;
+
+	if (n <= 2) {
+		destroy_serial(v, n);
+		return;
+	}
+	for (size_t i = 0; i < k; i++) {
+		size_t m = (n - done) / (k - i);
+
+		parts[i] = (struct destroy_part){ v + done, m };
+		done += m;
+		if (!pthread_create(&t[started], NULL, destroy_thread, &parts[i]))
+			parts[started++] = parts[i];
+		else
+			destroy_serial(parts[i].v, parts[i].n); /* no thread: here */
+	}
+	for (size_t i = 0; i < started; i++)
+		pthread_join(t[i], NULL);
 }
 
 void pt_attach__free(struct pt_attach *a)
@@ -328,6 +416,60 @@ int pt_attach__val_spec(struct pt_attach *a, uint32_t fid, const struct pt_val_s
 				    BPF_ANY);
 }
 
+static int multi_link(struct pt_attach *a, struct bpf_program *prog, unsigned int pidx, int pid,
+		      const char *path, const unsigned long *offs, const __u64 *cookies, size_t n,
+		      bool ret)
+{
+	struct pt_link_create_uprobe_multi attr;
+	long fd;
+
+	memset(&attr, 0, sizeof(attr));
+	attr.prog_fd = (__u32)bpf_program__fd(prog);
+	attr.attach_type = PT_BPF_TRACE_UPROBE_MULTI;
+	attr.path = (__u64)(uintptr_t)path;
+	attr.offsets = (__u64)(uintptr_t)offs;
+	attr.cookies = (__u64)(uintptr_t)cookies;
+	attr.cnt = (__u32)n;
+	attr.um_flags = ret ? PT_BPF_F_UPROBE_MULTI_RETURN : 0;
+	attr.pid = (__u32)pid;
+	fd = syscall(__NR_bpf, PT_BPF_LINK_CREATE, &attr, sizeof(attr));
+	if (fd < 0)
+		return -errno;
+	return keep_link(a, pidx, NULL, (int)fd);
+}
+
+/* Entry and return probes of n functions of one file as two links
+ * (return first, as pt_attach__func). 0 or -errno, nothing kept. */
+static int multi_funcs(struct pt_attach *a, unsigned int pidx, int pid,
+		       const struct pt_func *const *fs, size_t n)
+{
+	unsigned long *offs = calloc(n, sizeof(*offs));
+	__u64 *cookies = calloc(n, sizeof(*cookies));
+	int e = -ENOMEM;
+
+	if (!offs || !cookies)
+		goto out;
+	for (size_t i = 0; i < n; i++) {
+		offs[i] = (unsigned long)(fs[i]->file_off + fs[i]->site.skip);
+		cookies[i] = (__u64)PT_FID_MAKE(pidx, fs[i]->fid) |
+			     (fs[i]->vals_spec >= 0 ? PT_COOKIE_VALS : 0);
+	}
+	e = multi_link(a, a->skel->progs.pt_exit, pidx, pid, fs[0]->host_path, offs, cookies, n,
+		       true);
+	if (e)
+		goto out;
+	e = multi_link(a, a->skel->progs.pt_entry, pidx, pid, fs[0]->host_path, offs, cookies, n,
+		       false);
+	if (e)
+		destroy_links(&a->links[--a->nlinks], 1);
+	else
+		a->nattached += n;
+out:
+	free(offs);
+	free(cookies);
+	return e;
+}
+
 int pt_attach__func(struct pt_attach *a, unsigned int pidx, int pid, const struct pt_func *f,
 		    char *err, size_t errlen)
 {
@@ -341,6 +483,12 @@ int pt_attach__func(struct pt_attach *a, unsigned int pidx, int pid, const struc
 	if (!a->opts.native) {
 		snprintf(err, errlen, "the native: probe programs were not loaded");
 		return -EINVAL;
+	}
+	if (a->multi) {
+		e = multi_funcs(a, pidx, pid, &f, 1);
+		if (e)
+			pt_attach__func_err(f, e, err, errlen);
+		return e;
 	}
 	/* Return probe first: an entry without its return would leave a
 	 * frame open on every call until the exit probe lands. */
@@ -364,9 +512,39 @@ int pt_attach__func(struct pt_attach *a, unsigned int pidx, int pid, const struc
 fail:
 	e = -errno;
 msg:
+	e = e ? e : -EINVAL;
+	pt_attach__func_err(f, e, err, errlen);
+	return e;
+}
+
+void pt_attach__func_err(const struct pt_func *f, int e, char *err, size_t errlen)
+{
 	snprintf(err, errlen, "cannot attach to %s in %s at 0x%llx: %s", f->symbol, f->object,
-		 (unsigned long long)off, strerror(-e));
-	return e ? e : -EINVAL;
+		 (unsigned long long)(f->file_off + f->site.skip), strerror(e < 0 ? -e : e));
+}
+
+int pt_attach__funcs(struct pt_attach *a, unsigned int pidx, int pid,
+		     const struct pt_func *const *fs, size_t n, int *errs)
+{
+	char err[16];
+	int bad = 0;
+
+	if (!a->opts.native) {
+		for (size_t i = 0; i < n; i++)
+			errs[i] = -EINVAL;
+		return (int)n;
+	}
+	if (a->multi && n > 1 && !multi_funcs(a, pidx, pid, fs, n)) {
+		memset(errs, 0, n * sizeof(*errs));
+		return 0;
+	}
+	/* one at a time: which of them cannot be attached */
+	for (size_t i = 0; i < n; i++) {
+		errs[i] = a->multi ? multi_funcs(a, pidx, pid, &fs[i], 1)
+				   : pt_attach__func(a, pidx, pid, fs[i], err, sizeof(err));
+		bad += errs[i] != 0;
+	}
+	return bad;
 }
 
 int pt_attach__dl_hook(struct pt_attach *a, unsigned int pidx, int pid, const char *path,
@@ -379,26 +557,6 @@ int pt_attach__dl_hook(struct pt_attach *a, unsigned int pidx, int pid, const ch
 		return -errno;
 	return keep_link(a, pidx, l, -1);
 }
-
-/*
- * BPF_LINK_CREATE for a uprobe_multi link with one offset, by hand: the
- * system's libbpf (1.1) predates uprobe_multi. Layout of union bpf_attr's
- * link_create as in the kernel UAPI (include/uapi/linux/bpf.h).
- */
-struct pt_link_create_uprobe_multi {
-	__u32 prog_fd;
-	__u32 target_fd;
-	__u32 attach_type;
-	__u32 flags;
-	__u64 path;
-	__u64 offsets;
-	__u64 ref_ctr_offsets;
-	__u64 cookies;
-	__u32 cnt;
-	__u32 um_flags;
-	__u32 pid;
-	__u32 pad[17]; /* zero up to 128 bytes: the kernel checks unused bytes */
-};
 
 static int session_attach(struct pt_attach *a, unsigned int pidx, int pid, const char *path,
 			  uint64_t off)

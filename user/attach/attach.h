@@ -65,6 +65,14 @@ int pt_attach__val_spec(struct pt_attach *a, uint32_t fid, const struct pt_val_s
  * be in place. */
 int pt_attach__func(struct pt_attach *a, unsigned int pidx, int pid, const struct pt_func *f,
 		    char *err, size_t errlen);
+/* The same for n functions of one file (host_path): as two uprobe_multi
+ * links where the kernel has them (6.6+; taking a link out waits for an
+ * RCU grace period, ~0.1 s, whatever the number of functions in it),
+ * else one by one. errs[i]: 0 or -errno for fs[i] (pt_attach__func_err
+ * says it). Returns how many failed. */
+int pt_attach__funcs(struct pt_attach *a, unsigned int pidx, int pid,
+		     const struct pt_func *const *fs, size_t n, int *errs);
+void pt_attach__func_err(const struct pt_func *f, int e, char *err, size_t errlen);
 /* Probe the dynamic linker's r_brk hook (see pt_dlopen in the BPF code). */
 int pt_attach__dl_hook(struct pt_attach *a, unsigned int pidx, int pid, const char *path,
 		       uint64_t file_off);

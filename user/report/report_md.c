@@ -1200,7 +1200,7 @@ static void put_sampling_health(FILE *f, const cJSON *doc)
 /* The probes' estimated cost (summary.json overhead). */
 static void put_overhead_health(FILE *f, const cJSON *ov)
 {
-	double added, share, per, sshare, cpu, cshare;
+	double added, share, per, sshare, cpu, cshare, att, acpu;
 
 	if (!ov)
 		return;
@@ -1219,7 +1219,14 @@ static void put_overhead_health(FILE *f, const cJSON *ov)
 	fputs("; `corrected_*` figures in summary.json take it out (an estimate: "
 	      "docs/summary.md#overhead).",
 	      f);
-	if (pt_jnum(ov, "proftrace_cpu_ms", &cpu) && pt_jnum(ov, "proftrace_cpu_share", &cshare))
+	if (pt_jnum(ov, "attach_ms", &att) && pt_jnum(ov, "attach_cpu_ms", &acpu) &&
+	    pt_jnum(ov, "steady_cpu_ms", &cpu) && pt_jnum(ov, "steady_cpu_share", &cshare))
+		fprintf(f,
+			" proftrace itself: %.0f ms to attach (%.0f ms of CPU), then %.0f ms of "
+			"CPU while attached (%.1f%% of one CPU).",
+			att, acpu, cpu, 100 * cshare);
+	else if (pt_jnum(ov, "proftrace_cpu_ms", &cpu) &&
+		 pt_jnum(ov, "proftrace_cpu_share", &cshare))
 		fprintf(f, " proftrace itself used %.0f ms of CPU (%.1f%% of one CPU).", cpu,
 			100 * cshare);
 	fputs("\n\n", f);

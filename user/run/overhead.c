@@ -200,9 +200,17 @@ void pt_run__overhead_doc(const struct run *r, const struct view *v, const struc
 		double ms = (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1e3 +
 			    (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e3;
 
+		double att = (double)r->attach_cpu_ns / 1e6;
+
 		cJSON_AddNumberToObject(ov, "proftrace_cpu_ms", r6(ms));
 		cJSON_AddNumberToObject(ov, "proftrace_cpu_share",
 					dur > 0 ? r6(ms / (dur * 1e3)) : 0);
+		/* what attaching cost, apart from what running cost */
+		cJSON_AddNumberToObject(ov, "attach_ms", r6((double)r->attach_ns / 1e6));
+		cJSON_AddNumberToObject(ov, "attach_cpu_ms", r6(att));
+		cJSON_AddNumberToObject(ov, "steady_cpu_ms", r6(ms > att ? ms - att : 0));
+		cJSON_AddNumberToObject(ov, "steady_cpu_share",
+					dur > 0 && ms > att ? r6((ms - att) / (dur * 1e3)) : 0);
 	}
 	cJSON_AddBoolToObject(ov, "calibration_cached", c->cached);
 	cJSON_AddNumberToObject(ov, "calibration_s", r6(c->took_s));

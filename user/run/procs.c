@@ -254,40 +254,126 @@ int pt_run__grow_fstate(struct proc *p)
 	return 0;
 }
 
+/* Tests only (PT_TEST_ATTACH_PAUSE_MS): a pause between the files of an
+ * attach, said on stderr, in which a stop is honoured as anywhere else.
+ * true: a stop came. */
+static bool test_pause(struct run *r)
+{
+	const char *v = getenv("PT_TEST_ATTACH_PAUSE_MS");
+	long ms = v ? strtol(v, NULL, 10) : 0;
+
+	if (ms <= 0)
+		return false;
+	pt_msg("proftrace: test: pausing %ld ms between files\n", ms);
+	for (; ms > 0; ms -= 10) {
+		if (pt_run__stop_asked(r))
+			return true;
+		usleep(10000);
+	}
+	return pt_run__stop_asked(r);
+}
+
+/* Functions of one file attached in one go (two uprobe_multi links). */
+#define ATTACH_BATCH 4096
+
 /* Attach every resolved function not tried yet. Returns how many were
  * attached now. A function that cannot be attached is reported, not
- * fatal: the others still give true figures. */
+ * fatal: the others still give true figures. The functions of one file
+ * go in together (pt_attach__funcs); between files, while proftrace is
+ * attaching, a stop asked for is honoured and a long attach says so. */
 int pt_run__attach_new(struct proc *p, size_t from)
 {
+	struct run *r = p->run;
+	bool attaching = !r->attach_ns; /* the first attach, not a later dlopen */
+	uint64_t t0 = pt_now_ns(CLOCK_MONOTONIC);
+	const struct pt_func **batch = NULL;
+	size_t *todo = NULL, ntodo = 0, done = 0;
+	int *errs = NULL, n = 0, e = 0;
+	bool said = false;
 	char err[512];
-	int n = 0;
 
 	if (pt_run__grow_fstate(p))
 		return -ENOMEM;
+	todo = pt_zalloc(p->nfs - from, sizeof(*todo));
+	batch = pt_zalloc(p->nfs - from, sizeof(*batch));
+	errs = pt_zalloc(p->nfs - from, sizeof(*errs));
+	if (!todo || !batch || !errs) {
+		e = -ENOMEM;
+		goto out;
+	}
 	for (size_t i = from; i < p->nfs; i++) {
 		const struct pt_func *f = pt_resolver__func(p->res, i);
 
 		if (f->py)
 			continue; /* found at run time, served by the frame probe */
-		if (pt_run__declare_func(p, i))
-			return -ENOMEM;
+		if (pt_run__declare_func(p, i)) {
+			e = -ENOMEM;
+			goto out;
+		}
 		pt_run__set_val_spec(p, f);
-		if (f->unusable) {
+		if (f->unusable)
 			p->fs[i].reason = strdup(f->unusable);
-			continue;
-		}
-		if (pt_attach__func(p->run->att, p->idx, p->tracee.pid, f, err, sizeof(err))) {
-			fprintf(stderr, "proftrace: warning: %s\n", err);
-			p->fs[i].reason = strdup(err);
-			continue;
-		}
-		pt_run__mark_attached(p, i);
-		n++;
-		pt_vlog("proftrace: pid %d: probe %s:%s at file offset 0x%llx (+%u, %s)\n",
-			p->tracee.pid, f->object, f->symbol, (unsigned long long)f->file_off,
-			f->site.skip, pt_insn_class__str(f->site.cls));
+		else
+			todo[ntodo++] = i;
 	}
-	return n;
+	while (done < ntodo) {
+		const char *path = pt_resolver__func(p->res, todo[done])->host_path;
+		size_t nb = 0;
+
+		if (attaching && pt_run__stop_asked(r)) {
+			e = -PT_ESTOPPED;
+			goto out;
+		}
+		/* the next file's functions, in resolver order (todo is
+		 * compacted as they are taken) */
+		for (size_t k = done; k < ntodo && nb < ATTACH_BATCH; k++) {
+			const struct pt_func *f = pt_resolver__func(p->res, todo[k]);
+			size_t t;
+
+			if (strcmp(f->host_path, path))
+				continue;
+			t = todo[k];
+			memmove(&todo[done + nb + 1], &todo[done + nb],
+				(k - done - nb) * sizeof(*todo));
+			todo[done + nb] = t;
+			batch[nb++] = f;
+		}
+		pt_attach__funcs(r->att, p->idx, p->tracee.pid, batch, nb, errs);
+		for (size_t k = 0; k < nb; k++) {
+			size_t i = todo[done + k];
+			const struct pt_func *f = batch[k];
+
+			if (errs[k]) {
+				pt_attach__func_err(f, errs[k], err, sizeof(err));
+				pt_msg("proftrace: warning: %s\n", err);
+				p->fs[i].reason = strdup(err);
+				continue;
+			}
+			pt_run__mark_attached(p, i);
+			n++;
+			pt_vlog("proftrace: pid %d: probe %s:%s at file offset 0x%llx (+%u, %s)\n",
+				p->tracee.pid, f->object, f->symbol,
+				(unsigned long long)f->file_off, f->site.skip,
+				pt_insn_class__str(f->site.cls));
+		}
+		done += nb;
+		if (attaching && done < ntodo && test_pause(r)) {
+			e = -PT_ESTOPPED;
+			goto out;
+		}
+		if (attaching && !said && done < ntodo &&
+		    pt_now_ns(CLOCK_MONOTONIC) - t0 > 1000000000ull) {
+			pt_msg("proftrace: attaching %zu probes to pid %d: %zu done (Ctrl-C "
+			       "stops)\n",
+			       ntodo, p->tracee.pid, done);
+			said = true;
+		}
+	}
+out:
+	free(todo);
+	free(batch);
+	free(errs);
+	return e ? e : n;
 }
 
 static bool is_dynamic_linker(const char *path)

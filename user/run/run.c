@@ -126,6 +126,7 @@ int pt_run__open(struct run *r, const struct pt_env *env)
 	int e;
 
 	memset(r, 0, sizeof(*r));
+	r->t_start_mono = pt_now_ns(CLOCK_MONOTONIC);
 	r->ep = -1;
 	r->env = *env;
 	if (env->targets == env->targets_path) /* a bundled file: the copy's path */
@@ -277,6 +278,32 @@ static int start_sampling(struct run *r)
 	return 0;
 }
 
+bool pt_run__stop_asked(struct run *r)
+{
+	struct timespec now = { 0, 0 };
+	int sig;
+
+	if (r->stop_sig)
+		return true;
+	/* taken off the pending set: the stop is acted on here, at once */
+	sig = sigtimedwait(&r->stop_mask, NULL, &now);
+	if (sig <= 0)
+		return false;
+	r->stop_sig = sig;
+	pt_msg("proftrace: %s while attaching: stopping; everything attached so far is taken "
+	       "out, nothing was measured\n",
+	       sig == SIGINT ? "SIGINT" : "SIGTERM");
+	return true;
+}
+
+/* Between the steps of an attach: a stop asked for ends it (-PT_ESTOPPED),
+ * everything attached undone by pt_run__free. */
+#define STOP_POINT(r)                                                                              \
+	do {                                                                                       \
+		if (pt_run__stop_asked(r))                                                         \
+			return -PT_ESTOPPED;                                                       \
+	} while (0)
+
 int pt_run__attach(struct run *r)
 {
 	char err[2048];
@@ -307,6 +334,7 @@ int pt_run__attach(struct run *r)
 	/* before any function is declared (pt_run__start_proc): each is
 	 * given its cost; after the processes were found, so a wrong pid
 	 * is said at once */
+	STOP_POINT(r);
 	pt_calib__get(&r->calib, NULL);
 	for (size_t i = 0; i < r->nprocs; i++) {
 		/* a named Python call's cost, on the first Python process's
@@ -320,6 +348,7 @@ int pt_run__attach(struct run *r)
 		pt_calib__python(&r->calib, exe, r->procs[i]->tracee.exe, k);
 		break;
 	}
+	STOP_POINT(r);
 	e = open_bpf(r);
 	if (!e && r->py0 && r->cfg.sample_hz) {
 		/* Loaded before the clock starts: verifying the stack walker
@@ -334,6 +363,7 @@ int pt_run__attach(struct run *r)
 		e = open_gpus(r);
 	if (e)
 		return e;
+	STOP_POINT(r);
 	r->ep = epoll_create1(EPOLL_CLOEXEC);
 	if (r->ep < 0)
 		return -errno;
@@ -349,8 +379,15 @@ int pt_run__attach(struct run *r)
 		if (e)
 			return e;
 	}
-	for (size_t i = 0; i < r->nprocs && !e; i++)
+	for (size_t i = 0; i < r->nprocs && !e; i++) {
 		e = pt_run__start_proc(r->procs[i], r->ep);
+		if (!e && pt_run__stop_asked(r))
+			e = -PT_ESTOPPED;
+	}
+	if (!e) {
+		r->attach_ns = pt_now_ns(CLOCK_MONOTONIC) - r->t_start_mono;
+		r->attach_cpu_ns = pt_now_ns(CLOCK_PROCESS_CPUTIME_ID);
+	}
 	return e;
 }
 

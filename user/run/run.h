@@ -213,6 +213,11 @@ struct run {
 	bool want_py;
 	bool py_probe_wanted;
 	uint64_t t0_mono, t0_unix, t_end_mono;
+	uint64_t t_start_mono; /* pt_run__open: proftrace's start */
+	/* the attach (pt_run__open to the end of pt_run__attach): its wall
+	 * time, and proftrace's CPU by its end */
+	uint64_t attach_ns, attach_cpu_ns;
+	int stop_sig; /* SIGINT or SIGTERM taken while attaching */
 	uint64_t events;
 	uint64_t dropped_seen;
 	int ep;		    /* the event loop's epoll: pidfds of processes added later */
@@ -324,6 +329,9 @@ const char *pt_run__py_timing(const struct proc *p);
 void pt_run__scan_children(struct run *r, uint64_t now);
 void pt_run__add_cand(struct run *r, int pid, uint64_t now);
 int pt_run__add_candidates(struct run *r, uint64_t now, bool at_start);
+/* SIGINT or SIGTERM pending while attaching: taken, kept in r->stop_sig,
+ * said once; the attach then ends with -PT_ESTOPPED. */
+bool pt_run__stop_asked(struct run *r);
 bool pt_run__traced(const struct run *r, int pid);
 
 /* pyagent.c: a process's Python agent */

@@ -21,6 +21,8 @@
 
 /* Above every errno value, as libbpf's LIBBPF_ERRNO__* are. */
 #define PT_EUSAGE 4000
+/* stopped by SIGINT/SIGTERM before anything was measured: exit 128 + it */
+#define PT_ESTOPPED 4001
 
 /* Exit codes (README "Exit codes"). */
 enum { PT_EXIT_OK = 0, PT_EXIT_FAIL = 1, PT_EXIT_USAGE = 2 };
