@@ -350,3 +350,43 @@ def test_hostile_disk_full_said():
     finally:
         v.kill()
         subprocess.run(["umount", "-l", small])
+
+
+def test_hostile_merge_output():
+    """`proftrace merge -o FILE` as root wrote with fopen(): through a link
+    nobody planted at FILE, truncating and rewriting what it points at, and
+    0644. Now a link at the name is refused (exit 1, said), its target
+    untouched, and the file made is 0600. (A link on the way to FILE is
+    still followed: merge -o is not walked as the run's -o is.)"""
+    tmp = tempfile.mkdtemp(prefix="pt-hostile-")
+    os.chmod(tmp, 0o755)
+    conf = write_conf(tmp, NATIVE_CONF)
+    v = victim("victim_faults", "loop", 0.2)
+    try:
+        run = os.path.join(tmp, "run")
+        rc, err = run_pt(["-p", str(v.pid), "--targets", conf, "-o", run, "-d", "0.3"])
+        eq(rc, 0, "the run to merge (%s)" % err)
+        v.send("go\n")
+        v.wait(30)
+    finally:
+        v.kill()
+    pub = os.path.join(tmp, "pubtmp")
+    os.mkdir(pub)
+    os.chmod(pub, 0o1777)
+    precious = os.path.join(tmp, "precious")
+    with open(precious, "w") as f:
+        f.write("keep")
+    out = os.path.join(pub, "merged.json")
+    as_nobody("ln", "-s", precious, out)
+    rc, err = run_pt(["merge", "a=" + run, "b=" + run, "-o", out])
+    eq(rc, 1, "merge over a planted link (%s)" % err)
+    assert "symbolic link" in err, err
+    with open(precious) as f:
+        eq(f.read(), "keep", "the link's target")
+    os.unlink(out)
+    rc, err = run_pt(["merge", "a=" + run, "b=" + run, "-o", out])
+    eq(rc, 0, "merge (%s)" % err)
+    eq(stat.S_IMODE(os.stat(out).st_mode), 0o600, "merged.json's mode")
+    with open(out) as f:
+        eq(json.load(f)["merged"]["hosts"], 2, "merged hosts")
+    subprocess.run(["rm", "-rf", tmp])

@@ -8,6 +8,7 @@
  * processes' (and hosts') step times, not a per-step wait.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <limits.h>
 #include <math.h>
@@ -15,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "diff.h"
 #include "merge.h"
@@ -365,6 +367,7 @@ static int write_out(const char *path, const char *s)
 	struct stat st;
 	size_t len = strlen(path);
 	FILE *f;
+	int fd;
 
 	if ((len && path[len - 1] == '/') || (!stat(path, &st) && S_ISDIR(st.st_mode))) {
 		if ((size_t)snprintf(buf, sizeof(buf), "%s%smerged.json", path,
@@ -376,10 +379,24 @@ static int write_out(const char *path, const char *s)
 		}
 		path = buf;
 	}
-	f = fopen(path, "we");
+	/* O_NOFOLLOW: we may run as root, and a link planted at the name (in
+	 * /tmp, say) would make us truncate whatever it points at; 0600: a
+	 * profile holds paths and names */
+	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+	f = fd >= 0 ? fdopen(fd, "w") : NULL;
 	if (!f) {
 		int e = errno;
 
+		if (fd >= 0)
+			close(fd);
+		/* a link there: ELOOP, or EACCES in a sticky folder */
+		if (!lstat(path, &st) && S_ISLNK(st.st_mode)) {
+			fprintf(stderr,
+				"proftrace merge: cannot write %s: it is a symbolic link, not "
+				"followed (give the file it points to)\n",
+				path);
+			return 1;
+		}
 		fprintf(stderr, "proftrace merge: cannot write %s: %s%s\n", path, strerror(e),
 			e == ENOENT ? " (hint: its folder must exist)" : "");
 		return 1;
