@@ -288,10 +288,23 @@ static bool is_ident_char(char c)
 	       c == '_' || (unsigned char)c >= 0x80;
 }
 
+/* A name without glob characters: it can be a module's. */
+static bool plain_name(const char *s)
+{
+	for (; *s; s++)
+		if (!is_ident_char(*s))
+			return false;
+	return true;
+}
+
 /*
  * py:<module>.<Class>.<method> or py:<module>::<function>. The module is
  * a dotted name (no globs: it selects a file by path suffix); the class
  * and function parts are globs over the code object's qualified name.
+ * Written with dots only, py:mod.func (one dot) is a module-level
+ * function, and py:a.b.c (two or more) is read both ways: method c of
+ * class b in module a, and function c of module a.b (alt_object), since
+ * a Python user names a function by its dotted import path.
  */
 static int py_probe(struct parser *p, const struct tok *t, int *idx)
 {
@@ -317,16 +330,25 @@ static int py_probe(struct parser *p, const struct tok *t, int *idx)
 					c1 = q;
 					break;
 				}
-		if (!c1)
+		if (!c2)
 			return perr(p, t->col, t->s, "Python probe needs a module and a name",
-				    PY_FORM ", e.g. py:vllm.v1.engine.core.EngineCore.step");
-		mod_end = c1;
-		cls = strndup(c1 + 1, (size_t)(c2 - c1 - 1));
+				    PY_FORM " (or py:<module>.<function>), e.g. "
+					    "py:vllm.v1.engine.core.EngineCore.step");
+		if (c1) {
+			mod_end = c1;
+			cls = strndup(c1 + 1, (size_t)(c2 - c1 - 1));
+			if (!cls) {
+				ret = oom(p);
+				goto fail;
+			}
+		} else {
+			mod_end = c2; /* py:mod.func: a module-level function */
+		}
 		func = strdup(c2 + 1);
 	}
 	module = strndup(body, (size_t)(mod_end - body));
 	text = strdup(t->s);
-	if (!module || !func || !text || (!sep && !cls)) {
+	if (!module || !func || !text) {
 		ret = oom(p);
 		goto fail;
 	}
@@ -362,7 +384,21 @@ static int py_probe(struct parser *p, const struct tok *t, int *idx)
 	for (char *q = module; *q; q++)
 		if (*q == '.')
 			*q = '/';
-	return spec_add(p, t, PT_PROBE_PY, module, func, cls, text, idx);
+	ret = spec_add(p, t, PT_PROBE_PY, module, func, cls, text, idx);
+	if (ret || sep)
+		return ret;
+	p->cfg->probes[*idx].dotted = true;
+	/* py:a.b.c: also function c of module a.b, when b can be a module */
+	if (cls && plain_name(cls)) {
+		size_t n = strlen(p->cfg->probes[*idx].object) + strlen(cls) + 2;
+		char *alt = malloc(n);
+
+		if (!alt)
+			return oom(p);
+		snprintf(alt, n, "%s/%s", p->cfg->probes[*idx].object, cls);
+		p->cfg->probes[*idx].alt_object = alt;
+	}
+	return 0;
 fail:
 	free(module);
 	free(cls);
@@ -1197,6 +1233,7 @@ void pt_config__free(struct pt_config *cfg)
 		free(cfg->probes[i].object);
 		free(cfg->probes[i].symbol);
 		free(cfg->probes[i].cls);
+		free(cfg->probes[i].alt_object);
 	}
 	free(cfg->probes);
 	for (i = 0; i < cfg->nbuckets; i++) {

@@ -31,10 +31,14 @@ enum pt_probe_kind {
  * buckets) is one spec with several roles. */
 struct pt_probe_spec {
 	enum pt_probe_kind kind;
-	char *text;    /* as written, e.g. "native:libc.so*:malloc" */
-	char *object;  /* native: glob, or "exe"; py: module as a path, "a/b/c" */
-	char *symbol;  /* native: glob, version suffix stripped; py: function glob */
-	char *cls;     /* py: class glob; NULL for module-level functions (::) */
+	char *text;   /* as written, e.g. "native:libc.so*:malloc" */
+	char *object; /* native: glob, or "exe"; py: module as a path, "a/b/c" */
+	char *symbol; /* native: glob, version suffix stripped; py: function glob */
+	char *cls;    /* py: class glob; NULL for module-level functions (::) */
+	/* py:a.b.c, written without "::": also read as function c of module
+	 * a.b, whose path this is ("a/b"); NULL: one reading only */
+	char *alt_object;
+	bool dotted;   /* py: written with a '.' before the function, not "::" */
 	int line, col; /* first place it was written */
 	bool is_step;
 	bool is_lines;			/* named on a lines line: per-line report */

@@ -17,12 +17,18 @@ static bool ends_with_at_dir(const char *path, const char *mod, const char *ext)
 	return at == path || at[-1] == '/';
 }
 
+static bool module_file(const char *filename, const char *mod)
+{
+	return ends_with_at_dir(filename, mod, ".py") ||
+	       ends_with_at_dir(filename, mod, "/__init__.py");
+}
+
 bool pt_pymatch__file(const struct pt_probe_spec *s, const char *filename)
 {
 	if (s->kind != PT_PROBE_PY)
 		return false;
-	return ends_with_at_dir(filename, s->object, ".py") ||
-	       ends_with_at_dir(filename, s->object, "/__init__.py");
+	return module_file(filename, s->object) ||
+	       (s->alt_object && module_file(filename, s->alt_object));
 }
 
 /* Anonymous or local code is only for patterns that ask for it. */
@@ -51,4 +57,20 @@ bool pt_pymatch__name(const struct pt_probe_spec *s, const char *qualname)
 	if (hidden(cls, strlen(cls), s->cls) || hidden(dot + 1, strlen(dot + 1), s->symbol))
 		return false;
 	return fnmatch(s->cls, cls, 0) == 0 && fnmatch(s->symbol, dot + 1, 0) == 0;
+}
+
+unsigned int pt_pymatch__code(const struct pt_probe_spec *s, const char *filename,
+			      const char *qualname)
+{
+	unsigned int m = 0;
+
+	if (s->kind != PT_PROBE_PY)
+		return 0;
+	if (module_file(filename, s->object) && pt_pymatch__name(s, qualname))
+		m |= PT_PYMATCH_FIRST;
+	if (s->alt_object && module_file(filename, s->alt_object) && *qualname &&
+	    !strchr(qualname, '.') && !hidden(qualname, strlen(qualname), s->symbol) &&
+	    !fnmatch(s->symbol, qualname, 0))
+		m |= PT_PYMATCH_ALT;
+	return m;
 }

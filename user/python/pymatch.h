@@ -11,6 +11,10 @@
  *                           part the method
  *   py:a.b.c::func          same file, a module-level function: the
  *                           qualname has no dot
+ *   py:a.b.c.func           (written with dots only) both: method func of
+ *                           class c in module a.b, and function func of
+ *                           module a.b.c (its alt_object); py:m.func (one
+ *                           dot) is function func of module m
  *
  * Functions local to other functions ("f.<locals>.g") and anonymous code
  * (<lambda>, <genexpr>, comprehensions) are matched only by globs that
@@ -23,8 +27,17 @@
 
 #include "config/config.h"
 
-/* The file part only: cheap, checked before a qualname is worked out. */
+/* The file part only: cheap, checked before a qualname is worked out
+ * (either reading's file). */
 bool pt_pymatch__file(const struct pt_probe_spec *s, const char *filename);
+/* The name under the probe's first reading (its module, class, name). */
 bool pt_pymatch__name(const struct pt_probe_spec *s, const char *qualname);
+
+/* Which readings of s a code object (its file, qualname) falls under:
+ * PT_PYMATCH_FIRST (module, class and name as written) | PT_PYMATCH_ALT
+ * (function of module alt_object), 0: none. */
+enum { PT_PYMATCH_FIRST = 1, PT_PYMATCH_ALT = 2 };
+unsigned int pt_pymatch__code(const struct pt_probe_spec *s, const char *filename,
+			      const char *qualname);
 
 #endif

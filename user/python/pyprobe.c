@@ -224,7 +224,7 @@ int64_t pt_pyprobe__match(struct pt_pyprobe *pp, struct pt_pycode *c, bool *adde
 		if (!c->has_qualname)
 			qualname_from_source(pp, c);
 		for (size_t j = 0; j < nspecs; j++)
-			if (pt_pymatch__name(&cfg->probes[pp->specs[j]], c->qualname))
+			if (pt_pymatch__code(&cfg->probes[pp->specs[j]], c->filename, c->qualname))
 				pp->specs[k++] = pp->specs[j];
 		nspecs = k;
 	}

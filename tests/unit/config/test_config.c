@@ -244,6 +244,35 @@ static void test_py_probe_forms(void **state)
 	pt_config__free(&cfg);
 }
 
+/* Dotted only: py:m.f is function f of m; py:a.b.c is method c of class
+ * b in a and, b being a plain name, function c of module a.b too; a glob
+ * in the class part leaves one reading. */
+static void test_py_dotted(void **state)
+{
+	static const char text[] = "step py:engine.step\n"
+				   "bucket a.b py:pkg.mod.func py:pkg.Mod*.run py:pkg.mod::g\n";
+	struct pt_config cfg;
+
+	(void)state;
+	parse_ok(&cfg, text);
+	assert_int_equal(cfg.nprobes, 4);
+	assert_string_equal(cfg.probes[0].object, "engine");
+	assert_null(cfg.probes[0].cls);
+	assert_string_equal(cfg.probes[0].symbol, "step");
+	assert_true(cfg.probes[0].dotted);
+	assert_null(cfg.probes[0].alt_object);
+	assert_string_equal(cfg.probes[1].object, "pkg");
+	assert_string_equal(cfg.probes[1].cls, "mod");
+	assert_string_equal(cfg.probes[1].symbol, "func");
+	assert_string_equal(cfg.probes[1].alt_object, "pkg/mod");
+	assert_true(cfg.probes[1].dotted);
+	assert_string_equal(cfg.probes[2].cls, "Mod*");
+	assert_null(cfg.probes[2].alt_object);
+	assert_false(cfg.probes[3].dotted);
+	assert_null(cfg.probes[3].alt_object);
+	pt_config__free(&cfg);
+}
+
 static void test_every_set_key(void **state)
 {
 	static const char text[] = "set warmup_steps 4294967295\n"
@@ -418,9 +447,9 @@ static void test_err_probes(void **state)
 		"t.conf:1:6: error: Python probe with a single ':' 'py:train.py:step' "
 		"(hint: name the module as imported (dots, no .py) and put '::' before a "
 		"module-level function: py:pkg.mod::func, or py:pkg.mod.Class.method)");
-	assert_parse_error("step py:engine.step\n",
+	assert_parse_error("step py:step\n",
 			   "t.conf:1:6: error: Python probe needs a module and a name "
-			   "'py:engine.step' (hint: " PYF ", e.g. "
+			   "'py:step' (hint: " PYF " (or py:<module>.<function>), e.g. "
 			   "py:vllm.v1.engine.core.EngineCore.step)");
 	assert_parse_error("step py:::step\n",
 			   "t.conf:1:6: error: empty module in Python probe 'py:::step' (hint: "
@@ -1443,6 +1472,7 @@ int main(void)
 		cmocka_unit_test(test_step_modes),
 		cmocka_unit_test(test_probe_forms),
 		cmocka_unit_test(test_py_probe_forms),
+		cmocka_unit_test(test_py_dotted),
 		cmocka_unit_test(test_every_set_key),
 		cmocka_unit_test(test_bucket_names),
 		cmocka_unit_test(test_max_buckets),

@@ -351,6 +351,45 @@ static void test_long_qualname(void **state)
 	pt_config__free(&cfg);
 }
 
+/* py:a.b.c written with dots: method c of class b in a, or function c of
+ * module a.b; which reading matched is told apart. py:m.f: function f. */
+static void test_dotted_readings(void **state)
+{
+	struct pt_config cfg;
+	const struct pt_probe_spec *s = spec_of(&cfg, "py:pkg.mod.run*");
+
+	(void)state;
+	/* function run_all of module pkg.mod */
+	assert_true(pt_pymatch__file(s, "/srv/pkg/mod.py"));
+	assert_int_equal(pt_pymatch__code(s, "/srv/pkg/mod.py", "run_all"), PT_PYMATCH_ALT);
+	assert_int_equal(pt_pymatch__code(s, "/srv/pkg/mod/__init__.py", "run"), PT_PYMATCH_ALT);
+	/* a method there is no module-level function */
+	assert_int_equal(pt_pymatch__code(s, "/srv/pkg/mod.py", "Sched.run"), 0);
+	assert_int_equal(pt_pymatch__code(s, "/srv/pkg/mod.py", "f.<locals>.run"), 0);
+	/* method run of class mod in module pkg */
+	assert_true(pt_pymatch__file(s, "/srv/pkg/__init__.py"));
+	assert_int_equal(pt_pymatch__code(s, "/srv/pkg/__init__.py", "mod.run"), PT_PYMATCH_FIRST);
+	assert_int_equal(pt_pymatch__code(s, "/srv/pkg.py", "mod.run_x"), PT_PYMATCH_FIRST);
+	assert_int_equal(pt_pymatch__code(s, "/srv/pkg.py", "run"), 0);
+	/* other files, other names */
+	assert_false(pt_pymatch__file(s, "/srv/pkg/other.py"));
+	assert_int_equal(pt_pymatch__code(s, "/srv/pkg/other.py", "run"), 0);
+	assert_int_equal(pt_pymatch__code(s, "/srv/pkg/mod.py", "walk"), 0);
+	pt_config__free(&cfg);
+
+	/* one dot: function step of module engine, nothing else */
+	s = spec_of(&cfg, "py:engine.step");
+	assert_int_equal(pt_pymatch__code(s, "/srv/engine.py", "step"), PT_PYMATCH_FIRST);
+	assert_int_equal(pt_pymatch__code(s, "/srv/engine.py", "Engine.step"), 0);
+	pt_config__free(&cfg);
+
+	/* "::" is one reading only: a module-level function */
+	s = spec_of(&cfg, "py:pkg.mod::run");
+	assert_false(pt_pymatch__file(s, "/srv/pkg.py"));
+	assert_int_equal(pt_pymatch__code(s, "/srv/pkg/mod.py", "run"), PT_PYMATCH_FIRST);
+	pt_config__free(&cfg);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -364,6 +403,7 @@ int main(void)
 		cmocka_unit_test(test_native_never_matches),
 		cmocka_unit_test(test_empty_qualname),
 		cmocka_unit_test(test_long_qualname),
+		cmocka_unit_test(test_dotted_readings),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
