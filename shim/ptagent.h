@@ -24,6 +24,12 @@
  *                             pairs "file suffix\0name glob\0", nfiles pairs
  *   [cand_off, +cand_cap*8)   agent: candidate code objects (u64 addresses)
  *   [arm_off, +arm_cap*8)     proftrace: code objects to hook (u64)
+ *   [PTAG_FOUND_OFF, +256)    agent (flags PTAG_FLAG_SPECS): per probe pair,
+ *                             1 when a module of sys.modules has its file
+ *   [PTAG_NEAR_OFF, +nnear*8) agent (PTAG_FLAG_SPECS): the code objects of a
+ *                             probe's module whose name glob matched none of
+ *                             them (u64), so proftrace can say which names
+ *                             are there; never hooked
  *
  * Protocol (proftrace drives; the agent's thread sleeps on the futex word
  * `wake`, with no timeout while dormant):
@@ -36,7 +42,8 @@
  *     sys.modules for modules whose file ends in a suffix, collects their
  *     code objects whose co_name matches the glob (functions, methods,
  *     nested functions, decorated ones through __wrapped__), writes them
- *     to cand[] and cand_seq += 1 (release); state = ACTIVE.
+ *     to cand[] (and, PTAG_FLAG_SPECS, found[] and near[]) and cand_seq +=
+ *     1 (release); state = ACTIVE.
  *   proftrace: reads each candidate out of the target itself (untrusted),
  *     decides which are named (the same matcher as for every code object),
  *     writes arm[] (narm), arm_seq += 1 (release), wakes the agent.
@@ -117,7 +124,7 @@ struct ptag_header {
 	uint32_t total_size;  /* PTAG_SIZE */
 	uint32_t agent_pid;   /* getpid() in the agent's PID namespace */
 	uint32_t py_hex;      /* the interpreter's PY_VERSION_HEX */
-	uint32_t flags;	      /* none yet */
+	uint32_t flags;	      /* PTAG_FLAG_* */
 	uint64_t created_ns;  /* CLOCK_MONOTONIC */
 	uint64_t enter_addr;  /* &pt_agent_enter, &pt_agent_exit in the agent */
 	uint64_t exit_addr;
@@ -140,9 +147,11 @@ struct ptag_header {
 	/* Line 2: more agent state. */
 	uint64_t hook_lost; /* our frame evaluator found replaced (PEP 523) */
 	uint64_t activations;
-	uint64_t scan_ns; /* GIL held by the last walk */
-	uint64_t arm_ns;  /* GIL held by the last arm */
-	uint64_t reserved2[4];
+	uint64_t scan_ns;      /* GIL held by the last walk */
+	uint64_t arm_ns;       /* GIL held by the last arm */
+	uint32_t nnear;	       /* PTAG_FLAG_SPECS: code objects in near[] */
+	uint32_t near_dropped; /* beyond PTAG_MAX_NEAR */
+	uint64_t reserved2[3];
 
 	/* Lines 3-4: what holds what we need, or what failed; NUL-terminated. */
 	char conflict_text[128];
@@ -193,6 +202,18 @@ _Static_assert(__builtin_offsetof(struct ptag_header, nfiles) == 448, "areas lin
 #define PTAG_CAND_OFF (PTAG_FILES_OFF + PTAG_FILES_SIZE)
 #define PTAG_ARM_OFF (PTAG_CAND_OFF + PTAG_MAX_CODES * 8u)
 _Static_assert(PTAG_ARM_OFF + PTAG_MAX_CODES * 8u <= PTAG_SIZE, "areas fit");
+
+/*
+ * flags: what an agent writes beyond version 1's first areas. An agent
+ * without a flag (built before it) leaves its area zero, and proftrace
+ * then does not read it.
+ */
+#define PTAG_FLAG_SPECS 1u  /* found[] and near[]: which probes' modules are loaded */
+#define PTAG_MAX_SPECS 256u /* probe pairs the agent reads (and found[] holds) */
+#define PTAG_FOUND_OFF (PTAG_ARM_OFF + PTAG_MAX_CODES * 8u)
+#define PTAG_NEAR_OFF (PTAG_FOUND_OFF + PTAG_MAX_SPECS)
+#define PTAG_MAX_NEAR ((PTAG_SIZE - PTAG_NEAR_OFF) / 8u)
+_Static_assert(PTAG_NEAR_OFF % 8 == 0 && PTAG_MAX_NEAR >= 256, "near[] fits");
 
 static inline const char *ptag_reason_name(uint32_t r)
 {

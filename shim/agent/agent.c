@@ -45,9 +45,10 @@ struct ptag_agent {
 	uint64_t rescan_seen;
 	struct ptag_scan scan; /* the candidates, references held */
 	PyObject *cand[PTAG_MAX_CODES];
+	PyObject *near[PTAG_MAX_NEAR]; /* what a probe that matched nothing could name */
 	bool scanning; /* a walk is under way: an import it causes is not walked again */
 	char files[PTAG_FILES_SIZE];
-	struct ptag_spec specs[256];
+	struct ptag_spec specs[PTAG_MAX_SPECS];
 	uint32_t nspecs;
 };
 
@@ -142,6 +143,7 @@ static void segment_publish(struct ptag_agent *a)
 	h->cand_cap = PTAG_MAX_CODES;
 	h->arm_off = PTAG_ARM_OFF;
 	h->arm_cap = PTAG_MAX_CODES;
+	h->flags = PTAG_FLAG_SPECS;
 	__atomic_thread_fence(__ATOMIC_RELEASE);
 	memcpy(h->magic, PTAG_MAGIC, PTAG_MAGIC_LEN);
 }
@@ -227,10 +229,19 @@ static void publish(struct ptag_agent *a)
 	struct ptag_scan *s = &a->scan;
 	uint64_t *cand = (uint64_t *)(a->mem + PTAG_CAND_OFF);
 
+	uint64_t *near = (uint64_t *)(a->mem + PTAG_NEAR_OFF);
+	uint8_t *found = (uint8_t *)(a->mem + PTAG_FOUND_OFF);
+
 	for (uint32_t i = 0; i < s->n; i++)
 		cand[i] = (uint64_t)s->out[i];
 	a->hdr->ncand = s->n;
 	a->hdr->cand_dropped = s->dropped;
+	for (uint32_t i = 0; i < PTAG_MAX_SPECS; i++)
+		found[i] = ptag_scan__found(s, i);
+	for (uint32_t i = 0; i < s->nnear; i++)
+		near[i] = (uint64_t)s->near[i];
+	a->hdr->nnear = s->nnear;
+	a->hdr->near_dropped = s->near_dropped;
 	__atomic_fetch_add(&a->hdr->cand_seq, 1, __ATOMIC_RELEASE);
 }
 
@@ -246,6 +257,8 @@ static void scan(struct ptag_agent *a)
 	s->api = &a->api;
 	s->out = a->cand;
 	s->cap = PTAG_MAX_CODES;
+	s->near = a->near;
+	s->near_cap = PTAG_MAX_NEAR;
 	s->specs = a->specs;
 	s->nspecs = a->nspecs;
 	s->dropped = 0;
@@ -269,6 +282,7 @@ static void on_import(void *ctx, PyObject *module)
 {
 	struct ptag_agent *a = ctx;
 	uint32_t n0 = a->scan.n, n;
+	uint64_t walked = a->scan.modules;
 	PyObject **v;
 	char why[128];
 
@@ -277,10 +291,12 @@ static void on_import(void *ctx, PyObject *module)
 	a->scanning = true;
 	ptag_scan__module(&a->scan, module);
 	a->scanning = false;
+	if (a->scan.modules == walked)
+		return; /* not a probe's module */
+	a->hooks.watch_imports = !ptag_scan__all_found(&a->scan);
+	publish(a); /* its candidates, or that it is there (found[], near[]) */
 	if (a->scan.n == n0)
 		return;
-	a->hooks.watch_imports = !ptag_scan__all_found(&a->scan);
-	publish(a);
 	n = a->hooks.narmed + (a->scan.n - n0);
 	v = malloc(n * sizeof(*v));
 	if (!v)

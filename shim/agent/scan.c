@@ -87,6 +87,43 @@ static void candidate(struct ptag_scan *s, PyObject *code)
 	s->out[s->n++] = code;
 }
 
+/* A code object of the module being walked: kept until the walk of the
+ * module ends, for near[] (no reference: the module holds it meanwhile). */
+static void module_code(struct ptag_scan *s, PyObject *code)
+{
+	if (!s->near)
+		return;
+	if (s->nmod == s->mod_cap) {
+		uint32_t cap = s->mod_cap ? s->mod_cap * 2 : 256;
+		PyObject **v = realloc(s->mod, cap * sizeof(*v));
+
+		if (!v)
+			return; /* fewer names to suggest */
+		s->mod = v;
+		s->mod_cap = cap;
+	}
+	s->mod[s->nmod++] = code;
+}
+
+/* The module walked: its code objects go to near[] when a probe of it has
+ * matched nothing (its glob is a typo, or names what is not there). */
+static void module_done(struct ptag_scan *s)
+{
+	bool want = false;
+
+	for (uint32_t i = 0; i < s->nspecs; i++)
+		want |= s->match[i] && !s->hits[i];
+	for (uint32_t i = 0; want && i < s->nmod; i++) {
+		if (s->nnear == s->near_cap) {
+			s->near_dropped += s->nmod - i;
+			break;
+		}
+		s->api->IncRef(s->mod[i]);
+		s->near[s->nnear++] = s->mod[i];
+	}
+	s->nmod = 0;
+}
+
 static int walk(struct ptag_scan *s, PyObject *v, int depth);
 
 /* A code object: a candidate when its name matches a probe of this
@@ -104,12 +141,14 @@ static int walk_code(struct ptag_scan *s, PyObject *code, int depth)
 	e = seen_add(s, code);
 	if (e)
 		return e < 0 ? e : 0;
+	module_code(s, code);
 	name = A->GetAttr(code, "co_name");
 	n = utf8(s, name);
-	for (uint32_t i = 0; n && i < s->nspecs; i++)
+	for (uint32_t i = 0, added = 0; n && i < s->nspecs; i++)
 		if (s->match[i] && !fnmatch(s->specs[i].glob, n, 0)) {
-			candidate(s, code);
-			break;
+			s->hits[i]++;
+			if (!added++)
+				candidate(s, code);
 		}
 	if (name)
 		A->DecRef(name);
@@ -286,11 +325,17 @@ static int prepare(struct ptag_scan *s)
 	if (!s->match) {
 		s->match = calloc(s->nspecs ? s->nspecs : 1, sizeof(*s->match));
 		s->found = calloc(s->nspecs ? s->nspecs : 1, sizeof(*s->found));
-		if (!s->match || !s->found)
+		s->hits = calloc(s->nspecs ? s->nspecs : 1, sizeof(*s->hits));
+		if (!s->match || !s->found || !s->hits)
 			return -ENOMEM;
 		wrapper_types(s);
 	}
 	return 0;
+}
+
+bool ptag_scan__found(const struct ptag_scan *s, uint32_t i)
+{
+	return s->found && i < s->nspecs && s->found[i];
 }
 
 bool ptag_scan__all_found(const struct ptag_scan *s)
@@ -327,7 +372,9 @@ int ptag_scan__module(struct ptag_scan *s, PyObject *m)
 	if (!any)
 		return 0;
 	s->modules++;
-	return walk_dict(s, d, 0);
+	e = walk_dict(s, d, 0);
+	module_done(s);
+	return e;
 }
 
 int ptag_scan__run(struct ptag_scan *s)
@@ -349,6 +396,14 @@ void ptag_scan__free(struct ptag_scan *s)
 	for (uint32_t i = 0; i < s->n; i++)
 		s->api->DecRef(s->out[i]);
 	s->n = 0;
+	for (uint32_t i = 0; i < s->nnear; i++)
+		s->api->DecRef(s->near[i]);
+	s->nnear = s->near_dropped = 0;
+	free(s->mod);
+	s->mod = NULL;
+	s->nmod = s->mod_cap = 0;
+	free(s->hits);
+	s->hits = NULL;
 	free(s->seen);
 	s->seen = NULL;
 	s->seen_mask = s->seen_n = 0;

@@ -35,13 +35,24 @@ struct ptag_scan {
 	PyObject **out;
 	uint32_t cap, n, dropped;
 	uint64_t modules; /* modules walked */
+	/* out, when near is set: every code object of a module walked for a
+	 * probe whose name glob has matched nothing so far (the names that
+	 * are there, for proftrace to suggest), a reference held on each */
+	PyObject **near;
+	uint32_t near_cap, nnear, near_dropped;
 	/* private */
 	uint64_t *seen;
 	uint32_t seen_mask, seen_n;
 	void *partial_type, *lru_type;
-	bool *match; /* per spec: the module being walked matches it */
-	bool *found; /* per spec: some module walked matched it */
+	bool *match;	/* per spec: the module being walked matches it */
+	bool *found;	/* per spec: some module walked matched it */
+	uint32_t *hits; /* per spec: candidates its glob matched */
+	PyObject **mod; /* the code objects of the module being walked */
+	uint32_t nmod, mod_cap;
 };
+
+/* Was spec i's module walked (is it in sys.modules)? */
+bool ptag_scan__found(const struct ptag_scan *s, uint32_t i);
 
 /* Has every probe's module been walked? (Else imports are watched.) */
 bool ptag_scan__all_found(const struct ptag_scan *s);

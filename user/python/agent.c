@@ -22,6 +22,12 @@ struct pt_agent {
 	bool attached;
 	bool lost;		   /* its file was truncated: not touched again */
 	struct pt_agent_info last; /* what it said last, for after that */
+	/* with the candidates last read (PTAG_FLAG_SPECS): which probes'
+	 * modules are loaded, and near[] */
+	bool has_specs;
+	uint8_t found[PTAG_MAX_SPECS];
+	uint64_t *near;
+	uint32_t nnear;
 };
 
 #define LD(x) __atomic_load_n(&(x), __ATOMIC_RELAXED)
@@ -163,6 +169,7 @@ void pt_agent__close(struct pt_agent *a)
 		return;
 	if (a->seg.fd >= 0)
 		pt_segment__close(&a->seg);
+	free(a->near);
 	free(a);
 }
 
@@ -238,6 +245,33 @@ void pt_agent__heartbeat(struct pt_agent *a, uint64_t now)
 		ST_REL(a->hdr->heartbeat_ns, now);
 }
 
+/* found[] and near[] as the agent wrote them with the candidates being
+ * read (an agent without PTAG_FLAG_SPECS writes neither). -ENOMEM. */
+static int copy_specs(struct pt_agent *a)
+{
+	const uint8_t *found = (const uint8_t *)(a->mem + PTAG_FOUND_OFF);
+	const uint64_t *near = (const uint64_t *)(a->mem + PTAG_NEAR_OFF);
+	uint32_t k = LD(a->hdr->nnear);
+
+	a->has_specs = false;
+	if (!(LD(a->hdr->flags) & PTAG_FLAG_SPECS))
+		return 0;
+	if (k > PTAG_MAX_NEAR)
+		k = PTAG_MAX_NEAR;
+	if (!a->near) {
+		a->near = malloc(PTAG_MAX_NEAR * sizeof(*a->near));
+		if (!a->near)
+			return -ENOMEM;
+	}
+	for (uint32_t i = 0; i < PTAG_MAX_SPECS; i++)
+		a->found[i] = LD(found[i]) != 0;
+	for (uint32_t i = 0; i < k; i++)
+		a->near[i] = LD(near[i]);
+	a->nnear = k;
+	a->has_specs = true;
+	return 0;
+}
+
 int pt_agent__candidates(struct pt_agent *a, uint64_t **codes, uint32_t *n)
 {
 	const uint64_t *src = (const uint64_t *)(a->mem + PTAG_CAND_OFF);
@@ -260,17 +294,31 @@ int pt_agent__candidates(struct pt_agent *a, uint64_t **codes, uint32_t *n)
 		return -ENOMEM;
 	for (uint32_t i = 0; i < k; i++)
 		v[i] = LD(src[i]);
+	if (copy_specs(a)) {
+		free(v);
+		return -ENOMEM;
+	}
 	/* written again while we copied: take the next one; truncated
 	 * meanwhile: what we copied may be zeros */
 	again = LD_ACQ(a->hdr->cand_seq);
 	if (again != seq || pt_agent__lost(a)) {
 		free(v);
+		a->has_specs = false;
 		return 0;
 	}
 	a->cand_seq_seen = seq;
 	*codes = v;
 	*n = k;
 	return 1;
+}
+
+int pt_agent__specs(const struct pt_agent *a, const uint8_t **found, const uint64_t **near,
+		    uint32_t *nnear)
+{
+	*found = a->found;
+	*near = a->near;
+	*nnear = a->has_specs ? a->nnear : 0;
+	return a->has_specs;
 }
 
 int pt_agent__arm(struct pt_agent *a, const uint64_t *codes, uint32_t n)

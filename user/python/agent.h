@@ -69,6 +69,16 @@ void pt_agent__heartbeat(struct pt_agent *a, uint64_t now);
 /* A new candidate list since the last call: 1 with *codes (malloc()ed,
  * free() it) and *n; 0 when nothing new; -ENOMEM. */
 int pt_agent__candidates(struct pt_agent *a, uint64_t **codes, uint32_t *n);
+/*
+ * What the agent said of the probes with the candidates last read
+ * (shim/ptagent.h, PTAG_FLAG_SPECS): *found, PTAG_MAX_SPECS bytes, 1 where
+ * pair i's module is in sys.modules; *near, *nnear: code objects of
+ * modules whose probe matched nothing (untrusted addresses, as candidates
+ * are). Valid until the next pt_agent__candidates(). 1 with them, 0 when
+ * the agent does not say (one built before they were added).
+ */
+int pt_agent__specs(const struct pt_agent *a, const uint8_t **found, const uint64_t **near,
+		    uint32_t *nnear);
 /* Hook exactly these (of the candidates). -E2BIG beyond PTAG_MAX_CODES. */
 int pt_agent__arm(struct pt_agent *a, const uint64_t *codes, uint32_t n);
 /* Walk the modules again (a py: probe that has not matched yet). */

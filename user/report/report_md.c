@@ -430,10 +430,62 @@ static bool no_steps(const cJSON *stats)
 	return pt_jnum(stats, "steps", &n) && n == 0;
 }
 
+/*
+ * Why a step probe counted no step, from its rows in functions: it
+ * matched nothing (and why), its calls are only sampled (no agent), or it
+ * attached and the target ran no step in the window.
+ */
+static void put_step_probe_state(FILE *f, const cJSON *doc)
+{
+	const cJSON *meta = pt_jget(doc, "meta"), *fn;
+	const char *probe = pt_jstr(meta, "step_probe"), *reason = NULL;
+	bool attached = false, sampled = false;
+	double at = -1, v;
+
+	cJSON_ArrayForEach(fn, pt_jarr(doc, "functions"))
+	{
+		const char *p = pt_jstr(fn, "probe"), *timing = pt_jstr(fn, "timing");
+
+		if (!p || !probe || strcmp(p, probe))
+			continue;
+		if (!cJSON_IsTrue(pt_jget(fn, "attached"))) {
+			reason = reason ? reason : pt_jstr(fn, "reason");
+			continue;
+		}
+		attached = true;
+		sampled |= timing && !strcmp(timing, "sampled");
+		if (pt_jnum(fn, "attached_after_s", &v) && (at < 0 || v < at))
+			at = v;
+	}
+	if (!attached) {
+		fputs(" matched no function", f);
+		if (reason) {
+			fputs(": ", f);
+			put_text(f, reason);
+		}
+		fputs(" (see Functions).", f);
+		return;
+	}
+	if (sampled) {
+		fputs(" was found, but its calls are only sampled here, and steps are counted "
+		      "from calls timed exactly: start the server after "
+		      "`eval \"$(proftrace env)\"` (the Python agent) or attach with --inject "
+		      "(see the Python line above).",
+		      f);
+		return;
+	}
+	fputs(" attached", f);
+	if (at >= 0)
+		fprintf(f, " at +%.2fs", at);
+	fputs(", but no call of it completed during the ", f);
+	put_fixed(f, meta, "duration_s", 3);
+	fputs(" s window: did the target run a step?", f);
+}
+
 static void put_steps(FILE *f, const cJSON *doc)
 {
 	const cJSON *meta = pt_jget(doc, "meta"), *st = pt_jget(doc, "stats");
-	double warm, inc;
+	double warm = 0, inc = 0;
 	bool has_warm, has_inc;
 
 	fputs("## Steps\n\n", f);
@@ -449,17 +501,14 @@ static void put_steps(FILE *f, const cJSON *doc)
 			return;
 		}
 		fputs("No complete step was seen: steps, buckets and step.other have no figures. "
-		      "Check the step probe ",
+		      "The step probe ",
 		      f);
 		put_code(f, pt_jstr(meta, "step_probe"));
 		fputs(" (mode ", f);
 		put_text(f, pt_jstr(meta, "step_mode"));
-		fputs("): did it attach (see Health), and did the target run a step "
-		      "during the ",
-		      f);
-		put_fixed(f, meta, "duration_s", 3);
-		fputs(" s window?", f);
-		if (has_inc)
+		fputs(")", f);
+		put_step_probe_state(f, doc);
+		if (has_inc && inc > 0)
 			fprintf(f, " %.0f step%s started but did not complete.", inc, plural(inc));
 		if (has_warm && warm > 0)
 			fprintf(f, " %.0f step%s skipped as warmup.", warm, plural(warm));
@@ -1143,7 +1192,13 @@ static void put_sampling_outputs(FILE *f, const cJSON *doc, const cJSON *s)
 	if (svg) {
 		fputs(any ? ", " : "Also written next to summary.json: ", f);
 		put_code(f, svg);
-		fputs(" (flame graph)", f);
+		fputs(" (flame graph of on-CPU time)", f);
+		any = true;
+	}
+	if (pt_jstr(out, "svg_wall")) {
+		fputs(any ? ", " : "Also written next to summary.json: ", f);
+		put_code(f, pt_jstr(out, "svg_wall"));
+		fputs(" (flame graph of wall time: off-CPU stacks under `[off-cpu]`)", f);
 		any = true;
 	}
 	if (any)
@@ -1173,6 +1228,34 @@ static int put_sampling(FILE *f, const cJSON *doc)
 	return err;
 }
 
+/* proftrace's own threads in the target: apart from every figure. */
+static void put_own_threads(FILE *f, const cJSON *own)
+{
+	const cJSON *arr = pt_jarr(own, "threads"), *t;
+	int n = arr ? cJSON_GetArraySize(arr) : 0, i = 0;
+	double on, off;
+
+	if (!n)
+		return;
+	fputs("proftrace's own thread", f);
+	fputs(n == 1 ? " in the target, left out of every figure, table and flame graph above: "
+		     : "s in the target, left out of every figure, table and flame graph above: ",
+	      f);
+	cJSON_ArrayForEach(t, arr)
+	{
+		fputs(i++ ? "; " : "", f);
+		put_code(f, pt_jstr(t, "name"));
+		fputs(" (tid ", f);
+		put_count(f, t, "tid");
+		fputs(")", f);
+		if (pt_jnum(t, "on_cpu_ms", &on) && pt_jnum(t, "off_cpu_ms", &off))
+			fprintf(f, " %.1f ms on the CPU, %.1f ms off it", on, off);
+	}
+	if (pt_jnum(own, "on_cpu_ms", &on) && pt_jnum(own, "off_cpu_ms", &off) && n > 1)
+		fprintf(f, " (together %.1f ms on the CPU, %.1f ms off it)", on, off);
+	fputs(".\n\n", f);
+}
+
 static void put_sampling_health(FILE *f, const cJSON *doc)
 {
 	/* clang-format off */
@@ -1195,6 +1278,7 @@ static void put_sampling_health(FILE *f, const cJSON *doc)
 	      f);
 	put_cells(f, s, cols, ARRAY_SIZE(cols));
 	fputs(" |\n\n", f);
+	put_own_threads(f, pt_jget(s, "proftrace_threads"));
 }
 
 /* The probes' estimated cost (summary.json overhead). */

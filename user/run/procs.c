@@ -712,6 +712,7 @@ void pt_run__free_proc(struct proc *p)
 	if (p->run && !p->ended)
 		p->run->slot_busy[p->idx] = false; /* never traced: free at once */
 	pt_agent__close(p->agent);
+	pt_run__py_hint_free(p);
 	free(p->agent_why);
 	if (p->wv) {
 		pt_run__free_view(p->wv);
@@ -947,7 +948,7 @@ int pt_run__start_proc(struct proc *p, int ep)
 	struct pt_maps maps = { 0 };
 	struct pt_py_offsets po;
 	char err[1024];
-	size_t pending = 0;
+	size_t pending = 0, npy = 0, pyfound = 0;
 	int e, n, armed;
 
 	p->t_added = pt_now_ns(CLOCK_MONOTONIC);
@@ -995,9 +996,17 @@ int pt_run__start_proc(struct proc *p, int ep)
 	p->pidfd = pt_tracee__pidfd(&p->tracee);
 	if (p->pidfd >= 0 && ep >= 0)
 		pt_run__add_fd(ep, p->pidfd, TAG_PID + p->pos);
-	for (size_t s = 0; s < r->cfg.nprobes; s++)
-		pending += r->cfg.probes[s].kind == PT_PROBE_NATIVE &&
-			   pt_resolver__spec_nfuncs(p->res, s) == 0;
+	for (size_t s = 0; s < r->cfg.nprobes; s++) {
+		bool py = r->cfg.probes[s].kind == PT_PROBE_PY;
+
+		pending += !py && pt_resolver__spec_nfuncs(p->res, s) == 0;
+		npy += py;
+		pyfound += py && pt_resolver__spec_nfuncs(p->res, s) > 0;
+	}
+	/* py: functions found (hooked by the agent, or by the frame probe)
+	 * are attached probes too, as Health counts them */
+	for (size_t i = 0; i < p->nfs; i++)
+		n += pt_resolver__func(p->res, i)->py && p->fs[i].attached;
 	pt_msg("proftrace: attached %d probe%s to pid %d (%s)", n, n == 1 ? "" : "s", p->tracee.pid,
 	       p->tracee.comm);
 	if (p->rank >= 0)
@@ -1005,10 +1014,15 @@ int pt_run__start_proc(struct proc *p, int ep)
 	if (p->py_probed)
 		fprintf(stderr, "; Python %s frames probed", p->py.version);
 	if (pt_run__agent_ok(p))
-		fprintf(stderr, "; Python %s agent hooks %u code object%s", p->py.version,
-			p->agent_narm, p->agent_narm == 1 ? "" : "s");
+		fprintf(stderr,
+			"; Python %s agent hooks %u code object%s for %zu of %zu py: probe%s",
+			p->py.version, p->agent_narm, p->agent_narm == 1 ? "" : "s", pyfound, npy,
+			npy == 1 ? "" : "s");
 	else if (p->agent)
 		fprintf(stderr, "; Python %s agent blocked (above)", p->py.version);
+	else if (npy && p->have_py && !strcmp(pt_run__py_timing(p), "sampled"))
+		fprintf(stderr, "; %zu py: probe%s timed from samples (no Python agent: above)",
+			npy, npy == 1 ? "" : "s");
 	if (p->sampled)
 		fprintf(stderr, "; stacks sampled at %u Hz", r->cfg.sample_hz);
 	if (p->gpu)

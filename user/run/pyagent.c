@@ -115,6 +115,7 @@ static void take_candidates(struct proc *p, const uint64_t *codes, uint32_t n)
 	if (pt_agent__arm(p->agent, arm, narm) == 0)
 		p->agent_narm = narm;
 	free(arm);
+	pt_run__py_hint_agent(p, codes, n); /* what matches nothing now, and why */
 }
 
 /* What the agent says now: a conflict or a failure is said once. */
@@ -468,6 +469,7 @@ int pt_run__agent_start(struct proc *p, char *err, size_t errlen)
 	struct run *r = p->run;
 	struct pt_agent_spec *specs;
 	struct pt_agent_info in;
+	size_t *spec_of;
 	char *host = NULL, *tpath = NULL;
 	uint64_t enter, exit;
 	size_t n = 0;
@@ -544,17 +546,12 @@ int pt_run__agent_start(struct proc *p, char *err, size_t errlen)
 	free(tpath);
 	if (e)
 		goto fail;
-	specs = pt_zalloc(r->cfg.nprobes, sizeof(*specs));
-	if (!specs) {
-		e = -ENOMEM;
+	e = pt_run__py_pairs(r, &specs, &spec_of, &n);
+	if (e)
 		goto fail;
-	}
-	for (size_t s = 0; s < r->cfg.nprobes; s++)
-		if (r->cfg.probes[s].kind == PT_PROBE_PY)
-			specs[n++] = (struct pt_agent_spec){ .path = r->cfg.probes[s].object,
-							     .glob = r->cfg.probes[s].symbol };
 	e = pt_agent__attach(p->agent, specs, n, &p->py.L, pt_now_ns(CLOCK_MONOTONIC));
 	free(specs);
+	free(spec_of);
 	if (e) {
 		snprintf(err, errlen, "%s",
 			 e == -EBUSY ? "another proftrace is attached to its "

@@ -23,7 +23,7 @@
 #include "report/summary.h"
 #include "python/agent.h"
 
-static void print_dry_run_proc(const struct proc *p)
+static void print_dry_run_proc(struct proc *p)
 {
 	const struct pt_config *cfg = &p->run->cfg;
 
@@ -49,21 +49,20 @@ static void print_dry_run_proc(const struct proc *p)
 				printf("%-40s   alias %s\n", "", f->aliases[a]);
 		}
 		if (sp->kind == PT_PROBE_PY) {
-			if (p->have_py)
-				printf("%-40s python %s (%s): matched by code object as it runs\n",
-				       sp->text, p->py.version, p->py.path);
-			else
+			if (!p->have_py)
 				printf("%-40s no CPython in this process\n", sp->text);
-			continue;
+			continue; /* below, all at once: the agent is asked once */
 		}
 		if (!any && !pt_resolver__spec_nfuncs(p->res, s))
 			printf("%-40s pending: no mapped object matches '%s' yet; it will be "
 			       "attached when loaded\n",
 			       sp->text, sp->object);
 	}
+	if (p->have_py && p->run->want_py)
+		pt_run__py_dry_run(p);
 }
 
-void pt_run__print_dry_run(const struct run *r)
+void pt_run__print_dry_run(struct run *r)
 {
 	for (size_t i = 0; i < r->nprocs; i++)
 		print_dry_run_proc(r->procs[i]);
@@ -578,6 +577,19 @@ static void docbuf_free(struct docbuf *b)
 	memset(b, 0, sizeof(*b));
 }
 
+/* Why py: probe s matched nothing (pyhint.c): in the document's process,
+ * or the first process that can say. */
+static const char *py_why(const struct docsrc *d, size_t s)
+{
+	const char *why = NULL;
+
+	if (d->p)
+		return pt_run__py_hint_why(d->p, s);
+	for (size_t i = 0; i < d->r->nprocs && !why; i++)
+		why = pt_run__py_hint_why(d->r->procs[i], s);
+	return why;
+}
+
 /* functions[]: in config order, each probe's functions, then the probes
  * that found nothing (with the reason). */
 static int doc_functions(const struct docsrc *d, struct docbuf *b, size_t nunres)
@@ -628,12 +640,15 @@ static int doc_functions(const struct docsrc *d, struct docbuf *b, size_t nunres
 			nrows++;
 		}
 		if (spec_nfuncs(d, s) == 0) {
+			const char *why = sp->kind == PT_PROBE_PY ? py_why(d, s) : NULL;
+
 			b->rows[nrows].fid = -1;
 			b->rows[nrows].probe = sp->text;
 			b->rows[nrows].py = sp->kind == PT_PROBE_PY;
 			b->rows[nrows].sampled = b->rows[nrows].py && d->v->stk;
 			b->rows[nrows].reason =
-				sp->kind == PT_PROBE_PY
+				why ? why
+				: sp->kind == PT_PROBE_PY
 					? "no code object of this name ran while attached (module "
 					  "not imported, or the function never called)"
 				: spec_has_objects(d, s)

@@ -129,8 +129,9 @@ struct proc {
 	const char *py_why_not;	    /* have_py but not probed or sampled: why */
 	/* the Python agent (pyagent.c): NULL when it has none or it is not used */
 	struct pt_agent *agent;
-	char *agent_why;     /* why there is none, for the report (owned) */
-	uint32_t agent_narm; /* code objects it was asked to hook */
+	struct pt_pyhint *hint; /* py: probes that match nothing (pyhint.c) */
+	char *agent_why;	/* why there is none, for the report (owned) */
+	uint32_t agent_narm;	/* code objects it was asked to hook */
 	bool agent_active, agent_warned, agent_lost_said;
 	const char *agent_loaded_by;		    /* "environment" (at start), "pep768", "inject",
 						     * "earlier" (by an earlier proftrace) */
@@ -343,6 +344,27 @@ void pt_run__agents_alive(struct run *r);
 /* Are its named calls timed through the agent right now? */
 bool pt_run__agent_ok(const struct proc *p);
 
+/* pyhint.c: py: probes that match nothing, why, and the closest names */
+struct pt_pyhint;
+struct pt_agent_spec;
+/* The (module path, name glob) pairs the agent walks for: each py: probe,
+ * and the function reading of a dotted one (py:a.b.c: module a.b); spec_of
+ * is each pair's probe. 0 or -ENOMEM (free both). */
+int pt_run__py_pairs(const struct run *r, struct pt_agent_spec **pairs, size_t **spec_of,
+		     size_t *n);
+/* The agent's candidates codes[0..n) were resolved: what matches nothing
+ * now is said (once per reason). */
+void pt_run__py_hint_agent(struct proc *p, const uint64_t *codes, uint32_t n);
+/* Without the agent, once a second of samples is in: the same from them. */
+void pt_run__py_hint_samples(struct proc *p);
+/* Why py: probe spec matched nothing in p (for the report), NULL when it
+ * matched or nothing can be said. */
+const char *pt_run__py_hint_why(struct proc *p, size_t spec);
+void pt_run__py_hint_free(struct proc *p);
+/* --dry-run: the functions p's Python agent would have hooked for each
+ * py: probe now (and why a probe has none), on stdout. */
+void pt_run__py_dry_run(struct proc *p);
+
 /* metrics.c: --metrics, Prometheus text exposition while attached */
 struct pt_metrics;
 int pt_run__metrics_open(struct run *r);
@@ -358,7 +380,7 @@ void pt_run__overhead_doc(const struct run *r, const struct view *v, const struc
 			  cJSON *doc);
 
 /* report.c */
-void pt_run__print_dry_run(const struct run *r);
+void pt_run__print_dry_run(struct run *r);
 /* The output folder (-o, or a new default one), before attaching: -PT_EUSAGE
  * when it cannot be created or written. */
 int pt_run__open_output(struct run *r);

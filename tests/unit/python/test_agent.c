@@ -260,6 +260,56 @@ static void test_candidates(void **state)
 	pt_agent__close(a);
 }
 
+/* found[] and near[] come with the candidates of one sequence, only from
+ * an agent that says it writes them, near's count clamped to its area. */
+static void test_specs(void **state)
+{
+	struct ptag_header *h = fresh();
+	uint8_t *found = seg + PTAG_FOUND_OFF;
+	uint64_t *near = (uint64_t *)(seg + PTAG_NEAR_OFF);
+	const uint8_t *f;
+	const uint64_t *nr;
+	struct pt_agent *a;
+	uint64_t *codes;
+	uint32_t n, nn;
+	char err[256];
+
+	(void)state;
+	assert_int_equal(pt_agent__open_mem(&a, seg, sizeof(seg), err, sizeof(err)), 0);
+	/* an agent built before: nothing said, whatever the areas hold */
+	found[1] = 1;
+	near[0] = 0x5000;
+	h->nnear = 1;
+	h->cand_seq = 1;
+	assert_int_equal(pt_agent__candidates(a, &codes, &n), 1);
+	free(codes);
+	assert_int_equal(pt_agent__specs(a, &f, &nr, &nn), 0);
+	assert_int_equal(nn, 0);
+	/* one that says: pair 1's module is there, pair 0's not; near[] */
+	h->flags = PTAG_FLAG_SPECS;
+	found[0] = 0;
+	found[1] = 7; /* any non-zero byte */
+	near[1] = 0x6000;
+	h->nnear = 2;
+	h->cand_seq = 2;
+	assert_int_equal(pt_agent__candidates(a, &codes, &n), 1);
+	free(codes);
+	assert_int_equal(pt_agent__specs(a, &f, &nr, &nn), 1);
+	assert_int_equal(f[0], 0);
+	assert_int_equal(f[1], 1);
+	assert_int_equal(f[PTAG_MAX_SPECS - 1], 0);
+	assert_int_equal(nn, 2);
+	assert_int_equal(nr[1], 0x6000);
+	/* a count past the area is clamped to it */
+	h->nnear = 0xffffffff;
+	h->cand_seq = 3;
+	assert_int_equal(pt_agent__candidates(a, &codes, &n), 1);
+	free(codes);
+	assert_int_equal(pt_agent__specs(a, &f, &nr, &nn), 1);
+	assert_int_equal(nn, PTAG_MAX_NEAR);
+	pt_agent__close(a);
+}
+
 /*
  * The issue-27 attack on the reader: the target's user truncates the
  * segment's file while proftrace is attached. The next touch is a fault
@@ -323,6 +373,7 @@ int main(void)
 		cmocka_unit_test(test_attach_too_many_probes),
 		cmocka_unit_test(test_another_proftrace),
 		cmocka_unit_test(test_candidates),
+		cmocka_unit_test(test_specs),
 		cmocka_unit_test(test_truncated_file),
 	};
 

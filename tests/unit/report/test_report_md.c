@@ -294,9 +294,9 @@ static void test_zero_steps(void **state)
 	char *md = render(doc);
 
 	assert_line(md, "No complete step was seen: steps, buckets and step.other have no figures. "
-			"Check the step probe `native:exe:do_step` (mode iteration): did it attach "
-			"(see Health), and did the target run a step during the 2.500 s window? 1 "
-			"step started but did not complete.");
+			"The step probe `native:exe:do_step` (mode iteration) attached at +0.00s, "
+			"but no call of it completed during the 2.500 s window: did the target run "
+			"a step? 1 step started but did not complete.");
 	assert_line(md, "Buckets are timed inside counted steps only, and none was counted.");
 	/* No table of dashes pretending to be a measurement. */
 	assert_no_substr(md, "| steps |");
@@ -307,6 +307,33 @@ static void test_zero_steps(void **state)
 	assert_line(md, "| 1 | 0 | 0 | 0 | 0 | 0 | 1 | 1/1 |");
 	assert_line(md, "All probes attached.");
 	assert_no_substr(md, "were dropped");
+	free(md);
+	cJSON_Delete(doc);
+}
+
+/* Zero steps said by what the step probe's rows say: it matched nothing
+ * (and why), or its calls are sampled only (no agent). */
+static void test_zero_steps_why(void **state)
+{
+	cJSON *doc = load_fixture("zero_steps.json");
+	cJSON *fn = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(doc, "functions"), 0);
+	char *md;
+
+	cJSON_ReplaceItemInObjectCaseSensitive(fn, "attached", cJSON_CreateFalse());
+	cJSON_ReplaceItemInObjectCaseSensitive(
+		fn, "reason", cJSON_CreateString("no function of module m matches (closest: x)"));
+	md = render(doc);
+	assert_line(md, "No complete step was seen: steps, buckets and step.other have no figures. "
+			"The step probe `native:exe:do_step` (mode iteration) matched no function: "
+			"no function of module m matches (closest: x) (see Functions). 1 step "
+			"started but did not complete.");
+	free(md);
+	cJSON_ReplaceItemInObjectCaseSensitive(fn, "attached", cJSON_CreateTrue());
+	cJSON_AddStringToObject(fn, "timing", "sampled");
+	md = render(doc);
+	assert_non_null(strstr(md, "The step probe `native:exe:do_step` (mode iteration) was "
+				   "found, but its calls are only sampled here"));
+	assert_no_substr(md, "did it attach");
 	free(md);
 	cJSON_Delete(doc);
 }
@@ -515,9 +542,30 @@ static cJSON *load_sampled(unsigned int lost)
 	cJSON_AddNumberToObject(s, "lost_samples", lost);
 	cJSON_AddNumberToObject(s, "threads_sampled", 2);
 	cJSON_AddNumberToObject(s, "threads_failed", 0);
+	{
+		/* proftrace's own: the agent's and the shim's threads */
+		cJSON *own = cJSON_AddObjectToObject(s, "proftrace_threads"), *t, *arr;
+
+		arr = cJSON_AddArrayToObject(own, "threads");
+		t = cJSON_CreateObject();
+		cJSON_AddNumberToObject(t, "tid", 4260);
+		cJSON_AddStringToObject(t, "name", "proftrace-py");
+		cJSON_AddNumberToObject(t, "on_cpu_ms", 0.4);
+		cJSON_AddNumberToObject(t, "off_cpu_ms", 1999.6);
+		cJSON_AddItemToArray(arr, t);
+		t = cJSON_CreateObject();
+		cJSON_AddNumberToObject(t, "tid", 4261);
+		cJSON_AddStringToObject(t, "name", "proftrace-cupti");
+		cJSON_AddNumberToObject(t, "on_cpu_ms", 0);
+		cJSON_AddNumberToObject(t, "off_cpu_ms", 2000);
+		cJSON_AddItemToArray(arr, t);
+		cJSON_AddNumberToObject(own, "on_cpu_ms", 0.4);
+		cJSON_AddNumberToObject(own, "off_cpu_ms", 3999.6);
+	}
 	out = cJSON_AddObjectToObject(s, "outputs");
 	cJSON_AddStringToObject(out, "folded", "stacks.folded");
 	cJSON_AddStringToObject(out, "svg", "flame.svg");
+	cJSON_AddStringToObject(out, "svg_wall", "flame-wall.svg");
 
 	add_py_function(fns, "Engine.decode", 60, false, 30, 300, 200, 0.05);
 	add_py_function(fns, "Engine.step", 42, true, 100, 1000, 100, 0.11);
@@ -594,7 +642,16 @@ static void test_sampling_section(void **state)
 	assert_no_substr(md, "| 64 |");
 	assert_line(md, "Also written next to summary.json: `lines.txt` (time per source line, in "
 			"line\\_profiler's layout), `stacks.folded` (folded stacks, for "
-			"flamegraph.pl or speedscope), `flame.svg` (flame graph).");
+			"flamegraph.pl or speedscope), `flame.svg` (flame graph of on-CPU time), "
+			"`flame-wall.svg` (flame graph of wall time: off-CPU stacks under "
+			"`[off-cpu]`).");
+	/* proftrace's own threads: in Health, with their time, in no table */
+	assert_line(md, "proftrace's own threads in the target, left out of every figure, table "
+			"and flame graph above: `proftrace-py` (tid 4260) 0.4 ms on the CPU, "
+			"1999.6 ms off it; `proftrace-cupti` (tid 4261) 0.0 ms on the CPU, 2000.0 "
+			"ms off it (together 0.4 ms on the CPU, 3999.6 ms off it).");
+	assert_true(strstr(md, "proftrace's own threads") > strstr(md, "## Health"));
+	assert_no_substr(md, "| proftrace-py |");
 
 	/* Health: the sampling counts, no warning without lost samples. */
 	assert_line(md, "Stack sampling:");
@@ -700,7 +757,8 @@ static void test_lines_source_error_and_no_outputs(void **state)
 	assert_line(md, "| 62 | 250.000 | 50.0% | 250.000 | 0.000 | – |");
 	assert_line(md, "Also written next to summary.json: `lines.txt` (time per source line, in "
 			"line\\_profiler's layout), `stacks.folded` (folded stacks, for "
-			"flamegraph.pl or speedscope).");
+			"flamegraph.pl or speedscope), `flame-wall.svg` (flame graph of wall time: "
+			"off-CPU stacks under `[off-cpu]`).");
 	free(md);
 
 	/* No lines, no folded, no svg: no note; no sampled rows: no table. */
@@ -1269,6 +1327,7 @@ int main(void)
 		cmocka_unit_test(test_full_health),
 		cmocka_unit_test(test_no_dropped_no_warning),
 		cmocka_unit_test(test_zero_steps),
+		cmocka_unit_test(test_zero_steps_why),
 		cmocka_unit_test(test_zero_steps_without_step_probe),
 		cmocka_unit_test(test_exact_start_time_from_raw),
 		cmocka_unit_test(test_missing_keys),
