@@ -279,6 +279,22 @@ static enum pt_format format_of(const char *path)
 	return PT_FORMAT_NONE;
 }
 
+/* -o out.txt, out.json: a file py-spy (or speedscope) users would expect,
+ * which would be made a folder of that name here. */
+static bool other_file(const char *path)
+{
+	static const char *const exts[] = { ".txt", ".json", ".html", ".png", ".speedscope" };
+	size_t n = strlen(path);
+
+	for (size_t i = 0; i < ARRAY_SIZE(exts); i++) {
+		size_t k = strlen(exts[i]);
+
+		if (n > k && !strcmp(path + n - k, exts[i]) && path[n - k - 1] != '/')
+			return true;
+	}
+	return false;
+}
+
 /*
  * py-spy's flags and commands that proftrace has no use for, with what
  * to do instead: a py-spy user's habit gets a one-line answer, not a
@@ -341,6 +357,11 @@ static int check_env(struct pt_env *env)
 	/* -o x.svg: that one file; --format names it whatever -o says */
 	if (env->output && !env->format)
 		env->format = format_of(env->output);
+	if (env->output && !env->format && other_file(env->output))
+		return bad("-o '%s' names a kind of file proftrace does not write: one file is "
+			   ".svg (flame graph), .folded (folded stacks) or .pb.gz (pprof), or any "
+			   "name with --format raw|flamegraph|pprof; a folder gets every output",
+			   env->output);
 	if (env->output && env->format) {
 		size_t n = strlen(env->output);
 

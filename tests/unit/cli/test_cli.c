@@ -118,6 +118,11 @@ static void test_one_file(void **state)
 	said_one_line("speedscope opens folded stacks: use --format raw");
 	assert_int_equal(PARSE(&env, "-p", "1", "-f", "chrometrace"), -EINVAL);
 	said_one_line("--trace writes trace.json");
+	/* a file of a kind proftrace does not write: not made a folder */
+	assert_int_equal(PARSE(&env, "-p", "1", "-o", "profile.txt"), -EINVAL);
+	said_one_line("-o 'profile.txt' names a kind of file proftrace does not write");
+	assert_int_equal(PARSE(&env, "-p", "1", "-o", "run.json"), -EINVAL);
+	assert_int_equal(PARSE(&env, "-p", "1", "--format", "raw", "-o", "profile.txt"), 0);
 	assert_int_equal(PARSE(&env, "-p", "1", "-f", "png"), -EINVAL);
 	said_one_line("bad --format 'png': flamegraph (flame.svg), raw (stacks.folded) or pprof");
 }
