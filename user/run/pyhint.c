@@ -48,9 +48,12 @@ struct pt_pyhint {
 	size_t nspecs;
 	struct cname *names;
 	size_t nnames, cap;
+	uint32_t *slot; /* address hash -> names index + 1 */
+	size_t nslots;
 	uint64_t *codes; /* candidates and near[] of the last list */
 	uint32_t ncodes;
 	bool sampled_checked;
+	uint64_t final_ns; /* the report's reasons were worked out then */
 };
 
 static void hint_free(struct pt_pyhint *h)
@@ -65,6 +68,7 @@ static void hint_free(struct pt_pyhint *h)
 	}
 	free(h->sp);
 	free(h->names);
+	free(h->slot);
 	free(h->codes);
 	free(h);
 }
@@ -123,6 +127,15 @@ int pt_run__py_pairs(const struct run *r, struct pt_agent_spec **pairs, size_t *
 	return 0;
 }
 
+static size_t slot_of(const struct pt_pyhint *h, uint64_t addr)
+{
+	size_t i = (size_t)(((addr >> 4) * 0x9e3779b97f4a7c15ull) >> 32) & (h->nslots - 1);
+
+	while (h->slot[i] && h->names[h->slot[i] - 1].addr != addr)
+		i = (i + 1) & (h->nslots - 1);
+	return i;
+}
+
 /* The names of the code object at addr (read once): NULL when it cannot
  * be read or is not a function (a module or class body). */
 static const struct cname *name_of(struct proc *p, struct pt_pyhint *h, uint64_t addr)
@@ -131,9 +144,25 @@ static const struct cname *name_of(struct proc *p, struct pt_pyhint *h, uint64_t
 	struct pt_pycode *c;
 	struct cname *e;
 
-	for (size_t i = 0; i < h->nnames; i++)
-		if (h->names[i].addr == addr)
-			return h->names[i].qualname ? &h->names[i] : NULL;
+	size_t i;
+
+	if ((h->nnames + 1) * 2 > h->nslots) {
+		size_t n = h->nslots ? h->nslots * 2 : 1024;
+		uint32_t *v = calloc(n, sizeof(*v));
+
+		if (!v)
+			return NULL;
+		free(h->slot);
+		h->slot = v;
+		h->nslots = n;
+		for (size_t k = 0; k < h->nnames; k++) {
+			i = slot_of(h, h->names[k].addr);
+			h->slot[i] = (uint32_t)k + 1;
+		}
+	}
+	i = slot_of(h, addr);
+	if (h->slot[i])
+		return h->names[h->slot[i] - 1].qualname ? &h->names[h->slot[i] - 1] : NULL;
 	if (h->nnames == h->cap) {
 		size_t cap = h->cap ? h->cap * 2 : 256;
 		struct cname *v = realloc(h->names, cap * sizeof(*v));
@@ -143,6 +172,7 @@ static const struct cname *name_of(struct proc *p, struct pt_pyhint *h, uint64_t
 		h->names = v;
 		h->cap = cap;
 	}
+	h->slot[i] = (uint32_t)h->nnames + 1;
 	e = &h->names[h->nnames++];
 	memset(e, 0, sizeof(*e));
 	e->addr = addr;
@@ -501,10 +531,20 @@ void pt_run__py_hint_samples(struct proc *p)
 
 const char *pt_run__py_hint_why(struct proc *p, size_t spec)
 {
+	uint64_t now = pt_now_ns(CLOCK_MONOTONIC);
+	struct pt_pyhint *h;
+
 	if (!p->have_py || !p->run->want_py)
 		return NULL;
-	check(p, true, true); /* with everything the run saw */
-	return p->hint && spec < p->hint->nspecs ? p->hint->sp[spec].why : NULL;
+	h = hint_of(p);
+	if (!h)
+		return NULL;
+	/* with everything the run saw; once per document (a second apart) */
+	if (!h->final_ns || now - h->final_ns > 1000000000ull) {
+		check(p, true, true);
+		h->final_ns = now;
+	}
+	return spec < h->nspecs ? h->sp[spec].why : NULL;
 }
 
 /* --dry-run: the code objects p's agent finds for the probes now, read
