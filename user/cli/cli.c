@@ -15,6 +15,7 @@ static const char usage[] =
 	"DIR|FILE]\n"
 	"                 [--rate HZ] [--format FMT] [--json] [-v] [-q]\n"
 	"                 [--gpu auto|on|off] [--trace [--trace-max-events N]] [--dry-run]\n"
+	"                 [--max-probes N]\n"
 	"                 [--inject [--inject-wait MS] [--inject-epoll]]\n"
 	"                 [--metrics HOST:PORT] [--interval SEC]\n"
 	"       proftrace --list-targets | --version\n"
@@ -64,6 +65,8 @@ static const char usage[] =
 	"      --trace-max-events N\n"
 	"                       keep at most N events in trace.json (default 1000000;\n"
 	"                       later ones are counted and left out, and it says so)\n"
+	"      --max-probes N   let one native: probe take up to N functions (default\n"
+	"                       1000; a wider glob is refused, saying what it takes)\n"
 	"      --metrics HOST:PORT\n"
 	"                       serve Prometheus metrics (text format) on HOST:PORT\n"
 	"                       while attached: steps, step time histogram, bucket time,\n"
@@ -216,6 +219,22 @@ static int parse_gpu(struct pt_env *env, const char *arg)
 		return bad("bad --gpu '%s': auto (use the CUPTI shim when the process has it), on "
 			   "or off",
 			   arg);
+	return 0;
+}
+
+/* --max-probes N: the most functions one native: probe may take */
+static int parse_max_probes(struct pt_env *env, const char *arg)
+{
+	char *end;
+	long v;
+
+	errno = 0;
+	v = strtol(arg, &end, 10);
+	if (errno || *end || v < 1 || v > 1000000)
+		return bad("bad --max-probes '%s': give a number of functions from 1 to 1000000, "
+			   "e.g. --max-probes 5000",
+			   arg);
+	env->max_probes = (unsigned long)v;
 	return 0;
 }
 
@@ -396,6 +415,7 @@ int pt_cli__parse(struct pt_env *env, int argc, char **argv)
 		{ "gpu", required_argument, NULL, 'G' },
 		{ "trace", no_argument, NULL, 'T' },
 		{ "trace-max-events", required_argument, NULL, 'M' },
+		{ "max-probes", required_argument, NULL, 'X' },
 		{ "inject", no_argument, NULL, 'I' },
 		{ "inject-wait", required_argument, NULL, 'W' },
 		{ "inject-epoll", no_argument, NULL, 'E' },
@@ -483,6 +503,9 @@ int pt_cli__parse(struct pt_env *env, int argc, char **argv)
 			break;
 		case 'r':
 			e = parse_rate(env, optarg);
+			break;
+		case 'X':
+			e = parse_max_probes(env, optarg);
 			break;
 		case 'f':
 			e = parse_format(env, optarg);

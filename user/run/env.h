@@ -44,9 +44,13 @@ struct pt_env {
 	const char *metrics;	     /* --metrics HOST:PORT: Prometheus text while attached */
 	double interval_s;	     /* --interval SEC: a window summary every SEC; 0: none */
 	unsigned int rate_hz;	     /* --rate HZ: samples per second; 0: the targets file's */
+	unsigned long max_probes;    /* --max-probes N: functions one native: probe may take; 0: 1000 */
 	/* -o x.svg or --format: output is that one file (output: its path;
 	 * NULL with a format: the default folder holds only it) */
 	enum pt_format format;
+	/* -i/--idle: that one flame graph is wall time (flame-wall.svg's
+	 * view, off-CPU stacks under [off-cpu]), not on-CPU time */
+	bool idle;
 };
 
 #endif
