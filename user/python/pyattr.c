@@ -14,6 +14,7 @@
 
 /* tp_flags bits, the same on 3.8-3.13 */
 #define TPF_HEAPTYPE (1ull << 9)
+#define TPF_LONG_SUBCLASS (1ull << 24)
 #define TPF_UNICODE_SUBCLASS (1ull << 28)
 #define TPF_DICT_SUBCLASS (1ull << 29)
 
@@ -379,7 +380,8 @@ struct ctx {
 	uint64_t mro[PT_PYATTR_MRO_MAX];
 	size_t nmro;
 	/* builtin types, each verified once (static, by tp_name) */
-	uint64_t str_type, dict_type, func_type, code_type;
+	uint64_t str_type, dict_type, func_type, code_type, int_type;
+	size_t scan_max; /* keys_find: entries searched; 0: PT_PYATTR_SCAN_MAX */
 	long budget;
 	char tname[80]; /* the type's tp_name, for messages */
 	char *why;
@@ -523,7 +525,7 @@ static int keys_find(struct ctx *c, uint64_t keys, uint64_t values, uint64_t wan
 		return -EINVAL;
 	/* the first PT_PYATTR_SCAN_MAX entries only: names set early (in
 	 * __init__) come first */
-	for (i = 0; i < g.nentries && i < PT_PYATTR_SCAN_MAX; i++) {
+	for (i = 0; i < g.nentries && i < (c->scan_max ? c->scan_max : PT_PYATTR_SCAN_MAX); i++) {
 		uint64_t k;
 
 		if (crd(c, g.entries + i * g.esize, 0, e, g.esize))
@@ -1065,4 +1067,102 @@ int pt_pyattr__resolve_obj(const struct pt_tmem *m, const struct pt_py_layout *L
 			   "instances hold other objects",
 			   c.tname, c.name);
 	return finish_dict(&c, loc, key, hash);
+}
+
+/* ---- objects that are not attributes ---- */
+
+static int ascii_name_ok(const char *name, size_t n)
+{
+	if (!n || n > PT_PYATTR_NAME_MAX)
+		return 0;
+	for (size_t i = 0; i < n; i++)
+		if (name[i] <= ' ' || name[i] >= 0x7f)
+			return 0;
+	return 1;
+}
+
+int pt_pyattr__dict_get(const struct pt_tmem *m, const struct pt_py_layout *L, uint64_t dict,
+			const char *name, size_t max, uint64_t *value)
+{
+	struct ctx c = { .m = m, .L = L, .name = name, .budget = READ_BUDGET, .scan_max = max };
+	uint64_t key;
+	int64_t hash;
+	bool interned;
+	int e;
+
+	*value = 0;
+	c.nlen = name ? strlen(name) : 0;
+	if (!ascii_name_ok(name, c.nlen) || !max)
+		return -EINVAL;
+	e = dict_find(&c, dict, &key, value, &interned, &hash);
+	if (c.budget < 0)
+		return -E2BIG;
+	if (e == 1 && !*value)
+		return 0; /* deleted from a split table */
+	return e;
+}
+
+int pt_pyattr__dict_values(const struct pt_tmem *m, const struct pt_py_layout *L, uint64_t dict,
+			   uint64_t *values, size_t max, size_t *n)
+{
+	struct ctx c = { .m = m, .L = L, .budget = READ_BUDGET };
+	uint64_t keys, vals, i, e[3], v;
+	struct keys_geom g;
+
+	*n = 0;
+	if (!is_builtin(&c, dict, &c.dict_type, "dict", TPF_DICT_SUBCLASS))
+		return -EINVAL;
+	if (crd64(&c, dict, L->dict_keys, &keys) || crd64(&c, dict, L->dict_values, &vals))
+		return -EFAULT;
+	if (keys_geom(m, L, keys, &g) != PT_PYATTR_OK)
+		return -EINVAL;
+	for (i = 0; i < g.nentries && *n < max; i++) {
+		if (crd(&c, g.entries + i * g.esize, 0, e, g.esize))
+			return c.budget < 0 ? -E2BIG : -EFAULT;
+		if (!(g.esize == 24 ? e[1] : e[0]))
+			continue; /* deleted */
+		if (!vals)
+			v = g.esize == 24 ? e[2] : e[1];
+		else if (crd64(&c, vals, (int64_t)L->values_items + (int64_t)i * 8, &v))
+			return c.budget < 0 ? -E2BIG : -EFAULT;
+		if (v)
+			values[(*n)++] = v;
+	}
+	return 0;
+}
+
+int pt_pyattr__int(const struct pt_tmem *m, const struct pt_py_layout *L, uint64_t obj, int64_t *v)
+{
+	struct ctx c = { .m = m, .L = L, .budget = READ_BUDGET };
+	uint64_t size, ndig;
+	uint32_t d[2] = { 0, 0 };
+	bool neg;
+
+	*v = 0;
+	if (!is_builtin(&c, obj, &c.int_type, "int", TPF_LONG_SUBCLASS))
+		return -EINVAL;
+	/* PyLongObject: ob_size (digits, signed) before 3.12, lv_tag after
+	 * (digits << 3 | sign: 0 positive, 1 zero, 2 negative); 30-bit
+	 * digits at 24 on every version (gdb) */
+	if (rd64(m, obj, 16, &size))
+		return -EFAULT;
+	if (L->long_tag) {
+		if ((size & 3) == 3)
+			return -EINVAL;
+		neg = (size & 3) == 2;
+		ndig = size >> 3;
+	} else {
+		neg = (int64_t)size < 0;
+		ndig = neg ? -size : size;
+	}
+	if (ndig > 2)
+		return -EINVAL;
+	if (ndig && rdo(m, obj, 24, d, ndig * 4))
+		return -EFAULT;
+	if ((d[0] >> 30) || (d[1] >> 30))
+		return -EINVAL;
+	*v = (int64_t)((uint64_t)d[1] << 30 | d[0]);
+	if (neg)
+		*v = -*v;
+	return 0;
 }

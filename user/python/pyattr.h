@@ -101,4 +101,27 @@ enum pt_pyattr_status pt_pyattr__read(const struct pt_tmem *m, const struct pt_p
 /* "ok", "unset", "missing", ... */
 const char *pt_pyattr__status_str(enum pt_pyattr_status st);
 
+/*
+ * Reads of objects that are not attributes (sys.modules, a module's
+ * globals, an int: python/pythreads.c), with the same care: exact
+ * builtin types checked, every loop bounded by max or a constant, and
+ * -E2BIG past a read budget.
+ *
+ * pt_pyattr__dict_get: the value of the str key `name` (1-255 ASCII
+ * characters, compared by content: no hash needed) among the first max
+ * entries of the exact dict at dict. 1 with *value; 0 when absent;
+ * -EINVAL when dict is no dict or its keys are implausible; -EFAULT.
+ */
+int pt_pyattr__dict_get(const struct pt_tmem *m, const struct pt_py_layout *L, uint64_t dict,
+			const char *name, size_t max, uint64_t *value);
+
+/* The values of the exact dict at dict (combined or split), in entry
+ * order, at most max: 0 with *n of them in values[]; errors as above. */
+int pt_pyattr__dict_values(const struct pt_tmem *m, const struct pt_py_layout *L, uint64_t dict,
+			   uint64_t *values, size_t max, size_t *n);
+
+/* The exact int at obj, when it fits in 62 bits: 0 with *v; -EINVAL when
+ * obj is no int (None, a subclass) or larger; -EFAULT. */
+int pt_pyattr__int(const struct pt_tmem *m, const struct pt_py_layout *L, uint64_t obj, int64_t *v);
+
 #endif

@@ -26,7 +26,9 @@
 /* Byte offsets on x86-64; see tests/fixtures/cpython/offsets-x86_64.txt.
  * eval_frame: gdb `&((PyInterpreterState *)0)->eval_frame` (3.8.18: 568,
  * 3.9.18: 1400, ..., 3.14.7: 8520): the perf trampoline check (3.12+) and
- * the agent's frame evaluator on 3.8 (no setter there).
+ * the agent's frame evaluator on 3.8 (no setter there). interp_modules:
+ * gdb `&((PyInterpreterState *)0)->modules` (imports.modules 3.12+) on
+ * the pyenv builds; 3.14's is not known here (0).
  * Attribute fields: docs/pyattr-notes.md. */
 /* clang-format off */
 static const struct pt_py_layout layouts[] = {
@@ -34,7 +36,7 @@ static const struct pt_py_layout layouts[] = {
 	  .code_firstlineno = 40, .code_flags = 36, .ob_type = 8, .str_length = 16, .str_state = 32,
 	  .code_linetable = 120, .bytes_size = 16, .bytes_sval = 32,
 	  .ascii_size = 48, .compact_size = 72, .runtime_interp_head = 32,
-	  .interp_eval_frame = 568, .evalframe_all_calls = true,
+	  .interp_eval_frame = 568, .interp_modules = 56, .evalframe_all_calls = true,
 	  .interp_tstate_head = 8, .tstate_next = 8, .tstate_thread_id = 176, .tstate_frame = 24,
 	  .cframe_frame = -1, .frame_back = 24, .frame_lasti = 104, .owner_cstack = 256,
 	  .frame_size = 112,
@@ -46,7 +48,7 @@ static const struct pt_py_layout layouts[] = {
 	  .code_firstlineno = 40, .code_flags = 36, .ob_type = 8, .str_length = 16, .str_state = 32,
 	  .code_linetable = 120, .bytes_size = 16, .bytes_sval = 32,
 	  .ascii_size = 48, .compact_size = 72, .runtime_interp_head = 32,
-	  .interp_eval_frame = 1400, .evalframe_all_calls = true,
+	  .interp_eval_frame = 1400, .interp_modules = 856, .evalframe_all_calls = true,
 	  .interp_tstate_head = 8, .tstate_next = 8, .tstate_thread_id = 176, .tstate_frame = 24,
 	  .cframe_frame = -1, .frame_back = 24, .frame_lasti = 104, .owner_cstack = 256,
 	  .frame_size = 112,
@@ -58,7 +60,7 @@ static const struct pt_py_layout layouts[] = {
 	  .code_firstlineno = 40, .code_flags = 36, .ob_type = 8, .str_length = 16, .str_state = 32,
 	  .code_linetable = 120, .bytes_size = 16, .bytes_sval = 32,
 	  .ascii_size = 48, .compact_size = 72, .runtime_interp_head = 32,
-	  .interp_eval_frame = 1368, .evalframe_all_calls = true,
+	  .interp_eval_frame = 1368, .interp_modules = 856, .evalframe_all_calls = true,
 	  .interp_tstate_head = 8, .tstate_next = 8, .tstate_thread_id = 176, .tstate_frame = 24,
 	  .cframe_frame = -1, .frame_back = 24, .frame_lasti = 96, .owner_cstack = 256,
 	  .frame_size = 104,
@@ -71,7 +73,7 @@ static const struct pt_py_layout layouts[] = {
 	  .code_linetable = 136, .bytes_size = 16, .bytes_sval = 32,
 	  .code_adaptive = 184, .frame_ip = 56, .gen_new_lim = 0, .ob_type = 8, .str_length = 16,
 	  .str_state = 32, .ascii_size = 48, .compact_size = 72, .runtime_interp_head = 40,
-	  .interp_eval_frame = 1424,
+	  .interp_eval_frame = 1424, .interp_modules = 888,
 	  .interp_tstate_head = 16, .tstate_next = 8, .tstate_thread_id = 152, .tstate_frame = 56,
 	  .cframe_frame = 8, .frame_back = 48, .frame_owner = 69, .owner_cstack = 256,
 	  .frame_size = 72,
@@ -85,7 +87,7 @@ static const struct pt_py_layout layouts[] = {
 	  .code_linetable = 136, .bytes_size = 16, .bytes_sval = 32,
 	  .code_adaptive = 192, .frame_ip = 56, .gen_new_lim = 0, .ob_type = 8, .str_length = 16,
 	  .str_state = 32, .ascii_size = 40, .compact_size = 56, .runtime_interp_head = 40,
-	  .interp_eval_frame = 1744,
+	  .interp_eval_frame = 1744, .interp_modules = 944,
 	  .interp_tstate_head = 72, .tstate_next = 8, .tstate_thread_id = 136, .tstate_frame = 56,
 	  .cframe_frame = 0, .frame_back = 8, .frame_owner = 70, .owner_cstack = 3,
 	  .frame_size = 72,
@@ -99,7 +101,7 @@ static const struct pt_py_layout layouts[] = {
 	  .code_linetable = 136, .bytes_size = 16, .bytes_sval = 32,
 	  .code_adaptive = 200, .frame_ip = 56, .gen_new_lim = 1, .ob_type = 8, .str_length = 16,
 	  .str_state = 32, .ascii_size = 40, .compact_size = 56, .runtime_interp_head = 632,
-	  .interp_eval_frame = 8472,
+	  .interp_eval_frame = 8472, .interp_modules = 7656,
 	  .interp_tstate_head = 7344, .tstate_next = 8, .tstate_thread_id = 152, .tstate_frame = 72,
 	  .cframe_frame = -1, .frame_back = 8, .frame_owner = 70, .owner_cstack = 3,
 	  .frame_size = 72,
@@ -143,6 +145,7 @@ enum {
 	DO_RUNTIME_INTERP_HEAD = 5,
 	DO_INTERP_SIZE = 6,
 	DO_INTERP_THREADS_HEAD = 9,
+	DO_INTERP_IMPORTS_MODULES = 11,
 	DO_TSTATE_SIZE = 19,
 	DO_TSTATE_NEXT = 21,
 	DO_TSTATE_CURRENT_FRAME = 23,
@@ -229,6 +232,7 @@ int pt_py_layout__from_debug_offsets(struct pt_py_layout *L, const void *buf, si
 	    w[DO_UNICODE_STATE] > 64 || w[DO_UNICODE_LENGTH] > 64 ||
 	    w[DO_UNICODE_ASCII_SIZE] > 64 || w[DO_INTERP_SIZE] > (1u << 24) ||
 	    w[DO_TSTATE_SIZE] > 4096 || !fits(w[DO_INTERP_THREADS_HEAD], 8, w[DO_INTERP_SIZE]) ||
+	    !fits(w[DO_INTERP_IMPORTS_MODULES], 8, w[DO_INTERP_SIZE]) ||
 	    !fits(w[DO_TSTATE_NEXT], 8, w[DO_TSTATE_SIZE]) ||
 	    !fits(w[DO_TSTATE_CURRENT_FRAME], 8, w[DO_TSTATE_SIZE]) ||
 	    !fits(w[DO_TSTATE_THREAD_ID], 8, w[DO_TSTATE_SIZE]) ||
@@ -265,6 +269,7 @@ int pt_py_layout__from_debug_offsets(struct pt_py_layout *L, const void *buf, si
 	L->compact_size = L->ascii_size + 16;
 	L->runtime_interp_head = (unsigned int)w[DO_RUNTIME_INTERP_HEAD];
 	L->interp_tstate_head = (unsigned int)w[DO_INTERP_THREADS_HEAD];
+	L->interp_modules = (unsigned int)w[DO_INTERP_IMPORTS_MODULES];
 	L->tstate_next = (unsigned int)w[DO_TSTATE_NEXT];
 	L->tstate_thread_id = (unsigned int)w[DO_TSTATE_THREAD_ID];
 	L->tstate_frame = (unsigned int)w[DO_TSTATE_CURRENT_FRAME];

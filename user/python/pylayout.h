@@ -49,6 +49,10 @@ struct pt_py_layout {
 	unsigned int compact_size;	  /* sizeof(PyCompactUnicodeObject): other data */
 	unsigned int runtime_interp_head; /* _PyRuntime.interpreters.head */
 	unsigned int interp_eval_frame;	  /* PyInterpreterState.eval_frame (PEP 523) */
+	/* PyInterpreterState.modules (imports.modules on 3.12+): sys.modules,
+	 * where the threading module's thread names are found (pythreads.c).
+	 * 0: not known (3.14: its threads carry their names as comm) */
+	unsigned int interp_modules;
 	/* The state walk of the stack sampler (bpf/pysample.bpf.c): runtime
 	 * -> interpreter -> thread states -> current frame -> back links. */
 	unsigned int interp_tstate_head; /* PyInterpreterState -> first PyThreadState */

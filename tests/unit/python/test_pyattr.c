@@ -1243,6 +1243,131 @@ static void test_resolve_budget(void **state)
 	world_free(&w);
 }
 
+/* ---- objects that are not attributes (python/pythreads.c) ---- */
+
+#define TPF_LONG_SUBCLASS (1ull << 24)
+
+/* An exact int of the version's layout: digits of 30 bits at 24. */
+static uint64_t mk_int(struct world *w, uint64_t long_t, int64_t v)
+{
+	uint64_t a = alloc(&w->m, 40), u = v < 0 ? -(uint64_t)v : (uint64_t)v;
+	uint32_t d[3] = { u & 0x3fffffff, (u >> 30) & 0x3fffffff, (uint32_t)(u >> 60) };
+	uint64_t nd = d[2] ? 3 : d[1] ? 2 : d[0] ? 1 : 0;
+
+	poke64(&w->m, a, 1);
+	poke64(&w->m, a + w->L->ob_type, long_t);
+	if (w->L->long_tag)
+		poke64(&w->m, a + 16, nd << 3 | (v < 0 ? 2 : v == 0 ? 1 : 0));
+	else
+		poke64(&w->m, a + 16, v < 0 ? -nd : nd);
+	poke(&w->m, a + 24, d, sizeof(d));
+	return a;
+}
+
+/* sys.modules-like dicts: a str key found by content among the first max
+ * entries (whether or not it is interned, whatever its hash), deleted
+ * entries skipped; values of combined and split tables in entry order;
+ * what is not a dict, or holds implausible keys, refused. */
+static void test_dict_get_values(void **state)
+{
+	struct world w;
+	unsigned int minor;
+
+	for_each_version(&w, minor)
+	{
+		struct kent e[5];
+		uint64_t d, v, vals[8], sv[2], split;
+		size_t n;
+
+		e[0] = (struct kent){ mk_str(&w, "sys", true, 11), 11, mk_obj(&w, w.int_t) };
+		e[1] = (struct kent){ mk_str(&w, "threadin", true, 12), 12, mk_obj(&w, w.int_t) };
+		e[2] = (struct kent){ mk_str(&w, "gone", true, 13), 13, 0, true };
+		e[3] = (struct kent){ mk_str(&w, "threading", false, 14), 14, mk_obj(&w, w.int_t) };
+		e[4] = (struct kent){ mk_str(&w, "threading2", true, 15), 15, mk_obj(&w, w.int_t) };
+		d = mk_cdict(&w, e, 5);
+		assert_int_equal(pt_pyattr__dict_get(&w.t, w.L, d, "threading", 100, &v), 1);
+		assert_int_equal(v, e[3].value);
+		assert_int_equal(pt_pyattr__dict_get(&w.t, w.L, d, "sys", 100, &v), 1);
+		assert_int_equal(v, e[0].value);
+		assert_int_equal(pt_pyattr__dict_get(&w.t, w.L, d, "gone", 100, &v), 0);
+		assert_int_equal(pt_pyattr__dict_get(&w.t, w.L, d, "_active", 100, &v), 0);
+		assert_int_equal(v, 0);
+		/* past max: not searched */
+		assert_int_equal(pt_pyattr__dict_get(&w.t, w.L, d, "threading", 3, &v), 0);
+		assert_int_equal(pt_pyattr__dict_get(&w.t, w.L, d, "threading", 4, &v), 1);
+		assert_int_equal(pt_pyattr__dict_get(&w.t, w.L, d, "", 100, &v), -EINVAL);
+		assert_int_equal(pt_pyattr__dict_get(&w.t, w.L, d, "a b", 100, &v), -EINVAL);
+		assert_int_equal(pt_pyattr__dict_get(&w.t, w.L, d, "sys", 0, &v), -EINVAL);
+
+		assert_int_equal(pt_pyattr__dict_values(&w.t, w.L, d, vals, 8, &n), 0);
+		assert_int_equal(n, 4);
+		assert_int_equal(vals[0], e[0].value);
+		assert_int_equal(vals[1], e[1].value);
+		assert_int_equal(vals[2], e[3].value);
+		assert_int_equal(vals[3], e[4].value);
+		assert_int_equal(pt_pyattr__dict_values(&w.t, w.L, d, vals, 2, &n), 0);
+		assert_int_equal(n, 2);
+
+		/* a split table: values from its values array, NULL ones skipped */
+		sv[0] = mk_obj(&w, w.int_t);
+		sv[1] = 0;
+		split = mk_dict(&w, mk_keys(&w, 3, 2, e, 2), mk_values(&w, sv, 2, 4));
+		assert_int_equal(pt_pyattr__dict_values(&w.t, w.L, split, vals, 8, &n), 0);
+		assert_int_equal(n, 1);
+		assert_int_equal(vals[0], sv[0]);
+		assert_int_equal(pt_pyattr__dict_get(&w.t, w.L, split, "threadin", 8, &v), 0);
+
+		/* not a dict, no object, implausible keys */
+		assert_int_equal(pt_pyattr__dict_get(&w.t, w.L, e[0].key, "sys", 9, &v), -EINVAL);
+		assert_int_equal(pt_pyattr__dict_values(&w.t, w.L, e[0].key, vals, 8, &n), -EINVAL);
+		assert_int_equal(pt_pyattr__dict_values(&w.t, w.L, 0, vals, 8, &n), -EINVAL);
+		assert_int_equal(pt_pyattr__dict_get(&w.t, w.L, 0x7fff0000, "sys", 9, &v), -EINVAL);
+		poke64(&w.m, peek64(&w.m, d + w.L->dict_keys) + w.L->keys_nentries, 1ull << 40);
+		assert_int_equal(pt_pyattr__dict_values(&w.t, w.L, d, vals, 8, &n), -EINVAL);
+		assert_int_equal(pt_pyattr__dict_get(&w.t, w.L, d, "sys", 9, &v), -EINVAL);
+		world_free(&w);
+	}
+}
+
+/* ints as thread ids are: one and two digits, zero, negative; what is
+ * no exact int or does not fit, refused. */
+static void test_int(void **state)
+{
+	static const int64_t ok[] = {
+		0, 1, 4242, 0x3fffffff, 0x40000000, 1ll << 59, (1ll << 60) - 1, -7, -(1ll << 45)
+	};
+	struct world w;
+	unsigned int minor;
+
+	for_each_version(&w, minor)
+	{
+		uint64_t long_t = mk_static_type(&w, "int", TPF_LONG_SUBCLASS);
+		uint64_t sub_t = mk_static_type(&w, "bool", TPF_LONG_SUBCLASS);
+		int64_t v;
+
+		for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
+			assert_int_equal(pt_pyattr__int(&w.t, w.L, mk_int(&w, long_t, ok[i]), &v),
+					 0);
+			assert_int_equal(v, ok[i]);
+		}
+		/* three digits */
+		assert_int_equal(pt_pyattr__int(&w.t, w.L, mk_int(&w, long_t, 1ll << 60), &v),
+				 -EINVAL);
+		/* not int: the flagless int of the world, a subclass, None-like */
+		assert_int_equal(pt_pyattr__int(&w.t, w.L, mk_int(&w, w.int_t, 5), &v), -EINVAL);
+		assert_int_equal(pt_pyattr__int(&w.t, w.L, mk_int(&w, sub_t, 1), &v), -EINVAL);
+		assert_int_equal(pt_pyattr__int(&w.t, w.L, 0, &v), -EINVAL);
+		/* a digit with bits past 30 */
+		{
+			uint64_t a = mk_int(&w, long_t, 3);
+
+			poke32(&w.m, a + 24, 1u << 30);
+			assert_int_equal(pt_pyattr__int(&w.t, w.L, a, &v), -EINVAL);
+		}
+		world_free(&w);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1259,6 +1384,8 @@ int main(void)
 		cmocka_unit_test(test_bad_locations),
 		cmocka_unit_test(test_resolve_bad_types),
 		cmocka_unit_test(test_resolve_budget),
+		cmocka_unit_test(test_dict_get_values),
+		cmocka_unit_test(test_int),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -177,6 +177,10 @@ static void test_rows_match_gdb(void **state)
 				 field(m, "_PyRuntimeState", "interpreters.head"));
 		assert_int_equal(L->interp_tstate_head,
 				 field2(m, "PyInterpreterState", "tstate_head", "threads.head"));
+		/* sys.modules (thread names): 3.14's not known, 0 */
+		assert_int_equal(L->interp_modules, m == 14 ? 0
+							    : field2(m, "PyInterpreterState",
+								     "modules", "imports.modules"));
 		assert_int_equal(L->tstate_next, field(m, "PyThreadState", "next"));
 		assert_int_equal(L->tstate_thread_id, field(m, "PyThreadState", "thread_id"));
 		if (m < 11)
@@ -359,6 +363,7 @@ _Static_assert(8 + sizeof(do_3130) == PT_PY_DEBUG_OFFSETS_LEN,
 #define AT_FREE_THREADED 16
 #define AT_RUNTIME_SIZE 24
 #define AT_INTERP_HEAD 40
+#define AT_INTERP_IMPORTS_MODULES 88
 #define AT_FRAME_SIZE 224
 #define AT_FRAME_EXECUTABLE 240
 #define AT_FRAME_INSTR_PTR 248
@@ -414,6 +419,7 @@ static void test_synthetic_layout_is_3130(void **state)
 	assert_int_equal(get64(b, AT_FREE_THREADED), 0);
 	assert_int_equal(get64(b, AT_RUNTIME_SIZE), 283320);
 	assert_int_equal(get64(b, AT_INTERP_HEAD), 632);
+	assert_int_equal(get64(b, AT_INTERP_IMPORTS_MODULES), 7656);
 	assert_int_equal(get64(b, AT_FRAME_SIZE), 80);
 	assert_int_equal(get64(b, AT_FRAME_EXECUTABLE), 0);
 	assert_int_equal(get64(b, AT_FRAME_INSTR_PTR), 56);
@@ -466,6 +472,7 @@ static void assert_same_layout(const struct pt_py_layout *a, const struct pt_py_
 	assert_int_equal(a->compact_size, b->compact_size);
 	assert_int_equal(a->runtime_interp_head, b->runtime_interp_head);
 	assert_int_equal(a->interp_eval_frame, b->interp_eval_frame);
+	assert_int_equal(a->interp_modules, b->interp_modules);
 	assert_int_equal(a->evalframe_all_calls, b->evalframe_all_calls);
 	/* what pyattr.c reads */
 	assert_int_equal(a->type_name, b->type_name);
@@ -531,6 +538,7 @@ static void test_offsets_are_used(void **state)
 
 	build_offsets(b);
 	put64(b, AT_INTERP_HEAD, 640);
+	put64(b, AT_INTERP_IMPORTS_MODULES, 7000);
 	put64(b, AT_FRAME_EXECUTABLE, 8);
 	put64(b, AT_FRAME_INSTR_PTR, 64);
 	put64(b, AT_CODE_FILENAME, 104);
@@ -552,6 +560,7 @@ static void test_offsets_are_used(void **state)
 	put64(b, AT_DICT_MA_VALUES, 32);
 	assert_int_equal(parse(b, sizeof(b), &L, &hex, err, sizeof(err)), 0);
 	assert_int_equal(L.runtime_interp_head, 640);
+	assert_int_equal(L.interp_modules, 7000);
 	assert_int_equal(L.frame_code, 8);
 	assert_int_equal(L.frame_ip, 64);
 	assert_int_equal(L.code_filename, 104);
@@ -653,6 +662,8 @@ static void test_offsets_implausible(void **state)
 		{ AT_FRAME_SIZE, 50 },
 		{ AT_INTERP_HEAD, 283313 },
 		{ AT_INTERP_HEAD, 1ull << 63 },
+		{ AT_INTERP_IMPORTS_MODULES, 194961 }, /* the pointer ends beyond it */
+		{ AT_INTERP_IMPORTS_MODULES, 1ull << 40 },
 		{ AT_RUNTIME_SIZE, (1u << 24) + 1 },
 		{ AT_RUNTIME_SIZE, 100 },
 		{ AT_OB_TYPE, 0 },
