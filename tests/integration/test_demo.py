@@ -185,8 +185,8 @@ def test_demo_script():
     assert re.search(r"^demo: check: \d+ steps, 5 buckets with calls, Python timing exact$",
                      text, re.M), text
     want = sorted(os.path.join(os.path.realpath(out), n) for n in
-                  ("flame.svg", "lines.txt", "profile.pb.gz", "report.md", "stacks.folded",
-                   "summary.json"))
+                  ("flame-wall.svg", "flame.svg", "lines.txt", "profile.pb.gz", "report.md",
+                   "stacks.folded", "summary.json"))
     eq(sorted(listed), want, "listed outputs")
     with open(os.path.join(out, "summary.json")) as f:
         s = json.load(f)

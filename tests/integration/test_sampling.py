@@ -211,7 +211,8 @@ def check_shares(s, t, label):
 def check_folded(s, t):
     out = s["_out"]
     sm = s["meta"]["sampling"]
-    eq(sm["outputs"], {"folded": "stacks.folded", "svg": "flame.svg"}, "meta.sampling.outputs")
+    eq(sm["outputs"], {"folded": "stacks.folded", "svg": "flame.svg",
+                       "svg_wall": "flame-wall.svg"}, "meta.sampling.outputs")
     total = 0
     n = 0
     sleep_off = 0
@@ -241,8 +242,15 @@ def check_folded(s, t):
     assert sleep_off > 0, "no [off-cpu] leaf under %r" % sleep_frame
     assert abs(sleep_off - sl["off_cpu_ms"] * 1000) <= n, (sleep_off, sl)
     assert helper_seen, "no stack through %r" % helper_frame
+    # flame.svg is on-CPU time (no [off-cpu] frame), flame-wall.svg all of it
     root = ET.parse(os.path.join(out, "flame.svg")).getroot()
     assert root.tag.endswith("svg"), root.tag
+    with open(os.path.join(out, "flame.svg")) as f:
+        assert "[off-cpu]" not in f.read(), "flame.svg has off-CPU frames"
+    root = ET.parse(os.path.join(out, "flame-wall.svg")).getroot()
+    assert root.tag.endswith("svg"), root.tag
+    with open(os.path.join(out, "flame-wall.svg")) as f:
+        assert "[off-cpu]" in f.read(), "flame-wall.svg has no off-CPU frame"
 
 
 def check_lines_txt(s, t, exact_calls):
@@ -481,7 +489,7 @@ def test_sample_hz_0():
                         seconds=1.0, args=("--no-sleeper",))
     eq(s["meta"]["sampling"], None, "meta.sampling")
     eq(s["lines"], [], "lines")
-    for name in ("stacks.folded", "flame.svg", "lines.txt"):
+    for name in ("stacks.folded", "flame.svg", "flame-wall.svg", "lines.txt"):
         assert not os.path.exists(os.path.join(s["_out"], name)), name
     f = func(s, "work")
     eq(f.get("sampled"), None, "functions[].sampled")

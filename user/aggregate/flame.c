@@ -311,6 +311,39 @@ int pt_flame__add(struct pt_flame *fl, const char *const *frames, size_t n, uint
 	return 0;
 }
 
+struct pt_flame *pt_flame__copy(const struct pt_flame *fl, const char *drop_leaf)
+{
+	struct pt_flame *out = pt_flame__new();
+	const char **frames = NULL;
+	uint32_t i, d, nd;
+
+	if (!out || !fl)
+		goto fail;
+	out->div = fl->div;
+	frames = calloc(fl->max_depth + 1, sizeof(*frames));
+	if (!frames)
+		goto fail;
+	/* the stacks with weight, leaf up; parents come first in the array,
+	 * so the copy's nodes are made in the same order */
+	for (i = 1; i < fl->nnodes; i++) {
+		const char *leaf = fl->strs[fl->nodes[i].name].s;
+
+		if (!fl->nodes[i].self || (drop_leaf && !strcmp(leaf, drop_leaf)))
+			continue;
+		d = fl->nodes[i].depth;
+		for (nd = i; nd; nd = fl->nodes[nd].parent)
+			frames[--d] = fl->strs[fl->nodes[nd].name].s;
+		if (pt_flame__add(out, frames, fl->nodes[i].depth, fl->nodes[i].self))
+			goto fail;
+	}
+	free(frames);
+	return out;
+fail:
+	free(frames);
+	pt_flame__free(out);
+	return NULL;
+}
+
 void pt_flame__set_div(struct pt_flame *fl, uint64_t div)
 {
 	if (fl)

@@ -56,6 +56,14 @@ void pt_flame__free(struct pt_flame *fl);
  */
 int pt_flame__add(struct pt_flame *fl, const char *const *frames, size_t n, uint64_t weight);
 
+/*
+ * A new tree with every stack of fl whose leaf (last frame) is not
+ * drop_leaf, with its weight (NULL drop_leaf: every stack); the
+ * divisor is kept. The on-CPU view of a wall-time tree whose off-CPU
+ * stacks end in "[off-cpu]". NULL when out of memory.
+ */
+struct pt_flame *pt_flame__copy(const struct pt_flame *fl, const char *drop_leaf);
+
 /* Sum of all weights added. */
 uint64_t pt_flame__total(const struct pt_flame *fl);
 /* Write weights divided by div (rounded half up, per line: adding ns and

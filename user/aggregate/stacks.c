@@ -64,8 +64,10 @@ void pt_stacks__free(struct pt_stacks *st)
 {
 	if (!st)
 		return;
-	for (size_t i = 0; i < st->nthr; i++)
+	for (size_t i = 0; i < st->nthr; i++) {
 		free(st->thr[i].name);
+		free(st->thr[i].comm);
+	}
 	for (size_t i = 0; i < st->nfns; i++)
 		free(st->fns[i].lines);
 	free(st->thr);
@@ -167,6 +169,38 @@ int pt_stacks__name_thread(struct pt_stacks *st, uint32_t tid, const char *name)
 	free(t->name);
 	t->name = s;
 	return 0;
+}
+
+int pt_stacks__thread_comm(struct pt_stacks *st, uint32_t tid, const char *comm)
+{
+	struct pt_stacks_thread *t = thread(st, tid);
+	char *s;
+
+	if (!t)
+		return -ENOMEM;
+	if (t == &st->other)
+		return 0;
+	s = strdup(comm);
+	if (!s)
+		return -ENOMEM;
+	free(t->comm);
+	t->comm = s;
+	return 0;
+}
+
+int pt_stacks__own_thread(struct pt_stacks *st, uint32_t tid, const char *name)
+{
+	struct pt_stacks_thread *t = thread(st, tid);
+	int e;
+
+	if (!t)
+		return -ENOMEM;
+	if (t == &st->other)
+		return 0;
+	e = pt_stacks__name_thread(st, tid, name);
+	if (!e)
+		t->own = true;
+	return e;
 }
 
 /* fids are dense (the resolver's row numbers): the table is sized by the
@@ -309,7 +343,7 @@ static int add_flame(struct pt_stacks *st, const struct pt_stacks_sample *s,
 				 : s->flags & PT_SAMPLEF_NOT_PYTHON ? "[not a Python thread]"
 								    : "[no Python frame]";
 	if (s->offcpu)
-		st->path[np++] = "[off-cpu]";
+		st->path[np++] = PT_STACKS_OFFCPU;
 	return pt_flame__add(st->flame, st->path, np, s->weight_ns);
 }
 
@@ -320,6 +354,11 @@ int pt_stacks__add(struct pt_stacks *st, const struct pt_stacks_sample *s)
 
 	if (!t)
 		return -ENOMEM;
+	if (t->own) {
+		add_time(&t->t, s);
+		add_time(&tot->own, s);
+		return 0;
+	}
 	add_time(&tot->t, s);
 	add_time(&t->t, s);
 	if (!(s->flags & (PT_SAMPLEF_NOT_PYTHON | PT_SAMPLEF_NO_STACK)))

@@ -39,6 +39,10 @@ struct pt_sframe {
 
 #define PT_SFID_NONE UINT32_MAX
 
+/* The leaf frame of every off-CPU stack in the flame tree: the on-CPU
+ * view is the tree without the stacks that end in it (pt_flame__copy()). */
+#define PT_STACKS_OFFCPU "[off-cpu]"
+
 struct pt_stacks_sample {
 	uint32_t tid;
 	bool offcpu;
@@ -56,8 +60,14 @@ struct pt_stacks_time {
 
 struct pt_stacks_thread {
 	uint32_t tid;
-	char *name;  /* its comm, or NULL */
+	char *name;  /* its Python name (threading.Thread.name), else its comm; or NULL */
+	char *comm;  /* its comm, or NULL */
 	bool python; /* a sample found its Python thread state */
+	/* proftrace's own thread in the target (the Python agent's, the
+	 * CUPTI shim's): its samples are in this row and the totals' own
+	 * time only, never in the other totals, the functions, the lines,
+	 * the top tables or the flame graph */
+	bool own;
 	struct pt_stacks_time t;
 };
 
@@ -80,6 +90,8 @@ struct pt_stacks_totals {
 	 * tid 0, "other threads" (memory stays bounded however many
 	 * threads a server creates and ends) */
 	uint64_t threads_merged;
+	/* proftrace's own threads (pt_stacks__own_thread()): not in t */
+	struct pt_stacks_time own;
 };
 
 #define PT_STACKS_MAX_THREADS 2048
@@ -94,12 +106,18 @@ void pt_stacks__free(struct pt_stacks *st);
 int pt_stacks__want_lines(struct pt_stacks *st, uint32_t fid);
 /* Name thread tid (its comm) for the flame graph and the report. */
 int pt_stacks__name_thread(struct pt_stacks *st, uint32_t tid, const char *name);
+/* Its comm, when name is its Python name. */
+int pt_stacks__thread_comm(struct pt_stacks *st, uint32_t tid, const char *comm);
+/* Thread tid is proftrace's own, named name: see struct pt_stacks_thread.
+ * A thread past PT_STACKS_MAX_THREADS stays in the "other threads" row. */
+int pt_stacks__own_thread(struct pt_stacks *st, uint32_t tid, const char *name);
 bool pt_stacks__has_thread(const struct pt_stacks *st, uint32_t tid);
 
 /* 0, -ENOMEM, or -EINVAL when a frame names a fid of 2^24 or more. */
 int pt_stacks__add(struct pt_stacks *st, const struct pt_stacks_sample *s);
 
 const struct pt_stacks_totals *pt_stacks__totals(const struct pt_stacks *st);
+/* Every thread row, proftrace's own (->own) included. */
 size_t pt_stacks__nthreads(const struct pt_stacks *st);
 const struct pt_stacks_thread *pt_stacks__thread(const struct pt_stacks *st, size_t i);
 /* Inclusive time of function fid; NULL when never sampled. */

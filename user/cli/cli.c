@@ -27,8 +27,9 @@ static const char usage[] =
 	"Attach to a running process and time the functions named in FILE exactly,\n"
 	"grouped into steps and buckets. Writes summary.json and report.md. Without\n"
 	"--targets it samples every Python thread (\"just look\", as py-spy record\n"
-	"does): flame.svg, stacks.folded, profile.pb.gz, lines.txt, and report.md with\n"
-	"the top functions and lines.\n"
+	"does): flame.svg (on-CPU time), flame-wall.svg (wall time, off-CPU under\n"
+	"[off-cpu]), stacks.folded, profile.pb.gz, lines.txt, and report.md with the\n"
+	"top functions and lines.\n"
 	"\n"
 	"  -p, --pid PID[,PID...]\n"
 	"                       processes to attach to (-p may be repeated); with\n"
@@ -51,6 +52,8 @@ static const char usage[] =
 	"                       1000, or the targets file's set sample_hz)\n"
 	"  -f, --format FMT     write one file (-o FILE): flamegraph (flame.svg), raw\n"
 	"                       (stacks.folded, folded stacks) or pprof (profile.pb.gz)\n"
+	"  -i, --idle           -o FILE.svg draws wall time, idle (off-CPU) stacks too,\n"
+	"                       as flame-wall.svg does (default: on-CPU, as flame.svg)\n"
 	"      --json           also print summary.json to stdout\n"
 	"  -v, --verbose        say more (twice: libbpf's messages too)\n"
 	"  -q, --quiet          no live status line (it is only shown when stderr is a\n"
@@ -90,9 +93,9 @@ static const char usage[] =
 	"  -h, --help           this text\n"
 	"\n"
 	"  py-spy's flags: -p/--pid, -d/--duration, -o/--output, -r/--rate, -f/--format,\n"
-	"  -s/--subprocesses work; -i/--idle and --nonblocking are what proftrace does\n"
-	"  anyway (off-CPU time is sampled, the process is never stopped); the others\n"
-	"  say what to use instead. `proftrace record ...` is `proftrace ...`.\n"
+	"  -s/--subprocesses, -i/--idle work; --nonblocking is what proftrace does\n"
+	"  anyway (the process is never stopped); the others say what to use\n"
+	"  instead. `proftrace record ...` is `proftrace ...`.\n"
 	"\n"
 	"  env                  (alone) print the environment to start a server with, so\n"
 	"                       its Python functions are timed exactly and its GPU seen:\n"
@@ -510,7 +513,9 @@ int pt_cli__parse(struct pt_env *env, int argc, char **argv)
 		case 'f':
 			e = parse_format(env, optarg);
 			break;
-		case 'i': /* py-spy's --idle: off-CPU time is always sampled */
+		case 'i': /* py-spy's --idle: -o x.svg draws the wall-time view */
+			env->idle = true;
+			break;
 		case 'B': /* py-spy's --nonblocking: the process is never stopped */
 			break;
 		case 'V':

@@ -64,12 +64,17 @@ static int profile_pb(FILE *f, const struct pt_outputs *o)
 
 static int flame_svg(FILE *f, const struct pt_outputs *o)
 {
-	return pt_flame__write_svg(o->flame, f, &o->svg);
+	return pt_flame__write_svg(o->flame_cpu, f, &o->svg);
+}
+
+static int flame_wall_svg(FILE *f, const struct pt_outputs *o)
+{
+	return pt_flame__write_svg(o->flame, f, &o->svg_wall);
 }
 
 static bool sampled(const struct pt_outputs *o)
 {
-	return o->flame != NULL;
+	return o->flame != NULL && o->flame_cpu != NULL;
 }
 
 static int trace_json(FILE *f, const struct pt_outputs *o)
@@ -91,6 +96,7 @@ const struct pt_emitter pt_emitters[] = {
 	{ "flame.svg", flame_svg, sampled },
 	{ "trace.json", trace_json, traced },
 	{ "profile.pb.gz", profile_pb, sampled },
+	{ "flame-wall.svg", flame_wall_svg, sampled },
 };
 /* clang-format on */
 const size_t pt_nemitters = ARRAY_SIZE(pt_emitters);

@@ -5,7 +5,10 @@
  * and flame.svg from the sampled call tree, trace.json from the events kept
  * while the run went. The run writes each wanted entry through
  * report/outdir.h (one safe way to write a file). No BPF ABI here: what
- * comes in is a document, a tree and a trace.
+ * comes in is a document, a tree and a trace. flame.svg is on-CPU time
+ * (as py-spy draws by default), flame-wall.svg wall time with the
+ * off-CPU stacks under [off-cpu]; stacks.folded has every stack, and
+ * profile.pb.gz both (sample types cpu and wall).
  */
 #ifndef PT_EMIT_H
 #define PT_EMIT_H
@@ -22,8 +25,10 @@ struct cJSON;
 /* What the outputs are rendered from, built once at the end of a run. */
 struct pt_outputs {
 	const struct cJSON *doc;      /* summary.json's document */
-	const struct pt_flame *flame; /* sampled stacks; NULL: not sampled */
-	struct pt_flame_svg_opts svg;
+	const struct pt_flame *flame; /* sampled stacks, wall time; NULL: not sampled */
+	/* the same without the off-CPU stacks: on-CPU time (flame.svg) */
+	const struct pt_flame *flame_cpu;
+	struct pt_flame_svg_opts svg, svg_wall;
 	struct pt_trace *trace; /* --trace; NULL: not asked for */
 	struct pt_trace_write_opts trace_opts;
 };

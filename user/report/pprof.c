@@ -7,10 +7,12 @@
  * O(N * D).
  */
 #include <errno.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <zlib.h>
 
+#include "aggregate/stacks.h"
 #include "pprof.h"
 #include "profile.pb-c.h"
 
@@ -242,7 +244,8 @@ static uint64_t loc_id(struct builder *b, const char *frame, int *err)
 static int add_line(struct builder *b, char *s)
 {
 	char *sp = strrchr(s, ' '), *tok, *save;
-	uint64_t *ids = NULL;
+	bool off = false; /* its leaf is "[off-cpu]": wall time, no CPU time */
+	uint64_t *ids = NULL, w;
 	size_t n = 0, cap = 0;
 	int err = 0;
 	Sample *smp;
@@ -270,6 +273,7 @@ static int add_line(struct builder *b, char *s)
 			break;
 		}
 		ids[n++] = loc_id(b, tok, &err);
+		off = !strcmp(tok, PT_STACKS_OFFCPU);
 	}
 	smp = malloc(sizeof(*smp));
 	if (err || !n || !smp ||
@@ -288,14 +292,16 @@ static int add_line(struct builder *b, char *s)
 	}
 	smp->location_id = ids;
 	smp->n_location_id = n;
-	smp->value = malloc(sizeof(*smp->value));
+	smp->value = malloc(2 * sizeof(*smp->value));
 	if (!smp->value) {
 		free(ids);
 		free(smp);
 		return -ENOMEM;
 	}
-	smp->value[0] = (int64_t)strtoull(sp + 1, NULL, 10);
-	smp->n_value = 1;
+	w = strtoull(sp + 1, NULL, 10);
+	smp->value[0] = off ? 0 : (int64_t)w; /* cpu */
+	smp->value[1] = (int64_t)w;	      /* wall */
+	smp->n_value = 2;
 	b->p.sample[b->p.n_sample++] = smp;
 	return 0;
 }
@@ -391,14 +397,21 @@ int pt_pprof__write(const struct pt_flame *fl, FILE *f, const struct pt_pprof_op
 		goto out;
 	perftools__profiles__profile__init(&b.p);
 	str_id(&b, "", &err); /* string_table[0] must be "" */
-	b.p.sample_type = malloc(sizeof(*b.p.sample_type));
+	b.p.sample_type = calloc(2, sizeof(*b.p.sample_type));
 	if (!b.p.sample_type) {
 		err = -ENOMEM;
 		goto out;
 	}
-	b.p.sample_type[0] = value_type(&b, "wall", "microseconds", &err);
-	b.p.n_sample_type = b.p.sample_type[0] ? 1 : 0;
-	b.p.period_type = value_type(&b, "wall", "microseconds", &err);
+	/* as pprof users expect: cpu first and shown by default (flame.svg's
+	 * view), wall the same stacks with their off-CPU time */
+	b.p.sample_type[0] = value_type(&b, "cpu", "microseconds", &err);
+	if (b.p.sample_type[0])
+		b.p.sample_type[1] = value_type(&b, "wall", "microseconds", &err);
+	b.p.n_sample_type = !b.p.sample_type[0] ? 0 : !b.p.sample_type[1] ? 1 : 2;
+	if (err)
+		goto out;
+	b.p.default_sample_type = b.p.sample_type[0]->type;
+	b.p.period_type = value_type(&b, "cpu", "microseconds", &err);
 	if (o) {
 		b.p.time_nanos = (int64_t)o->time_unix_ns;
 		b.p.duration_nanos = (int64_t)o->duration_ns;

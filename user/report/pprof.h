@@ -3,8 +3,10 @@
  * Sampled stacks as a pprof profile (profile.pb.gz: gzip'ed protobuf,
  * github.com/google/pprof's format, which Pyroscope, Parca and Grafana
  * ingest), from the same tree as stacks.folded: one sample per distinct
- * stack, value = its wall time in microseconds (on-CPU and off-CPU, as in
- * stacks.folded); each frame "name (file:line)" becomes a location of
+ * stack with two values, as pprof users expect: "cpu" (its on-CPU time,
+ * 0 for a stack ending in "[off-cpu]"), the default sample type, and
+ * "wall" (its time on and off the CPU, as in stacks.folded), both in
+ * microseconds; each frame "name (file:line)" becomes a location of
  * function name in file at that line, the thread frame and markers such
  * as "[off-cpu]" functions of their own.
  */

@@ -139,7 +139,7 @@ static void jb_wall(struct jb *b, cJSON *o, uint64_t on_ns, uint64_t off_ns)
 static void build_sampling(struct jb *b, cJSON *meta, const struct pt_report_meta *m)
 {
 	const struct pt_report_sampling *sp = m->sampling;
-	cJSON *o, *arr, *out;
+	cJSON *o, *arr, *out, *own, *names;
 
 	if (!sp) {
 		jb_null(b, meta, "sampling");
@@ -160,6 +160,7 @@ static void build_sampling(struct jb *b, cJSON *meta, const struct pt_report_met
 			continue;
 		jb_num(b, e, "tid", t->tid);
 		jb_str(b, e, "name", t->name);
+		jb_str(b, e, "comm", t->comm);
 		jb_bool(b, e, "python", t->python);
 		jb_num(b, e, "samples", (double)t->samples);
 		jb_wall(b, e, t->on_ns, t->off_ns);
@@ -177,10 +178,34 @@ static void build_sampling(struct jb *b, cJSON *meta, const struct pt_report_met
 	jb_num(b, o, "lost_samples", (double)sp->lost);
 	jb_num(b, o, "threads_sampled", sp->threads_sampled);
 	jb_num(b, o, "threads_failed", sp->threads_failed);
+	names = add_obj(b, o, "thread_names");
+	if (names) {
+		jb_num(b, names, "python", (double)sp->names_python);
+		jb_num(b, names, "comm", (double)sp->names_comm);
+		jb_str(b, names, "why", sp->names_why);
+	}
+	own = add_obj(b, o, "proftrace_threads");
+	if (own) {
+		arr = add_arr(b, own, "threads");
+		for (size_t i = 0; arr && i < sp->nown; i++) {
+			const struct pt_report_thread *t = &sp->own[i];
+			cJSON *e = arr_obj(b, arr);
+
+			if (!e)
+				continue;
+			jb_num(b, e, "tid", t->tid);
+			jb_str(b, e, "name", t->name);
+			jb_num(b, e, "samples", (double)t->samples);
+			jb_wall(b, e, t->on_ns, t->off_ns);
+		}
+		jb_num(b, own, "samples", (double)sp->own_samples);
+		jb_wall(b, own, sp->own_on_ns, sp->own_off_ns);
+	}
 	out = add_obj(b, o, "outputs");
 	if (out) {
 		jb_str(b, out, "folded", sp->folded);
 		jb_str(b, out, "svg", sp->svg);
+		jb_str(b, out, "svg_wall", sp->svg_wall);
 	}
 }
 

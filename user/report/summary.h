@@ -63,7 +63,8 @@ struct pt_report_python {
 /* Stack sampling (meta.sampling): NULL when it was off. */
 struct pt_report_thread {
 	uint32_t tid;
-	const char *name; /* comm, or NULL */
+	const char *name; /* its Python name, else its comm; or NULL */
+	const char *comm; /* its comm, or NULL */
 	bool python;
 	uint64_t samples;
 	uint64_t on_ns, off_ns;
@@ -80,7 +81,16 @@ struct pt_report_sampling {
 	uint64_t truncated, unreadable, unknown_frames, lost;
 	uint64_t threads_merged; /* past the row limit: in the "other threads" row */
 	unsigned int threads_sampled, threads_failed;
-	const char *folded, *svg; /* file names written, or NULL */
+	/* proftrace's own threads in the target (the Python agent's, the
+	 * CUPTI shim's): in none of the figures above nor in the stacks */
+	const struct pt_report_thread *own;
+	size_t nown;
+	uint64_t own_samples, own_on_ns, own_off_ns;
+	/* threads named by their Python name, by their comm; why none had
+	 * its Python name (NULL: no reason known) */
+	uint64_t names_python, names_comm;
+	const char *names_why;
+	const char *folded, *svg, *svg_wall; /* file names written, or NULL */
 };
 
 /* trace.json (--trace): meta.trace; NULL when it was not asked for. */

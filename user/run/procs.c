@@ -619,7 +619,10 @@ static int sample_proc(struct proc *p)
 	yo.pp = p->pp;
 	p->sym = pt_pysym__new(&yo);
 	p->v.stk = pt_stacks__new();
-	if (!p->sym || !p->v.stk)
+	p->pyth = pt_pythreads__new(&yo.mem, &p->py.L, &yo.types, p->py.runtime);
+	p->tn = pt_thrname__new(p->pyth);
+	p->other_ns = pt_tasks__ns_pid(p->tracee.pid) != p->tracee.pid;
+	if (!p->sym || !p->v.stk || !p->pyth || !p->tn)
 		return -ENOMEM;
 	for (size_t i = 0; i < p->nfs; i++) {
 		const struct pt_func *f = pt_resolver__func(p->res, i);
@@ -724,6 +727,8 @@ void pt_run__free_proc(struct proc *p)
 	pt_gpu__free(p->gpu);
 	pt_gpulive__free(p->gpulive);
 	pt_pysym__free(p->sym);
+	pt_thrname__free(p->tn);
+	pt_pythreads__free(p->pyth);
 	pt_pyprobe__free(p->pp);
 	pt_python__free(&p->py);
 	pt_run__free_view(&p->v);

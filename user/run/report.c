@@ -100,6 +100,33 @@ struct docsrc {
 	size_t nfr;
 };
 
+/* How the threads of the view were named (sample/thrname.h), and why
+ * none had its Python name when none had. */
+static void thread_names(const struct docsrc *d, struct pt_report_sampling *sp)
+{
+	int err = 0;
+
+	for (size_t i = 0; i < d->r->nprocs; i++) {
+		struct proc *p = d->r->procs[i];
+		struct pt_thrname_stats st;
+
+		if ((d->p && p != d->p) || !p->tn)
+			continue;
+		pt_thrname__stats(p->tn, &st);
+		sp->names_python += st.python;
+		sp->names_comm += st.comm;
+		if (st.failed && !err)
+			err = st.last_error;
+	}
+	if (sp->names_python || !err)
+		return;
+	sp->names_why = err == -ENOTSUP
+				? "this CPython's layout row does not say where sys.modules "
+				  "is (on 3.14 the OS thread names are threading's)"
+			: err == -ENOENT ? "the threading module is not imported"
+					 : "threading._active could not be read";
+}
+
 static int build_sampling(const struct docsrc *d, struct pt_report_sampling *sp,
 			  struct pt_report_thread **threads)
 {
@@ -113,23 +140,33 @@ static int build_sampling(const struct docsrc *d, struct pt_report_sampling *sp,
 	v = pt_zalloc(n, sizeof(*v));
 	if (!v)
 		return -ENOMEM;
-	for (size_t i = 0; i < n; i++) {
+	/* the target's threads from the front, proftrace's own from the back */
+	for (size_t i = 0, k = 0, o = n; i < n; i++) {
 		const struct pt_stacks_thread *th = pt_stacks__thread(d->v->stk, i);
+		struct pt_report_thread *x = th->own ? &v[--o] : &v[k++];
 
-		v[i].tid = th->tid;
-		v[i].name = th->name;
-		v[i].python = th->python;
-		v[i].samples = th->t.samples;
-		v[i].on_ns = th->t.on_ns;
-		v[i].off_ns = th->t.off_ns;
+		x->tid = th->tid;
+		x->name = th->name;
+		x->comm = th->comm ? th->comm : th->name;
+		x->python = th->python;
+		x->samples = th->t.samples;
+		x->on_ns = th->t.on_ns;
+		x->off_ns = th->t.off_ns;
+		if (th->own)
+			sp->nown++;
 	}
-	qsort(v, n, sizeof(*v), thread_wall_cmp);
+	qsort(v, n - sp->nown, sizeof(*v), thread_wall_cmp);
+	qsort(v + n - sp->nown, sp->nown, sizeof(*v), thread_wall_cmp);
 	*threads = v;
+	sp->own = v + n - sp->nown;
+	sp->own_samples = t->own.samples;
+	sp->own_on_ns = t->own.on_ns;
+	sp->own_off_ns = t->own.off_ns;
 	sp->hz = r->cfg.sample_hz;
 	sp->period_ns = 1000000000ull / r->cfg.sample_hz;
 	sp->mechanism = "perf cpu-clock event per thread (on-CPU) + sched_switch (off-CPU)";
 	sp->threads = v;
-	sp->nthreads = n;
+	sp->nthreads = n - sp->nown;
 	sp->samples = t->t.samples;
 	sp->on_ns = t->t.on_ns;
 	sp->off_ns = t->t.off_ns;
@@ -145,8 +182,10 @@ static int build_sampling(const struct docsrc *d, struct pt_report_sampling *sp,
 	/* threads created later inherit their event: count what was seen */
 	sp->threads_sampled = n > ss.threads ? (unsigned int)n : ss.threads;
 	sp->threads_failed = ss.threads_failed;
+	thread_names(d, sp);
 	sp->folded = "stacks.folded";
 	sp->svg = "flame.svg";
+	sp->svg_wall = "flame-wall.svg";
 	return 0;
 }
 
@@ -738,6 +777,7 @@ static int doc_python(const struct docsrc *d, struct docbuf *b)
 		/* the flame graph files are the merged view's */
 		b->smp.folded = NULL;
 		b->smp.svg = NULL;
+		b->smp.svg_wall = NULL;
 	}
 	return 0;
 }
@@ -980,12 +1020,13 @@ static void default_output(const struct run *r, char *buf, size_t len)
 			*p = '_';
 }
 
-/* -o x.svg, --format: the one output's emitter name. */
-static const char *format_file(enum pt_format f)
+/* -o x.svg, --format: the one output's emitter name (--idle: the wall
+ * time flame graph). */
+static const char *format_file(const struct pt_env *env)
 {
-	switch (f) {
+	switch (env->format) {
 	case PT_FORMAT_FLAME:
-		return "flame.svg";
+		return env->idle ? "flame-wall.svg" : "flame.svg";
 	case PT_FORMAT_FOLDED:
 		return "stacks.folded";
 	case PT_FORMAT_PPROF:
@@ -1033,9 +1074,10 @@ int pt_run__open_output(struct run *r)
 	return e == -ENOMEM ? e : -PT_EUSAGE;
 }
 
-/* What the flame graph and trace.json are drawn with. */
+/* What the flame graphs and trace.json are drawn with; o->flame_cpu is
+ * made here (the caller frees it). */
 static int output_opts(struct run *r, const struct docsrc *td, struct pt_outputs *o, char *title,
-		       char *sub, size_t len)
+		       char *sub, char *sub_wall, size_t len)
 {
 	const struct pt_stacks *stk = td->v->stk;
 	const char **bnames;
@@ -1052,11 +1094,21 @@ static int output_opts(struct run *r, const struct docsrc *td, struct pt_outputs
 			snprintf(title, len, "proftrace: %s (pid %d)", r->procs[0]->tracee.comm,
 				 r->procs[0]->tracee.pid);
 		snprintf(sub, len,
+			 "on-CPU time: sampled at %u Hz (%.3f s); off-CPU time (%.3f s) is in %s",
+			 r->cfg.sample_hz, (double)t->t.on_ns / 1e9, (double)t->t.off_ns / 1e9,
+			 r->env.format ? "the graph drawn with --idle" : "flame-wall.svg");
+		snprintf(sub_wall, len,
 			 "wall time: on-CPU sampled at %u Hz (%.3f s) + off-CPU intervals (%.3f s)",
 			 r->cfg.sample_hz, (double)t->t.on_ns / 1e9, (double)t->t.off_ns / 1e9);
 		o->flame = pt_stacks__flame(stk);
+		o->flame_cpu = pt_flame__copy(o->flame, PT_STACKS_OFFCPU);
+		if (!o->flame_cpu)
+			return -ENOMEM;
 		o->svg =
 			(struct pt_flame_svg_opts){ .title = title, .subtitle = sub, .unit = "us" };
+		o->svg_wall = (struct pt_flame_svg_opts){ .title = title,
+							  .subtitle = sub_wall,
+							  .unit = "us" };
 	}
 	if (!r->trace)
 		return 0;
@@ -1100,7 +1152,7 @@ static int emit_one(FILE *f, const void *ctx)
 static int write_files(const struct run *r, struct pt_outdir *d, const struct pt_outputs *o,
 		       char *err, size_t errlen)
 {
-	const char *only = format_file(r->env.format), *as = NULL;
+	const char *only = format_file(&r->env), *as = NULL;
 
 	if (only && r->env.output)
 		as = strrchr(r->env.output, '/') ? strrchr(r->env.output, '/') + 1 : r->env.output;
@@ -1179,7 +1231,7 @@ int pt_run__write_outputs(struct run *r)
 	struct docbuf top = { 0 }, *pb = NULL;
 	struct docsrc td = { .r = r };
 	struct pt_outputs o = { 0 };
-	char title[256], sub[256];
+	char title[256], sub[256], sub_wall[256];
 	struct docsrc *pds = NULL;
 	cJSON *doc = NULL, *procs;
 	int e = -ENOMEM;
@@ -1219,7 +1271,7 @@ int pt_run__write_outputs(struct run *r)
 			goto out;
 	}
 	o.doc = doc;
-	if (output_opts(r, &td, &o, title, sub, sizeof(title)))
+	if (output_opts(r, &td, &o, title, sub, sub_wall, sizeof(title)))
 		goto out;
 	e = write_somewhere(r, &o);
 	if (r->env.json) {
@@ -1234,6 +1286,7 @@ int pt_run__write_outputs(struct run *r)
 out:
 	if (e == -ENOMEM)
 		pt_msg("proftrace: out of memory writing the report\n");
+	pt_flame__free((struct pt_flame *)o.flame_cpu);
 	free((void *)o.trace_opts.procs);
 	free((void *)o.trace_opts.bucket_names);
 	cJSON_Delete(doc);

@@ -32,6 +32,8 @@
 #include "python/pycode.h"
 #include "python/pyprobe.h"
 #include "sample/pysym.h"
+#include "sample/thrname.h"
+#include "python/pythreads.h"
 #include "python/python.h"
 #include "python/agent.h"
 #include <cjson/cJSON.h>
@@ -123,6 +125,9 @@ struct proc {
 	struct pt_python py;
 	struct pt_pyprobe *pp;
 	struct pt_pysym *sym;
+	struct pt_pythreads *pyth; /* its Python thread names (sampled) */
+	struct pt_thrname *tn;	   /* what each sampled thread is called */
+	bool other_ns;		   /* in another PID namespace: tids differ inside */
 	char proc_root[64], proc_cwd[64];
 	int tramp_checks, tramp_on; /* perf trampoline: checks made, seen active */
 	uint64_t py_unresolved;	    /* calls of code freed before it could be read */

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "run.h"
+#include "util/tasks.h"
 
 /* Thread tid's comm into comm (empty when it cannot be read). */
 void pt_run__thread_comm(int pid, uint32_t tid, char *comm, size_t len)
@@ -23,6 +24,49 @@ void pt_run__thread_comm(int pid, uint32_t tid, char *comm, size_t len)
 		if (fgets(comm, (int)len, f))
 			comm[strcspn(comm, "\n")] = 0;
 		fclose(f);
+	}
+}
+
+/* tid as the target sees it, in its own PID namespace (the last NSpid of
+ * its status); tid itself when that cannot be read. */
+static uint32_t inner_tid(int pid, uint32_t tid)
+{
+	char path[64];
+	int outer, inner;
+	uint32_t depth;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/task/%u/status", pid, tid);
+	f = fopen(path, "re");
+	if (!f)
+		return tid;
+	if (pt_tasks__parse_nspid(f, &outer, &inner, &depth) || inner <= 0)
+		inner = (int)tid;
+	fclose(f);
+	return (uint32_t)inner;
+}
+
+/* A thread first seen: what it is called (sample/thrname.h), in the
+ * stacks of its process and the merged ones; proftrace's own threads
+ * are marked so, to be kept apart. */
+static void name_thread(struct run *r, struct proc *p, uint32_t tid)
+{
+	char comm[64], name[PT_PYTHREADS_NAME_MAX];
+	uint32_t ns_tid = p->other_ns ? inner_tid(p->tracee.pid, tid) : tid;
+	bool own;
+
+	pt_run__thread_comm(p->tracee.pid, tid, comm, sizeof(comm));
+	own = pt_thrname__name(p->tn, ns_tid, comm, pt_now_ns(CLOCK_MONOTONIC), name, sizeof(name));
+	for (int k = 0; k < 1 + r->multi; k++) {
+		struct pt_stacks *st = k ? r->all.stk : p->v.stk;
+
+		if (own) {
+			pt_stacks__own_thread(st, tid, name);
+			continue;
+		}
+		pt_stacks__name_thread(st, tid, name);
+		if (comm[0])
+			pt_stacks__thread_comm(st, tid, comm);
 	}
 }
 
@@ -47,14 +91,8 @@ int pt_run__on_sample(void *ctx, const struct pt_sample *s)
 	if (r->want_py && !p->agent && pt_now_ns(CLOCK_MONOTONIC) - p->t_added >= 1000000000ull)
 		pt_run__py_hint_samples(p);
 	before = pt_resolver__nfuncs(p->res);
-	if (!pt_stacks__has_thread(p->v.stk, s->tid)) {
-		char comm[64];
-
-		pt_run__thread_comm(p->tracee.pid, s->tid, comm, sizeof(comm));
-		pt_stacks__name_thread(p->v.stk, s->tid, comm[0] ? comm : "?");
-		if (r->multi)
-			pt_stacks__name_thread(r->all.stk, s->tid, comm[0] ? comm : "?");
-	}
+	if (!pt_stacks__has_thread(p->v.stk, s->tid))
+		name_thread(r, p, s->tid);
 	for (uint32_t i = 0; i < s->nframes && i < PT_SAMPLE_MAX_FRAMES; i++) {
 		const struct pt_pysym_code *c;
 		unsigned int line;

@@ -849,6 +849,62 @@ static void test_svg_opts(void **state)
 }
 
 /* Wide nodes and many stacks: quadratic child scans would show here. */
+/* The on-CPU view of a wall tree: every stack but those ending in the
+ * dropped leaf, the same weights, the divisor kept; a frame that has
+ * both self time and an "[off-cpu]" child keeps its self time. */
+static void test_copy(void **state)
+{
+	struct pt_flame *fl = pt_flame__new(), *cp, *all;
+	char *out;
+
+	pt_flame__set_div(fl, 1000);
+	ADD(fl, 3000, "main (tid 1)", "run", "spin");
+	ADD(fl, 5000, "main (tid 1)", "run", "sleep", "[off-cpu]");
+	ADD(fl, 2000, "main (tid 1)", "run");
+	ADD(fl, 7000, "main (tid 1)", "run", "[off-cpu]");
+	ADD(fl, 1400, "w (tid 2)", "[off-cpu]");
+	ADD(fl, 600, "w (tid 2)", "[off-cpu]", "x"); /* not a leaf there: kept */
+	cp = pt_flame__copy(fl, "[off-cpu]");
+	assert_non_null(cp);
+	assert_int_equal(pt_flame__total(cp), 3000 + 2000 + 600);
+	assert_int_equal(pt_flame__nstacks(cp), 3);
+	out = folded(cp);
+	assert_string_equal(out, "main (tid 1);run 2\n"
+				 "main (tid 1);run;spin 3\n"
+				 "w (tid 2);[off-cpu];x 1\n");
+	free(out);
+	/* NULL: every stack, as written by the original */
+	all = pt_flame__copy(fl, NULL);
+	assert_non_null(all);
+	assert_int_equal(pt_flame__total(all), pt_flame__total(fl));
+	assert_int_equal(pt_flame__nstacks(all), pt_flame__nstacks(fl));
+	{
+		char *a = folded(all), *b = folded(fl);
+
+		assert_string_equal(a, b);
+		free(a);
+		free(b);
+	}
+	pt_flame__free(all);
+	pt_flame__free(cp);
+	/* an empty tree, a tree that is all dropped */
+	pt_flame__free(fl);
+	fl = pt_flame__new();
+	cp = pt_flame__copy(fl, "[off-cpu]");
+	assert_non_null(cp);
+	assert_int_equal(pt_flame__total(cp), 0);
+	pt_flame__free(cp);
+	ADD(fl, 9, "t", "[off-cpu]");
+	cp = pt_flame__copy(fl, "[off-cpu]");
+	assert_int_equal(pt_flame__nstacks(cp), 0);
+	out = svg(cp, NULL);
+	assert_non_null(strstr(out, "no samples"));
+	free(out);
+	pt_flame__free(cp);
+	pt_flame__free(fl);
+	assert_null(pt_flame__copy(NULL, NULL));
+}
+
 static void test_many_stacks(void **state)
 {
 	struct pt_flame *fl = pt_flame__new(), *back = pt_flame__new();
@@ -907,6 +963,7 @@ int main(void)
 		cmocka_unit_test(test_svg_labels),
 		cmocka_unit_test(test_svg_colours),
 		cmocka_unit_test(test_svg_opts),
+		cmocka_unit_test(test_copy),
 		cmocka_unit_test(test_many_stacks),
 	};
 	/* clang-format on */

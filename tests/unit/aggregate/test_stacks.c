@@ -21,6 +21,7 @@
 #include "bpf/proftrace.h"
 #include "aggregate/flame.h"
 #include "aggregate/stacks.h"
+#include "aggregate/top.h"
 
 #define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 #define MS 1000000ULL
@@ -602,6 +603,61 @@ static void test_name_thread(void **state)
 	pt_stacks__free(st);
 }
 
+/*
+ * proftrace's own threads (the agent's, the CUPTI shim's): their time is
+ * in their row and the totals' own time only; the target's totals,
+ * functions, lines, top tables and flame graph never see them, on or
+ * off the CPU. The comm is kept beside a Python name.
+ */
+static void test_own_thread(void **state)
+{
+	struct pt_stacks *st = new_st();
+	const struct pt_stacks_totals *t;
+	const struct pt_stacks_thread *th;
+	/* with their code's identity, for the top tables */
+	const struct pt_sframe STEP = { STEP10.label,  F_STEP,	    10, 0x11,
+					"Engine.step", "engine.py", 10, 12 };
+	const struct pt_sframe RUN = {
+		RUN20.label, F_RUN, 20, 0x22, "Sched.run", "sched.py", 20, 22
+	};
+
+	assert_int_equal(pt_stacks__want_lines(st, F_STEP), 0);
+	assert_int_equal(pt_stacks__name_thread(st, 7, "bg-worker"), 0);
+	assert_int_equal(pt_stacks__thread_comm(st, 7, "python3"), 0);
+	assert_int_equal(pt_stacks__own_thread(st, 9, "proftrace-py"), 0);
+	assert_true(pt_stacks__has_thread(st, 9));
+	ADD(st, 7, MS, NULL, STEP);
+	ADD(st, 7, 3 * MS, &OFF, STEP);
+	/* the agent's thread runs Python too (it scans modules): still ours */
+	ADD(st, 9, MS, NULL, STEP, RUN);
+	ADD(st, 9, 2 * MS, NULL, RUN);
+	ADD0(st, 9, 40 * MS, &OFF);
+	t = pt_stacks__totals(st);
+	assert_time(&t->t, 1, MS, 3 * MS);
+	assert_time(&t->own, 2, 3 * MS, 40 * MS);
+	assert_int_equal(t->intervals, 1);
+	assert_int_equal(t->python_samples, 1);
+	/* top: only the target's function */
+	assert_int_equal(pt_top__nfuncs(pt_stacks__top(st)), 1);
+	assert_time(pt_stacks__func(st, F_STEP), 1, MS, 3 * MS);
+	assert_null(pt_stacks__func(st, F_RUN));
+	assert_int_equal(lines_of(st, F_STEP, 1)[0].t.off_ns, 3 * MS);
+	assert_folded(st, "bg-worker (tid 7);Engine.step (engine.py:10) 1000\n"
+			  "bg-worker (tid 7);Engine.step (engine.py:10);[off-cpu] 3000\n");
+	assert_int_equal(pt_stacks__nthreads(st), 2);
+	th = pt_stacks__thread(st, 0);
+	assert_string_equal(th->name, "bg-worker");
+	assert_string_equal(th->comm, "python3");
+	assert_false(th->own);
+	th = pt_stacks__thread(st, 1);
+	assert_int_equal(th->tid, 9);
+	assert_true(th->own);
+	assert_string_equal(th->name, "proftrace-py");
+	assert_null(th->comm);
+	assert_time(&th->t, 2, 3 * MS, 40 * MS);
+	pt_stacks__free(st);
+}
+
 /* 1000 threads: the tid hash grows several times; every thread is found
  * again, keeps its index and its name, and none is created twice. */
 static void test_many_threads(void **state)
@@ -744,6 +800,7 @@ int main(void)
 		cmocka_unit_test(test_flame_deep_stack),
 		cmocka_unit_test(test_threads_past_the_limit),
 		cmocka_unit_test(test_name_thread),
+		cmocka_unit_test(test_own_thread),
 		cmocka_unit_test(test_many_threads),
 		/* last: it crashes the driver under ASan until fn_of() is fixed */
 		cmocka_unit_test(test_fid_near_none),

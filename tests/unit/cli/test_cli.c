@@ -80,9 +80,13 @@ static void test_no_targets(void **state)
 	assert_true(env.duration_s == 5);
 	assert_int_equal(env.rate_hz, 250);
 	assert_true(env.children);
+	assert_true(env.idle); /* -o x.svg draws wall time */
 	assert_int_equal(PARSE(&env, "-p", "7", "-r", "10000", "-s", "-i"), 0);
 	assert_int_equal(env.rate_hz, 10000);
 	assert_true(env.children);
+	assert_true(env.idle);
+	assert_int_equal(PARSE(&env, "-p", "7"), 0);
+	assert_false(env.idle); /* on-CPU by default, as py-spy */
 	assert_int_equal(PARSE(&env, "-p", "7", "--rate", "0"), -EINVAL);
 	said_one_line("bad --rate '0': give samples per second from 1 to 10000");
 	assert_int_equal(PARSE(&env, "-p", "7", "--rate", "10001"), -EINVAL);

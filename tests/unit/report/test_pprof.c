@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: BSD-2-Clause
 /*
  * profile.pb.gz from a flame tree: gunzip'ed and unpacked with protobuf-c
- * again, every sample's stack (leaf first), value, functions with their
- * files and lines, and the frame parser.
+ * again, every sample's stack (leaf first), its two values (cpu: 0 for a
+ * stack ending in [off-cpu]; wall), the sample types with cpu the
+ * default, functions with their files and lines, and the frame parser.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -52,6 +53,7 @@ static void test_roundtrip(void **state)
 	struct pt_flame *fl = pt_flame__new();
 	const char *s1[] = { "main (tid 1)", "run (e.py:10)", "step (e.py:20)" };
 	const char *s2[] = { "main (tid 1)", "run (e.py:10)", "step (e.py:21)", "a;b" };
+	const char *s3[] = { "main (tid 1)", "run (e.py:10)", "[off-cpu]" };
 	struct pt_pprof_opts o = { .time_unix_ns = 5, .duration_ns = 6, .period_us = 1000 };
 	Perftools__Profiles__Profile *p;
 	unsigned char out[1 << 16];
@@ -64,6 +66,7 @@ static void test_roundtrip(void **state)
 	assert_non_null(fl);
 	assert_int_equal(pt_flame__add(fl, s1, 3, 700), 0);
 	assert_int_equal(pt_flame__add(fl, s2, 4, 300), 0);
+	assert_int_equal(pt_flame__add(fl, s3, 3, 5000), 0);
 	f = open_memstream(&buf, &len);
 	assert_int_equal(pt_pprof__write(fl, f, &o), 0);
 	fclose(f);
@@ -78,16 +81,21 @@ static void test_roundtrip(void **state)
 	p = perftools__profiles__profile__unpack(NULL, outlen, out);
 	assert_non_null(p);
 	assert_string_equal(str(p, 0), "");
-	assert_int_equal(p->n_sample_type, 1);
-	assert_string_equal(str(p, p->sample_type[0]->type), "wall");
+	assert_int_equal(p->n_sample_type, 2);
+	assert_string_equal(str(p, p->sample_type[0]->type), "cpu");
 	assert_string_equal(str(p, p->sample_type[0]->unit), "microseconds");
+	assert_string_equal(str(p, p->sample_type[1]->type), "wall");
+	assert_string_equal(str(p, p->sample_type[1]->unit), "microseconds");
+	assert_string_equal(str(p, p->default_sample_type), "cpu");
+	assert_string_equal(str(p, p->period_type->type), "cpu");
 	assert_int_equal(p->time_nanos, 5);
 	assert_int_equal(p->duration_nanos, 6);
 	assert_int_equal(p->period, 1000);
-	assert_int_equal(p->n_sample, 2);
-	/* main, run, step: 2 functions of e.py + main; 4 locations + "a;b" */
-	assert_int_equal(p->n_function, 4);
-	assert_int_equal(p->n_location, 5);
+	assert_int_equal(p->n_sample, 3);
+	/* main, run, step: 2 functions of e.py + main; 4 locations + "a;b";
+	 * [off-cpu] */
+	assert_int_equal(p->n_function, 5);
+	assert_int_equal(p->n_location, 6);
 	for (size_t i = 0; i < p->n_sample; i++) {
 		const Perftools__Profiles__Sample *sm = p->sample[i];
 		const Perftools__Profiles__Location *leaf = NULL, *root = NULL;
@@ -107,8 +115,14 @@ static void test_roundtrip(void **state)
 				assert_string_equal(str(p, fn->name), "main (tid 1)");
 			if (fn->id != leaf->line[0]->function_id)
 				continue;
-			if (sm->n_location_id == 3) {
+			assert_int_equal(sm->n_value, 2);
+			if (!strcmp(str(p, fn->name), "[off-cpu]")) {
+				/* wall time only */
+				assert_int_equal(sm->value[0], 0);
+				assert_int_equal(sm->value[1], 5000);
+			} else if (sm->n_location_id == 3) {
 				assert_int_equal(sm->value[0], 700);
+				assert_int_equal(sm->value[1], 700);
 				assert_string_equal(str(p, fn->name), "step");
 				assert_string_equal(str(p, fn->filename), "e.py");
 				assert_int_equal(leaf->line[0]->line, 20);
@@ -116,6 +130,7 @@ static void test_roundtrip(void **state)
 				/* escaped ';' comes back as itself */
 				assert_int_equal(sm->n_location_id, 4);
 				assert_int_equal(sm->value[0], 300);
+				assert_int_equal(sm->value[1], 300);
 				assert_string_equal(str(p, fn->name), "a;b");
 			}
 		}

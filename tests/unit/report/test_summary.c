@@ -847,12 +847,17 @@ static void assert_same(const cJSON *a, const cJSON *b, const char *path)
 /* Given in this order (main.c sorts by wall; the builder must not). */
 /* clang-format off */
 static const struct pt_report_thread sthreads[] = {
-	{ .tid = 4242, .name = "llm", .python = true, .samples = 1500, .on_ns = 1500 * MS,
-	  .off_ns = 500 * MS },
+	{ .tid = 4242, .name = "llm", .comm = "python3", .python = true, .samples = 1500,
+	  .on_ns = 1500 * MS, .off_ns = 500 * MS },
 	{ .tid = 4250, .name = NULL, .python = false, .samples = 3, .on_ns = 3 * MS,
 	  .off_ns = 7654321 },
 	{ .tid = 4243, .name = "pt_worker", .python = true, .samples = 10, .on_ns = 10 * MS,
 	  .off_ns = 9000 * MS },
+};
+/* proftrace's own: the agent's thread */
+static const struct pt_report_thread sown[] = {
+	{ .tid = 4260, .name = "proftrace-py", .samples = 2, .on_ns = 2 * MS,
+	  .off_ns = 9990 * MS },
 };
 /* clang-format on */
 
@@ -876,8 +881,16 @@ static const struct pt_report_sampling sampling = {
 	.lost = 6,
 	.threads_sampled = 3,
 	.threads_failed = 1,
+	.own = sown,
+	.nown = 1,
+	.own_samples = 2,
+	.own_on_ns = 2 * MS,
+	.own_off_ns = 9990 * MS,
+	.names_python = 2,
+	.names_comm = 1,
 	.folded = "stacks.folded",
 	.svg = NULL,
+	.svg_wall = "flame-wall.svg",
 };
 
 /*
@@ -999,7 +1012,7 @@ static void test_sampling_meta(void **state)
 		   "off_cpu_ms", "wall_ms", "off_cpu_intervals", "python_samples",
 		   "no_python_frames", "not_python_thread", "truncated_stacks", "unreadable_stacks",
 		   "unknown_frames", "threads_merged", "lost_samples", "threads_sampled",
-		   "threads_failed", "outputs");
+		   "threads_failed", "thread_names", "proftrace_threads", "outputs");
 	check_num(s, "hz", 997);
 	check_num(s, "period_ns", 1003009);
 	check_str(s, "mechanism",
@@ -1017,16 +1030,35 @@ static void test_sampling_meta(void **state)
 	check_num(s, "lost_samples", 6);
 	check_num(s, "threads_sampled", 3);
 	check_num(s, "threads_failed", 1);
-	CHECK_KEYS(item(s, "outputs"), "folded", "svg");
+	CHECK_KEYS(item(s, "outputs"), "folded", "svg", "svg_wall");
 	check_str(item(s, "outputs"), "folded", "stacks.folded");
 	check_null(item(s, "outputs"), "svg");
+	check_str(item(s, "outputs"), "svg_wall", "flame-wall.svg");
+	t = item(s, "thread_names");
+	CHECK_KEYS(t, "python", "comm", "why");
+	check_num(t, "python", 2);
+	check_num(t, "comm", 1);
+	check_null(t, "why");
+	/* proftrace's own threads: apart, with their time */
+	t = item(s, "proftrace_threads");
+	CHECK_KEYS(t, "threads", "samples", "on_cpu_ms", "off_cpu_ms", "wall_ms");
+	check_num(t, "samples", 2);
+	check_wall(t, 2, 9990, 9992);
+	assert_int_equal(cJSON_GetArraySize(item(t, "threads")), 1);
+	t = nth(item(t, "threads"), 0);
+	CHECK_KEYS(t, "tid", "name", "samples", "on_cpu_ms", "off_cpu_ms", "wall_ms");
+	check_num(t, "tid", 4260);
+	check_str(t, "name", "proftrace-py");
+	check_wall(t, 2, 9990, 9992);
 
 	th = item(s, "threads");
 	assert_int_equal(cJSON_GetArraySize(th), 3);
 	t = nth(th, 0);
-	CHECK_KEYS(t, "tid", "name", "python", "samples", "on_cpu_ms", "off_cpu_ms", "wall_ms");
+	CHECK_KEYS(t, "tid", "name", "comm", "python", "samples", "on_cpu_ms", "off_cpu_ms",
+		   "wall_ms");
 	check_num(t, "tid", 4242);
 	check_str(t, "name", "llm");
+	check_str(t, "comm", "python3");
 	assert_true(cJSON_IsTrue(item(t, "python")));
 	check_num(t, "samples", 1500);
 	check_wall(t, 1500, 500, 2000);
@@ -1452,16 +1484,16 @@ static void test_write_errors(void **state)
  * follows from what the run has. */
 static void test_emitters(void **state)
 {
-	static const char *const names[] = { "summary.json",  "report.md", "lines.txt",
-					     "stacks.folded", "flame.svg", "trace.json",
-					     "profile.pb.gz" };
+	static const char *const names[] = { "summary.json",  "report.md",     "lines.txt",
+					     "stacks.folded", "flame.svg",     "trace.json",
+					     "profile.pb.gz", "flame-wall.svg" };
 	struct fixture *fx = *state;
 	struct pt_outputs o = { .doc = fx->doc };
 	struct pt_flame *fl = pt_flame__new();
 	struct pt_trace *tr = pt_trace__new(10, 1);
 	size_t wanted = 0;
 
-	assert_int_equal(pt_nemitters, 7);
+	assert_int_equal(pt_nemitters, 8);
 	for (size_t i = 0; i < pt_nemitters; i++) {
 		assert_string_equal(pt_emitters[i].filename, names[i]);
 		assert_non_null(pt_emitters[i].write);
@@ -1472,10 +1504,12 @@ static void test_emitters(void **state)
 	assert_null(pt_emitters[0].wanted);
 	assert_null(pt_emitters[1].wanted);
 	o.flame = fl;
+	o.flame_cpu = fl;
 	o.trace = tr;
 	assert_true(pt_emitters[3].wanted(&o) && pt_emitters[4].wanted(&o));
 	assert_true(pt_emitters[5].wanted(&o));
 	assert_true(pt_emitters[6].wanted(&o)); /* pprof: with the samples */
+	assert_true(pt_emitters[7].wanted(&o)); /* the wall-time flame graph too */
 	pt_flame__free(fl);
 	pt_trace__free(tr);
 }
