@@ -87,7 +87,8 @@ BENCH_SRCS := $(wildcard bench/*.c)
 BENCH_BINS := $(patsubst bench/%.c,$(OUTPUT)/bench/%,$(filter-out bench/shim_bench.c,$(BENCH_SRCS))) \
 	      $(if $(SHIM),$(OUTPUT)/bench/shim_bench)
 
-.PHONY: all deps test unit integration asan bench demo clean fuzz gpu-check format
+.PHONY: all deps test unit integration asan bench demo clean fuzz gpu-check format install \
+	uninstall
 .DELETE_ON_ERROR:
 .SECONDARY:
 
@@ -419,6 +420,29 @@ demo:
 	$(Q)./scripts/deps.sh
 	$(Q)$(MAKE) -s --no-print-directory proftrace $(AGENT) $(SHIM) $(VICTIMS)
 	$(Q)PT_VICTIMS=$(OUTPUT)/victims ./scripts/demo.sh
+
+# ---- install: the binary, its helpers, the bundled targets and the docs ----
+# make install [PREFIX=/usr/local] [DESTDIR=/stage]. proftrace finds its
+# helpers in ../lib/proftrace and its targets in ../share/proftrace/targets
+# of its own folder (util/helpers.c, config/targets_list.c): no path is
+# compiled in, and the tree can be moved whole. The helpers are read by the
+# servers it profiles, under their own users: readable by all.
+PREFIX ?= /usr/local
+PT_INST := $(DESTDIR)$(PREFIX)
+install: $(BIN) $(AGENT) $(SHIM)
+	$(call msg,INSTALL,$(PT_INST))
+	$(Q)install -d -m 0755 $(PT_INST)/bin $(PT_INST)/lib/proftrace \
+		$(PT_INST)/share/proftrace/targets $(PT_INST)/share/doc/proftrace/docs
+	$(Q)install -m 0755 $(BIN) $(PT_INST)/bin/proftrace
+	$(Q)install -m 0755 $(AGENT) $(SHIM) $(PT_INST)/lib/proftrace/
+	$(Q)install -m 0644 targets/*.conf $(PT_INST)/share/proftrace/targets/
+	$(Q)install -m 0644 README.md $(PT_INST)/share/doc/proftrace/
+	$(Q)install -m 0644 docs/*.md $(PT_INST)/share/doc/proftrace/docs/
+
+uninstall:
+	$(call msg,UNINSTALL,$(PT_INST))
+	$(Q)rm -f $(PT_INST)/bin/proftrace
+	$(Q)rm -rf $(PT_INST)/lib/proftrace $(PT_INST)/share/proftrace $(PT_INST)/share/doc/proftrace
 
 clean:
 	$(call msg,CLEAN)

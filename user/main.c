@@ -26,8 +26,8 @@ int main(int argc, char **argv)
 	struct run r;
 	int e, e2;
 
-	if (argc == 2 && !strcmp(argv[1], "env")) /* eval "$(proftrace env)" */
-		return pt_exit_code(pt_envcmd__print(stdout));
+	if (argc >= 2 && !strcmp(argv[1], "env")) /* eval "$(proftrace env)" */
+		return pt_envcmd__main(argc - 1, argv + 1);
 	if (argc >= 2 && !strcmp(argv[1], "import-regions"))
 		return pt_exit_code(pt_importcmd__run(argc - 1, argv + 1));
 	if (argc >= 2 && !strcmp(argv[1], "diff")) /* proftrace diff A B */

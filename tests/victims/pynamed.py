@@ -23,9 +23,10 @@ go, runs its part until the deadline, then waits for exit):
                   pipe read from go to the deadline, off the CPU
 
 Truth JSON: python, pid, seconds, per_thread: {name: {tid (its
-native_id, the OS thread id), cpu_ns (time.thread_time_ns from go to the
-deadline, the thread's CLOCK_THREAD_CPUTIME_ID, which the cpu-clock perf
-event counts), wall_ns (the same span on time.perf_counter_ns)}}.
+native_id, the OS thread id, in the process's own PID namespace), cpu_ns
+(time.thread_time_ns from go to the deadline, the thread's
+CLOCK_THREAD_CPUTIME_ID, which the cpu-clock perf event counts), wall_ns
+(the same span on time.perf_counter_ns), calls (of spin_until)}}.
 """
 import argparse
 import concurrent.futures
@@ -44,8 +45,9 @@ end = threading.Event()  # exit: every thread returns
 deadline = [0]
 
 
-def book(name, t0, c0):
-    row = {"tid": threading.get_native_id(), "cpu_ns": cpu() - c0, "wall_ns": now() - t0}
+def book(name, t0, c0, calls=0):
+    row = {"tid": threading.get_native_id(), "cpu_ns": cpu() - c0, "wall_ns": now() - t0,
+           "calls": calls}
     with lock:
         truth[name] = row
 
@@ -60,11 +62,13 @@ def spin_until(t):
 def cycles(name, busy_ms, idle_ms):
     go.wait()
     t0, c0 = now(), cpu()
+    calls = 0
     while now() < deadline[0]:
         spin_until(min(now() + busy_ms * 1000000, deadline[0]))
+        calls += 1
         if now() < deadline[0]:
             time.sleep(idle_ms / 1000.0)
-    book(name, t0, c0)
+    book(name, t0, c0, calls)
     end.wait()
 
 
