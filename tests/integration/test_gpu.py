@@ -153,7 +153,17 @@ def test_real_shim_without_driver_reports_the_conflict():
     eq((g["shim"]["active"], g["kernels"]), (False, 0), "never active, no records")
     assert "CUPTI could not be enabled" in err, err
     with open(os.path.join(s["_out"], "report.md")) as f:
-        assert "**CUPTI conflict:**" in f.read()
+        md = f.read()
+    assert "**CUPTI conflict:**" in md
+    # the shim's control thread and the agent's: proftrace's own, apart
+    # from the stacks and the thread tables, in Health (issue 24, part 5)
+    own = s["meta"]["sampling"]["proftrace_threads"]["threads"]
+    eq(sorted(x["name"] for x in own), ["proftrace-cupti", "proftrace-py"], "own threads")
+    assert not [x for x in s["meta"]["sampling"]["threads"] if x["name"].startswith("proftrace")]
+    with open(os.path.join(s["_out"], "stacks.folded")) as f:
+        assert "proftrace-" not in f.read()
+    assert "`proftrace-cupti` (tid %d)" % [x["tid"] for x in own
+                                            if x["name"] == "proftrace-cupti"][0] in md, md
 
 
 def test_gpu_two_processes():
