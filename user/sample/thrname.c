@@ -14,7 +14,7 @@ static const char *const own_names[] = { "proftrace-py", "proftrace-cupti" };
 struct pt_thrname {
 	struct pt_pythreads *py;
 	bool read_once;
-	uint64_t last_read;
+	uint64_t next_read; /* not before: CLOCK_MONOTONIC ns */
 	struct pt_thrname_stats st;
 };
 
@@ -50,12 +50,12 @@ static const char *python_name(struct pt_thrname *tn, uint32_t tid, uint64_t now
 	if (!tn->py)
 		return NULL;
 	s = tn->read_once ? pt_pythreads__name(tn->py, tid) : NULL;
-	if (s || (tn->read_once && now_ns - tn->last_read < PT_THRNAME_REREAD_NS))
+	if (s || (tn->read_once && now_ns < tn->next_read))
 		return s;
 	tn->read_once = true;
-	tn->last_read = now_ns;
 	tn->st.reads++;
 	e = pt_pythreads__read(tn->py, &v, &n);
+	tn->next_read = now_ns + (e ? PT_THRNAME_RETRY_NS : PT_THRNAME_REREAD_NS);
 	if (e) {
 		tn->st.failed++;
 		tn->st.last_error = e;

@@ -12,8 +12,9 @@
  *  - else its comm; else "?" (the flame root adds the tid either way).
  *
  * Python names are read again when a thread is not in the last read and
- * that read is at least PT_THRNAME_REREAD_NS old, so a server starting a
- * pool of threads costs a read per period, not one per thread.
+ * that read is at least PT_THRNAME_REREAD_NS old (PT_THRNAME_RETRY_NS
+ * when it failed), so a server starting a pool of threads costs a read
+ * per period, not one per thread.
  */
 #ifndef PT_THRNAME_H
 #define PT_THRNAME_H
@@ -23,6 +24,10 @@
 #include <stdint.h>
 
 #define PT_THRNAME_REREAD_NS 50000000ull /* 50 ms */
+/* After a read that failed (threading not imported yet, a target whose
+ * sys.modules is too big to search), the next one waits longer: a
+ * thread-churning server must not keep proftrace searching. */
+#define PT_THRNAME_RETRY_NS 1000000000ull /* 1 s */
 
 struct pt_pythreads;
 

@@ -3,8 +3,8 @@
  * pt_thrname: proftrace's own threads told by their comm (and nothing
  * read for them), the comm when the interpreter gives no name ("?" when
  * there is no comm either), threading._active read again only when a
- * thread is not in the last read and that read is old enough, and why
- * the reads failed. Python names from a live interpreter:
+ * thread is not in the last read and that read is old enough (longer
+ * after a failed one), and why the reads failed. Python names from a live interpreter:
  * tests/integration/test_flame_threads.py.
  */
 #include <errno.h>
@@ -92,9 +92,15 @@ static void test_rereads(void **state)
 	pt_thrname__stats(tn, &st);
 	assert_int_equal(st.reads, 1);
 	assert_int_equal(st.comm, 92);
-	/* one later: read again */
+	/* the read failed: not again within PT_THRNAME_RETRY_NS, then again */
 	assert_false(pt_thrname__name(tn, 200, "w", 100 * MS + PT_THRNAME_REREAD_NS, name,
 				      sizeof(name)));
+	assert_false(pt_thrname__name(tn, 201, "w", 100 * MS + PT_THRNAME_RETRY_NS - 1, name,
+				      sizeof(name)));
+	pt_thrname__stats(tn, &st);
+	assert_int_equal(st.reads, 1);
+	assert_false(
+		pt_thrname__name(tn, 202, "w", 100 * MS + PT_THRNAME_RETRY_NS, name, sizeof(name)));
 	pt_thrname__stats(tn, &st);
 	assert_int_equal(st.reads, 2);
 	pt_thrname__free(tn);
