@@ -302,7 +302,8 @@ FUZZ_SRCS_folded := user/aggregate/flame.c
 # `make fuzz-gpuring-seeds` (the real writer, shim/ring.c)
 FUZZ_SRCS_gpuring := user/gpu/gpuring.c
 # builds its own CPython images (no seeds needed): tests/fuzz/fuzz_pyattr.c
-FUZZ_SRCS_pyattr := user/python/pyattr.c user/python/pylayout.c
+FUZZ_SRCS_pyattr := user/python/pyattr.c user/python/pylayout.c user/python/pythreads.c \
+		     user/python/pycode.c
 # the Python agent's segment (shared memory the target writes); the seed
 # is a header as the agent publishes it (tests/fuzz/corpus/agent)
 FUZZ_SRCS_agent := user/python/agent.c user/util/segment.c user/util/sigbus.c user/util/users.c \

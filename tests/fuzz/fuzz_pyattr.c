@@ -2,7 +2,9 @@
 /*
  * libFuzzer harness for pt_pyattr__resolve(), pt_pyattr__resolve_obj()
  * and pt_pyattr__read(): types, dicts and instances are all read from the
- * target's memory. Build and run with `make fuzz`.
+ * target's memory; in raw mode also pt_pyattr__dict_get/dict_values/int
+ * and the thread-name walk of python/pythreads.c over the same image.
+ * Build and run with `make fuzz`.
  *
  * Blank memory rarely parses as a type, so by default the harness builds
  * a valid image itself (a class with a dict of a method, a class
@@ -31,6 +33,7 @@
 
 #include "python/pyattr.h"
 #include "python/pylayout.h"
+#include "python/pythreads.h"
 
 #define IMAGE_BASE 0x10000ull
 #define IMAGE_LEN 16384
@@ -330,6 +333,47 @@ static void check_resolve(int rc, const struct pt_pyattr_loc *loc, const char *w
 	}
 }
 
+/* The readers of what is no attribute, and the thread-name walk over
+ * them (sys.modules -> threading -> _active -> each Thread), with the
+ * image as the runtime: bounded answers only. */
+static void check_other(const struct pt_tmem *m, const struct pt_py_layout *L, uint64_t obj,
+			const char *name, uint64_t runtime)
+{
+	static const struct pt_pytypes t = { IMAGE_BASE + 0x100, IMAGE_BASE + 0x200 };
+	const struct pt_pythread *thr;
+	struct pt_pythreads *pt;
+	uint64_t v, vals[16];
+	size_t n = 99;
+	int64_t i;
+	int rc;
+
+	rc = pt_pyattr__dict_get(m, L, obj, name, 64, &v);
+	if (rc < -4096 || rc > 1 || (rc != 1 && v))
+		__builtin_trap();
+	rc = pt_pyattr__dict_values(m, L, obj, vals, 16, &n);
+	if (rc > 0 || n > 16 || (rc && n))
+		__builtin_trap();
+	for (size_t k = 0; k < n; k++)
+		if (!vals[k])
+			__builtin_trap();
+	rc = pt_pyattr__int(m, L, obj, &i);
+	if (rc > 0 || (rc && i) || i < -(1ll << 60) || i >= (1ll << 60))
+		__builtin_trap();
+	pt = pt_pythreads__new(m, L, &t, runtime);
+	if (!pt)
+		return;
+	n = 99;
+	rc = pt_pythreads__read(pt, &thr, &n);
+	if (rc > 0 || n > PT_PYTHREADS_MAX || (rc && n))
+		__builtin_trap();
+	for (size_t k = 0; k < n; k++)
+		if (!thr[k].tid || !thr[k].name[0] ||
+		    strlen(thr[k].name) >= PT_PYTHREADS_NAME_MAX ||
+		    pt_pythreads__name(pt, thr[k].tid) == NULL)
+			__builtin_trap();
+	pt_pythreads__free(pt);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	static struct b b;
@@ -381,6 +425,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		if (!image_read(&im, loc.key + L->str_hash, &loc.hash, 8) && data[7] & 1)
 			loc.dict_type = loc.key;
 		check_read(&im, &m, L, &loc, obj);
+		check_other(&m, L, obj, name, IMAGE_BASE + u16(data + 2));
 		goto out;
 	}
 
