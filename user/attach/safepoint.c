@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: BSD-2-Clause
 #include <errno.h>
 #include <inttypes.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,6 +33,8 @@ enum {
 	NR_epoll_pwait2 = 441,
 	NR_futex_waitv = 449,
 };
+
+#define SIGBIT(sig) (1ull << ((sig)-1))
 
 enum kind { K_NO, K_WAIT, K_FD, K_EPOLL, K_LOCK };
 
@@ -192,6 +195,10 @@ int pt_procstatus__parse(const char *text, struct pt_procstatus *st)
 				st->sigign = strtoull(v, NULL, 16);
 			else if (KEY("SigCgt"))
 				st->sigcgt = strtoull(v, NULL, 16);
+			else if (KEY("SigPnd"))
+				st->sigpnd = strtoull(v, NULL, 16);
+			else if (KEY("ShdPnd"))
+				st->shdpnd = strtoull(v, NULL, 16);
 			else if (KEY("x86_Thread_features")) {
 				size_t l = eol ? (size_t)(eol - v) : strlen(v);
 				char buf[128];
@@ -241,6 +248,19 @@ int pt_safepoint__check_proc(const struct pt_procstatus *st, int pid, int yama, 
 		return -ENOTSUP;
 	}
 	return 0;
+}
+
+int pt_safepoint__stop_signal(const struct pt_procstatus *st)
+{
+	static const int tty[] = { SIGTSTP, SIGTTIN, SIGTTOU };
+	uint64_t pending = st->sigpnd | st->shdpnd;
+
+	if (pending & SIGBIT(SIGSTOP))
+		return SIGSTOP;
+	for (size_t i = 0; i < sizeof(tty) / sizeof(tty[0]); i++)
+		if (pending & SIGBIT(tty[i]) & ~(st->sigcgt | st->sigign))
+			return tty[i];
+	return st->state == 'T' ? -1 : 0;
 }
 
 static bool safe_fd(const char *l)

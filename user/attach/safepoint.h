@@ -45,7 +45,8 @@ struct pt_procstatus {
 	unsigned int groups[64];
 	int ngroups;
 	uint64_t sigblk, sigign, sigcgt;
-	bool shstk; /* x86 user shadow stack enabled (CET) */
+	uint64_t sigpnd, shdpnd; /* pending: for the thread, for the process */
+	bool shstk;		 /* x86 user shadow stack enabled (CET) */
 	bool have_uid;
 };
 
@@ -62,6 +63,16 @@ int pt_procstatus__parse(const char *text, struct pt_procstatus *st);
  */
 int pt_safepoint__check_proc(const struct pt_procstatus *st, int pid, int yama, char *err,
 			     size_t errlen);
+
+/*
+ * The job-control stop a thread's status shows: a stop signal pending for
+ * it or its process whose action is to stop (SIGSTOP; SIGTSTP, SIGTTIN,
+ * SIGTTOU unless caught or ignored), the lowest such; else -1 when it is
+ * stopped already (state T); else 0. A tracer that holds the thread keeps
+ * such a signal pending (nothing else may take it in a process of one
+ * thread): the stop is on its way all the same.
+ */
+int pt_safepoint__stop_signal(const struct pt_procstatus *st);
 
 enum pt_safe {
 	PT_SAFE_YES = 0, /* borrow it (re-checked once stopped) */

@@ -6,11 +6,15 @@
  * Fixtures under tests/fixtures/inject were taken from live processes on
  * Debian 12 (kernel 6.x): a C program in poll(), Python 3.11 threads in
  * clock_nanosleep, futex (a Lock), epoll_wait and read of a pipe, a
- * running thread, a stopped, a traced (PTRACE_SEIZE) and a zombie process.
+ * running thread, a stopped, a traced (PTRACE_SEIZE) and a zombie process,
+ * and a Python 3.11 process of one thread sent SIGSTOP while the injector
+ * held that thread (status_stop_pending: the stop pending, nothing else
+ * to take it).
  */
 #include <errno.h>
 #include <limits.h>
 #include <setjmp.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -233,6 +237,45 @@ static void test_regs(void **state)
 	assert_false(pt_safepoint__waits_on_fd(7));
 }
 
+/* A job-control stop on its way, or in effect: what --inject keeps. */
+static void test_stop_signal(void **state)
+{
+	struct pt_procstatus st = status("status_stop_pending");
+
+	assert_int_equal(st.state, 't');
+	assert_int_equal(st.shdpnd, 1ull << (SIGSTOP - 1));
+	assert_int_equal(pt_safepoint__stop_signal(&st), SIGSTOP);
+	assert_int_equal(pt_safepoint__stop_signal(&(struct pt_procstatus){ .state = 'S' }), 0);
+	assert_int_equal(pt_safepoint__stop_signal(&(struct pt_procstatus){ .state = 't' }), 0);
+	st = status("status_stopped");
+	assert_int_equal(pt_safepoint__stop_signal(&st), -1);
+	st = status("status_sleeping");
+	assert_int_equal(pt_safepoint__stop_signal(&st), 0);
+	/* the tty stops stop only when neither caught nor ignored */
+	assert_int_equal(
+		pt_procstatus__parse("State:\tS (sleeping)\nSigPnd:\t0000000000080000\n"
+				     "ShdPnd:\t0000000000000000\nSigIgn:\t0000000000000000\n"
+				     "SigCgt:\t0000000000000000\n",
+				     &st),
+		0);
+	assert_int_equal(st.sigpnd, 1ull << (SIGTSTP - 1));
+	assert_int_equal(pt_safepoint__stop_signal(&st), SIGTSTP);
+	st.sigcgt = 1ull << (SIGTSTP - 1);
+	assert_int_equal(pt_safepoint__stop_signal(&st), 0);
+	st.sigcgt = 0;
+	st.sigign = 1ull << (SIGTSTP - 1);
+	assert_int_equal(pt_safepoint__stop_signal(&st), 0);
+	st.shdpnd = 1ull << (SIGTTOU - 1);
+	assert_int_equal(pt_safepoint__stop_signal(&st), SIGTTOU);
+	st.shdpnd |= 1ull << (SIGSTOP - 1);
+	st.sigign = ~0ull; /* SIGSTOP cannot be */
+	assert_int_equal(pt_safepoint__stop_signal(&st), SIGSTOP);
+	/* other signals pending are no stop */
+	st = (struct pt_procstatus){ .state = 'S',
+				     .sigpnd = 1ull << (SIGCONT - 1) | 1ull << (SIGUSR1 - 1) };
+	assert_int_equal(pt_safepoint__stop_signal(&st), 0);
+}
+
 /* kernel-internal errno values (include/linux/errno.h) */
 #define ERESTARTSYS 512
 #define ERESTARTNOHAND 514
@@ -284,7 +327,7 @@ int main(void)
 		cmocka_unit_test(test_sysline),  cmocka_unit_test(test_stat_state),
 		cmocka_unit_test(test_status),   cmocka_unit_test(test_refusals),
 		cmocka_unit_test(test_classify), cmocka_unit_test(test_regs),
-		cmocka_unit_test(test_resume_regs),
+		cmocka_unit_test(test_resume_regs), cmocka_unit_test(test_stop_signal),
 	};
 	/* clang-format on */
 
