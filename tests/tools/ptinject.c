@@ -7,7 +7,8 @@
  *
  * Loads each LIB in turn into PID and prints one JSON line per library:
  * {"lib", "rc" (0 or -errno), "err", "handle", "already", "handed_off",
- *  "tid", "syscall", "pause_ms", "wait_ms", "call_ms", "tries", "held"}.
+ *  "tid", "syscall", "pause_ms", "wait_ms", "call_ms", "tries", "held",
+ *  "stopped"}.
  * Exit status: 0 when every load succeeded, 2 when one was refused.
  */
 #include <errno.h>
@@ -66,8 +67,9 @@ int main(int argc, char **argv)
 		       r.handed_off ? "true" : "false", r.tid);
 		json_str(r.syscall);
 		printf(", \"pause_ms\": %.3f, \"wait_ms\": %.3f, \"call_ms\": %.3f, \"tries\": %u, "
-		       "\"held\": %u}\n",
-		       r.pause_ms, r.wait_ms, r.call_ms, r.tries, r.held_signals);
+		       "\"held\": %u, \"stopped\": %s}\n",
+		       r.pause_ms, r.wait_ms, r.call_ms, r.tries, r.held_signals,
+		       r.stopped ? "true" : "false");
 		fflush(stdout);
 		if (e)
 			bad = 1;

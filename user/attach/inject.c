@@ -48,6 +48,7 @@
 #include "attach/maps.h"
 #include "attach/resolve.h"
 #include "attach/safepoint.h"
+#include "util/log.h"
 #include "util/tasks.h"
 #include "util/util.h"
 
@@ -145,6 +146,8 @@ struct borrow {
 	struct held held[MAX_HELD];
 	int nheld;
 	bool group_stop;
+	int stop_sig;	   /* a job-control stop that came meanwhile (its signal) */
+	bool at_signal;	   /* call()'s -EAGAIN: at a signal-delivery stop */
 	bool boosted;	   /* its nice is BOOST_NICE while it is ours */
 	int nice;	   /* its own */
 	uint64_t deadline; /* of the current wait, CLOCK_MONOTONIC ns */
@@ -185,6 +188,24 @@ static int mem_write(int pid, uint64_t addr, const void *buf, size_t len)
 	ssize_t n = process_vm_writev(pid, &l, 1, &r, 1, 0);
 
 	return n == (ssize_t)len ? 0 : n < 0 ? -errno : -EIO;
+}
+
+/* Tests only (PT_TEST_INJECT_PAUSE=MOMENT:MS): a pause at one moment of
+ * an injection, said on stderr, for a test to stop the process there
+ * (tests/integration/test_inject_stop.py). */
+static void test_pause(const char *moment, int tid)
+{
+	const char *v = getenv("PT_TEST_INJECT_PAUSE");
+	size_t n = strlen(moment);
+	long ms;
+
+	if (!v || strncmp(v, moment, n) || v[n] != ':')
+		return;
+	ms = strtol(v + n + 1, NULL, 10);
+	if (ms <= 0)
+		return;
+	pt_msg("proftrace: test: pausing %ld ms at %s (thread %d)\n", ms, moment, tid);
+	usleep((useconds_t)ms * 1000);
 }
 
 /* ---- before anything is stopped ---- */
@@ -521,14 +542,102 @@ static int wait_stop(struct borrow *b, int *st)
 	}
 }
 
+/* ---- job control ----
+ * A stop (SIGSTOP, or a tty stop signal not caught) that comes while we
+ * work is kept: the process is left stopped, as it would have been
+ * without us. The kernel's part (kernel/signal.c, kernel/ptrace.c): a
+ * stop signal taken by a traced thread is a signal-delivery stop, lost if
+ * resumed with signal 0; delivered, it starts the group stop, which each
+ * seized thread reports as a PTRACE_EVENT_STOP (PTRACE_CONT runs it on
+ * while the others stay stopped); PTRACE_DETACH puts a thread back in a
+ * group stop that is in effect or under way, and only then; a stop
+ * signal stays pending while the only thread that could take it is held.
+ */
+
+/* Does sig, delivered now, stop the process (its default action: not
+ * caught, not ignored)? */
+static bool stops(int pid, int sig)
+{
+	struct pt_procstatus st;
+
+	if (sig == SIGSTOP)
+		return true;
+	if (sig != SIGTSTP && sig != SIGTTIN && sig != SIGTTOU)
+		return false;
+	return !read_status(pid, 0, &st) && !((st.sigcgt | st.sigign) & (1ull << (sig - 1)));
+}
+
+#define STATE_T 0x10000 /* stop_of_task: no signal, state T */
+
+static int stop_of_task(void *ctx, int tid)
+{
+	struct pt_procstatus st;
+	int sig;
+
+	if (read_status(*(int *)ctx, tid, &st))
+		return 0;
+	sig = pt_safepoint__stop_signal(&st);
+	return sig < 0 ? STATE_T : sig;
+}
+
+/* Is pid in a job-control stop, or is one on its way (a thread stopped,
+ * a stop signal pending)? Its signal, -1 (a thread in state T), 0. */
+static int stop_seen(int pid)
+{
+	int r = pt_tasks__each(pid, stop_of_task, &pid);
+
+	return r == STATE_T ? -1 : r < 0 ? 0 : r;
+}
+
+static const char *stop_what(int sig)
+{
+	switch (sig) {
+	case SIGSTOP:
+		return "SIGSTOP";
+	case SIGTSTP:
+		return "SIGTSTP";
+	case SIGTTIN:
+		return "SIGTTIN";
+	case SIGTTOU:
+		return "SIGTTOU";
+	default:
+		return "state T";
+	}
+}
+
 static void hold(struct borrow *b, int sig)
 {
+	/* a standard signal pending merges with the same one anyway: one
+	 * entry each, so that no other is crowded out */
+	for (int i = 0; i < b->nheld && sig < SIGRTMIN; i++)
+		if (b->held[i].sig == sig)
+			return;
 	if (b->nheld >= MAX_HELD)
-		return; /* the standard signals merge anyway */
+		return;
 	b->held[b->nheld].sig = sig;
 	if (ptrace(PTRACE_GETSIGINFO, b->tid, 0, &b->held[b->nheld].si))
 		memset(&b->held[b->nheld].si, 0, sizeof(siginfo_t));
 	b->nheld++;
+}
+
+static bool cont_held(const struct borrow *b)
+{
+	for (int i = 0; i < b->nheld; i++)
+		if (b->held[i].sig == SIGCONT)
+			return true;
+	return false;
+}
+
+/* Held signals but the skip-th, queued for the thread again. Not a
+ * SIGCONT when a stop came after it (stopping): queued again, it would
+ * continue the process a second time, ending that stop (it did its
+ * continuing when it was sent; only a handler of the program's is left
+ * to run, and release() gives it to the thread itself when it can). */
+static void resend(struct borrow *b, int skip, bool stopping)
+{
+	for (int i = 0; i < b->nheld; i++)
+		if (i != skip && !(b->held[i].sig == SIGCONT && stopping))
+			syscall(SYS_tgkill, b->pid, b->tid, b->held[i].sig);
 }
 
 static void unboost(struct borrow *b)
@@ -540,29 +649,61 @@ static void unboost(struct borrow *b)
 
 /* Let go of the thread, which is at a stop (at a signal-delivery stop
  * when sigstop is true): held signals go back to it, the first through
- * the detach itself with its own siginfo, the others queued again. */
+ * the detach itself with its own siginfo, the others queued again. A
+ * group stop needs nothing: a thread detached while its process is in
+ * one (or has one under way) is put back in it by the kernel
+ * (__ptrace_unlink), and is not when a SIGCONT ended it meanwhile. */
 static void release(struct borrow *b, bool sigstop)
 {
-	int first = 0;
+	bool stopping = !sigstop && cont_held(b) && (b->stop_sig || stop_seen(b->pid));
+	int first = -1;
 
 	unboost(b);
 	if (b->nheld && sigstop) {
-		siginfo_t si = b->held[0].si;
+		siginfo_t si;
 
-		si.si_signo = b->held[0].sig;
+		/* a SIGCONT goes with the detach: delivered, not sent again */
+		first = 0;
+		for (int i = 0; i < b->nheld; i++)
+			if (b->held[i].sig == SIGCONT)
+				first = i;
+		si = b->held[first].si;
+		si.si_signo = b->held[first].sig;
 		ptrace(PTRACE_SETSIGINFO, b->tid, 0, &si);
-		first = b->held[0].sig;
 	}
-	ptrace(PTRACE_DETACH, b->tid, 0, (void *)(uintptr_t)first);
-	for (int i = first ? 1 : 0; i < b->nheld; i++)
-		syscall(SYS_tgkill, b->pid, b->tid, b->held[i].sig);
-	if (b->group_stop)
-		syscall(SYS_tgkill, b->pid, b->tid, SIGSTOP);
+	ptrace(PTRACE_DETACH, b->tid, 0, (void *)(uintptr_t)(first >= 0 ? b->held[first].sig : 0));
+	resend(b, first, stopping);
+}
+
+/* After the thread was let go: is the process stopped (or about to be)?
+ * A stop seen while it was held, one pending or in effect: the thread
+ * let go goes into it within microseconds, unless a SIGCONT ended it.
+ * Its signal, -1 (state T, signal unknown), 0. */
+static int left_stopped(const struct borrow *b)
+{
+	uint64_t deadline = now_ns() + 200 * 1000000ull;
+	struct timespec ms = { 0, 1000 * 1000 };
+	int sig = stop_seen(b->pid);
+
+	if (!sig && !b->stop_sig)
+		return 0;
+	for (;;) {
+		struct pt_procstatus st;
+
+		if (read_status(b->pid, b->tid, &st))
+			return 0; /* gone */
+		if (st.state == 'T')
+			return b->stop_sig ? b->stop_sig : sig ? sig : -1;
+		if (now_ns() >= deadline)
+			return stop_seen(b->pid);
+		nanosleep(&ms, NULL);
+	}
 }
 
 /* Stopped by PTRACE_INTERRUPT. A signal that stops it first is the
  * program's business: delivered at once, then the thread is looked at
- * wherever that leaves it. 0, -EAGAIN (a group stop), -ETIMEDOUT, -ESRCH. */
+ * wherever that leaves it. 0, -EAGAIN (a group stop: its signal in
+ * b->stop_sig), -ETIMEDOUT, -ESRCH. */
 static int interrupt(struct borrow *b, uint64_t ns)
 {
 	int st, r;
@@ -574,18 +715,33 @@ static int interrupt(struct borrow *b, uint64_t ns)
 		r = wait_stop(b, &st);
 		if (r <= 0)
 			return r ? r : -ETIMEDOUT;
-		if ((st >> 16) == PTRACE_EVENT_STOP)
-			return WSTOPSIG(st) == SIGTRAP ? 0 : -EAGAIN; /* else a group stop */
+		if ((st >> 16) == PTRACE_EVENT_STOP && WSTOPSIG(st) == SIGTRAP)
+			return 0;
+		if ((st >> 16) == PTRACE_EVENT_STOP) {
+			b->stop_sig = WSTOPSIG(st); /* a group stop */
+			return -EAGAIN;
+		}
 		/* a signal came first: it is the program's, delivered now (the
 		 * interrupt stop follows, wherever its handler leaves it) */
 		ptrace(PTRACE_CONT, b->tid, 0, (void *)(uintptr_t)WSTOPSIG(st));
 	}
 }
 
+/* Has the call begun? The stops before its first instruction are the
+ * signals and group stops that were pending as it was let go. */
+static bool started(const struct borrow *b, uint64_t fn)
+{
+	struct user_regs_struct r;
+
+	return ptrace(PTRACE_GETREGS, b->tid, 0, &r) || r.rip != fn || r.rsp != b->frame;
+}
+
 /* Call fn(a0, a1) on the thread, from the frame; *ret: its rax. -ETIMEDOUT
  * when it has not returned by b->deadline (the thread runs on, inside);
  * -EFAULT when it faulted elsewhere (*fault: that stop's signal, left
- * undelivered); -ESRCH when the process went. */
+ * undelivered); -EAGAIN when a job-control stop came before it ran
+ * anything (the thread at that stop, b->at_signal: a signal-delivery stop
+ * whose signal is held); -ESRCH when the process went. */
 static int call(struct borrow *b, uint64_t fn, uint64_t a0, uint64_t a1, uint64_t *ret, int *fault)
 {
 	struct user_regs_struct r = b->saved;
@@ -609,10 +765,17 @@ static int call(struct borrow *b, uint64_t fn, uint64_t a0, uint64_t a1, uint64_
 		if (!w)
 			return -ETIMEDOUT;
 		if ((st >> 16) == PTRACE_EVENT_STOP) {
-			/* a group stop (SIGSTOP taken by another thread): this
-			 * one joins it once let go */
-			if (WSTOPSIG(st) != SIGTRAP)
+			/* a group stop: the other threads are in it; this one
+			 * finishes the call first and is put in it as it is let
+			 * go (release) */
+			if (WSTOPSIG(st) != SIGTRAP) {
+				b->stop_sig = WSTOPSIG(st);
+				if (!started(b, fn)) {
+					b->at_signal = false;
+					return -EAGAIN;
+				}
 				b->group_stop = true;
+			}
 			ptrace(PTRACE_CONT, b->tid, 0, 0);
 			continue;
 		}
@@ -631,6 +794,21 @@ static int call(struct borrow *b, uint64_t fn, uint64_t a0, uint64_t a1, uint64_
 			*fault = WSTOPSIG(st);
 			return -EFAULT;
 		}
+		if (stops(b->pid, WSTOPSIG(st))) {
+			if (!started(b, fn)) {
+				b->stop_sig = WSTOPSIG(st);
+				b->at_signal = true;
+				hold(b, WSTOPSIG(st));
+				return -EAGAIN;
+			}
+			/* job control is the program's, at once: the stop starts
+			 * now for every other thread, and this one reports it
+			 * next (above) */
+			ptrace(PTRACE_CONT, b->tid, 0, (void *)(uintptr_t)WSTOPSIG(st));
+			continue;
+		}
+		if (WSTOPSIG(st) == SIGCONT)
+			b->stop_sig = 0; /* it ended the stop */
 		hold(b, WSTOPSIG(st));
 		ptrace(PTRACE_CONT, b->tid, 0, 0);
 	}
@@ -786,6 +964,18 @@ struct job {
 	uint64_t call_ns;
 };
 
+/* One line for a stop that came while we worked: -EAGAIN. */
+static int say_stopped(const struct job *j, int sig, const char *when, bool loaded)
+{
+	snprintf(j->err, j->errlen,
+		 "process %d was stopped (%s) %s: %s, and it is left stopped; continue it "
+		 "(kill -CONT %d) and attach again",
+		 j->pid, stop_what(sig), when,
+		 loaded ? "the library is loaded" : "nothing was loaded", j->pid);
+	j->res->stopped = true;
+	return -EAGAIN;
+}
+
 static long read_errno_word(struct borrow *b, uint64_t at, uint32_t *v)
 {
 	return mem_read(b->pid, at, v, sizeof(*v));
@@ -880,8 +1070,10 @@ static int hand_off(struct borrow *b, const struct target_fns *f, uint64_t *ret)
 		if (w < 0)
 			return w;
 		if (!w) {
-			/* not stopping: the kernel detaches it when we exit */
+			/* not stopping: the kernel detaches it when we exit;
+			 * what it was sent meanwhile is queued for it again */
 			unboost(b);
+			resend(b, -1, cont_held(b) && (b->stop_sig || stop_seen(b->pid)));
 			return -ETIMEDOUT;
 		}
 		if ((st >> 16) == PTRACE_EVENT_STOP) {
@@ -934,11 +1126,11 @@ static int borrow(struct job *j, int tid)
 	struct pt_safe_opts so = { .allow_epoll = j->o->allow_epoll };
 	struct pt_procstatus ts;
 	struct iovec iov;
-	uint64_t t0, t_call, ret = 0, lo = 0, hi = 0, h = 0;
+	uint64_t t0, t_call, t_end = 0, ret = 0, lo = 0, hi = 0, h = 0;
 	bool grows = false;
 	bool dlopen_failed = false;
 	uint8_t insn[2];
-	int e, fault = 0;
+	int e, stop, fault = 0;
 
 	if (!b)
 		return -ENOMEM;
@@ -959,8 +1151,20 @@ static int borrow(struct job *j, int tid)
 	errno = 0;
 	b->nice = getpriority(PRIO_PROCESS, (id_t)tid);
 	b->boosted = !errno && !setpriority(PRIO_PROCESS, (id_t)tid, BOOST_NICE);
+	test_pause("seized", tid);
 	t0 = now_ns();
 	e = interrupt(b, 1000000000ull);
+	if (e == -EAGAIN) {
+		/* stopped as we took it: let go, it stays in the group stop */
+		char when[64];
+
+		unboost(b);
+		ptrace(PTRACE_DETACH, tid, 0, 0);
+		snprintf(when, sizeof(when), "as --inject took its thread %d", tid);
+		e = say_stopped(j, b->stop_sig, when, false);
+		free(b);
+		return e;
+	}
 	if (e) {
 		/* it did not stop (uninterruptible): leave it be */
 		unboost(b);
@@ -968,6 +1172,7 @@ static int borrow(struct job *j, int tid)
 		free(b);
 		return 1;
 	}
+	test_pause("held", tid);
 	iov.iov_base = b->xsave;
 	iov.iov_len = sizeof(b->xsave);
 	if (ptrace(PTRACE_GETREGS, tid, 0, &b->saved) ||
@@ -1038,6 +1243,7 @@ static int borrow(struct job *j, int tid)
 	}
 	if (e)
 		goto failed;
+	test_pause("returned", tid);
 	j->res->handle = h;
 	if (!h) {
 		char msg[512] = "";
@@ -1045,7 +1251,7 @@ static int borrow(struct job *j, int tid)
 		dlopen_failed = true;
 		b->deadline = now_ns() + j->call_ns;
 		e = f->dlerror ? call(b, f->dlerror, 0, 0, &ret, &fault) : -ENOENT;
-		if (e == -ETIMEDOUT || e == -EFAULT || e == -ESRCH)
+		if (e == -ETIMEDOUT || e == -EFAULT || e == -ESRCH || e == -EAGAIN)
 			goto failed;
 		if (!e && ret)
 			read_cstr(j->pid, ret, msg, sizeof(msg));
@@ -1055,8 +1261,19 @@ static int borrow(struct job *j, int tid)
 	}
 	restore(b);
 	release(b, true);
+	t_end = now_ns();
+	stop = left_stopped(b);
+	if (stop && !e) {
+		char when[PATH_MAX + 64];
+
+		snprintf(when, sizeof(when),
+			 "while --inject held its thread %d for the dlopen of %s", tid, j->path);
+		e = say_stopped(j, stop, when, true);
+	} else if (stop) {
+		j->res->stopped = true; /* and dlopen failed: that is said */
+	}
 done:
-	j->res->pause_ms = (double)(now_ns() - t0) / 1e6;
+	j->res->pause_ms = (double)((t_end ? t_end : now_ns()) - t0) / 1e6;
 	j->res->tid = tid;
 	j->res->sysno = (long)b->saved.orig_rax;
 	{
@@ -1069,13 +1286,28 @@ done:
 	free(b);
 	return e;
 failed:
+	if (e == -EAGAIN) {
+		/* stopped before a call ran anything: put back as it was and
+		 * let go into the stop */
+		char when[80];
+
+		restore(b);
+		release(b, b->at_signal);
+		t_end = now_ns();
+		snprintf(when, sizeof(when), "while --inject held its thread %d%s", tid,
+			 dlopen_failed ? "" : ", before the call");
+		e = say_stopped(j, b->stop_sig, when, false);
+		goto done;
+	}
 	if (e == -EFAULT && fault) {
 		/* the program's own fault, in a call it did not make: it gets
 		 * it, as it would have had it made the call */
 		snprintf(j->err, j->errlen, "the call in thread %d of %d faulted (signal %d)", tid,
 			 j->pid, fault);
 		unboost(b);
+		stop = cont_held(b) && (b->stop_sig || stop_seen(j->pid));
 		ptrace(PTRACE_DETACH, tid, 0, (void *)(uintptr_t)fault);
+		resend(b, -1, stop);
 	} else if (e == -ETIMEDOUT) {
 		/* __errno_location or dlerror did not return (no CPU for it
 		 * for that long): hand it back the same way */
@@ -1121,6 +1353,7 @@ struct pick {
 	int nseen;
 	int result; /* 2: keep looking */
 	bool epoll; /* a thread was seen in epoll_wait */
+	int stop;   /* a job-control stop seen (its signal, -1: state T) */
 };
 
 static struct seen *seen_of(struct pick *p, int tid)
@@ -1195,6 +1428,10 @@ static int try_thread(void *ctx, int tid)
 	snprintf(path, sizeof(path), "/proc/%d/task/%d/stat", j->pid, tid);
 	if (read_text(path, stat, sizeof(stat)) <= 0)
 		goto note;
+	if (pt_stat__state(stat) == 'T') {
+		p->stop = -1; /* a job-control stop under way: left so */
+		return 1;
+	}
 	snprintf(path, sizeof(path), "/proc/%d/task/%d/syscall", j->pid, tid);
 	if (read_text(path, sys, sizeof(sys)) <= 0 || pt_sysline__parse(sys, &sl)) {
 		why = "unreadable";
@@ -1217,6 +1454,7 @@ static int try_thread(void *ctx, int tid)
 		why = "traced by another tracer";
 		goto note;
 	}
+	test_pause("looked", tid);
 	e = borrow_guarded(j, tid);
 	if (e != 1) {
 		p->result = e;
@@ -1286,9 +1524,19 @@ static int find_thread(struct job *j)
 	struct timespec ms = { 0, 1000 * 1000 };
 
 	for (;;) {
+		struct pt_procstatus st;
+
+		/* stopped since it was checked: left so */
+		if (!p.stop && !read_status(j->pid, 0, &st))
+			p.stop = pt_safepoint__stop_signal(&st);
 		/* the main thread first: an idle server's waits there */
-		if (try_thread(&p, j->pid) == 0)
+		if (!p.stop && try_thread(&p, j->pid) == 0)
 			pt_tasks__each(j->pid, main_first, &p);
+		if (p.stop) {
+			j->res->wait_ms = (double)(now_ns() - t0) / 1e6;
+			return say_stopped(j, p.stop,
+					   "while --inject looked for a thread to borrow", false);
+		}
 		if (p.result != 2)
 			break;
 		if (kill(j->pid, 0) && errno == ESRCH) {
@@ -1335,6 +1583,7 @@ int pt_inject__dlopen(int pid, const char *path, const struct pt_inject_opts *op
 	int e;
 
 	memset(res, 0, sizeof(*res));
+	test_pause("start", pid);
 	j.call_ns = (uint64_t)(o->call_ms ? o->call_ms : 2000) * 1000000ull;
 	if (read_status(pid, 0, &st)) {
 		snprintf(err, errlen, "no such process: %d", pid);
@@ -1355,5 +1604,6 @@ int pt_inject__dlopen(int pid, const char *path, const struct pt_inject_opts *op
 	e = target_fns(pid, &fns, err, errlen);
 	if (e)
 		return e;
+	test_pause("checked", pid);
 	return find_thread(&j);
 }

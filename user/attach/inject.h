@@ -21,6 +21,11 @@
  *    stop and the SIGSEGV suppressed, so an interrupted syscall is
  *    restarted by the kernel exactly as after any stop; signals that came
  *    for the thread meanwhile are held and delivered after, none lost;
+ *  - a job-control stop is not held: delivered at once, it stops every
+ *    other thread then, and the borrowed one as it is let go (the kernel
+ *    puts a thread detached in a group stop back in it); a stop seen
+ *    before the call ends the injection there, with nothing loaded. So a
+ *    process stopped while we work is left stopped (-EAGAIN);
  *  - a call that does not return in time (a constructor that waits on a
  *    lock held by a stopped thread, say) is handed back rather than
  *    waited on: its return slot is pointed at libc's rt_sigreturn
@@ -64,12 +69,15 @@ struct pt_inject_result {
 	double call_ms;		   /* dlopen itself */
 	unsigned int tries;	   /* threads interrupted and found unsuitable, + 1 */
 	unsigned int held_signals; /* signals for it held during the call, then delivered */
+	bool stopped; /* a job-control stop came meanwhile: the process is left in it */
 };
 
 /*
  * dlopen(path) in process pid. path is absolute and as the target sees
  * it. 0 (res filled), or -errno with one line in err:
- * -ESRCH gone or a zombie; -EBUSY another tracer; -EAGAIN stopped;
+ * -ESRCH gone or a zombie; -EBUSY another tracer; -EAGAIN stopped, or
+ * stopped (job control) while we worked: left so, res->stopped, res->handle
+ * whether the library was loaded first;
  * -EPERM ptrace not allowed (no CAP_SYS_PTRACE, Yama); -ENOEXEC not a
  * 64-bit x86 process or static (no dlopen); -EACCES the target's user
  * cannot read path; -EXDEV path is not that file in its mount namespace;
