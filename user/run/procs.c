@@ -100,7 +100,7 @@ static int inject_shim(struct proc *p, char *err, size_t errlen)
 	}
 	e = pt_inject__dlopen(p->tracee.pid, lib, &o, &res, why, sizeof(why));
 	if (e) {
-		snprintf(err, errlen, "--inject of the CUPTI shim: %.160s", why);
+		snprintf(err, errlen, "--inject of the CUPTI shim: %s", why);
 		return e;
 	}
 	if (!res.already)
@@ -110,7 +110,7 @@ static int inject_shim(struct proc *p, char *err, size_t errlen)
 			p->tracee.pid, res.tid, res.pause_ms);
 	e = pt_run__wait_segment(p, open_ring, 2000, why, sizeof(why));
 	if (e)
-		snprintf(err, errlen, "--inject: the CUPTI shim is loaded in %d but %.160s",
+		snprintf(err, errlen, "--inject: the CUPTI shim is loaded in %d but %s",
 			 p->tracee.pid, e == -ENOENT ? "has made no ring in 2 s" : why);
 	return e;
 }
