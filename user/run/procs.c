@@ -123,7 +123,7 @@ static int inject_shim(struct proc *p, char *err, size_t errlen)
 int pt_run__open_gpu(struct proc *p)
 {
 	const struct run *r = p->run;
-	char err[256];
+	char err[1280];
 	int e;
 
 	if (r->env.gpu == PT_GPU_OFF) {

@@ -164,7 +164,7 @@ struct proc {
 	bool gpu_oom; /* a GPU record, step or bucket call could not be kept */
 	bool gpu_joined;
 	const struct pt_gpu_result *gres;
-	char gpu_why[256];	 /* no GPU stream: why */
+	char gpu_why[1280];	 /* no GPU stream: why */
 	char gpu_truncated[256]; /* its ring's file truncated by its user: said, not read again */
 	int gpu_guard;		 /* util/sigbus.h guard of its ring, -1: none */
 
