@@ -88,7 +88,7 @@ BENCH_BINS := $(patsubst bench/%.c,$(OUTPUT)/bench/%,$(filter-out bench/shim_ben
 	      $(if $(SHIM),$(OUTPUT)/bench/shim_bench)
 
 .PHONY: all deps test unit integration asan bench demo clean fuzz gpu-check format install \
-	uninstall
+	uninstall test-loaded
 .DELETE_ON_ERROR:
 .SECONDARY:
 
@@ -407,6 +407,10 @@ test:
 	$(Q)./scripts/check-format.sh
 	$(Q)PT_PROFTRACE=$(BIN) PT_FIXTURES=$(OUTPUT)/fixtures PT_VICTIMS=$(OUTPUT)/victims \
 		PT_TOOLS=$(OUTPUT)/tests-tools PT_SHIM=$(SHIM) PT_AGENT=$(AGENT) ./tests/run-all $(OUTPUT)
+
+# make test beside a CPU hog on every core (not in CI)
+test-loaded:
+	$(Q)./scripts/test-loaded.sh
 
 asan:
 	$(Q)$(MAKE) BUILD=asan test
