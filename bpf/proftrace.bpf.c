@@ -256,8 +256,15 @@ static long pop_to_cb(__u64 i, struct pop_ctx *c)
 static __always_inline struct pt_frame *pop_to(struct pt_stack *st, __u64 sp)
 {
 	struct pop_ctx c = { .st = st, .key = sp };
-	__u32 d;
+	struct pt_frame *top;
+	__u32 d = st->depth;
 
+	/* the usual case, without the loop: the call is the top frame */
+	if (d && d <= PT_MAX_DEPTH) {
+		top = &st->f[(d - 1) & (PT_MAX_DEPTH - 1)];
+		if (!(top->flags & PT_FRAME_AGENT) && top->sp == sp)
+			return top;
+	}
 	bpf_loop(PT_MAX_DEPTH, pop_to_cb, &c, 0);
 	d = st->depth;
 	if (!c.found || d == 0 || d > PT_MAX_DEPTH)
@@ -529,6 +536,12 @@ static __always_inline struct pt_frame *pop_frame(struct pt_stack *st, __u64 fra
 
 	if (c.d == 0 || c.d > PT_MAX_DEPTH)
 		return NULL;
+	/* the usual case, without the loop: the activation is the top frame */
+	k = (c.d - 1) & (PT_MAX_DEPTH - 1);
+	if ((st->f[k].flags & PT_FRAME_AGENT) && st->f[k].sp == frame) {
+		st->depth = k + 1;
+		return &st->f[k];
+	}
 	bpf_loop(PT_MAX_DEPTH, find_frame_cb, &c, 0);
 	if (!c.found)
 		return NULL;
