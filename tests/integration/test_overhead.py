@@ -110,14 +110,26 @@ def test_corrected_times_match_unattached():
     tiny = [f for f in s["functions"] if f["symbol"] == "ovh_tiny"][0]
     un_tiny = t["unattached_tiny_ns"] / t["unattached_tiny_calls"] / 1e6
     assert tiny["corrected_mean_ms"] < tiny["mean_ms"], tiny
-    print("    ovh_tiny mean: unattached %.5f ms, raw %.5f, corrected %.5f"
-          % (un_tiny, tiny["mean_ms"], tiny["corrected_mean_ms"]))
-    # a ~20 us call: its unattached mean itself moves by up to ~8% from
-    # run to run on a shared VM (0.0214 vs 0.0232 ms seen), more than the
-    # probes add to it; the correction must land within that spread, or
-    # nearer than raw
-    assert rel(tiny["corrected_mean_ms"], un_tiny) <= max(rel(tiny["mean_ms"], un_tiny), 0.10), \
-        tiny
+    # a leaf call's correction is its calibrated self cost, once per call
+    self_ms = ov["kinds"]["emulated"]["self_ns"] / 1e6
+    eq(len(t["unattached_tiny_ns_each"]), N * TINY, "victim's unattached tiny calls")
+    assert abs(tiny["total_ms"] - tiny["corrected_total_ms"] - tiny["calls"] * self_ms) <= \
+        tiny["calls"] * 0.5e-6 + 1e-6, (tiny, self_ms)  # self_ns is printed rounded
+    un_p50 = rank(t["unattached_tiny_ns_each"], 0.5) / 1e6
+    at_p50 = rank(t["attached_tiny_ns_each"], 0.5) / 1e6
+    corr_p50 = tiny["p50_ms"] - self_ms
+    print("    ovh_tiny mean: unattached %.5f ms, raw %.5f, corrected %.5f; p50: unattached "
+          "%.5f, attached (own clock) %.5f, raw %.5f, corrected %.5f"
+          % (un_tiny, tiny["mean_ms"], tiny["corrected_mean_ms"], un_p50, at_p50,
+             tiny["p50_ms"], corr_p50))
+    # The median 20 us call, not the mean: a loaded machine preempts a
+    # few of the 2,000 calls for whole time slices (make test-loaded: the
+    # unattached mean at 40.2 us, the median at 20.1), and not the same
+    # ones in both phases. Taking the calibrated cost out brings the
+    # median within 1% of the unattached one, or nearer than raw was (a
+    # hit costs half to twice its calibration here; see corrected_ok).
+    assert rel(corr_p50, un_p50) <= max(0.01, rel(tiny["p50_ms"], un_p50)), \
+        (un_p50, tiny["p50_ms"], corr_p50)
     for b in s["buckets"]:
         assert b["corrected_total_ms"] <= b["total_ms"], b
     other = [b for b in s["buckets"] if b["name"] == "step.other"][0]
