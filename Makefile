@@ -191,7 +191,7 @@ $(OUTPUT)/victims/victim_nopie: tests/victims/victim_nopie.c tests/victims/victi
 	$(call msg,VICTIM,$@)
 	$(Q)$(CC) $(VICTIM_CFLAGS) -fno-pie -no-pie $< -o $@ -ldl -lm
 # writes the CUPTI shim's segment itself, with the shim's writer
-$(OUTPUT)/victims/victim_gpu_synth: tests/victims/victim_gpu_synth.c tests/victims/victim.h shim/ring.c shim/ring.h shim/ptgpu.h | $(OUTPUT)/victims
+$(OUTPUT)/victims/victim_gpu_synth: tests/victims/victim_gpu_synth.c tests/victims/victim.h shim/ring.c shim/ring.h shim/ptgpu.h shim/memseg.h | $(OUTPUT)/victims
 	$(call msg,VICTIM,$@)
 	$(Q)$(CC) $(VICTIM_CFLAGS) -Ishim $< shim/ring.c -o $@
 $(OUTPUT)/victims/%: tests/victims/%.cc tests/victims/victim.h | $(OUTPUT)/victims
@@ -235,10 +235,10 @@ $(SHIM): $(SHIM_OBJS)
 		-Wl,-rpath,$(CUPTI_LIBDIR) -o $@
 # The shim's logic with a fake CUPTI table, linked with the real libcupti
 # (cuptiActivityGetNextRecord works without a driver).
-$(OUTPUT)/tests/test_shim: tests/unit/shim/test_shim.c $(SHIM_SRCS) $(wildcard shim/*.h) user/gpu/gpuring.c user/gpu/gpuring.h | $(OUTPUT)/tests
+$(OUTPUT)/tests/test_shim: tests/unit/shim/test_shim.c $(SHIM_SRCS) $(wildcard shim/*.h) user/gpu/gpuring.c user/gpu/gpuring.h $(LIBPT) | $(OUTPUT)/tests
 	$(call msg,TEST-CC,$@)
 	$(Q)$(CC) $(CFLAGS) -Ishim -I. -Iuser -isystem $(CUPTI_INCDIR) $(LDFLAGS) $< $(SHIM_SRCS) \
-		user/gpu/gpuring.c -L$(CUPTI_LIBDIR) -lcupti -Wl,-rpath,$(CUPTI_LIBDIR) -pthread -lcmocka -o $@
+		user/gpu/gpuring.c $(LIBPT) -L$(CUPTI_LIBDIR) -lcupti -Wl,-rpath,$(CUPTI_LIBDIR) -pthread -lcmocka -o $@
 # The shim's CPU cost per record: the very objects of $(SHIM), with the
 # real libcupti's record iterator.
 $(OUTPUT)/bench/shim_bench: bench/shim_bench.c $(SHIM_OBJS) $(wildcard shim/*.h) | $(OUTPUT)/bench
@@ -276,7 +276,7 @@ $(OUTPUT)/tests/test_agent_filter: tests/unit/agent/test_agent_filter.c shim/age
 	$(Q)$(CC) $(CFLAGS) -I. $(LDFLAGS) $< shim/agent/codeset.c shim/agent/scan.c -lcmocka -o $@
 
 # The reader against segments made by the shim's own writer (no CUPTI).
-$(OUTPUT)/tests/test_gpuring: tests/unit/gpu/test_gpuring.c shim/ring.c shim/ring.h shim/ptgpu.h $(LIBPT) | $(OUTPUT)/tests
+$(OUTPUT)/tests/test_gpuring: tests/unit/gpu/test_gpuring.c shim/ring.c shim/ring.h shim/ptgpu.h shim/memseg.h $(LIBPT) | $(OUTPUT)/tests
 	$(call msg,TEST-CC,$@)
 	$(Q)$(CC) $(CFLAGS) $(INCLUDES) -Ishim $(LDFLAGS) $< shim/ring.c $(LIBPT) $(LDLIBS) -lcmocka -o $@
 
@@ -300,7 +300,8 @@ FUZZ_SRCS_pyline := user/python/pyline.c
 FUZZ_SRCS_folded := user/aggregate/flame.c
 # the segment is written by the profiled process; seeds come from
 # `make fuzz-gpuring-seeds` (the real writer, shim/ring.c)
-FUZZ_SRCS_gpuring := user/gpu/gpuring.c
+FUZZ_SRCS_gpuring := user/gpu/gpuring.c user/util/segment.c user/util/sigbus.c user/util/users.c \
+		     user/util/log.c user/util/escape.c user/util/tasks.c
 # builds its own CPython images (no seeds needed): tests/fuzz/fuzz_pyattr.c
 FUZZ_SRCS_pyattr := user/python/pyattr.c user/python/pylayout.c user/python/pythreads.c \
 		     user/python/pycode.c
@@ -377,15 +378,15 @@ $(OUTPUT)/gpu/victim_gpu: tests/gpu/victim_gpu.cu
 	$(call msg,NVCC,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(NVCC) -O2 -lineinfo -arch=$(NVCC_ARCH) $< -o $@ -L$(CUDA_HOME)/lib64/stubs -lcuda
-$(OUTPUT)/gpu/launch_bench: tests/gpu/launch_bench.cu $(OUTPUT)/gpu/gpuring.o user/gpu/gpuring.h
+$(OUTPUT)/gpu/launch_bench: tests/gpu/launch_bench.cu $(OUTPUT)/gpu/gpuring.o user/gpu/gpuring.h $(LIBPT)
 	$(call msg,NVCC,$@)
 	$(Q)mkdir -p $(@D)
-	$(Q)$(NVCC) -O2 -lineinfo -arch=$(NVCC_ARCH) -Iuser $< $(OUTPUT)/gpu/gpuring.o -o $@ \
+	$(Q)$(NVCC) -O2 -lineinfo -arch=$(NVCC_ARCH) -Iuser $< $(OUTPUT)/gpu/gpuring.o $(LIBPT) -o $@ \
 		-L$(CUDA_HOME)/lib64/stubs -lcuda -lpthread
-$(OUTPUT)/gpu/gpuring_dump: tests/gpu/gpuring_dump.c user/gpu/gpuring.c user/gpu/gpuring.h shim/ptgpu.h
+$(OUTPUT)/gpu/gpuring_dump: tests/gpu/gpuring_dump.c user/gpu/gpuring.c user/gpu/gpuring.h shim/ptgpu.h $(LIBPT)
 	$(call msg,CC,$@)
 	$(Q)mkdir -p $(@D)
-	$(Q)$(CC) -g -O2 -std=gnu11 -D_GNU_SOURCE -I. -Iuser -Iuser/gpu $< user/gpu/gpuring.c -o $@
+	$(Q)$(CC) -g -O2 -std=gnu11 -D_GNU_SOURCE -I. -Iuser -Iuser/gpu $< user/gpu/gpuring.c $(LIBPT) -o $@
 gpu-check:
 	$(Q)PT_MAKE="$(MAKE)" PT_OUTPUT=$(OUTPUT) PT_PROFTRACE=$(BIN) PT_SHIM=$(SHIM) \
 		$(PYTHON) tests/gpu/gpu_check.py

@@ -212,7 +212,7 @@ int main(int argc, char **argv)
 	if (reps < 1)
 		reps = 1;
 	len = ptg_ring__size(NSLOTS, STRTAB);
-	/* Like the shim's /dev/shm mapping: shared, zero-filled. */
+	/* Like the shim's memfd mapping: shared, zero-filled. */
 	mem = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	if (mem == MAP_FAILED) {
 		perror("shim_bench: mmap");

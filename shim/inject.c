@@ -15,10 +15,10 @@
 #include <limits.h>
 #include <link.h>
 #include <signal.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -26,6 +26,7 @@
 
 #include "convert.h"
 #include "inject.h"
+#include "memseg.h"
 
 #define PTG_EXPORT __attribute__((visibility("default")))
 
@@ -610,70 +611,35 @@ void ptg_shim__buffer_done(struct ptg_shim *s, CUcontext ctx, uint32_t stream, u
 /* ---- the real process: segment file, control thread, entry point ---- */
 
 static struct ptg_shim ptg_shim_main;
-static char ptg_shm_path[64];
 static pid_t ptg_shm_owner;
+static int ptg_shm_fd = -1;
+static dev_t ptg_shm_dev;
+static ino_t ptg_shm_ino;
+static void *ptg_shm_mem;
+static size_t ptg_shm_size;
 
-/* Is the existing segment at path stale? Its shim holds flock(LOCK_EX)
- * for life, so a lock we can take means its process is gone. The same
- * name can belong to a live process in another PID namespace that shares
- * /dev/shm: then the lock stays taken and we leave the file alone. */
-static bool ptg_shm__stale(const char *path)
+/* fork(): the child has no control thread and the parent's segment is not
+ * its (CUDA does not work in a forked child, and no shim starts there).
+ * The ring becomes a private copy at the same address, so anything in the
+ * child that still reaches the writer writes into its own memory, never
+ * as a second producer into the parent's ring; and the fd is closed, so
+ * the child holds nothing of the parent's for proftrace to find. */
+static void ptg_after_fork_child(void)
 {
-	int fd, i;
+	bool ours = pt_memseg__same(ptg_shm_fd, ptg_shm_dev, ptg_shm_ino);
 
-	fd = open(path, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
-	if (fd < 0)
-		return errno == ENOENT;
-	/* Retry: proftrace's liveness check takes a shared lock briefly. */
-	for (i = 0; i < 10; i++) {
-		if (!flock(fd, LOCK_EX | LOCK_NB)) {
-			close(fd);
-			return true;
-		}
-		usleep(5000);
-	}
-	close(fd);
-	return false;
-}
-
-static int ptg_shm__create(const char *path, size_t size, void **memp)
-{
-	void *mem;
-	int fd, err, i;
-
-	for (i = 0;; i++) {
-		fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-		if (fd >= 0)
-			break;
-		err = -errno;
-		if (err != -EEXIST || i)
-			return err;
-		if (!ptg_shm__stale(path))
-			return -EADDRINUSE;
-		/* Left by a dead process that had our pid. */
-		unlink(path);
-	}
-	if (flock(fd, LOCK_EX | LOCK_NB)) {
-		err = -errno;
-		goto fail;
-	}
-	/* Reserve the pages now: a full /dev/shm (64 MiB in a default
-	 * container) then fails here instead of as SIGBUS on a record write. */
-	err = -posix_fallocate(fd, 0, (off_t)size);
-	if (err)
-		goto fail;
-	mem = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-	if (mem == MAP_FAILED) {
-		err = -errno;
-		goto fail;
-	}
-	/* fd stays open for the process's life: it holds the lock. */
-	*memp = mem;
-	return 0;
-fail:
-	close(fd);
-	unlink(path);
-	return err;
+	if (!ptg_shm_mem)
+		return;
+	if (!ours || mmap(ptg_shm_mem, ptg_shm_size, PROT_READ | PROT_WRITE,
+			  MAP_PRIVATE | MAP_FIXED, ptg_shm_fd, 0) == MAP_FAILED)
+		/* no copy (the program closed our fd, or out of memory): zeros
+		 * of our own, still never the parent's ring, never a fault */
+		mmap(ptg_shm_mem, ptg_shm_size, PROT_READ | PROT_WRITE,
+		     MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
+	/* a number the program reused is its own: left alone */
+	if (ours)
+		close(ptg_shm_fd);
+	ptg_shm_fd = -1;
 }
 
 static void ptg_atexit(void)
@@ -684,7 +650,6 @@ static void ptg_atexit(void)
 	/* Exit handlers run last-registered first: whatever CUPTI set up
 	 * when it was loaded (before us) is still there for the flush. */
 	ptg_shim__exit(&ptg_shim_main, 200);
-	unlink(ptg_shm_path);
 }
 
 static void *ptg_control(void *arg)
@@ -706,7 +671,7 @@ static void *ptg_control(void *arg)
 }
 
 /* Ring and string table sizes to try: 2 + 2 MiB, then 256 + 256 KiB when
- * /dev/shm is short (containers). */
+ * memory is short (a container's limit). */
 static const struct {
 	uint64_t nslots, strtab;
 } ptg_sizes[] = {
@@ -724,19 +689,35 @@ static int ptg_inject__start(struct ptg_shim *s)
 	int err = -EINVAL;
 
 	ptg_shm_owner = getpid();
-	snprintf(ptg_shm_path, sizeof(ptg_shm_path), PTGPU_SHM_PREFIX "%d", (int)ptg_shm_owner);
+	/* a second copy of the shim, loaded from another path */
+	if (pt_memseg__ours_open(PTGPU_MEMFD_NAME, PTGPU_MAGIC, PTGPU_MAGIC_LEN,
+				 offsetof(struct ptgpu_header, shim_pid))) {
+		fprintf(stderr, "proftrace-cupti: another copy of the shim runs in this "
+				"process; this one stays off\n");
+		return -EADDRINUSE;
+	}
 	for (i = 0; i < sizeof(ptg_sizes) / sizeof(ptg_sizes[0]); i++) {
 		size = ptg_ring__size(ptg_sizes[i].nslots, ptg_sizes[i].strtab);
-		err = ptg_shm__create(ptg_shm_path, size, &mem);
-		if (err != -ENOSPC)
+		err = pt_memseg__create(PTGPU_MEMFD_NAME, size, &mem, &ptg_shm_fd);
+		if (err != -ENOSPC && err != -ENOMEM)
 			break;
 	}
 	if (err) {
-		fprintf(stderr, "proftrace-cupti: cannot create %s: %s; GPU tracing is off\n",
-			ptg_shm_path,
-			err == -EADDRINUSE ? "a live process in another PID namespace has it"
-					   : strerror(-err));
+		fprintf(stderr,
+			"proftrace-cupti: cannot make the GPU segment: %s; GPU tracing "
+			"is off\n",
+			strerror(-err));
 		return err;
+	}
+	ptg_shm_mem = mem;
+	ptg_shm_size = size;
+	{
+		struct stat st;
+
+		if (!fstat(ptg_shm_fd, &st)) {
+			ptg_shm_dev = st.st_dev;
+			ptg_shm_ino = st.st_ino;
+		}
 	}
 
 	p.nslots = ptg_sizes[i].nslots;
@@ -748,11 +729,14 @@ static int ptg_inject__start(struct ptg_shim *s)
 	err = ptg_shim__init(s, &ptg_cupti_real_ops, ptg_now_ns, mem, size, &p);
 	if (err) {
 		fprintf(stderr, "proftrace-cupti: bad segment layout: %s\n", strerror(-err));
-		unlink(ptg_shm_path);
+		munmap(ptg_shm_mem, ptg_shm_size);
+		close(ptg_shm_fd);
+		ptg_shm_fd = -1;
 		return err;
 	}
 	ptg_shim__bench_knobs(s, getenv("PTG_BENCH_KINDS"), getenv("PTG_BENCH_CALLBACKS"));
 	atexit(ptg_atexit);
+	pthread_atfork(NULL, NULL, ptg_after_fork_child);
 
 	pthread_attr_init(&attr);
 	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);

@@ -15,9 +15,11 @@
  * timing, steps, buckets and values stay in BPF; the agent only decides
  * which calls reach a probe at all.
  *
- * Segment: /dev/shm/proftrace-py-<pid as the agent sees it>, mode 0600,
- * PTAG_SIZE bytes, created O_EXCL by the agent, which holds flock(LOCK_EX)
- * on it for its lifetime (a file nobody holds a lock on is stale).
+ * Segment: a memfd named PTAG_MEMFD_NAME, PTAG_SIZE bytes, sealed against
+ * shrinking and growing, that the agent keeps open (close-on-exec) and
+ * mapped for the process's life; proftrace finds it through /proc/PID/fd
+ * (shim/memseg.h says why). agent_pid tells the agent's own segment from
+ * one a forked child still holds of its parent's.
  *
  *   [0, 4096)                 struct ptag_header
  *   [files_off, +files_size)  proftrace: the py: probes, as NUL-terminated
@@ -71,7 +73,7 @@
 #define PTAG_MAGIC "PTPYAGNT" /* 8 bytes, no NUL stored */
 #define PTAG_MAGIC_LEN 8
 #define PTAG_VERSION 1
-#define PTAG_SHM_PREFIX "/dev/shm/proftrace-py-"
+#define PTAG_MEMFD_NAME "proftrace-py"
 #define PTAG_SIZE (64u << 10)
 #define PTAG_HEADER_SIZE 4096u
 #define PTAG_FILES_SIZE (8u << 10)

@@ -4,9 +4,11 @@
  * running inside the CUDA process) and proftrace's reader (user/gpuring.c).
  * The one header both sides include: fixed-width types, enums, limits.
  *
- * Segment: /dev/shm/proftrace-<pid as the shim sees it>, mode 0600, created
- * O_EXCL by the shim, which holds flock(LOCK_EX) on it for its lifetime (a
- * file nobody holds a lock on is stale). Layout, all offsets from the start:
+ * Segment: a memfd named PTGPU_MEMFD_NAME, sealed against shrinking and
+ * growing, that the shim keeps open (close-on-exec) and mapped for the
+ * process's life; proftrace finds it through /proc/PID/fd (shim/memseg.h
+ * says why). shim_pid tells the shim's own segment from one a forked child
+ * still holds of its parent's. Layout, all offsets from the start:
  *
  *   [0, header_size)          struct ptgpu_header (the shim reserves a page)
  *   [ring_off, +ring_size)    ring_size / slot_size slots of union ptgpu_rec;
@@ -51,7 +53,7 @@
  *     DORMANT on its own (reason TIMEOUT). A new attach_seq while ACTIVE
  *     (a new proftrace) means deactivate, then activate for the new seq.
  *   CUDA process exits while ACTIVE: the shim's atexit handler disables,
- *     force-flushes, sets DORMANT (reason EXIT) and unlinks the file;
+ *     force-flushes and sets DORMANT (reason EXIT);
  *     proftrace's mapping stays valid, so it drains the last records.
  *
  * Timestamps are CLOCK_MONOTONIC ns (the shim's CUPTI timestamp callback),
@@ -66,7 +68,7 @@
 #define PTGPU_MAGIC_LEN 8
 #define PTGPU_VERSION 1
 #define PTGPU_SLOT_SIZE 64
-#define PTGPU_SHM_PREFIX "/dev/shm/proftrace-"
+#define PTGPU_MEMFD_NAME "proftrace-gpu"
 
 /* proftrace refreshes the heartbeat at least this often... */
 #define PTGPU_HEARTBEAT_NS (100ull * 1000 * 1000)

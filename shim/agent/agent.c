@@ -15,10 +15,10 @@
 #include <linux/futex.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -27,6 +27,7 @@
 
 #include "hooks.h"
 #include "scan.h"
+#include "shim/memseg.h"
 #include "shim/ptagent.h"
 
 struct ptag_agent {
@@ -34,7 +35,9 @@ struct ptag_agent {
 	struct ptag_hooks hooks;
 	struct ptag_header *hdr;
 	char *mem;
-	char path[64];
+	int fd; /* the segment's memfd, and its file */
+	dev_t dev;
+	ino_t ino;
 	pid_t owner;
 	bool supported;
 	/* the control thread's view */
@@ -52,7 +55,7 @@ struct ptag_agent {
 	uint32_t nspecs;
 };
 
-static struct ptag_agent g;
+static struct ptag_agent g = { .fd = -1 };
 
 static uint64_t ptag_now_ns(void)
 {
@@ -64,63 +67,29 @@ static uint64_t ptag_now_ns(void)
 
 /* ---- the segment ---- */
 
-/* Is the segment at path stale? Its agent holds flock(LOCK_EX) for life,
- * so a lock we can take means its process is gone (or exec'ed). */
-static bool stale(const char *path)
-{
-	int fd = open(path, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
-	bool ok = false;
-
-	if (fd < 0)
-		return errno == ENOENT;
-	/* retry: proftrace's liveness check takes a shared lock briefly */
-	for (int i = 0; i < 10 && !ok; i++) {
-		ok = !flock(fd, LOCK_EX | LOCK_NB);
-		if (!ok)
-			usleep(5000);
-	}
-	close(fd);
-	return ok;
-}
-
+/* The segment: a sealed memfd that proftrace finds through /proc/PID/fd
+ * (shim/memseg.h says why not a name in /dev/shm). Kept open and mapped
+ * for the process's life; the kernel frees it with the process. */
 static int segment_create(struct ptag_agent *a)
 {
-	void *mem;
-	int fd, e;
+	void *mem = NULL;
+	struct stat st;
+	int e;
 
-	snprintf(a->path, sizeof(a->path), PTAG_SHM_PREFIX "%d", (int)a->owner);
-	for (int i = 0;; i++) {
-		fd = open(a->path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-		if (fd >= 0)
-			break;
-		e = -errno;
-		if (e != -EEXIST || i)
-			return e;
-		if (!stale(a->path))
-			return -EADDRINUSE; /* another agent in this process, or namespace */
-		unlink(a->path);
-	}
-	if (flock(fd, LOCK_EX | LOCK_NB)) {
-		e = -errno;
-		goto fail;
-	}
-	/* reserve the pages now: a full /dev/shm fails here, not as SIGBUS */
-	e = -posix_fallocate(fd, 0, PTAG_SIZE);
+	/* a second copy of the agent, loaded from another path */
+	if (pt_memseg__ours_open(PTAG_MEMFD_NAME, PTAG_MAGIC, PTAG_MAGIC_LEN,
+				 offsetof(struct ptag_header, agent_pid)))
+		return -EADDRINUSE;
+	e = pt_memseg__create(PTAG_MEMFD_NAME, PTAG_SIZE, &mem, &a->fd);
 	if (e)
-		goto fail;
-	mem = mmap(NULL, PTAG_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-	if (mem == MAP_FAILED) {
-		e = -errno;
-		goto fail;
+		return e;
+	if (!fstat(a->fd, &st)) {
+		a->dev = st.st_dev;
+		a->ino = st.st_ino;
 	}
 	a->mem = mem;
 	a->hdr = mem;
-	/* fd stays open for the process's life: it holds the lock */
 	return 0;
-fail:
-	close(fd);
-	unlink(a->path);
-	return e;
 }
 
 static void segment_publish(struct ptag_agent *a)
@@ -523,6 +492,10 @@ static int start(struct ptag_agent *a)
  * then: the child's proftrace (if any) attaches to its own agent.
  */
 static bool g_forked_active;
+static void *g_parent_mem;
+static int g_parent_fd = -1;
+static dev_t g_parent_dev;
+static ino_t g_parent_ino;
 
 static void *child_start(void *arg)
 {
@@ -537,6 +510,14 @@ static void *child_start(void *arg)
 		ptag_scan__free(&a->scan);
 		a->api.GILState_Release(gs);
 	}
+	/* the parent's segment: not ours to keep alive or to be found by */
+	if (g_parent_mem)
+		munmap(g_parent_mem, PTAG_SIZE);
+	/* a number the program closed and reused meanwhile is its own */
+	if (pt_memseg__same(g_parent_fd, g_parent_dev, g_parent_ino))
+		close(g_parent_fd);
+	g_parent_mem = NULL;
+	g_parent_fd = -1;
 	if (start(a) == 0 && a->supported)
 		return NULL; /* start() made the control thread; this one ends */
 	return NULL;
@@ -550,20 +531,17 @@ static void after_fork_child(void)
 	g_forked_active = g.active;
 	g.active = false;
 	g.hdr = NULL;
-	g.mem = NULL; /* the parent's mapping stays, unused */
+	g_parent_mem = g.mem; /* unmapped by child_start, once no hook can touch it */
+	g_parent_fd = g.fd;
+	g_parent_dev = g.dev;
+	g_parent_ino = g.ino;
+	g.mem = NULL;
+	g.fd = -1;
 	pthread_attr_init(&attr);
 	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
 	pthread_attr_setstacksize(&attr, 128 << 10);
 	pthread_create(&thr, &attr, child_start, &g);
 	pthread_attr_destroy(&attr);
-}
-
-/* The segment goes with the process (a killed one leaves it: the next
- * agent with that pid finds it stale, by its lock). */
-static void ptag_atexit(void)
-{
-	if (g.hdr && getpid() == g.owner)
-		unlink(g.path);
 }
 
 __attribute__((constructor)) static void ptag_init(void)
@@ -576,10 +554,9 @@ __attribute__((constructor)) static void ptag_init(void)
 		return; /* not CPython: nothing at all */
 	g.supported = !e;
 	if (start(&g)) {
-		/* a full /dev/shm, another agent: the program runs on */
+		/* out of memory, another agent: the program runs on */
 		return;
 	}
-	atexit(ptag_atexit);
 	if (!g.supported) {
 		set_conflict(&g, PTAG_CONFLICT_UNSUPPORTED, err);
 		set_state(&g, PTAG_STATE_DORMANT, PTAG_DORMANT_FAILED);

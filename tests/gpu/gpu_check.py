@@ -470,6 +470,8 @@ def run_sections(sections, rows, log=print):
             th.join(10)
         if err:
             row(mine, name, "run", repr(err[0])[:90], "-", False)
+            # the row is cut to the table's width: the whole of it here
+            log("gpu-check: %s: %s" % (name, err[0]))
         bad = sum(1 for r in mine if not r.ok)
         log("gpu-check: [%d/%d] %s: %d checks, %s in %.0f s" % (
             i + 1, len(sections), name, len(mine), "%d failed" % bad if bad else "all ok",
@@ -509,12 +511,25 @@ class Env:
 
 
 def shim_state(pid):
+    """The state word (offset 192, shim/ptgpu.h) of the shim's segment in
+    pid, -1: none. The segment is a memfd the shim keeps open, found as
+    proftrace finds it (/proc/PID/fd); a forked child does not keep its
+    parent's (the shim closes it there), so there is one at most."""
     try:
-        with open("/dev/shm/proftrace-%d" % pid, "rb") as f:
-            f.seek(192)
-            return int.from_bytes(f.read(4), "little")
+        fds = os.listdir("/proc/%d/fd" % pid)
     except OSError:
         return -1
+    for fd in fds:
+        path = "/proc/%d/fd/%s" % (pid, fd)
+        try:
+            if os.readlink(path) != "/memfd:proftrace-gpu (deleted)":
+                continue
+            with open(path, "rb") as f:
+                f.seek(192)
+                return int.from_bytes(f.read(4), "little")
+        except OSError:
+            continue
+    return -1
 
 
 def wait_line(ctx, stream, prefix, timeout, keep):

@@ -38,6 +38,7 @@
 #include <cuda.h>
 #include <cuda_runtime.h>
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <sched.h>
@@ -53,9 +54,10 @@ extern "C" {
 #include "gpu/gpuring.h"
 }
 
-/* From shim/ptgpu.h (C, not C++: not included here): the segment's name
- * and where struct ptgpu_header keeps `state` (its static asserts pin 192). */
-#define PTGPU_SHM_PREFIX "/dev/shm/proftrace-"
+/* From shim/ptgpu.h (C, not C++: not included here): the segment's memfd
+ * name and where struct ptgpu_header keeps `state` (its static asserts pin
+ * 192). */
+#define PTGPU_MEMFD_NAME "proftrace-gpu"
 #define PTGPU_STATE_OFF 192
 #define PTGPU_STATE_ACTIVE 1
 
@@ -179,23 +181,33 @@ static double run_case(struct bench *b, int k, int batches, int n)
 	return med;
 }
 
-/* The shim's state from its own segment (-1: none). */
+/* The shim's state from its own segment (-1: none): the memfd the shim
+ * keeps open in this process, found among our open files as proftrace
+ * finds it (there is no name in /dev/shm). */
 static int shim_state(void)
 {
-	char path[64];
+	char path[300], link[128];
+	struct dirent *de;
+	int st = -1;
+	ssize_t n;
+	DIR *d;
 	void *m;
-	int fd, st;
 
-	snprintf(path, sizeof(path), PTGPU_SHM_PREFIX "%d", (int)getpid());
-	fd = open(path, O_RDONLY);
-	if (fd < 0)
-		return -1;
-	m = mmap(NULL, 4096, PROT_READ, MAP_SHARED, fd, 0);
-	close(fd);
-	if (m == MAP_FAILED)
-		return -1;
-	st = (int)__atomic_load_n((uint32_t *)((char *)m + PTGPU_STATE_OFF), __ATOMIC_ACQUIRE);
-	munmap(m, 4096);
+	d = opendir("/proc/self/fd");
+	while (d && st < 0 && (de = readdir(d))) {
+		snprintf(path, sizeof(path), "/proc/self/fd/%s", de->d_name);
+		n = readlink(path, link, sizeof(link) - 1);
+		if (n <= 0 || (link[n] = 0, strcmp(link, "/memfd:" PTGPU_MEMFD_NAME " (deleted)")))
+			continue;
+		m = mmap(NULL, 4096, PROT_READ, MAP_SHARED, atoi(de->d_name), 0);
+		if (m == MAP_FAILED)
+			continue;
+		st = (int)__atomic_load_n((uint32_t *)((char *)m + PTGPU_STATE_OFF),
+					  __ATOMIC_ACQUIRE);
+		munmap(m, 4096);
+	}
+	if (d)
+		closedir(d);
 	return st;
 }
 

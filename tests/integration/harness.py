@@ -243,3 +243,21 @@ def bpf_progs():
     if p.returncode != 0:
         raise Skip("bpftool prog show failed: %s" % p.stderr.decode().strip())
     return [x.get("name", "") for x in json.loads(p.stdout or b"[]")]
+
+
+def helper_segment(pid, name="proftrace-py"):
+    """/proc/PID/fd/N of the helper's segment in pid, a memfd named name
+    (shim/memseg.h: no file in /dev/shm), or None."""
+    want = "/memfd:%s (deleted)" % name
+    d = "/proc/%d/fd" % pid
+    try:
+        fds = os.listdir(d)
+    except OSError:
+        return None
+    for fd in sorted(fds, key=int):
+        try:
+            if os.readlink(os.path.join(d, fd)) == want:
+                return os.path.join(d, fd)
+        except OSError:
+            continue
+    return None

@@ -19,8 +19,8 @@ import subprocess
 import tempfile
 import time
 
-from harness import PROFTRACE, ROOT, Proc, Skip, bracket, bucket, eq, func, profile, \
-    victim, within, write_conf
+from harness import PROFTRACE, ROOT, Proc, Skip, bracket, bucket, eq, func, helper_segment, \
+    profile, victim, within, write_conf
 import test_python as tp
 
 AGENT = os.path.abspath(os.environ.get("PT_AGENT", os.path.join(ROOT, ".output",
@@ -208,7 +208,7 @@ def test_agent_proftrace_killed_hooks_removed():
 def _segment_state(pid):
     """state, dormant reason and conflict from the agent's segment."""
     import struct
-    with open("/dev/shm/proftrace-py-%d" % pid, "rb") as f:
+    with open(helper_segment(pid), "rb") as f:
         b = f.read(512)
     state, reason, mech, conflict = struct.unpack_from("<4I", b, 64)
     text = b[192:320].split(b"\0")[0].decode()
@@ -309,6 +309,48 @@ def test_agent_conflict_reported_program_untouched():
     eq(py["agent"]["inject"], None, "not injected")
     eq(py["timing"], "sampled", "timing without the agent's hooks")
     eq(s["stats"]["steps"], 0, "no steps without exact calls")
+
+
+DAEMON_VICTIM = r"""
+import os, sys
+sys.path.insert(0, %r)
+import pyagent_cases as pc
+# as a daemon starts (python-daemon, a double fork's tidy-up): every fd it
+# did not open is closed, the agent's segment's among them
+os.closerange(3, 1 << 16)
+sys.argv = ["pyagent_cases", "--steps", "20"]
+pc.main()
+"""
+
+
+def test_agent_found_after_the_program_closed_its_fd():
+    """A program that closes every fd it did not open takes the agent's
+    segment's fd with it; the mapping keeps the memfd, and proftrace finds
+    it there (/proc/PID/map_files): steps exact, on pyenv's 3.8 and the
+    last interpreter of the list (Debian's 3.11, with USDT)."""
+    for label, python in (interpreters()[0], interpreters()[-1]):
+        tmp = tempfile.mkdtemp(prefix="pt-it-")
+        script = os.path.join(tmp, "victim.py")
+        with open(script, "w") as f:
+            f.write(DAEMON_VICTIM % os.path.join(ROOT, "tests", "victims"))
+        conf = write_conf(tmp, CONF)
+        out = os.path.join(tmp, "out")
+        v = victim([python, script], env=agent_env())
+        try:
+            # ready: it has closed them
+            assert not helper_segment(v.pid), "the agent's fd is still open"
+            pt = _attach(v.pid, conf, out, "-v")
+            v.send("go\n")
+            eq(v.wait(60), 0, label + " victim")
+            eq(pt.wait(60), 0, label + " proftrace")
+            err = pt.rest("err")
+        finally:
+            v.kill()
+        with open(os.path.join(out, "summary.json")) as f:
+            s = json.load(f)
+        eq(s["meta"]["python"]["timing"], "exact", label + " timing (stderr:\n%s)" % err)
+        eq(s["stats"]["steps"], 20, label + " steps")
+        print("  %s: fd closed; 20 of 20 steps through the agent" % label)
 
 
 OTHER_EVAL_VICTIM = r"""

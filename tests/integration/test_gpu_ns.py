@@ -3,11 +3,14 @@
 
 victim_gpu_synth runs in a new PID namespace (`unshare --pid --fork`) with
 a mount namespace and a /dev/shm of its own, as in a container: it is pid
-1 there, names its segment /dev/shm/proftrace-1 in its own /dev/shm, and
-its CUDA API records carry the thread ids it sees. proftrace must find the
-segment through /proc/PID/root, map every thread id to the host's through
-NSpid and join each launch to its step exactly, also for threads started
-after attach (--threads: each chunk of steps on a new thread).
+1 there, publishes 1 as its shim_pid, and its CUDA API records carry the
+thread ids it sees. Its segment is a sealed memfd it keeps open, in no
+/dev/shm at all (neither its own nor the host's): proftrace must find it
+among the process's open files (/proc/PID/fd), take it for the process's
+own (shim_pid 1 against the last NSpid field, not a parent's held across
+fork), map every thread id to the host's through NSpid and join each
+launch to its step exactly, also for threads started after attach
+(--threads: each chunk of steps on a new thread).
 """
 import json
 import os
@@ -32,6 +35,24 @@ def host_pid_of(unshare_pid, timeout=10.0):
     raise AssertionError("unshare has no child")
 
 
+def shm_names(root=""):
+    """Our helpers' old names in a /dev/shm (root: the process's view)."""
+    try:
+        return {n for n in os.listdir(root + "/dev/shm") if n.startswith("proftrace")}
+    except FileNotFoundError:
+        return set()
+
+
+def fd_links(pid):
+    links = []
+    for fd in os.listdir("/proc/%d/fd" % pid):
+        try:
+            links.append(os.readlink("/proc/%d/fd/%s" % (pid, fd)))
+        except OSError:
+            pass
+    return links
+
+
 def run_in_namespace(n, threads):
     if not shutil.which("unshare"):
         raise Skip("no unshare(1)")
@@ -45,11 +66,14 @@ def run_in_namespace(n, threads):
     v = Proc(["unshare", "--pid", "--fork", "--mount", "--propagation", "private",
               "sh", "-c", inner])
     pt = None
+    host_shm = shm_names()
     try:
         line = v.wait_line("ready ")
         eq(int(line.split()[1]), 1, "the victim is pid 1 in its namespace")
         pid = host_pid_of(v.p.pid)
-        assert not os.path.exists("/dev/shm/proftrace-%d" % pid), "segment on the host's /dev/shm"
+        eq(fd_links(pid).count("/memfd:proftrace-gpu (deleted)"), 1, "the victim's memfd")
+        eq(shm_names("/proc/%d/root" % pid), set(), "segment in the victim's /dev/shm")
+        eq(shm_names() - host_shm, set(), "segment in the host's /dev/shm")
         pt = Proc([PROFTRACE, "-p", str(pid), "--targets", conf, "-o", out, "--trace",
                    "--gpu", "on"], stdin=False, stdout=True, stderr=True)
         pt.wait_line("proftrace: attached", "err", timeout=90)

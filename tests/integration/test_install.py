@@ -194,7 +194,6 @@ def check_exact(s, t, ns, pid, loaded_by):
     eq(f[0]["timing"], "exact", "timing")
     eq(f[0]["calls"], calls, "calls, the victim's own count")
     eq(s["stats"]["steps"], calls, "steps")
-    assert not os.path.exists("/dev/shm/proftrace-py-%d" % pid), "segment on the host's /dev/shm"
     rows = {x["tid"]: x["name"] for x in s["meta"]["sampling"]["threads"]}
     for name, r in t["per_thread"].items():
         host = ns[r["tid"]]

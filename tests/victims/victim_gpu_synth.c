@@ -1,10 +1,11 @@
 // SPDX-License-Identifier: BSD-2-Clause
 /*
  * A GPU server without a GPU: it creates the CUPTI shim's segment itself
- * and, while a reader is attached, writes through the shim's own writer
- * (shim/ring.c) the records CUPTI would give for the work its host
- * functions launch, with known timings. The join must put every piece of
- * work in the right step and bucket and get busy/idle exact.
+ * (a sealed memfd, as the shim makes it: shim/memseg.h) and, while a
+ * reader is attached, writes through the shim's own writer (shim/ring.c)
+ * the records CUPTI would give for the work its host functions launch,
+ * with known timings. The join must put every piece of work in the right
+ * step and bucket and get busy/idle exact.
  *
  * Per step (gpu_step): engine_schedule launches one 30 us copy,
  * engine_forward launches 4 kernels of 40, 80, 120, 160 us, each starting
@@ -25,10 +26,10 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/file.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "memseg.h"
 #include "ring.h"
 #include "victim.h"
 
@@ -150,26 +151,23 @@ VT_FN void gpu_step(void)
 	engine_sample();
 }
 
+/* The segment's fd: open for life, as the shim keeps it, since proftrace
+ * finds the segment among our open files (the mapping alone would keep
+ * the memory, not the name). */
+static int seg_fd = -1;
+
 static int segment(void)
 {
 	struct ptg_ring_params p = { .nslots = 1 << 14, .strtab_size = 1 << 16 };
-	char path[64];
+	void *mem = NULL;
 	size_t size;
-	void *mem;
-	int fd;
 
 	p.pid = (uint32_t)getpid();
 	p.created_ns = vt_now();
-	snprintf(path, sizeof(path), "/dev/shm/proftrace-%d", (int)getpid());
-	unlink(path);
-	fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-	if (fd < 0 || flock(fd, LOCK_EX)) /* held for life: the segment is not stale */
-		return -1;
 	size = ptg_ring__size(p.nslots, p.strtab_size);
-	if (ftruncate(fd, (off_t)size))
+	if (pt_memseg__create(PTGPU_MEMFD_NAME, size, &mem, &seg_fd))
 		return -1;
-	mem = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-	if (mem == MAP_FAILED || ptg_ring__init(&ring, mem, size, &p))
+	if (ptg_ring__init(&ring, mem, size, &p))
 		return -1;
 	return 0;
 }
@@ -202,7 +200,7 @@ int main(int argc, char **argv)
 	int steps = 100, nthreads = 0;
 	bool hold = false;
 	struct chunk chunks[64];
-	char line[64], path[64];
+	char line[64];
 
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--steps") && i + 1 < argc)
@@ -239,10 +237,8 @@ int main(int argc, char **argv)
 		if (!fgets(line, sizeof(line), stdin))
 			return 3;
 	}
-	/* like the shim's exit handler: dormant, then the name goes */
+	/* like the shim's exit handler: dormant; the memfd goes with us */
 	__atomic_store_n(&ring.hdr->state, PTGPU_STATE_DORMANT, __ATOMIC_RELEASE);
-	snprintf(path, sizeof(path), "/dev/shm/proftrace-%d", (int)getpid());
-	unlink(path);
 	if (truth) {
 		FILE *f = fopen(truth, "w");
 

@@ -9,12 +9,12 @@
  *   - head is clamped (at most one ring ahead: the rest is counted lost).
  */
 #include <errno.h>
+#include <stddef.h>
 #include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -22,6 +22,8 @@
 
 #include "shim/ptgpu.h"
 #include "gpuring.h"
+#include "util/segment.h"
+#include "util/sigbus.h"
 #include "util/util.h"
 
 _Static_assert((int)PT_GPU_KERNEL == PTGPU_REC_KERNEL && (int)PT_GPU_MEMCPY == PTGPU_REC_MEMCPY &&
@@ -228,120 +230,39 @@ int pt_gpuring__open_mem(struct pt_gpuring **out, void *base, size_t len, char *
 	return 0;
 }
 
-/* The target's pid inside its own PID namespace: the last NSpid field. */
-static int ns_pid(int pid)
-{
-	char path[64], line[256];
-	int ns = pid;
-	FILE *f;
-
-	snprintf(path, sizeof(path), "/proc/%d/status", pid);
-	f = fopen(path, "re");
-	if (!f)
-		return pid;
-	while (fgets(line, sizeof(line), f)) {
-		char *p = line + 6, *end;
-		long v;
-
-		if (strncmp(line, "NSpid:", 6))
-			continue;
-		for (;;) {
-			v = strtol(p, &end, 10);
-			if (end == p)
-				break;
-			if (v > 0 && v <= 0x7fffffff)
-				ns = (int)v;
-			p = end;
-		}
-		break;
-	}
-	fclose(f);
-	return ns;
-}
+static const struct pt_segment_kind gpu_segment = {
+	.name = PTGPU_MEMFD_NAME,
+	.magic = PTGPU_MAGIC,
+	.magic_len = PTGPU_MAGIC_LEN,
+	.pid_off = offsetof(struct ptgpu_header, shim_pid),
+	.min = sizeof(struct ptgpu_header),
+	.max = GR_MAX_SEGMENT,
+	.what = "GPU segment",
+	.hint = "start it with CUDA_INJECTION64_PATH=.../libproftrace_cupti.so, or attach with "
+		"--inject; it appears once CUDA initialises",
+};
 
 int pt_gpuring__open(struct pt_gpuring **out, int pid, char *err, size_t errlen)
 {
-	char path[96], path2[64];
-	struct stat st, pst;
+	struct pt_segment seg;
 	struct pt_gpuring *r;
-	void *map;
-	int fd, ret;
+	int ret;
 
 	*out = NULL;
-	if (pid <= 0) {
-		seterr(err, errlen, "GPU segment: bad pid %d", pid);
-		return -EINVAL;
-	}
-	snprintf(path, sizeof(path), "/proc/%d/root" PTGPU_SHM_PREFIX "%d", pid, ns_pid(pid));
-	snprintf(path2, sizeof(path2), PTGPU_SHM_PREFIX "%d", pid);
-	/* O_NOFOLLOW: the last component is the target's to choose, and we
-	 * write to what we open. */
-	fd = open(path, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
-	if (fd < 0) {
-		fd = open(path2, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
-		if (fd < 0) {
-			ret = -errno;
-			if (ret == -ENOENT)
-				seterr(err, errlen,
-				       "no GPU segment for pid %d (%s): start it with "
-				       "CUDA_INJECTION64_PATH=.../libproftrace_cupti.so; it "
-				       "appears once CUDA initialises",
-				       pid, path);
-			else
-				seterr(err, errlen, "GPU segment %s: %s", path, strerror(-ret));
-			return ret;
-		}
-		snprintf(path, sizeof(path), "%s", path2);
-	}
-	if (fstat(fd, &st)) {
-		ret = -errno;
-		seterr(err, errlen, "GPU segment %s: %s", path, strerror(-ret));
-		goto fail;
-	}
-	if (!S_ISREG(st.st_mode) || st.st_nlink != 1) {
-		seterr(err, errlen, "GPU segment %s: not a plain file", path);
-		ret = -EPERM;
-		goto fail;
-	}
-	/* Only the target's own user could have made it. */
-	snprintf(path2, sizeof(path2), "/proc/%d", pid);
-	if (!stat(path2, &pst) && pst.st_uid != st.st_uid) {
-		seterr(err, errlen, "GPU segment %s: owned by uid %u, the process runs as %u", path,
-		       (unsigned)st.st_uid, (unsigned)pst.st_uid);
-		ret = -EPERM;
-		goto fail;
-	}
-	if (st.st_size < (off_t)sizeof(struct ptgpu_header) ||
-	    (uint64_t)st.st_size > GR_MAX_SEGMENT) {
-		seterr(err, errlen, "GPU segment %s: %lld bytes is not a segment size", path,
-		       (long long)st.st_size);
-		ret = -EPROTO;
-		goto fail;
-	}
-	/* A live shim holds LOCK_EX: getting LOCK_SH means nobody does. */
-	if (!flock(fd, LOCK_SH | LOCK_NB)) {
-		flock(fd, LOCK_UN);
-		seterr(err, errlen, "GPU segment %s: left by a process that is gone", path);
-		ret = -ESTALE;
-		goto fail;
-	}
-	map = mmap(NULL, (size_t)st.st_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-	if (map == MAP_FAILED) {
-		ret = -errno;
-		seterr(err, errlen, "GPU segment %s: mmap: %s", path, strerror(-ret));
-		goto fail;
-	}
-	ret = pt_gpuring__open_mem(&r, map, (size_t)st.st_size, err, errlen);
+	ret = pt_segment__open(&seg, pid, &gpu_segment, err, errlen);
+	if (ret)
+		return ret;
+	/* the caller guards the mapping for as long as it reads (sigbus.h) */
+	pt_sigbus__unguard(seg.guard);
+	ret = pt_gpuring__open_mem(&r, seg.map, seg.len, err, errlen);
 	if (ret) {
-		munmap(map, (size_t)st.st_size);
-		goto fail;
+		munmap(seg.map, seg.len);
+		close(seg.fd);
+		return ret;
 	}
-	r->fd = fd;
+	r->fd = seg.fd;
 	*out = r;
 	return 0;
-fail:
-	close(fd);
-	return ret;
 }
 
 static bool hb_fresh(uint64_t hb, uint64_t now)

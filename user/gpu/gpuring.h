@@ -113,12 +113,11 @@ struct pt_gpuring_info {
 };
 
 /*
- * Find and map the segment of process pid: /proc/PID/root/dev/shm/
- * proftrace-<NSpid> (the pid inside its namespace), else
- * /dev/shm/proftrace-<pid>. 0; -ENOENT when there is none (the process
- * runs without the shim); -ESTALE: left by a dead process; -EAGAIN: not
- * initialised yet; other -errno for a malformed segment. err gets a
- * message for every failure.
+ * Find and map the shim's segment in process pid, a memfd among its open
+ * files (util/segment.h). 0; -ENOENT when there is none (the process runs
+ * without the shim); -EPERM: a memfd of that name the shim did not make;
+ * -EAGAIN: not initialised yet; other -errno for a malformed segment. err
+ * gets a message for every failure.
  */
 int pt_gpuring__open(struct pt_gpuring **out, int pid, char *err, size_t errlen);
 /* Same over memory the caller owns (tests, fuzzing); base 8-aligned. */

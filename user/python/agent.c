@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: BSD-2-Clause
 #include <errno.h>
+#include <stddef.h>
 #include <linux/futex.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -137,6 +138,18 @@ int pt_agent__open_mem(struct pt_agent **out, void *mem, size_t len, char *err, 
 	return 0;
 }
 
+static const struct pt_segment_kind agent_segment = {
+	.name = PTAG_MEMFD_NAME,
+	.magic = PTAG_MAGIC,
+	.magic_len = PTAG_MAGIC_LEN,
+	.pid_off = offsetof(struct ptag_header, agent_pid),
+	.min = PTAG_SIZE,
+	.max = PTAG_SIZE,
+	.what = "Python agent",
+	.hint = "start the server after `eval \"$(proftrace env)\"`, or attach with --inject "
+		"(3.14+: proftrace loads it itself)",
+};
+
 int pt_agent__open(struct pt_agent **out, int pid, char *err, size_t errlen)
 {
 	struct pt_agent *a = calloc(1, sizeof(*a));
@@ -145,10 +158,7 @@ int pt_agent__open(struct pt_agent **out, int pid, char *err, size_t errlen)
 	*out = NULL;
 	if (!a)
 		return -ENOMEM;
-	e = pt_segment__open(&a->seg, pid, PTAG_SHM_PREFIX, PTAG_SIZE, PTAG_SIZE, "Python agent",
-			     "start the server after `eval \"$(proftrace env)\"`, or "
-			     "attach with --inject (3.14+: proftrace loads it itself)",
-			     err, errlen);
+	e = pt_segment__open(&a->seg, pid, &agent_segment, err, errlen);
 	if (!e) {
 		a->mem = a->seg.map;
 		a->len = a->seg.len;

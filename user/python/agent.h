@@ -44,8 +44,9 @@ struct pt_agent_info {
 int pt_agent__check(const void *mem, size_t len, struct pt_agent_info *out, char *err,
 		    size_t errlen);
 
-/* The agent of process pid. -ENOENT: none (err says how to get one),
- * -ESTALE, -EPROTO, -EPERM, -errno. */
+/* The agent of process pid, its segment found among the process's open
+ * files (util/segment.h). -ENOENT: none (err says how to get one), -EPERM:
+ * a memfd of its name that it did not make, -EPROTO, -errno. */
 int pt_agent__open(struct pt_agent **out, int pid, char *err, size_t errlen);
 /* The same over a mapped image (tests, fuzzing); not unmapped at close. */
 int pt_agent__open_mem(struct pt_agent **out, void *mem, size_t len, char *err, size_t errlen);

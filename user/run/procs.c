@@ -60,7 +60,9 @@ int pt_run__wait_segment(struct proc *p, int (*open)(struct proc *p, char *why, 
 		struct timespec ts = { 0, 10 * 1000 * 1000 };
 		int e = open(p, why, len);
 
-		if (!e || e == -ENOMEM || t >= ms)
+		/* -EPERM: a memfd of the helper's name that is not its; that
+		 * does not go away by waiting */
+		if (!e || e == -ENOMEM || e == -EPERM || t >= ms)
 			return e;
 		nanosleep(&ts, NULL);
 	}
@@ -143,8 +145,9 @@ int pt_run__open_gpu(struct proc *p)
 		void *map;
 		size_t len;
 
-		/* its user may truncate it under us: a fault is zeros, not our
-		 * death (pt_run__gpu_lost() then stops reading it) */
+		/* sealed, so nobody can shrink it; guarded all the same: a
+		 * fault is zeros, not our death (pt_run__gpu_lost() then stops
+		 * reading it) */
 		map = pt_gpuring__mapping(p->gr, &len);
 		if (map)
 			p->gpu_guard = pt_sigbus__guard(map, len);
@@ -175,8 +178,9 @@ int pt_run__open_gpu(struct proc *p)
 	return 0;
 }
 
-/* Its ring's file truncated under us (by the process's user): said once,
- * and the ring is not read again; the GPU records before it stay. */
+/* A read of its ring faulted (its memory went from under us; a sealed
+ * segment cannot shrink, so nothing known does this): said once, and the
+ * ring is not read again; the GPU records before it stay. */
 bool pt_run__gpu_lost(struct proc *p)
 {
 	if (!p->gr)
@@ -188,8 +192,9 @@ bool pt_run__gpu_lost(struct proc *p)
 	p->gpu_attached = false;
 	if (!p->gpu_truncated[0]) {
 		snprintf(p->gpu_truncated, sizeof(p->gpu_truncated),
-			 "the CUPTI shim's ring was truncated at +%.3fs (by the process's user): "
-			 "proftrace stopped reading it, GPU records after that are missing",
+			 "a read of the CUPTI shim's ring faulted at +%.3fs (its memory went from "
+			 "under us): proftrace stopped reading it, GPU records after that are "
+			 "missing",
 			 since_start_s(p->run));
 		pt_msg("proftrace: warning: pid %d: %s; the rest of the profile is kept\n",
 		       p->tracee.pid, p->gpu_truncated);
@@ -197,13 +202,13 @@ bool pt_run__gpu_lost(struct proc *p)
 	return true;
 }
 
-/* What its ring holds now, unless it was truncated. */
+/* What its ring holds now, unless it was lost. */
 void pt_run__gpu_drain(struct proc *p)
 {
 	if (!p->gpu_attached || pt_run__gpu_lost(p))
 		return;
 	pt_gpuring__drain(p->gr, pt_run__on_gpu_rec, p);
-	pt_run__gpu_lost(p); /* truncated while we read: said now */
+	pt_run__gpu_lost(p); /* lost while we read: said now */
 }
 
 static int attach_gpu(struct proc *p)
@@ -542,9 +547,10 @@ static void warn_py_timing(const struct proc *p)
 		return; /* the agent is there and blocked: said with what blocks it */
 	if (r->cfg.python_mode == PT_PYMODE_SAMPLED)
 		return; /* asked for */
-	/* no agent can start there until the squatter is gone */
-	if (p->agent_squatted)
-		how = "remove that file (as root), then attach with --inject";
+	/* the process holds a memfd of the agent's name that is not its */
+	if (p->agent_foreign)
+		how = "find what in the process made that memfd (not our agent) and restart it "
+		      "without";
 	if (!strcmp(pt_run__py_timing(p), "sampled"))
 		pt_msg("proftrace: warning: pid %d: Python %s has no agent (%s): py: functions get "
 		       "sampled times and the py: step and buckets are not counted; for exact "
@@ -790,22 +796,6 @@ static const char *py_hint(int e)
  * holds nothing to trace (*out NULL, why in err), or -errno with a
  * message in err (-ESRCH, -EACCES, -EINVAL: exit 2).
  */
-/* Segments our helpers left in /dev/shm when their process was killed
- * stay until a new process gets the same pid: removed once per run, when
- * no helper holds them and they are a few seconds old (util/segment.h). */
-static void sweep_shm(struct run *r)
-{
-	int n;
-
-	if (r->shm_swept)
-		return;
-	r->shm_swept = true;
-	n = pt_segment__sweep("/dev/shm", 2);
-	if (n > 0)
-		pt_vlog("proftrace: removed %d segment%s of helpers that are gone from /dev/shm\n",
-			n, n == 1 ? "" : "s");
-}
-
 int pt_run__open_proc(struct run *r, int pid, bool strict, struct proc **out, char *err,
 		      size_t errlen)
 {
@@ -816,7 +806,6 @@ int pt_run__open_proc(struct run *r, int pid, bool strict, struct proc **out, ch
 	int e, n;
 
 	*out = NULL;
-	sweep_shm(r);
 	slot = slot_get(r);
 	if (slot < 0) {
 		snprintf(err, errlen, "more than %d processes traced at once: pid %d is not traced",

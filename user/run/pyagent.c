@@ -148,17 +148,18 @@ static void check_state(struct proc *p)
 
 static void pep768_cleanup(struct proc *p);
 
-/* Its file truncated under us (by the process's user; the guard turned
- * the fault into zeros): said once, never touched again. What it timed
- * before stays; its named calls after that are not seen. */
+/* A read of its segment faulted (the guard turned it into zeros; a sealed
+ * segment cannot shrink, so nothing known does this): said once, never
+ * touched again. What it timed before stays; its named calls after that
+ * are not seen. */
 static bool agent_lost(struct proc *p)
 {
 	if (!pt_agent__lost(p->agent))
 		return false;
 	if (!p->agent_truncated[0]) {
 		snprintf(p->agent_truncated, sizeof(p->agent_truncated),
-			 "its segment %s was truncated at +%.3fs (by the process's user): "
-			 "proftrace stopped reading it, py: calls after that are not timed",
+			 "a read of its segment %s faulted at +%.3fs (its memory went from under "
+			 "us): proftrace stopped reading it, py: calls after that are not timed",
 			 pt_agent__path(p->agent), since_start_s(p->run));
 		pt_msg("proftrace: warning: pid %d: the Python agent: %s; the rest of the profile "
 		       "is kept\n",
@@ -435,7 +436,7 @@ static int inject_load(struct proc *p, char *err, size_t errlen)
 	e = pt_run__wait_segment(p, open_agent, 500, why, sizeof(why));
 	if (e)
 		snprintf(err, errlen, "--inject: the agent is loaded in %d but %s", p->tracee.pid,
-			 e == -ENOENT || e == -ESTALE ? "made no segment (a full /dev/shm?)" : why);
+			 e == -ENOENT ? "made no segment (out of memory?)" : why);
 	return e;
 }
 
@@ -477,9 +478,10 @@ int pt_run__agent_start(struct proc *p, char *err, size_t errlen)
 
 	e = pt_agent__open(&p->agent, p->tracee.pid, err, errlen);
 	if (e == -EPERM) {
-		/* another user's file holds its name: no agent can start there,
-		 * so --inject cannot give exact timing either */
-		p->agent_squatted = true;
+		/* a memfd of the agent's name that the agent did not make (the
+		 * process's own doing: nobody else can add to its files); --inject
+		 * cannot be told apart from it, so exact timing is not to be had */
+		p->agent_foreign = true;
 		if (r->env.inject) {
 			char why[1024];
 
@@ -489,7 +491,7 @@ int pt_run__agent_start(struct proc *p, char *err, size_t errlen)
 		}
 		return e;
 	}
-	if ((e == -ENOENT || e == -ESTALE) && r->env.inject && !p->inject_tried) {
+	if (e == -ENOENT && r->env.inject && !p->inject_tried) {
 		e = inject_load(p, err, errlen);
 		if (e) {
 			p->inject_failed = true;
@@ -572,7 +574,7 @@ void pt_run__agent_stop(struct proc *p)
 	pep768_cleanup(p);
 	if (!p->agent)
 		return;
-	agent_lost(p); /* said, if it was truncated since the last tick */
+	agent_lost(p);				  /* said, if it was lost since the last tick */
 	pt_agent__info(p->agent, &p->agent_last); /* for the report: before detach */
 	/* its hooks come out now; a slow one finishes on its heartbeat */
 	pt_agent__detach(p->agent, 500);

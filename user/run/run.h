@@ -147,8 +147,8 @@ struct proc {
 	struct pt_agent_info agent_last; /* its segment at the end */
 	/* its segment's file truncated by its user: said, not read again */
 	char agent_truncated[256];
-	/* another user's file holds its segment's name */
-	bool agent_squatted;
+	/* a memfd of the agent's segment's name that is not the agent's */
+	bool agent_foreign;
 
 	struct view v;
 	struct view *wv;	    /* --interval: the figures of the current window */
@@ -213,8 +213,6 @@ struct run {
 	 * slot_get) */
 	bool slot_busy[PT_MAX_PROCS];
 	uint64_t slot_freed[PT_MAX_PROCS];
-	/* stale segments in /dev/shm looked for (procs.c) */
-	bool shm_swept;
 	const struct pt_python *py0; /* the first process's CPython: python_mode is decided on it */
 	bool want_py;
 	bool py_probe_wanted;

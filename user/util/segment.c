@@ -17,128 +17,253 @@
 #include "tasks.h"
 #include "users.h"
 
-static const char *kind_of(const struct stat *st)
+/* The process's user ids (real, effective, saved, file system: the Uid
+ * line of /proc/PID/status; the owner of /proc/PID is root for a process
+ * that changed its ids without exec). 0 and uids[4]; -errno. */
+static int proc_uids(int pid, unsigned int uids[4])
 {
-	switch (st->st_mode & S_IFMT) {
-	case S_IFLNK:
-		return "a symbolic link";
-	case S_IFIFO:
-		return "a FIFO";
-	case S_IFSOCK:
-		return "a socket";
-	case S_IFDIR:
-		return "a folder";
-	case S_IFCHR:
-	case S_IFBLK:
-		return "a device";
-	default:
-		return st->st_nlink != 1 ? "a file with other hard links" : "a file";
+	char path[64], line[256];
+	int e = -ENOENT;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", pid);
+	f = fopen(path, "re");
+	if (!f)
+		return -errno;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "Uid: %u %u %u %u", &uids[0], &uids[1], &uids[2], &uids[3]) == 4) {
+			e = 0;
+			break;
+		}
+	fclose(f);
+	return e;
+}
+
+/* What is at fd (ours: a reopen of the target's fd) when it is not a
+ * helper's segment, and *e: -EPERM, or -EAGAIN when its helper may still
+ * be making it; NULL when it is one. uids: the process's, or NULL. */
+static const char *not_a_segment(int fd, const struct stat *st, const unsigned int *uids,
+				 const struct pt_segment_kind *k, char *buf, size_t len, int *e)
+{
+	char who[96], owner[96];
+	int seals;
+
+	*e = -EPERM;
+	if (!S_ISREG(st->st_mode))
+		return "not a plain memory file";
+	/* only the process's user could have made it (or handed it in); its
+	 * helper made it with the fsuid of the moment */
+	if (uids && st->st_uid != uids[0] && st->st_uid != uids[1] && st->st_uid != uids[2] &&
+	    st->st_uid != uids[3]) {
+		snprintf(buf, len, "made by %s, not by the process's user (%s)",
+			 pt_users__name(st->st_uid, who, sizeof(who)),
+			 pt_users__name(uids[1], owner, sizeof(owner)));
+		return buf;
 	}
+	/* sealed: nobody can shrink it under our mapping (SIGBUS). A helper
+	 * seals it once it has its size (shim/memseg.h): seen before that
+	 * (F_SEAL_SEAL not set yet), it may be one being made, so the caller
+	 * may look again; with F_SEAL_SEAL set it never will be sealed. */
+	seals = fcntl(fd, F_GET_SEALS);
+	if (seals < 0)
+		return "not a memfd that can be sealed, as our helpers' are";
+	if ((seals & (F_SEAL_SHRINK | F_SEAL_GROW)) != (F_SEAL_SHRINK | F_SEAL_GROW)) {
+		if (!(seals & F_SEAL_SEAL)) {
+			*e = -EAGAIN;
+			return "not sealed against resizing yet (its helper may be making it)";
+		}
+		return "not sealed against resizing, as our helpers' are";
+	}
+	if ((size_t)st->st_size < k->min || (size_t)st->st_size > k->max) {
+		snprintf(buf, len, "%lld bytes, not a segment size", (long long)st->st_size);
+		return buf;
+	}
+	return NULL;
+}
+
+/* What one look found, over every candidate. */
+struct look {
+	const struct pt_segment_kind *k;
+	int pid;
+	uint32_t ns; /* the process's pid in its namespace */
+	const unsigned int *uids;
+	char want[96]; /* "/memfd:<name> (deleted)" */
+	unsigned int parent;
+	int bad_e;
+	char bad[512];
+};
+
+/*
+ * One candidate: path (under /proc/PID) that read as L->want a moment ago,
+ * named label in messages. 1: it is the segment (s->fd, s->len, s->path
+ * set); 0: not (why kept in L).
+ */
+static int consider(struct pt_segment *s, struct look *L, const char *path, const char *label)
+{
+	char link[128], self[64], why[256];
+	struct stat st;
+	const char *no;
+	uint32_t owner;
+	ssize_t n;
+	int fd, e;
+
+	/* O_NONBLOCK: whatever took the number meanwhile must not hold us;
+	 * what we opened is checked again below */
+	fd = open(path, O_RDWR | O_NONBLOCK | O_CLOEXEC);
+	if (fd < 0) {
+		L->bad_e = -errno;
+		snprintf(L->bad, sizeof(L->bad), "%s: %s", label, strerror(errno));
+		return 0;
+	}
+	snprintf(self, sizeof(self), "/proc/self/fd/%d", fd);
+	n = readlink(self, link, sizeof(link) - 1);
+	if (n <= 0 || (link[n] = 0, strcmp(link, L->want)) || fstat(fd, &st)) {
+		close(fd); /* the number was reused before we opened it */
+		return 0;
+	}
+	no = not_a_segment(fd, &st, L->uids, L->k, why, sizeof(why), &e);
+	if (no) {
+		L->bad_e = e;
+		snprintf(L->bad, sizeof(L->bad), "%s is %.120s: %s", label, link + 1, no);
+		close(fd);
+		return 0;
+	}
+	/* a parent's, held across fork: its pid is not this process's */
+	if (pread(fd, why, L->k->magic_len, 0) == (ssize_t)L->k->magic_len &&
+	    !memcmp(why, L->k->magic, L->k->magic_len) &&
+	    pread(fd, &owner, sizeof(owner), (off_t)L->k->pid_off) == (ssize_t)sizeof(owner) &&
+	    owner != L->ns) {
+		L->parent = owner;
+		close(fd);
+		return 0;
+	}
+	s->fd = fd;
+	s->len = (size_t)st.st_size;
+	snprintf(s->path, sizeof(s->path), "/proc/%d/%.64s (%.96s)", L->pid, label, link + 1);
+	return 1;
+}
+
+/* Among the process's open files: where its helper keeps it. */
+static int look_fds(struct pt_segment *s, struct look *L)
+{
+	char path[64], link[128], label[32];
+	struct dirent *de;
+	int found = 0, e;
+	ssize_t n;
+	DIR *d;
+
+	snprintf(path, sizeof(path), "/proc/%d/fd", L->pid);
+	d = opendir(path);
+	if (!d)
+		return -errno;
+	while (!found && (de = readdir(d))) {
+		if (de->d_name[0] < '0' || de->d_name[0] > '9')
+			continue;
+		n = readlinkat(dirfd(d), de->d_name, link, sizeof(link) - 1);
+		if (n <= 0 || (link[n] = 0, strcmp(link, L->want)))
+			continue;
+		snprintf(path, sizeof(path), "/proc/%d/fd/%.16s", L->pid, de->d_name);
+		snprintf(label, sizeof(label), "fd/%.16s", de->d_name);
+		found = consider(s, L, path, label);
+	}
+	e = found ? 0 : -ENOENT;
+	closedir(d);
+	return e;
 }
 
 /*
- * Not the helper's file: say what is there and whose it is. Only the
- * target's user can make a segment for it, so anything else holding the
- * name was put there by someone else (a squatter): left alone, and no
- * helper can start in the process while it is there.
+ * Among its mappings, when it holds no fd of it: a program that closes
+ * every fd it did not open (a daemon's start, python-daemon) closes the
+ * helper's too, and the mapping keeps the memfd alive. map_files needs
+ * CAP_SYS_ADMIN; without it this finds nothing, and says so.
  */
-static int squatted(const char *path, const struct stat *st, const struct stat *proc,
-		    const char *what, char *err, size_t errlen)
+static int look_maps(struct pt_segment *s, struct look *L)
 {
-	char who[96], owner[96];
+	char path[96], line[512], label[64];
+	int found = 0;
+	FILE *f;
 
-	if (!proc || proc->st_uid == st->st_uid)
-		snprintf(err, errlen,
-			 "%s %s: it is %s (%s), not a segment: left alone; no agent can "
-			 "start there while it is",
-			 what, path, kind_of(st), pt_users__name(st->st_uid, who, sizeof(who)));
-	else
-		snprintf(err, errlen,
-			 "%s %s: it is %s made by %s, not by the process's user (%s): another "
-			 "user holds its name, left alone; no agent can start there while it "
-			 "is (remove it as root)",
-			 what, path, kind_of(st), pt_users__name(st->st_uid, who, sizeof(who)),
-			 pt_users__name(proc->st_uid, owner, sizeof(owner)));
-	return -EPERM;
+	snprintf(path, sizeof(path), "/proc/%d/maps", L->pid);
+	f = fopen(path, "re");
+	if (!f)
+		return -errno;
+	while (!found && fgets(line, sizeof(line), f)) {
+		unsigned long lo, hi, off;
+		size_t n = strlen(line), w = strlen(L->want);
+		char range[40];
+
+		if (n && line[n - 1] == '\n')
+			line[--n] = 0;
+		/* the whole segment, mapped from its start, as the helpers map it */
+		if (n <= w || strcmp(line + n - w, L->want) || line[n - w - 1] != ' ' ||
+		    sscanf(line, "%lx-%lx %*4s %lx", &lo, &hi, &off) != 3 || off)
+			continue;
+		snprintf(range, sizeof(range), "%lx-%lx", lo, hi);
+		snprintf(path, sizeof(path), "/proc/%d/map_files/%s", L->pid, range);
+		snprintf(label, sizeof(label), "map_files/%s", range);
+		found = consider(s, L, path, label);
+	}
+	fclose(f);
+	return found ? 0 : -ENOENT;
 }
 
-int pt_segment__open(struct pt_segment *s, int pid, const char *prefix, size_t min, size_t max,
-		     const char *what, const char *hint, char *err, size_t errlen)
+int pt_segment__open(struct pt_segment *s, int pid, const struct pt_segment_kind *k, char *err,
+		     size_t errlen)
 {
-	char path2[128], proc[32];
-	struct stat st, pst;
-	bool have_pst;
+	struct look L = { .k = k, .pid = pid };
+	unsigned int uids[4];
 	int e;
 
 	memset(s, 0, sizeof(*s));
 	s->fd = -1;
 	s->guard = -1;
 	if (pid <= 0) {
-		snprintf(err, errlen, "%s: bad pid %d", what, pid);
+		snprintf(err, errlen, "%s: bad pid %d", k->what, pid);
 		return -EINVAL;
 	}
-	snprintf(proc, sizeof(proc), "/proc/%d", pid);
-	have_pst = !stat(proc, &pst);
-	snprintf(s->path, sizeof(s->path), "/proc/%d/root%s%d", pid, prefix, pt_tasks__ns_pid(pid));
-	snprintf(path2, sizeof(path2), "%s%d", prefix, pid);
-	/* O_NOFOLLOW: the last component is the target's to choose, and we
-	 * write to what we open; O_NONBLOCK: a FIFO there must not hold us */
-	s->fd = open(s->path, O_RDWR | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
-	if (s->fd < 0 && errno == ENOENT) {
-		s->fd = open(path2, O_RDWR | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
-		if (s->fd >= 0 || errno != ENOENT)
-			snprintf(s->path, sizeof(s->path), "%s", path2);
-	}
-	if (s->fd < 0) {
-		e = -errno;
-		if (e == -ENOENT)
-			snprintf(err, errlen, "no %s for pid %d (%s)%s%s", what, pid, s->path,
-				 hint ? ": " : "", hint ? hint : "");
-		else if ((e == -ELOOP || e == -ENXIO) && !lstat(s->path, &st))
-			e = squatted(s->path, &st, have_pst ? &pst : NULL, what, err, errlen);
-		else
-			snprintf(err, errlen, "%s %s: %s", what, s->path, strerror(-e));
+	L.ns = (uint32_t)pt_tasks__ns_pid(pid);
+	L.uids = proc_uids(pid, uids) ? NULL : uids;
+	snprintf(L.want, sizeof(L.want), "/memfd:%s (deleted)", k->name);
+	e = look_fds(s, &L);
+	if (e && e != -ENOENT) {
+		snprintf(err, errlen, "%s of pid %d: /proc/%d/fd: %s", k->what, pid, pid,
+			 strerror(-e));
 		return e;
 	}
-	if (fstat(s->fd, &st)) {
-		e = -errno;
-		snprintf(err, errlen, "%s %s: %s", what, s->path, strerror(-e));
-		goto fail;
+	if (e)
+		look_maps(s, &L);
+	if (s->fd < 0) {
+		if (L.bad_e) {
+			snprintf(err, errlen, "%s of pid %d: %s; left alone", k->what, pid, L.bad);
+			return L.bad_e;
+		}
+		if (L.parent)
+			snprintf(err, errlen,
+				 "no %s of pid %d's own: the one it holds is its parent's (pid %u "
+				 "there; it forked without exec)%s%s",
+				 k->what, pid, L.parent, k->hint ? ": " : "",
+				 k->hint ? k->hint : "");
+		else
+			snprintf(err, errlen,
+				 "no %s in pid %d (no memfd \"%s\" among its open files or "
+				 "mappings)%s%s",
+				 k->what, pid, k->name, k->hint ? ": " : "",
+				 k->hint ? k->hint : "");
+		return -ENOENT;
 	}
-	/* only the target's own user could have made it */
-	if (!S_ISREG(st.st_mode) || st.st_nlink != 1 || (have_pst && pst.st_uid != st.st_uid)) {
-		e = squatted(s->path, &st, have_pst ? &pst : NULL, what, err, errlen);
-		goto fail;
-	}
-	if ((size_t)st.st_size < min || (size_t)st.st_size > max) {
-		snprintf(err, errlen, "%s %s: %lld bytes is not a segment size", what, s->path,
-			 (long long)st.st_size);
-		e = -EPROTO;
-		goto fail;
-	}
-	/* a live helper holds LOCK_EX: getting LOCK_SH means nobody does */
-	if (!flock(s->fd, LOCK_SH | LOCK_NB)) {
-		flock(s->fd, LOCK_UN);
-		snprintf(err, errlen, "%s %s: left by a process that is gone", what, s->path);
-		e = -ESTALE;
-		goto fail;
-	}
-	s->map = mmap(NULL, (size_t)st.st_size, PROT_READ | PROT_WRITE, MAP_SHARED, s->fd, 0);
+	s->map = mmap(NULL, s->len, PROT_READ | PROT_WRITE, MAP_SHARED, s->fd, 0);
 	if (s->map == MAP_FAILED) {
 		s->map = NULL;
 		e = -errno;
-		snprintf(err, errlen, "%s %s: mmap: %s", what, s->path, strerror(-e));
-		goto fail;
+		snprintf(err, errlen, "%s %s: mmap: %s", k->what, s->path, strerror(-e));
+		close(s->fd);
+		s->fd = -1;
+		return e;
 	}
-	s->len = (size_t)st.st_size;
-	/* its user may truncate it while we read: a fault is a zero page, not
-	 * our death (unguarded only when 1,024 segments are open) */
+	/* sealed, so it cannot shrink; guarded all the same (a fault is a
+	 * zero page, not our death; unguarded only when 1,024 are open) */
 	s->guard = pt_sigbus__guard(s->map, s->len);
 	return 0;
-fail:
-	close(s->fd);
-	s->fd = -1;
-	return e;
 }
 
 bool pt_segment__lost(struct pt_segment *s)
@@ -162,78 +287,4 @@ void pt_segment__close(struct pt_segment *s)
 		close(s->fd);
 	s->map = NULL;
 	s->fd = -1;
-}
-
-int pt_segment__remove_stale(int dir, const char *name, const char *magic, size_t magic_len,
-			     unsigned int min_age_s)
-{
-	char head[16] = { 0 }, zero[16] = { 0 };
-	struct stat st, again;
-	ssize_t n;
-	int fd, e = 0;
-
-	if (magic_len > sizeof(head))
-		return -EINVAL;
-	fd = openat(dir, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
-	if (fd < 0)
-		return errno == ELOOP || errno == ENOENT ? 0 : -errno;
-	if (fstat(fd, &st) || !S_ISREG(st.st_mode) || st.st_nlink != 1 ||
-	    st.st_mtime + (time_t)min_age_s > time(NULL))
-		goto out;
-	n = pread(fd, head, magic_len, 0);
-	if (n < 0 || (n && memcmp(head, magic, magic_len) && memcmp(head, zero, (size_t)n)))
-		goto out;
-	/* held while we remove it: a helper that comes meanwhile waits for us
-	 * (its own stale check retries), then makes a new one */
-	if (flock(fd, LOCK_EX | LOCK_NB))
-		goto out;
-	/* the name still is the file we checked */
-	if (fstatat(dir, name, &again, AT_SYMLINK_NOFOLLOW) || again.st_dev != st.st_dev ||
-	    again.st_ino != st.st_ino)
-		goto out;
-	e = unlinkat(dir, name, 0) ? -errno : 1;
-out:
-	close(fd);
-	return e;
-}
-
-/* prefix<digits> exactly */
-static bool is_segment_name(const char *name, const char *prefix)
-{
-	size_t n = strlen(prefix);
-
-	if (strncmp(name, prefix, n) || !name[n])
-		return false;
-	return strspn(name + n, "0123456789") == strlen(name + n);
-}
-
-int pt_segment__sweep(const char *path, unsigned int min_age_s)
-{
-	const char *py = strrchr(PTAG_SHM_PREFIX, '/') + 1,
-		   *gpu = strrchr(PTGPU_SHM_PREFIX, '/') + 1;
-	struct dirent *de;
-	int fd, removed = 0;
-	DIR *d;
-
-	fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	d = fdopendir(fd);
-	if (!d) {
-		close(fd);
-		return -errno;
-	}
-	while ((de = readdir(d))) {
-		int e = 0;
-
-		if (is_segment_name(de->d_name, py))
-			e = pt_segment__remove_stale(fd, de->d_name, PTAG_MAGIC, PTAG_MAGIC_LEN,
-						     min_age_s);
-		else if (is_segment_name(de->d_name, gpu))
-			e = pt_segment__remove_stale(fd, de->d_name, PTGPU_MAGIC, PTGPU_MAGIC_LEN,
-						     min_age_s);
-		removed += e > 0;
-	}
-	closedir(d);
-	return removed;
 }

@@ -1220,13 +1220,13 @@ static void test_gpu_ring_lost(void **state)
 	const struct pt_gpu_result *res = pt_gpu__join(g, 0, 100 * MS);
 	char *md;
 
-	glost = "the CUPTI shim's ring was truncated at +1.500s (by the process's user): "
-		"proftrace stopped reading it, GPU records after that are missing";
+	glost = "a read of the CUPTI shim's ring faulted at +1.500s (its memory went from under "
+		"us): proftrace stopped reading it, GPU records after that are missing";
 	md = render_gpu(res, &ginfo, NULL);
 	glost = NULL;
-	assert_line(md, "**GPU ring lost:** the CUPTI shim's ring was truncated at +1.500s (by "
-			"the process's user): proftrace stopped reading it, GPU records after "
-			"that are missing.");
+	assert_line(md, "**GPU ring lost:** a read of the CUPTI shim's ring faulted at +1.500s "
+			"(its memory went from under us): proftrace stopped reading it, GPU "
+			"records after that are missing.");
 	assert_line(md, "## GPU");
 	free(md);
 	md = render_gpu(res, &ginfo, NULL);

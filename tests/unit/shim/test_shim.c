@@ -13,9 +13,10 @@
  * an activity record with the call's correlation id, a graph launch's
  * kernels all with the launch's; a runtime call's driver call under it
  * has the runtime call's correlation id. InitializeInjection itself runs in a
- * child process to check the segment file (stale file replaced, lock,
- * unlink at exit).
+ * child process to check the segment (a sealed memfd found by pid, none in
+ * a forked child, one per process, nothing left at exit).
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -27,7 +28,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/file.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -36,7 +36,9 @@
 #include "convert.h"
 #include "gpu/gpuring.h"
 #include "inject.h"
+#include "memseg.h"
 #include "ptgpu.h"
+#include "ring.h"
 
 int InitializeInjection(void);
 
@@ -1398,100 +1400,266 @@ static void test_init_failures(void **state)
 	free(mem);
 }
 
-/* InitializeInjection in a child: the stale file of a dead process with
- * the child's pid is replaced, the segment is found by pid and locked,
- * and it is unlinked when the process exits. Real libcupti, no driver:
- * CUPTI calls may fail; the process goes on. */
+/*
+ * The memfds named PTGPU_MEMFD_NAME that pid holds, as proftrace looks
+ * for them; -errno when its fds cannot be read (it is gone). cloexec
+ * (optional): whether all of them are close-on-exec. No cmocka asserts:
+ * children call it.
+ */
+static int count_segments(int pid, bool *cloexec)
+{
+	char path[64], link[128], want[64], line[128];
+	struct dirent *de;
+	unsigned int flags;
+	int n = 0;
+	ssize_t len;
+	FILE *f;
+	DIR *d;
+
+	snprintf(want, sizeof(want), "/memfd:%s (deleted)", PTGPU_MEMFD_NAME);
+	snprintf(path, sizeof(path), "/proc/%d/fd", pid);
+	if (cloexec)
+		*cloexec = true;
+	d = opendir(path);
+	if (!d)
+		return -errno;
+	while ((de = readdir(d))) {
+		len = readlinkat(dirfd(d), de->d_name, link, sizeof(link) - 1);
+		if (len <= 0 || (link[len] = 0, strcmp(link, want)))
+			continue;
+		n++;
+		if (!cloexec)
+			continue;
+		snprintf(path, sizeof(path), "/proc/%d/fdinfo/%.16s", pid, de->d_name);
+		f = fopen(path, "re");
+		flags = 0;
+		while (f && fgets(line, sizeof(line), f))
+			if (sscanf(line, "flags: %o", &flags) == 1)
+				break;
+		if (f)
+			fclose(f);
+		if (!(flags & O_CLOEXEC))
+			*cloexec = false;
+	}
+	closedir(d);
+	return n;
+}
+
+/* The shim's control thread runs in this process (it names itself). */
+static bool control_thread_runs(void)
+{
+	char path[300], comm[32];
+	struct dirent *de;
+	bool found = false;
+	FILE *f;
+	DIR *d = opendir("/proc/self/task");
+
+	while (d && !found && (de = readdir(d))) {
+		if (de->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "/proc/self/task/%s/comm", de->d_name);
+		f = fopen(path, "re");
+		if (f && fgets(comm, sizeof(comm), f))
+			found = !strncmp(comm, "proftrace-cupti", 15);
+		if (f)
+			fclose(f);
+	}
+	if (d)
+		closedir(d);
+	return found;
+}
+
+/*
+ * InitializeInjection in a child: its segment is one memfd among the
+ * child's open files however often it is called, close-on-exec, found by
+ * pid. A process the child then forks holds none of it (the shim's
+ * pthread_atfork handler closes it), so no ring of the parent's turns up
+ * in its profile. Once the child exits our mapping still reads (proftrace
+ * drains the last records), and nothing is left behind: the file had no
+ * name, and nothing appears in /dev/shm. Real libcupti, no driver: CUPTI
+ * calls may fail; the process goes on.
+ */
 static void test_injection_segment(void **state)
 {
-	int ready[2], go[2], status, ret, null;
-	struct pt_gpuring_info in;
-	struct pt_gpuring *r;
-	char path[64], err[512], c;
-	pid_t pid;
+	int ready[2], go[2], status, ret, gret, n, gn;
+	struct pt_gpuring_info in, after;
+	struct pt_gpuring *r, *gr;
+	char path[64], err[512], gerr[512] = "";
+	pid_t pid, gc = 0;
+	bool cloexec;
 
 	assert_int_equal(pipe(ready), 0);
 	assert_int_equal(pipe(go), 0);
 	pid = fork();
 	assert_true(pid >= 0);
 	if (!pid) {
-		int fd;
+		int null = open("/dev/null", O_WRONLY);
+		pid_t g;
+		char c;
 
-		snprintf(path, sizeof(path), PTGPU_SHM_PREFIX "%d", (int)getpid());
-		fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0644);
-		if (fd < 0 || write(fd, "stale garbage", 13) != 13)
-			_exit(2);
-		close(fd);
-		null = open("/dev/null", O_WRONLY);
+		close(ready[0]);
+		close(go[1]);
 		dup2(null, 2);
 		if (InitializeInjection() != 1 || InitializeInjection() != 1)
 			_exit(3);
-		c = 'r';
-		if (write(ready[1], &c, 1) != 1 || read(go[0], &c, 1) != 1)
+		g = fork();
+		if (g < 0)
+			_exit(5);
+		if (!g) {
+			/* looked at until the test closes go */
+			close(ready[1]);
+			(void)!read(go[0], &c, 1);
+			_exit(0);
+		}
+		if (write(ready[1], &g, sizeof(g)) != sizeof(g) || read(go[0], &c, 1) < 0)
 			_exit(4);
-		exit(0); /* atexit unlinks */
+		waitpid(g, NULL, 0);
+		exit(0); /* atexit: the shim's exit handler */
 	}
 	close(ready[1]);
 	close(go[0]);
-	if (read(ready[0], &c, 1) != 1) {
+	if (read(ready[0], &gc, sizeof(gc)) != sizeof(gc)) {
+		close(go[1]);
 		waitpid(pid, &status, 0);
 		fail_msg("child failed: status %d", status);
 	}
+	n = count_segments(pid, &cloexec);
+	gn = count_segments(gc, NULL);
+	gret = pt_gpuring__open(&gr, gc, gerr, sizeof(gerr));
+	if (!gret)
+		pt_gpuring__close(gr);
 	ret = pt_gpuring__open(&r, pid, err, sizeof(err));
-	if (ret) {
-		kill(pid, SIGKILL);
-		waitpid(pid, &status, 0);
+	if (!ret)
+		pt_gpuring__info(r, &in);
+	close(go[1]); /* EOF: both exit */
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	close(ready[0]);
+	if (ret)
 		fail_msg("open: %s", err);
-	}
-	pt_gpuring__info(r, &in);
+	pt_gpuring__info(r, &after);
+	pt_gpuring__close(r);
+
+	assert_true(WIFEXITED(status));
+	assert_int_equal(WEXITSTATUS(status), 0);
+	assert_int_equal(n, 1);
+	assert_true(cloexec);
 	assert_int_equal(in.shim_pid, (uint32_t)pid);
 	assert_int_equal(in.version, PTGPU_VERSION);
 	assert_int_equal(in.cupti_version, CUPTI_API_VERSION);
 	assert_int_equal(in.state, PTGPU_STATE_DORMANT);
 	assert_true(in.ring_slots >= 4096);
-	pt_gpuring__close(r);
-
-	c = 'g';
-	assert_int_equal(write(go[1], &c, 1), 1);
-	assert_int_equal(waitpid(pid, &status, 0), pid);
-	assert_true(WIFEXITED(status));
-	assert_int_equal(WEXITSTATUS(status), 0);
-	snprintf(path, sizeof(path), PTGPU_SHM_PREFIX "%d", (int)pid);
+	/* the forked grandchild: no fd of it; its private copy of the
+	 * parent's ring (still a mapping of the memfd) is told for what it is */
+	assert_int_equal(gn, 0);
+	if (gret != -ENOENT || !strstr(gerr, "its parent's"))
+		fail_msg("grandchild %d: %d (%s)", (int)gc, gret, gerr);
+	/* after the exit: still mapped, the same header */
+	assert_int_equal(after.shim_pid, (uint32_t)pid);
+	assert_int_equal(after.version, PTGPU_VERSION);
+	assert_true(count_segments(pid, NULL) < 0);
+	snprintf(path, sizeof(path), "/dev/shm/proftrace-%d", (int)pid);
 	assert_int_equal(access(path, F_OK), -1);
-	assert_int_equal(errno, ENOENT);
-	close(ready[0]);
-	close(go[1]);
+	assert_int_equal(access("/dev/shm/" PTGPU_MEMFD_NAME, F_OK), -1);
 }
 
-/* The name is held by a live process (another PID namespace sharing
- * /dev/shm, simulated by a lock we hold): left alone, the process goes on
- * without GPU tracing. */
+/*
+ * A second copy of the shim (loaded from another path) in a process where
+ * one runs already: it sees that copy's published segment, with this pid
+ * in shim_pid, and stays off (no segment, no control thread, the other's
+ * header untouched); the process goes on. The first copy is simulated by
+ * a segment made as the shim makes it. A segment held across fork (the
+ * parent's pid in shim_pid) is not a second copy: the shim starts, and
+ * proftrace finds the child's own.
+ */
 static void test_injection_name_in_use(void **state)
 {
-	int status;
-	pid_t pid = fork();
+	struct ptg_ring_params p = { .nslots = 8, .strtab_size = 256, .cupti_version = 4242 };
+	int status, ready[2], go[2], n = -1, ret;
+	size_t len = ptg_ring__size(8, 256);
+	struct pt_gpuring_info in;
+	struct pt_gpuring *r;
+	struct ptg_ring w;
+	char err[512], c;
+	void *mem = NULL;
+	pid_t pid;
+	int fd = -1;
 
+	pid = fork();
 	assert_true(pid >= 0);
 	if (!pid) {
-		char path[64], buf[16] = "";
-		int fd, null;
+		struct ptgpu_header h;
+		FILE *errf = tmpfile();
+		char line[256];
+		bool said = false;
 
-		snprintf(path, sizeof(path), PTGPU_SHM_PREFIX "%d", (int)getpid());
-		fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0600);
-		if (fd < 0 || write(fd, "someone else", 12) != 12 || flock(fd, LOCK_EX))
+		p.pid = (uint32_t)getpid();
+		if (!errf || pt_memseg__create(PTGPU_MEMFD_NAME, len, &mem, &fd) ||
+		    ptg_ring__init(&w, mem, len, &p))
 			_exit(2);
-		null = open("/dev/null", O_WRONLY);
-		dup2(null, 2);
+		dup2(fileno(errf), 2);
 		if (InitializeInjection() != 1)
 			_exit(3);
-		if (pread(fd, buf, 12, 0) != 12 || strcmp(buf, "someone else"))
+		if (count_segments(getpid(), NULL) != 1 || control_thread_runs())
 			_exit(4);
-		unlink(path);
-		_exit(0);
+		if (pread(fd, &h, sizeof(h), 0) != sizeof(h) || h.cupti_version != 4242 ||
+		    h.shim_pid != (uint32_t)getpid())
+			_exit(5);
+		rewind(errf);
+		while (fgets(line, sizeof(line), errf))
+			said |= !!strstr(line, "another copy of the shim");
+		_exit(said ? 0 : 6);
 	}
 	assert_int_equal(waitpid(pid, &status, 0), pid);
 	assert_true(WIFEXITED(status));
 	assert_int_equal(WEXITSTATUS(status), 0);
+
+	/* ours, inherited by the child */
+	p.pid = (uint32_t)getpid();
+	assert_int_equal(pt_memseg__create(PTGPU_MEMFD_NAME, len, &mem, &fd), 0);
+	assert_int_equal(ptg_ring__init(&w, mem, len, &p), 0);
+	assert_int_equal(pipe(ready), 0);
+	assert_int_equal(pipe(go), 0);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (!pid) {
+		int null = open("/dev/null", O_WRONLY);
+
+		close(ready[0]);
+		close(go[1]);
+		dup2(null, 2);
+		if (InitializeInjection() != 1)
+			_exit(3);
+		c = control_thread_runs() ? 'r' : 'n';
+		if (write(ready[1], &c, 1) != 1 || read(go[0], &c, 1) < 0)
+			_exit(4);
+		_exit(0);
+	}
+	close(ready[1]);
+	close(go[0]);
+	c = 0;
+	ret = -EIO;
+	if (read(ready[0], &c, 1) == 1) {
+		n = count_segments(pid, NULL);
+		ret = pt_gpuring__open(&r, pid, err, sizeof(err));
+		if (!ret) {
+			pt_gpuring__info(r, &in);
+			pt_gpuring__close(r);
+		}
+	}
+	close(go[1]);
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	close(ready[0]);
+	ptg_ring__free(&w);
+	munmap(mem, len);
+	close(fd);
+	assert_true(WIFEXITED(status));
+	assert_int_equal(WEXITSTATUS(status), 0);
+	assert_int_equal(c, 'r');
+	assert_int_equal(n, 2);
+	if (ret)
+		fail_msg("open the child's: %s", err);
+	assert_int_equal(in.shim_pid, (uint32_t)pid);
+	assert_int_equal(in.cupti_version, CUPTI_API_VERSION);
 }
 
 /* The constructor's decision when the shim is loaded late (dlopen into a

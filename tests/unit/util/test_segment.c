@@ -2,10 +2,11 @@
 /*
  * util/sigbus, util/segment, util/users: a file mapping truncated under us
  * is zeros, not SIGBUS, inside a guarded range, and the default SIGBUS
- * (death) outside one, for a sent SIGBUS, and once unguarded; a segment
- * whose file shrank is lost; squatters at a segment's name are refused
- * with what they are and whose; stale segments (no helper holds them) are
- * removed and nothing else is; SUDO_UID/SUDO_GID are read strictly.
+ * (death) outside one, for a sent SIGBUS, and once unguarded; a helper's
+ * segment is found among a process's open files, sealed so nobody can
+ * shrink it; memfds of its name the helper did not make are refused with
+ * what they are and whose, a parent's held across fork is not taken for
+ * the child's; SUDO_UID/SUDO_GID are read strictly.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -20,14 +21,14 @@
 #include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #include <cmocka.h>
 
-#include "shim/ptagent.h"
-#include "shim/ptgpu.h"
+#include "shim/memseg.h"
 #include "util/segment.h"
 #include "util/sigbus.h"
 #include "util/users.h"
@@ -183,168 +184,195 @@ static void test_guard_slots(void **state)
 	assert_int_equal(pt_sigbus__faults(-1), 0);
 }
 
-#define PREFIX "/dev/shm/pt-test-segment-"
+/* A helper's segment for the tests: name, magic, where its pid is. */
+#define SEG_NAME "pt-test-seg"
+#define SEG_MAGIC "PTTESTSG"
+static const struct pt_segment_kind kind = {
+	.name = SEG_NAME,
+	.magic = SEG_MAGIC,
+	.magic_len = 8,
+	.pid_off = 8,
+	.min = 4096,
+	.max = 1 << 20,
+	.what = "test segment",
+	.hint = "start it with the helper",
+};
 
-/* Our segment, len bytes, locked as a live helper holds it: its fd. */
-static int make_seg(size_t len)
+/* A segment of len bytes as a helper makes it (shim/memseg.h), published
+ * with magic and pid unless pid is 0: its fd. */
+static int make_seg(size_t len, uint32_t pid)
 {
-	char path[96];
-	int fd;
+	void *mem = NULL;
+	int fd = -1;
 
-	snprintf(path, sizeof(path), PREFIX "%d", (int)getpid());
-	unlink(path);
-	fd = open(path, O_RDWR | O_CREAT | O_EXCL, 0600);
-	if (fd < 0)
-		return -1;
-	assert_int_equal(ftruncate(fd, (off_t)len), 0);
-	assert_int_equal(flock(fd, LOCK_EX | LOCK_NB), 0);
+	assert_int_equal(pt_memseg__create(SEG_NAME, len, &mem, &fd), 0);
+	if (pid) {
+		memcpy((char *)mem + 8, &pid, sizeof(pid));
+		memcpy(mem, SEG_MAGIC, 8);
+	}
+	munmap(mem, len);
 	return fd;
 }
 
-/* A segment truncated by its user: lost by its size, and by a fault. */
-static void test_segment_lost(void **state)
+/* Found among our own open files, mapped, the helper's bytes there; sealed,
+ * so no opener can shrink it under us (the SIGBUS of issue 27): nothing to
+ * lose. */
+static void test_segment_found(void **state)
 {
+	char err[512], path[64];
 	struct pt_segment s;
-	char err[512], path[96];
-	int fd;
+	int fd, other;
 
-	snprintf(path, sizeof(path), PREFIX "%d", (int)getpid());
-	fd = make_seg(3 * 4096);
-	if (fd < 0)
-		skip(); /* no /dev/shm */
-	assert_int_equal(pt_segment__open(&s, getpid(), PREFIX, 4096, 1 << 20, "test", NULL, err,
-					  sizeof(err)),
-			 0);
-	assert_false(pt_segment__lost(&s));
-	assert_int_equal(ftruncate(fd, 0), 0);
-	/* read before anyone looked: zeros, not death */
+	fd = make_seg(3 * 4096, (uint32_t)getpid());
+	assert_int_equal(pt_segment__open(&s, getpid(), &kind, err, sizeof(err)), 0);
+	assert_int_equal(s.len, 3 * 4096);
+	assert_memory_equal(s.map, SEG_MAGIC, 8);
+	assert_non_null(strstr(s.path, "/fd/"));
+	assert_non_null(strstr(s.path, "memfd:" SEG_NAME));
+	/* what the target's user could do: reopen it, resize it */
+	snprintf(path, sizeof(path), "/proc/%d/fd/%d", (int)getpid(), fd);
+	other = open(path, O_RDWR);
+	assert_true(other >= 0);
+	assert_int_equal(ftruncate(other, 0), -1);
+	assert_int_equal(errno, EPERM);
+	assert_int_equal(ftruncate(other, 1 << 20), -1);
+	assert_int_equal(fcntl(other, F_ADD_SEALS, F_SEAL_WRITE), -1); /* nor seal it further */
+	close(other);
 	assert_int_equal(((volatile uint8_t *)s.map)[3 * 4096 - 1], 0);
-	assert_true(pt_segment__lost(&s));
-	assert_int_equal(ftruncate(fd, 3 * 4096), 0); /* grown back: still lost */
-	assert_true(pt_segment__lost(&s));
+	assert_false(pt_segment__lost(&s));
 	pt_segment__close(&s);
-	/* by its size alone, before any fault */
-	assert_int_equal(pt_segment__open(&s, getpid(), PREFIX, 4096, 1 << 20, "test", NULL, err,
-					  sizeof(err)),
-			 0);
-	assert_int_equal(ftruncate(fd, 4096), 0);
-	assert_true(pt_segment__lost(&s));
+	/* a helper that has not published yet: returned, the caller waits */
+	close(fd);
+	fd = make_seg(4096, 0);
+	assert_int_equal(pt_segment__open(&s, getpid(), &kind, err, sizeof(err)), 0);
 	pt_segment__close(&s);
 	close(fd);
-	unlink(path);
 }
 
-/* What holds a segment's name and is not the helper's: refused, with what
- * it is and whose. */
-static void test_segment_squatters(void **state)
+/* A program that closes every fd it did not open (a daemon's start) closes
+ * the helper's too; its mapping keeps the memfd, found through map_files.
+ * A reused fd number is not taken for it. */
+static void test_segment_fd_closed(void **state)
 {
-	char err[512], path[96], other[96];
+	char err[512];
+	struct pt_segment s;
+	void *mem = NULL;
+	int fd = -1, other;
+
+	assert_int_equal(pt_memseg__create(SEG_NAME, 2 * 4096, &mem, &fd), 0);
+	memcpy((char *)mem + 8, &(uint32_t){ (uint32_t)getpid() }, 4);
+	memcpy(mem, SEG_MAGIC, 8);
+	close(fd);
+	other = open("/dev/null", O_RDONLY); /* the number, reused */
+	assert_int_equal(pt_segment__open(&s, getpid(), &kind, err, sizeof(err)), 0);
+	assert_non_null(strstr(s.path, "/map_files/"));
+	assert_int_equal(s.len, 2 * 4096);
+	assert_memory_equal(s.map, SEG_MAGIC, 8);
+	assert_ptr_not_equal(s.map, mem);
+	((volatile char *)s.map)[100] = 7; /* one memory: the helper sees it */
+	assert_int_equal(((volatile char *)mem)[100], 7);
+	pt_segment__close(&s);
+	munmap(mem, 2 * 4096);
+	assert_int_equal(pt_segment__open(&s, getpid(), &kind, err, sizeof(err)), -ENOENT);
+	assert_non_null(strstr(err, "open files or mappings"));
+	close(other);
+}
+
+/* None: what to do; a dead process: said. */
+static void test_segment_none(void **state)
+{
+	char err[512];
+	struct pt_segment s;
+	int status;
+	pid_t pid;
+
+	assert_int_equal(pt_segment__open(&s, getpid(), &kind, err, sizeof(err)), -ENOENT);
+	assert_non_null(strstr(err, "no memfd \"" SEG_NAME "\""));
+	assert_non_null(strstr(err, "start it with the helper"));
+	pid = fork();
+	if (!pid)
+		_exit(0);
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_int_equal(pt_segment__open(&s, pid, &kind, err, sizeof(err)), -ENOENT);
+	assert_int_equal(pt_segment__open(&s, 0, &kind, err, sizeof(err)), -EINVAL);
+}
+
+/* A memfd of the helper's name that the helper did not make: not sealed,
+ * of another user (one could be handed in over a socket), of a size no
+ * segment has. Refused with what it is, and left alone. */
+static void test_segment_not_ours(void **state)
+{
+	char err[512];
 	struct pt_segment s;
 	int fd;
 
-	snprintf(path, sizeof(path), PREFIX "%d", (int)getpid());
-	snprintf(other, sizeof(other), "%s/target", dir);
-	unlink(path);
-	if (symlink(other, path))
-		skip();
-	assert_int_equal(pt_segment__open(&s, getpid(), PREFIX, 4096, 1 << 20, "test", NULL, err,
-					  sizeof(err)),
-			 -EPERM);
-	assert_non_null(strstr(err, "a symbolic link"));
-	assert_non_null(strstr(err, "uid 0"));
-	assert_int_equal(access(other, F_OK), -1); /* not created through it */
-	unlink(path);
-	assert_int_equal(mkfifo(path, 0600), 0);
-	assert_int_equal(pt_segment__open(&s, getpid(), PREFIX, 4096, 1 << 20, "test", NULL, err,
-					  sizeof(err)),
-			 -EPERM);
-	assert_non_null(strstr(err, "a FIFO"));
-	unlink(path);
-	/* another user's file, in a process of ours (we are root here) */
+	fd = (int)syscall(SYS_memfd_create, SEG_NAME, MFD_CLOEXEC);
+	assert_true(fd >= 0);
+	assert_int_equal(ftruncate(fd, 4096), 0);
+	assert_int_equal(pt_segment__open(&s, getpid(), &kind, err, sizeof(err)), -EPERM);
+	assert_non_null(strstr(err, "not sealed"));
+	assert_non_null(strstr(err, "left alone"));
+	close(fd);
+	/* sealable, not sealed yet: a helper between making and sealing it
+	 * (seen on a GPU: --inject's first look); asked again */
+	fd = (int)syscall(SYS_memfd_create, SEG_NAME, MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	assert_true(fd >= 0);
+	assert_int_equal(pt_segment__open(&s, getpid(), &kind, err, sizeof(err)), -EAGAIN);
+	assert_non_null(strstr(err, "yet"));
+	close(fd);
+
+	fd = make_seg(2 << 20, (uint32_t)getpid());
+	assert_int_equal(pt_segment__open(&s, getpid(), &kind, err, sizeof(err)), -EPERM);
+	assert_non_null(strstr(err, "2097152 bytes"));
+	close(fd);
+
 	if (geteuid() == 0) {
-		fd = make_seg(4096);
+		fd = make_seg(4096, (uint32_t)getpid());
 		assert_int_equal(fchown(fd, 65534, 65534), 0);
-		assert_int_equal(pt_segment__open(&s, getpid(), PREFIX, 4096, 1 << 20, "test", NULL,
-						  err, sizeof(err)),
-				 -EPERM);
+		assert_int_equal(pt_segment__open(&s, getpid(), &kind, err, sizeof(err)), -EPERM);
 		assert_non_null(strstr(err, "made by uid 65534"));
 		assert_non_null(strstr(err, "not by the process's user (uid 0"));
 		close(fd);
-		unlink(path);
 	}
-}
-
-static void put(const char *name, const void *data, size_t len, time_t age)
-{
-	char path[160];
-	struct timespec ts[2];
-	int fd;
-
-	snprintf(path, sizeof(path), "%s/%s", dir, name);
-	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-	assert_true(fd >= 0);
-	assert_int_equal(write(fd, data, len), (ssize_t)len);
+	/* a good one beside a bad one: the good one */
+	fd = (int)syscall(SYS_memfd_create, SEG_NAME, MFD_CLOEXEC);
+	assert_int_equal(ftruncate(fd, 4096), 0);
+	int good = make_seg(4096, (uint32_t)getpid());
+	assert_int_equal(pt_segment__open(&s, getpid(), &kind, err, sizeof(err)), 0);
+	pt_segment__close(&s);
+	close(good);
 	close(fd);
-	clock_gettime(CLOCK_REALTIME, &ts[0]);
-	ts[0].tv_sec -= age;
-	ts[1] = ts[0];
-	assert_int_equal(utimensat(AT_FDCWD, path, ts, 0), 0);
 }
 
-static bool there(const char *name)
+/* fork() without exec: the child holds its parent's segment, which is not
+ * its own (a forked worker of a server); its own, once its helper makes
+ * one, is. */
+static void test_segment_parent(void **state)
 {
-	char path[160];
-	struct stat st;
+	int fd = make_seg(4096, (uint32_t)getpid()), status;
+	pid_t pid = fork();
 
-	snprintf(path, sizeof(path), "%s/%s", dir, name);
-	return !lstat(path, &st);
-}
+	assert_true(pid >= 0);
+	if (!pid) {
+		char err[512];
+		struct pt_segment s;
+		int mine;
 
-/* Segments of helpers that are gone are removed; live, young, foreign
- * and oddly named ones stay. */
-static void test_sweep(void **state)
-{
-	char path[160], lnk[160], zeros[64] = { 0 };
-	int fd;
-
-	put("proftrace-py-101", PTAG_MAGIC "rest", 12, 60);
-	put("proftrace-102", PTGPU_MAGIC "rest", 12, 60);
-	put("proftrace-py-103", zeros, sizeof(zeros), 60); /* died before publishing */
-	put("proftrace-104", "", 0, 60);		   /* truncated */
-	put("proftrace-py-105", PTAG_MAGIC, 8, 0);	   /* just made: its helper locks it next */
-	put("proftrace-py-106", "not ours", 8, 60);
-	put("proftrace-py-107", PTGPU_MAGIC, 8, 60); /* the other helper's magic */
-	put("proftrace-py-10x", PTAG_MAGIC, 8, 60);
-	put("proftrace-py-", PTAG_MAGIC, 8, 60);
-	put("proftrace-108", PTGPU_MAGIC, 8, 60); /* live: locked below */
-	put("other-109", PTGPU_MAGIC, 8, 60);
-	put("proftrace-py-110", PTAG_MAGIC, 8, 60); /* two names */
-	snprintf(path, sizeof(path), "%s/proftrace-py-110", dir);
-	snprintf(lnk, sizeof(lnk), "%s/hardlink", dir);
-	assert_int_equal(link(path, lnk), 0);
-	snprintf(lnk, sizeof(lnk), "%s/proftrace-py-111", dir);
-	assert_int_equal(symlink(path, lnk), 0);
-	snprintf(path, sizeof(path), "%s/proftrace-108", dir);
-	fd = open(path, O_RDWR);
-	assert_int_equal(flock(fd, LOCK_EX), 0);
-
-	assert_int_equal(pt_segment__sweep(dir, 2), 4);
-	assert_false(there("proftrace-py-101"));
-	assert_false(there("proftrace-102"));
-	assert_false(there("proftrace-py-103"));
-	assert_false(there("proftrace-104"));
-	assert_true(there("proftrace-py-105"));
-	assert_true(there("proftrace-py-106"));
-	assert_true(there("proftrace-py-107"));
-	assert_true(there("proftrace-py-10x"));
-	assert_true(there("proftrace-py-"));
-	assert_true(there("proftrace-108"));
-	assert_true(there("other-109"));
-	assert_true(there("proftrace-py-110"));
-	assert_true(there("proftrace-py-111"));
+		if (pt_segment__open(&s, getpid(), &kind, err, sizeof(err)) != -ENOENT ||
+		    !strstr(err, "its parent's"))
+			_exit(1);
+		mine = make_seg(4096, (uint32_t)getpid());
+		if (pt_segment__open(&s, getpid(), &kind, err, sizeof(err)) ||
+		    memcmp((char *)s.map + 8, &(uint32_t){ (uint32_t)getpid() }, 4))
+			_exit(2);
+		pt_segment__close(&s);
+		close(mine);
+		_exit(0);
+	}
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status));
+	assert_int_equal(WEXITSTATUS(status), 0);
 	close(fd);
-	assert_int_equal(pt_segment__sweep(dir, 2), 1); /* its helper went: 108 */
-	assert_int_equal(pt_segment__sweep("/nonexistent-pt", 2), -ENOENT);
 }
 
 static void test_invoker(void **state)
@@ -411,9 +439,11 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_guarded_truncation_is_zeros, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_default_elsewhere, setup, teardown),
 		cmocka_unit_test(test_guard_slots),
-		cmocka_unit_test(test_segment_lost),
-		cmocka_unit_test_setup_teardown(test_segment_squatters, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_sweep, setup, teardown),
+		cmocka_unit_test(test_segment_found),
+		cmocka_unit_test(test_segment_none),
+		cmocka_unit_test(test_segment_fd_closed),
+		cmocka_unit_test(test_segment_not_ours),
+		cmocka_unit_test(test_segment_parent),
 		cmocka_unit_test(test_invoker),
 		cmocka_unit_test(test_denied_hint),
 	};
