@@ -261,3 +261,15 @@ def helper_segment(pid, name="proftrace-py"):
         except OSError:
             continue
     return None
+
+
+def host_steal_ms():
+    """Time the hypervisor took from this VM's CPUs (all of them), from
+    /proc/stat, in ms. A thread's CPU time leaves it out (the scheduler's
+    task clock does not run during steal) but a 1 kHz sample timer keeps
+    ticking through it: over a window, sampled on-CPU time may exceed a
+    thread's own CPU time by up to what was stolen meanwhile."""
+    with open("/proc/stat") as f:
+        fields = f.readline().split()
+    hz = os.sysconf("SC_CLK_TCK")
+    return int(fields[8]) * 1000.0 / hz if len(fields) > 8 else 0.0

@@ -40,7 +40,7 @@ import subprocess
 import tempfile
 import xml.etree.ElementTree as ET
 
-from harness import PROFTRACE, ROOT, Proc, Skip, eq, read_run, stop, with_agent
+from harness import PROFTRACE, ROOT, Proc, Skip, eq, host_steal_ms, read_run, stop, with_agent
 import test_sampling as ts
 
 VICTIM = os.path.join(ROOT, "tests", "victims", "pynamed.py")
@@ -70,6 +70,7 @@ def run(python, seconds=2.0, agent=True):
         env = with_agent(env)
     v = Proc([python, VICTIM, "--truth", truth_path, "--seconds", str(seconds)], env=env)
     pt = None
+    steal0 = host_steal_ms()
     try:
         v.pid = int(v.wait_line("ready ").split()[1])
         pt = Proc([PROFTRACE, "-p", str(v.pid), "-o", out, "-q"], stdin=False, stdout=True,
@@ -86,6 +87,7 @@ def run(python, seconds=2.0, agent=True):
     finally:
         stop(v, pt)
     s, t = read_run(out, truth_path)
+    s["_steal_ms"] = host_steal_ms() - steal0
     return s, t, err
 
 
@@ -171,9 +173,15 @@ def check(s, t, label, agent=True):
         share, want_share = 100 * got / tot_svg, 100 * want / tot_truth
         table.append("  %-10s on-CPU %7.1f ms (truth %7.1f), share %5.1f%% (truth %5.1f%%)" % (
             n, got, want, share, want_share))
-        assert abs(got - want) <= cpu_tol(want), "%s: %s\n%s" % (
+        # samples tick on through time the hypervisor took, the truth
+        # does not (harness.host_steal_ms): what was stolen is allowed
+        steal = s["_steal_ms"]
+        if steal:
+            table.append("  (host steal during the run: %.0f ms)" % steal)
+        assert abs(got - want) <= cpu_tol(want) + steal, "%s: %s\n%s" % (
             label, n, "\n".join(table))
-        assert abs(share - want_share) <= SHARE_PP, "%s: %s\n%s" % (label, n, "\n".join(table))
+        assert abs(share - want_share) <= SHARE_PP + 100 * steal / tot_svg, "%s: %s\n%s" % (
+            label, n, "\n".join(table))
     # the blocked poller and the waiting main thread: next to nothing
     for n in ("MainThread", "Δ-poller-with-a-long-name"):
         assert cpu.get(label_of[n], 0) / 1000 <= CPU_MS, (n, cpu)
@@ -187,8 +195,10 @@ def check(s, t, label, agent=True):
     for n in NAMES:
         got = wall[label_of[n]] / 1000
         rel = WALL_REL_CYCLING if n in CYCLING else WALL_REL
-        assert abs(got - dur_ms) <= rel * dur_ms + WALL_MS, "%s: %s wall %.1f ms of %.1f" % (
-            label, n, got, dur_ms)
+        # a sample the hypervisor held past its period is one sample
+        assert abs(got - dur_ms) <= rel * dur_ms + WALL_MS + s["_steal_ms"], \
+            "%s: %s wall %.1f ms of %.1f (host steal %.0f ms)" % (label, n, got, dur_ms,
+                                                                s["_steal_ms"])
         table.append("  %-10s wall %7.1f ms (window %7.1f)" % (n[:10], got, dur_ms))
 
     # report.md: names in the threads table, proftrace-py in Health only
