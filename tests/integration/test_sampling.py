@@ -395,6 +395,9 @@ def check_sampling(s, t, label, exact):
     # (harness.host_steal_ms): what was stolen is allowed
     tw = t["work"]["wall_ns"] / 1e6
     steal = s.get("_steal_ms", 0)
+    # proftrace's own figure: its window is inside ours (a tick is 10 ms)
+    ps = s["meta"]["sampling"]["host_steal_ms"]
+    assert ps is not None and 0 <= ps <= steal + 10, (ps, steal)
     assert abs(el["wall_ms"] - tw) <= TOTAL_REL * tw + steal, \
         "%s: work() sampled wall %.1f ms, truth %.1f ms (host steal %.0f ms)" % (
             label, el["wall_ms"], tw, steal)

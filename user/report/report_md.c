@@ -1256,6 +1256,23 @@ static void put_own_threads(FILE *f, const cJSON *own)
 	fputs(".\n\n", f);
 }
 
+/* The host held this VM's CPUs for a part of the run (steal): said from
+ * 1% of them on, since sampled times may be off by up to that. */
+static void put_steal(FILE *f, const cJSON *s)
+{
+	double ms, share;
+
+	if (!pt_jnum(s, "host_steal_ms", &ms) || !pt_jnum(s, "host_steal_share", &share) ||
+	    share < 0.01)
+		return;
+	fprintf(f,
+		"**Host steal:** the hypervisor held this machine's CPUs for %.1f ms during the "
+		"run (%.1f%% of them): sampled on-CPU and wall times may be off by up to that "
+		"(a thread's CPU clock stops then, the sample timer does not). Probed times are "
+		"exact wall time: steal inside a call is in them, as the program lived it.\n\n",
+		ms, 100 * share);
+}
+
 static void put_sampling_health(FILE *f, const cJSON *doc)
 {
 	/* clang-format off */
@@ -1271,6 +1288,7 @@ static void put_sampling_health(FILE *f, const cJSON *doc)
 		return;
 	fputs("Stack sampling:\n\n", f);
 	put_lost_warning(f, s);
+	put_steal(f, s);
 	fputs("| lost samples | unreadable stacks | truncated stacks | unknown frames "
 	      "| threads sampled | threads failed |\n"
 	      "|---:|---:|---:|---:|---:|---:|\n"

@@ -178,6 +178,13 @@ static void build_sampling(struct jb *b, cJSON *meta, const struct pt_report_met
 	jb_num(b, o, "lost_samples", (double)sp->lost);
 	jb_num(b, o, "threads_sampled", sp->threads_sampled);
 	jb_num(b, o, "threads_failed", sp->threads_failed);
+	if (sp->steal_ok) {
+		jb_ms(b, o, "host_steal_ms", (double)sp->steal_ns);
+		jb_num(b, o, "host_steal_share", round6(sp->steal_share));
+	} else {
+		jb_null(b, o, "host_steal_ms");
+		jb_null(b, o, "host_steal_share");
+	}
 	names = add_obj(b, o, "thread_names");
 	if (names) {
 		jb_num(b, names, "python", (double)sp->names_python);

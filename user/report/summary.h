@@ -91,6 +91,12 @@ struct pt_report_sampling {
 	uint64_t names_python, names_comm;
 	const char *names_why;
 	const char *folded, *svg, *svg_wall; /* file names written, or NULL */
+	/* what the hypervisor took from this machine's CPUs from attach to
+	 * the end (util/steal.h), and its share of duration x CPUs; ok:
+	 * known (else null) */
+	bool steal_ok;
+	uint64_t steal_ns;
+	double steal_share;
 };
 
 /* trace.json (--trace): meta.trace; NULL when it was not asked for. */

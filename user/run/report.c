@@ -22,6 +22,7 @@
 #include "report/outdir.h"
 #include "report/summary.h"
 #include "python/agent.h"
+#include "util/steal.h"
 
 static void print_dry_run_proc(struct proc *p)
 {
@@ -127,6 +128,21 @@ static void thread_names(const struct docsrc *d, struct pt_report_sampling *sp)
 					 : "threading._active could not be read";
 }
 
+/* What the host took from this VM meanwhile: samples tick on through it,
+ * the threads' CPU clocks do not (util/steal.h). */
+static void host_steal(const struct run *r, struct pt_report_sampling *sp)
+{
+	uint64_t now, span = r->t_end_mono - r->t0_mono;
+	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+
+	sp->steal_ok = r->steal0_ok && !pt_steal__now(&now) && now >= r->steal0_ns;
+	if (!sp->steal_ok)
+		return;
+	sp->steal_ns = now - r->steal0_ns;
+	sp->steal_share =
+		span && cpus > 0 ? (double)sp->steal_ns / ((double)span * (double)cpus) : 0;
+}
+
 static int build_sampling(const struct docsrc *d, struct pt_report_sampling *sp,
 			  struct pt_report_thread **threads)
 {
@@ -182,6 +198,7 @@ static int build_sampling(const struct docsrc *d, struct pt_report_sampling *sp,
 	/* threads created later inherit their event: count what was seen */
 	sp->threads_sampled = n > ss.threads ? (unsigned int)n : ss.threads;
 	sp->threads_failed = ss.threads_failed;
+	host_steal(r, sp);
 	thread_names(d, sp);
 	sp->folded = "stacks.folded";
 	sp->svg = "flame.svg";

@@ -19,6 +19,7 @@
 
 #include "run.h"
 #include "report/outdir.h"
+#include "util/steal.h"
 
 static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list ap)
 {
@@ -406,6 +407,7 @@ int pt_run__attach(struct run *r)
 	}
 	r->t0_mono = pt_now_ns(CLOCK_MONOTONIC);
 	r->t0_unix = pt_now_ns(CLOCK_REALTIME);
+	r->steal0_ok = !pt_steal__now(&r->steal0_ns);
 	if (r->smp) {
 		e = start_sampling(r);
 		if (e)

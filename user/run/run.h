@@ -217,6 +217,10 @@ struct run {
 	bool want_py;
 	bool py_probe_wanted;
 	uint64_t t0_mono, t0_unix, t_end_mono;
+	/* the machine's steal when the clock started (util/steal.h); ok:
+	 * it could be read */
+	uint64_t steal0_ns;
+	bool steal0_ok;
 	uint64_t t_start_mono; /* pt_run__open: proftrace's start */
 	/* the attach (pt_run__open to the end of pt_run__attach): its wall
 	 * time, and proftrace's CPU by its end */

@@ -698,6 +698,36 @@ static void test_lost_samples_warning(void **state)
 	cJSON_Delete(doc);
 }
 
+/* The host held the VM's CPUs for 2% of the run: said in Health, with what
+ * it means for sampled times; under 1%, or unknown, nothing. */
+static void test_host_steal_said(void **state)
+{
+	cJSON *doc = load_sampled(0);
+	cJSON *s = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(doc, "meta"),
+						    "sampling");
+	char *md;
+
+	cJSON_AddNumberToObject(s, "host_steal_ms", 80.5);
+	cJSON_AddNumberToObject(s, "host_steal_share", 0.02);
+	md = render(doc);
+	assert_line(md, "**Host steal:** the hypervisor held this machine's CPUs for 80.5 ms "
+			"during the run (2.0% of them): sampled on-CPU and wall times may be off "
+			"by up to that (a thread's CPU clock stops then, the sample timer does "
+			"not). Probed times are exact wall time: steal inside a call is in them, "
+			"as the program lived it.");
+	assert_non_null(strstr(strstr(md, "## Health"), "**Host steal:**"));
+	free(md);
+	cJSON_ReplaceItemInObject(s, "host_steal_share", cJSON_CreateNumber(0.009));
+	md = render(doc);
+	assert_null(strstr(md, "Host steal"));
+	free(md);
+	cJSON_ReplaceItemInObject(s, "host_steal_share", cJSON_CreateNull());
+	md = render(doc);
+	assert_null(strstr(md, "Host steal"));
+	free(md);
+	cJSON_Delete(doc);
+}
+
 /* Many threads and lines: top 10 by wall, and where the rest is. */
 static void test_top_tens(void **state)
 {
@@ -1336,6 +1366,7 @@ int main(void)
 		cmocka_unit_test(test_sampling_section),
 		cmocka_unit_test(test_sampled_timing_rows),
 		cmocka_unit_test(test_lost_samples_warning),
+		cmocka_unit_test(test_host_steal_said),
 		cmocka_unit_test(test_top_tens),
 		cmocka_unit_test(test_lines_source_error_and_no_outputs),
 		cmocka_unit_test(test_lines_never_sampled),

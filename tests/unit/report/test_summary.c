@@ -891,6 +891,9 @@ static const struct pt_report_sampling sampling = {
 	.folded = "stacks.folded",
 	.svg = NULL,
 	.svg_wall = "flame-wall.svg",
+	.steal_ok = true,
+	.steal_ns = 123456789,
+	.steal_share = 0.0617283945,
 };
 
 /*
@@ -1012,7 +1015,8 @@ static void test_sampling_meta(void **state)
 		   "off_cpu_ms", "wall_ms", "off_cpu_intervals", "python_samples",
 		   "no_python_frames", "not_python_thread", "truncated_stacks", "unreadable_stacks",
 		   "unknown_frames", "threads_merged", "lost_samples", "threads_sampled",
-		   "threads_failed", "thread_names", "proftrace_threads", "outputs");
+		   "threads_failed", "host_steal_ms", "host_steal_share", "thread_names",
+		   "proftrace_threads", "outputs");
 	check_num(s, "hz", 997);
 	check_num(s, "period_ns", 1003009);
 	check_str(s, "mechanism",
@@ -1030,6 +1034,8 @@ static void test_sampling_meta(void **state)
 	check_num(s, "lost_samples", 6);
 	check_num(s, "threads_sampled", 3);
 	check_num(s, "threads_failed", 1);
+	check_num(s, "host_steal_ms", 123.456789);
+	check_num(s, "host_steal_share", 0.061728);
 	CHECK_KEYS(item(s, "outputs"), "folded", "svg", "svg_wall");
 	check_str(item(s, "outputs"), "folded", "stacks.folded");
 	check_null(item(s, "outputs"), "svg");
