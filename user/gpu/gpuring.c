@@ -11,7 +11,6 @@
 #include <errno.h>
 #include <stddef.h>
 #include <fcntl.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -81,17 +80,6 @@ struct pt_gpuring {
 static bool shrunk(struct pt_gpuring *r);
 static void read_shim(const struct pt_gpuring *r, struct pt_gpuring_info *i);
 
-static void seterr(char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (!err || !errlen)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-}
-
 #define LD(p) __atomic_load_n(&(p), __ATOMIC_RELAXED)
 #define LD_ACQ(p) __atomic_load_n(&(p), __ATOMIC_ACQUIRE)
 #define ST(p, v) __atomic_store_n(&(p), (v), __ATOMIC_RELAXED)
@@ -132,12 +120,12 @@ static int setup(struct pt_gpuring *r, char *err, size_t errlen)
 	size_t i;
 
 	if ((uintptr_t)r->map % 8) {
-		seterr(err, errlen, "GPU segment: mapping not 8-byte aligned");
+		pt_seterr(err, errlen, "GPU segment: mapping not 8-byte aligned");
 		return -EINVAL;
 	}
 	if (r->map_len < sizeof(*h)) {
-		seterr(err, errlen, "GPU segment: %zu bytes, smaller than its header (%zu)",
-		       r->map_len, sizeof(*h));
+		pt_seterr(err, errlen, "GPU segment: %zu bytes, smaller than its header (%zu)",
+			  r->map_len, sizeof(*h));
 		return -EPROTO;
 	}
 	for (i = 0; i < PTGPU_MAGIC_LEN; i++) {
@@ -147,19 +135,19 @@ static int setup(struct pt_gpuring *r, char *err, size_t errlen)
 	/* The shim writes the magic last. */
 	__atomic_thread_fence(__ATOMIC_ACQUIRE);
 	if (zero) {
-		seterr(err, errlen, "GPU segment: not initialised yet (try again)");
+		pt_seterr(err, errlen, "GPU segment: not initialised yet (try again)");
 		return -EAGAIN;
 	}
 	if (memcmp(magic, PTGPU_MAGIC, PTGPU_MAGIC_LEN)) {
-		seterr(err, errlen, "GPU segment: bad magic");
+		pt_seterr(err, errlen, "GPU segment: bad magic");
 		return -EPROTO;
 	}
 	r->version = LD(h->version);
 	if (r->version != PTGPU_VERSION) {
-		seterr(err, errlen,
-		       "GPU segment: ABI version %u, this proftrace reads %u (use matching shim "
-		       "and proftrace builds)",
-		       r->version, PTGPU_VERSION);
+		pt_seterr(err, errlen,
+			  "GPU segment: ABI version %u, this proftrace reads %u (use matching shim "
+			  "and proftrace builds)",
+			  r->version, PTGPU_VERSION);
 		return -EPROTONOSUPPORT;
 	}
 	header_size = LD(h->header_size);
@@ -170,26 +158,26 @@ static int setup(struct pt_gpuring *r, char *err, size_t errlen)
 	st_off = LD(h->strtab_off);
 	st_size = LD(h->strtab_size);
 	if (header_size < sizeof(*h) || total > r->map_len || header_size > total) {
-		seterr(err, errlen,
-		       "GPU segment: header %u / total %llu bytes do not fit the %zu mapped",
-		       header_size, (unsigned long long)total, r->map_len);
+		pt_seterr(err, errlen,
+			  "GPU segment: header %u / total %llu bytes do not fit the %zu mapped",
+			  header_size, (unsigned long long)total, r->map_len);
 		return -EPROTO;
 	}
 	if (slot_size != PTGPU_SLOT_SIZE || ring_off % 8 || !ring_size || ring_size % slot_size ||
 	    !is_pow2(ring_size / slot_size) || !in_range(ring_off, ring_size, header_size, total)) {
-		seterr(err, errlen,
-		       "GPU segment: bad ring (offset %llu, %llu bytes, slot %u) in %llu bytes",
-		       (unsigned long long)ring_off, (unsigned long long)ring_size, slot_size,
-		       (unsigned long long)total);
+		pt_seterr(err, errlen,
+			  "GPU segment: bad ring (offset %llu, %llu bytes, slot %u) in %llu bytes",
+			  (unsigned long long)ring_off, (unsigned long long)ring_size, slot_size,
+			  (unsigned long long)total);
 		return -EPROTO;
 	}
 	if (st_size < PTGPU_STR_FIRST || st_size > (1ull << 32) ||
 	    !in_range(st_off, st_size, header_size, total) ||
 	    (st_off < ring_off + ring_size && ring_off < st_off + st_size)) {
-		seterr(err, errlen,
-		       "GPU segment: bad string table (offset %llu, %llu bytes) in %llu bytes",
-		       (unsigned long long)st_off, (unsigned long long)st_size,
-		       (unsigned long long)total);
+		pt_seterr(err, errlen,
+			  "GPU segment: bad string table (offset %llu, %llu bytes) in %llu bytes",
+			  (unsigned long long)st_off, (unsigned long long)st_size,
+			  (unsigned long long)total);
 		return -EPROTO;
 	}
 	r->total_size = total;
@@ -214,7 +202,7 @@ int pt_gpuring__open_mem(struct pt_gpuring **out, void *base, size_t len, char *
 	*out = NULL;
 	r = calloc(1, sizeof(*r));
 	if (!r) {
-		seterr(err, errlen, "GPU segment: out of memory");
+		pt_seterr(err, errlen, "GPU segment: out of memory");
 		return -ENOMEM;
 	}
 	r->fd = -1;

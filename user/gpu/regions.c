@@ -1,7 +1,6 @@
 // SPDX-License-Identifier: BSD-2-Clause
 #include <errno.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,17 +8,7 @@
 #include <cjson/cJSON.h>
 
 #include "regions.h"
-
-static void seterr(char *err, size_t len, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (!err || !len)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(err, len, fmt, ap);
-	va_end(ap);
-}
+#include "util/util.h"
 
 void pt_regions__init(struct pt_region_set *s)
 {
@@ -165,14 +154,14 @@ static int parse_tags(struct tagtab *t, const char *json, size_t len, char *err,
 	t->launch = -1;
 	t->capacity = -1;
 	if (!j) {
-		seterr(err, errlen, "tag table: not JSON");
+		pt_seterr(err, errlen, "tag table: not JSON");
 		return -EINVAL;
 	}
 	if (cJSON_IsObject(j)) {
 		arr = cJSON_GetObjectItemCaseSensitive(j, "tags");
 		it = cJSON_GetObjectItemCaseSensitive(j, "kernel");
 		if (it && !(cJSON_IsString(it) && good_name(it->valuestring))) {
-			seterr(err, errlen, "tag table: \"kernel\" is not a name");
+			pt_seterr(err, errlen, "tag table: \"kernel\" is not a name");
 			goto out;
 		}
 		if (it && !(t->kernel = strdup(it->valuestring))) {
@@ -183,7 +172,7 @@ static int parse_tags(struct tagtab *t, const char *json, size_t len, char *err,
 		if (it) {
 			if (!cJSON_IsNumber(it) || it->valuedouble < 0 || it->valuedouble > 1e15 ||
 			    it->valuedouble != floor(it->valuedouble)) {
-				seterr(err, errlen, "tag table: \"launch\" is not an index");
+				pt_seterr(err, errlen, "tag table: \"launch\" is not an index");
 				goto out;
 			}
 			t->launch = (int64_t)it->valuedouble;
@@ -192,19 +181,19 @@ static int parse_tags(struct tagtab *t, const char *json, size_t len, char *err,
 		if (it) {
 			if (!cJSON_IsNumber(it) || it->valuedouble < 0 || it->valuedouble > 1e15 ||
 			    it->valuedouble != floor(it->valuedouble)) {
-				seterr(err, errlen, "tag table: \"capacity\" is not a count");
+				pt_seterr(err, errlen, "tag table: \"capacity\" is not a count");
 				goto out;
 			}
 			t->capacity = (int64_t)it->valuedouble;
 		}
 	}
 	if (!cJSON_IsArray(arr)) {
-		seterr(err, errlen, "tag table: no array of tag names");
+		pt_seterr(err, errlen, "tag table: no array of tag names");
 		goto out;
 	}
 	t->n = (size_t)cJSON_GetArraySize(arr);
 	if (t->n > PT_REGIONS_MAX_TAGS) {
-		seterr(err, errlen, "tag table: more than %u tags", PT_REGIONS_MAX_TAGS);
+		pt_seterr(err, errlen, "tag table: more than %u tags", PT_REGIONS_MAX_TAGS);
 		t->n = 0;
 		e = -E2BIG;
 		goto out;
@@ -222,7 +211,7 @@ static int parse_tags(struct tagtab *t, const char *json, size_t len, char *err,
 			continue;
 		}
 		if (!cJSON_IsString(it) || !good_name(it->valuestring)) {
-			seterr(err, errlen, "tag table: tag %zu is not a name", i);
+			pt_seterr(err, errlen, "tag table: tag %zu is not a name", i);
 			goto out;
 		}
 		t->names[i] = strdup(it->valuestring);
@@ -268,8 +257,8 @@ int pt_regions__read_raw(struct pt_region_set *s, const void *buf, size_t len,
 	int e;
 
 	if (!buf || len < 8) {
-		seterr(err, errlen, "%s: no event count (a raw buffer starts with an int64 count)",
-		       source);
+		pt_seterr(err, errlen,
+			  "%s: no event count (a raw buffer starts with an int64 count)", source);
 		return -EINVAL;
 	}
 	if (tags_json) {
@@ -288,7 +277,7 @@ int pt_regions__read_raw(struct pt_region_set *s, const void *buf, size_t len,
 	}
 	count = get_le64(p);
 	if (count < 0) {
-		seterr(err, errlen, "%s: negative event count %lld", source, (long long)count);
+		pt_seterr(err, errlen, "%s: negative event count %lld", source, (long long)count);
 		tagtab_free(&t);
 		return -EINVAL;
 	}
@@ -296,7 +285,7 @@ int pt_regions__read_raw(struct pt_region_set *s, const void *buf, size_t len,
 	if (t.capacity >= 0 && (uint64_t)t.capacity < held)
 		held = (size_t)t.capacity;
 	if (held > PT_REGIONS_MAX_EVENTS && (uint64_t)count > PT_REGIONS_MAX_EVENTS) {
-		seterr(err, errlen, "%s: more than %u events", source, PT_REGIONS_MAX_EVENTS);
+		pt_seterr(err, errlen, "%s: more than %u events", source, PT_REGIONS_MAX_EVENTS);
 		tagtab_free(&t);
 		return -E2BIG;
 	}
@@ -322,8 +311,8 @@ int pt_regions__read_raw(struct pt_region_set *s, const void *buf, size_t len,
 		g = tag_gid(s, &t, tag);
 		if (g < 0) {
 			e = (int)g;
-			seterr(err, errlen, "%s: %s", source,
-			       e == -E2BIG ? "too many distinct tags" : "out of memory");
+			pt_seterr(err, errlen, "%s: %s", source,
+				  e == -E2BIG ? "too many distinct tags" : "out of memory");
 			drop_last(s);
 			tagtab_free(&t);
 			return e;
@@ -374,19 +363,19 @@ int pt_regions__read_chrome(struct pt_region_set *s, const char *json, size_t le
 	int ret = -EINVAL;
 
 	if (!j) {
-		seterr(err, errlen, "%s: not JSON", source);
+		pt_seterr(err, errlen, "%s: not JSON", source);
 		return -EINVAL;
 	}
 	evs = cJSON_IsArray(j) ? j : cJSON_GetObjectItemCaseSensitive(j, "traceEvents");
 	if (!cJSON_IsArray(evs)) {
-		seterr(err, errlen, "%s: no traceEvents array (not a Chrome trace)", source);
+		pt_seterr(err, errlen, "%s: no traceEvents array (not a Chrome trace)", source);
 		goto out;
 	}
 	od = cJSON_IsObject(j) ? cJSON_GetObjectItemCaseSensitive(j, "otherData") : NULL;
 	it = od ? cJSON_GetObjectItemCaseSensitive(od, "tool") : NULL;
 	if (cJSON_IsString(it) && !strcmp(it->valuestring, "proftrace")) {
-		seterr(err, errlen, "%s: this is proftrace's own trace.json, not a regions trace",
-		       source);
+		pt_seterr(err, errlen,
+			  "%s: this is proftrace's own trace.json, not a regions trace", source);
 		goto out;
 	}
 	it = od ? cJSON_GetObjectItemCaseSensitive(od, "overflow") : NULL;
@@ -479,16 +468,16 @@ int pt_regions__read_chrome(struct pt_region_set *s, const char *json, size_t le
 			continue;
 		}
 		if (l->nev >= PT_REGIONS_MAX_EVENTS) {
-			seterr(err, errlen, "%s: more than %u events in a launch", source,
-			       PT_REGIONS_MAX_EVENTS);
+			pt_seterr(err, errlen, "%s: more than %u events in a launch", source,
+				  PT_REGIONS_MAX_EVENTS);
 			ret = -E2BIG;
 			goto out;
 		}
 		g = intern(s, nm->valuestring);
 		if (g < 0) {
 			ret = (int)g;
-			seterr(err, errlen, "%s: %s", source,
-			       ret == -E2BIG ? "too many distinct tags" : "out of memory");
+			pt_seterr(err, errlen, "%s: %s", source,
+				  ret == -E2BIG ? "too many distinct tags" : "out of memory");
 			goto out;
 		}
 		r.tag = (uint32_t)g;
@@ -506,7 +495,7 @@ int pt_regions__read_chrome(struct pt_region_set *s, const char *json, size_t le
 		s->l[i].overflow = overflow;
 	}
 	if (s->nl == first) {
-		seterr(err, errlen, "%s: no region slices (\"ph\": \"X\")", source);
+		pt_seterr(err, errlen, "%s: no region slices (\"ph\": \"X\")", source);
 		goto out;
 	}
 	ret = 0;

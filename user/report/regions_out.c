@@ -2,7 +2,6 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,19 +9,9 @@
 
 #include "regions_out.h"
 #include "trace.h"
+#include "util/util.h"
 
 #define BIAS_NS PT_RTRACE_BIAS_NS
-
-static void seterr(char *err, size_t len, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (!err || !len)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(err, len, fmt, ap);
-	va_end(ap);
-}
 
 /* A number, also one written as raw text. */
 static bool num(const cJSON *o, const char *k, double *v)
@@ -90,9 +79,9 @@ int pt_rtrace__open(struct pt_rtrace *t, cJSON *doc, char *err, size_t errlen)
 	if (!i64(cJSON_GetObjectItemCaseSensitive(doc, "otherData"), "t0_mono_ns", &t->t0_mono_ns))
 		t->t0_mono_ns = 0;
 	if (!cJSON_IsArray(evs) || !tool || strcmp(tool, "proftrace")) {
-		seterr(err, errlen,
-		       "not a trace.json written by proftrace (no traceEvents, or "
-		       "otherData.tool is not \"proftrace\")");
+		pt_seterr(err, errlen,
+			  "not a trace.json written by proftrace (no traceEvents, or "
+			  "otherData.tool is not \"proftrace\")");
 		return -EINVAL;
 	}
 	for (e = evs->child; e; e = next) {

@@ -2,9 +2,10 @@
 /*
  * One proftrace run: the processes it traces and what it keeps of each,
  * shared by the files that do its parts (README.md: run.c the steps,
- * loop.c the event loop, procs.c the processes, records.c the routing of
- * records, funcs.c, pyrec.c and samples.c what each kind of record does,
- * report.c the documents and files).
+ * loop.c the event loop, procs.c the processes, pyagent.c a process's
+ * Python agent, records.c the routing of records, pyrec.c and samples.c
+ * what py: and stack-sample records do, view.c the figures and the
+ * functions as they know them, report.c the documents and files).
  *
  * Several processes (-p PID,PID, --children) share one BPF object and one
  * sampler; each has its own resolver, aggregator and figures (struct

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * Small things every folder uses: array length, the clocks, a calloc that
- * takes n = 0, and the mapping of errors to exit codes.
+ * takes n = 0, an error message into a caller's buffer, and the mapping of
+ * errors to exit codes.
  *
  * Errors: every function returns 0 or -errno. A failure the user fixes by
  * changing the command line, the targets file, the pid or the privileges
@@ -12,8 +13,10 @@
 #ifndef PT_UTIL_H
 #define PT_UTIL_H
 
+#include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
 
@@ -23,6 +26,20 @@
 #define PT_EUSAGE 4000
 /* stopped by SIGINT/SIGTERM before anything was measured: exit 128 + it */
 #define PT_ESTOPPED 4001
+
+/* A message into err (len bytes) for the caller to print; nothing when
+ * err is NULL or len 0. */
+static inline __attribute__((format(printf, 3, 4))) void pt_seterr(char *err, size_t len,
+								   const char *fmt, ...)
+{
+	va_list ap;
+
+	if (!err || !len)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(err, len, fmt, ap);
+	va_end(ap);
+}
 
 /* Exit codes (README "Exit codes"). */
 enum { PT_EXIT_OK = 0, PT_EXIT_FAIL = 1, PT_EXIT_USAGE = 2 };
