@@ -5,6 +5,7 @@
  * (exit, exec), and find the descendants --children asks for.
  */
 #include <errno.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -106,10 +107,9 @@ static int inject_shim(struct proc *p, char *err, size_t errlen)
 		return e;
 	}
 	if (!res.already)
-		fprintf(stderr,
-			"proftrace: pid %d: the CUPTI shim loaded (--inject): thread %d held "
-			"%.2f ms\n",
-			p->tracee.pid, res.tid, res.pause_ms);
+		pt_msg("proftrace: pid %d: the CUPTI shim loaded (--inject): thread %d held "
+		       "%.2f ms\n",
+		       p->tracee.pid, res.tid, res.pause_ms);
 	e = pt_run__wait_segment(p, open_ring, 2000, why, sizeof(why));
 	if (e)
 		snprintf(err, errlen, "--inject: the CUPTI shim is loaded in %d but %s",
@@ -160,21 +160,20 @@ int pt_run__open_gpu(struct proc *p)
 		if (e == -ENOMEM)
 			return e;
 		if (e)
-			fprintf(stderr,
-				"proftrace: warning: pid %d: cannot read its thread ids (%s): GPU "
-				"work of a container's threads may count as outside steps\n",
-				p->tracee.pid, strerror(-e));
+			pt_msg("proftrace: warning: pid %d: cannot read its thread ids (%s): GPU "
+			       "work of a container's threads may count as outside steps\n",
+			       p->tracee.pid, strerror(-e));
 		return 0;
 	}
 	snprintf(p->gpu_why, sizeof(p->gpu_why), "%s", err);
 	/* --children: launchers and helpers have no shim; main() checks that
 	 * one process has */
 	if (r->env.gpu == PT_GPU_ON && !r->env.children) {
-		fprintf(stderr, "proftrace: --gpu on: %s\n", err);
+		pt_msg("proftrace: --gpu on: %s\n", err);
 		return -PT_EUSAGE;
 	}
 	if (e != -ENOENT || r->env.gpu == PT_GPU_ON)
-		fprintf(stderr, "proftrace: warning: no GPU stream: %s\n", err);
+		pt_msg("proftrace: warning: no GPU stream: %s\n", err);
 	return 0;
 }
 
@@ -229,10 +228,10 @@ static int attach_gpu(struct proc *p)
 	pt_gpu__free(p->gpu);
 	p->gpu = NULL;
 	if (p->run->env.gpu == PT_GPU_ON) {
-		fprintf(stderr, "proftrace: --gpu on: %s\n", p->gpu_why);
+		pt_msg("proftrace: --gpu on: %s\n", p->gpu_why);
 		return -PT_EUSAGE;
 	}
-	fprintf(stderr, "proftrace: warning: no GPU stream: %s\n", p->gpu_why);
+	pt_msg("proftrace: warning: no GPU stream: %s\n", p->gpu_why);
 	return 0;
 }
 
@@ -460,8 +459,8 @@ void pt_run__rescan(struct proc *p)
 	if (n > 0) {
 		const struct pt_func *f = pt_resolver__func(p->res, before);
 
-		fprintf(stderr, "proftrace: attached %d more probe%s (%s) to pid %d at +%.3fs\n", n,
-			n == 1 ? "" : "s", f->object, p->tracee.pid, since_start_s(p->run));
+		pt_msg("proftrace: attached %d more probe%s (%s) to pid %d at +%.3fs\n", n,
+		       n == 1 ? "" : "s", f->object, p->tracee.pid, since_start_s(p->run));
 	}
 }
 
@@ -641,8 +640,7 @@ static int sample_proc(struct proc *p)
 	if (e == -ENOMEM)
 		return e;
 	if (e) {
-		fprintf(stderr, "proftrace: warning: no stack sampling of pid %d: %s\n",
-			p->tracee.pid, err);
+		pt_msg("proftrace: warning: no stack sampling of pid %d: %s\n", p->tracee.pid, err);
 		return 0;
 	}
 	p->sampled = true;
@@ -933,11 +931,29 @@ static int use_agent(struct proc *p)
 	return 0;
 }
 
+/* Append to line (len bytes) at *at, cut at its end. */
+static __attribute__((format(printf, 4, 5))) void add(char *line, size_t len, size_t *at,
+						      const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	if (*at >= len)
+		return;
+	va_start(ap, fmt);
+	n = vsnprintf(line + *at, len - *at, fmt, ap);
+	va_end(ap);
+	if (n > 0)
+		*at += (size_t)n < len - *at ? (size_t)n : len - *at - 1;
+}
+
 /* p is traced from now on: its probes go in. Not fatal when a part
  * cannot (said): the rest still gives true figures. -ENOMEM, or
  * -PT_EUSAGE (--gpu on cannot be honoured). */
 int pt_run__start_proc(struct proc *p, int ep)
 {
+	char line[1024];
+	size_t at = 0;
 	struct run *r = p->run;
 	struct pt_maps maps = { 0 };
 	struct pt_py_offsets po;
@@ -951,8 +967,8 @@ int pt_run__start_proc(struct proc *p, int ep)
 		pt_py_layout__offsets(&p->py.L, &po);
 	e = pt_attach__add_proc(r->att, p->idx, p->tracee.pid, p->have_py ? &po : NULL);
 	if (e) {
-		fprintf(stderr, "proftrace: warning: cannot trace pid %d: %s\n", p->tracee.pid,
-			strerror(-e));
+		pt_msg("proftrace: warning: cannot trace pid %d: %s\n", p->tracee.pid,
+		       strerror(-e));
 		return 0;
 	}
 	e = attach_gpu(p);
@@ -964,7 +980,7 @@ int pt_run__start_proc(struct proc *p, int ep)
 	if (sample_proc(p))
 		return -ENOMEM;
 	if (probe_python(p, err, sizeof(err))) {
-		fprintf(stderr, "proftrace: warning: pid %d: %s\n", p->tracee.pid, err);
+		pt_msg("proftrace: warning: pid %d: %s\n", p->tracee.pid, err);
 		p->py_why_not = "the frame evaluator could not be probed";
 	}
 	e = use_agent(p);
@@ -1001,35 +1017,37 @@ int pt_run__start_proc(struct proc *p, int ep)
 	 * are attached probes too, as Health counts them */
 	for (size_t i = 0; i < p->nfs; i++)
 		n += pt_resolver__func(p->res, i)->py && p->fs[i].attached;
-	pt_msg("proftrace: attached %d probe%s to pid %d (%s)", n, n == 1 ? "" : "s", p->tracee.pid,
-	       p->tracee.comm);
+	/* one line, printed at once (pt_msg clears the live status line) */
+	add(line, sizeof(line), &at, "proftrace: attached %d probe%s to pid %d (%s)", n,
+	    n == 1 ? "" : "s", p->tracee.pid, p->tracee.comm);
 	if (p->rank >= 0)
-		fprintf(stderr, " rank %d", p->rank);
+		add(line, sizeof(line), &at, " rank %d", p->rank);
 	if (p->py_probed)
-		fprintf(stderr, "; Python %s frames probed", p->py.version);
+		add(line, sizeof(line), &at, "; Python %s frames probed", p->py.version);
 	if (pt_run__agent_ok(p))
-		fprintf(stderr,
-			"; Python %s agent hooks %u code object%s for %zu of %zu py: probe%s",
-			p->py.version, p->agent_narm, p->agent_narm == 1 ? "" : "s", pyfound, npy,
-			npy == 1 ? "" : "s");
+		add(line, sizeof(line), &at,
+		    "; Python %s agent hooks %u code object%s for %zu of %zu py: probe%s",
+		    p->py.version, p->agent_narm, p->agent_narm == 1 ? "" : "s", pyfound, npy,
+		    npy == 1 ? "" : "s");
 	else if (p->agent)
-		fprintf(stderr, "; Python %s agent blocked (above)", p->py.version);
+		add(line, sizeof(line), &at, "; Python %s agent blocked (above)", p->py.version);
 	else if (npy && p->have_py && !strcmp(pt_run__py_timing(p), "sampled"))
-		fprintf(stderr, "; %zu py: probe%s timed from samples (no Python agent: above)",
-			npy, npy == 1 ? "" : "s");
+		add(line, sizeof(line), &at,
+		    "; %zu py: probe%s timed from samples (no Python agent: above)", npy,
+		    npy == 1 ? "" : "s");
 	if (p->sampled)
-		fprintf(stderr, "; stacks sampled at %u Hz", r->cfg.sample_hz);
+		add(line, sizeof(line), &at, "; stacks sampled at %u Hz", r->cfg.sample_hz);
 	if (p->gpu)
-		fprintf(stderr, "; GPU stream from the CUPTI shim");
+		add(line, sizeof(line), &at, "; GPU stream from the CUPTI shim");
 	if (armed)
-		fprintf(stderr, "; %d of them in %s not loaded yet, armed ahead", armed,
-			armed == 1 ? "a library" : "libraries");
+		add(line, sizeof(line), &at, "; %d of them in %s not loaded yet, armed ahead",
+		    armed, armed == 1 ? "a library" : "libraries");
 	if (pending)
-		fprintf(stderr, "; %zu probe%s waiting for %s to be loaded", pending,
-			pending == 1 ? "" : "s", pending == 1 ? "its library" : "their libraries");
+		add(line, sizeof(line), &at, "; %zu probe%s waiting for %s to be loaded", pending,
+		    pending == 1 ? "" : "s", pending == 1 ? "its library" : "their libraries");
 	if (r->t0_mono && p->t_added > r->t0_mono + 100000000ull)
-		fprintf(stderr, " at +%.3fs", since_start_s(r));
-	fprintf(stderr, "\n");
+		add(line, sizeof(line), &at, " at +%.3fs", since_start_s(r));
+	pt_msg("%s\n", line);
 	return 0;
 }
 
