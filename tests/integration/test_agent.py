@@ -57,12 +57,20 @@ def interpreters():
     return out
 
 
-def py314():
-    p = "/opt/python3.14/bin/python3.14"
-    if not os.access(p, os.X_OK):
-        raise Skip("no CPython 3.14 at %s (build it from CPython's source into /opt: "
-                   "see README.md, Quick start)" % p)
-    return p
+PY314 = "/opt/python3.14/bin/python3.14"
+# what runs for 3.14 without one (unit tests, from its sources' facts)
+PY314_UNIT = ("test_pylayout (3.14's layout row against its structs' dump), test_pep768 "
+              "(3.14.7's _Py_DebugOffsets as a process holds them, and broken ones)")
+
+
+def py314(untested):
+    """CPython 3.14, or a skip that says what goes untested live without
+    it (its source is too large to fetch here, so it cannot be built)."""
+    if not os.access(PY314, os.X_OK):
+        raise Skip("no CPython 3.14 at %s (cannot be built on this machine; build it into "
+                   "/opt where it can: README.md, Quick start). Untested live: %s. Tested "
+                   "without it: %s" % (PY314, untested, PY314_UNIT))
+    return PY314
 
 
 def agent_env(extra=None):
@@ -118,7 +126,9 @@ def test_agent_cases_every_interpreter():
 
 
 def test_agent_cases_py314():
-    _cases(py314(), "3.14")
+    _cases(py314("the agent's sys.monitoring hooks on 3.14 (preloaded): every case of "
+                 "pyagent_cases exact (steps, recursion, decorators, exceptions, "
+                 "generators, coroutines, threads)"), "3.14")
 
 
 def test_agent_pyengine_every_interpreter():
@@ -297,7 +307,7 @@ def test_agent_conflict_reported_program_untouched():
     try:
         python = tp.pyenv_python(12)
     except Skip:
-        python = py314()
+        python = py314("a sys.monitoring tool-id conflict (no 3.12 either)")
     tmp = tempfile.mkdtemp(prefix="pt-it-")
     s, err = _run_beside_other_tool(
         python, tmp, CONFLICT_VICTIM % os.path.join(ROOT, "tests", "victims"), "tools ",
@@ -434,7 +444,10 @@ def test_agent_pep768_py314():
     """3.14 started with nothing at all: proftrace loads the agent itself
     through the interpreter's remote debugging interface (PEP 768) while
     the server's loop polls, and every case is exact."""
-    python = py314()
+    python = py314("proftrace loading the agent into a live 3.14 through PEP 768 "
+                   "(sys.remote_exec: the debugger-support offsets read from the process, "
+                   "the request written, the script run at a safe point, then removed) "
+                   "and every case exact through it")
     s, t, err = profile(CONF, victim_args=["--steps", STEPS, "--poll"],
                         victim_name=[python, CASES], victim_env=tp.victim_env(agent=False))
     check_cases(s, t["phase1"], STEPS, "3.14 via PEP 768")
@@ -446,7 +459,8 @@ def test_agent_pep768_py314():
 def test_agent_pep768_disabled_says_so():
     """PYTHON_DISABLE_REMOTE_DEBUG=1: proftrace says remote debugging is
     off there and how else to get exact timing; rows are sampled."""
-    python = py314()
+    python = py314("PYTHON_DISABLE_REMOTE_DEBUG=1 on a live 3.14: the refusal read from "
+                   "the process and said, with how else to get exact timing")
     s, _, err = profile(CONF, victim_args=["--steps", 5, "--poll"],
                         victim_name=[python, CASES],
                         victim_env=tp.victim_env({"PYTHON_DISABLE_REMOTE_DEBUG": "1"},

@@ -287,9 +287,10 @@ def test_flame_threads_py314():
     """3.14: where sys.modules is is not in its layout row: the OS thread
     names, which threading sets from Thread.name on 3.14 (cut to 15
     bytes by the kernel), are the roots."""
-    py = "/opt/python3.14/bin/python3.14"
-    if not os.path.exists(py):
-        raise Skip("no %s" % py)
+    import test_agent as ta
+    py = ta.py314("thread names on a live 3.14: the OS names threading sets from "
+                  "Thread.name as flame graph roots, and per-thread CPU against the "
+                  "victim's own")
     s, t, _ = run(py)
     rows = {x["tid"]: x for x in s["meta"]["sampling"]["threads"]}
     bg = rows[t["per_thread"]["bg-worker"]["tid"]]
