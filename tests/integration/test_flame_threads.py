@@ -40,7 +40,7 @@ import subprocess
 import tempfile
 import xml.etree.ElementTree as ET
 
-from harness import PROFTRACE, ROOT, Proc, Skip, eq, host_steal_ms, read_run, stop, with_agent
+from harness import PROFTRACE, ROOT, Proc, eq, host_steal_ms, read_run, stop, with_agent
 import test_sampling as ts
 
 VICTIM = os.path.join(ROOT, "tests", "victims", "pynamed.py")
