@@ -1493,7 +1493,7 @@ static void test_injection_segment(void **state)
 	pid = fork();
 	assert_true(pid >= 0);
 	if (!pid) {
-		int null = open("/dev/null", O_WRONLY);
+		int null = open("/dev/null", O_WRONLY), up[2];
 		pid_t g;
 		char c;
 
@@ -1502,15 +1502,22 @@ static void test_injection_segment(void **state)
 		dup2(null, 2);
 		if (InitializeInjection() != 1 || InitializeInjection() != 1)
 			_exit(3);
+		if (pipe(up))
+			_exit(5);
 		g = fork();
 		if (g < 0)
 			_exit(5);
 		if (!g) {
-			/* looked at until the test closes go */
+			/* fork() has returned here: the atfork handlers ran; looked
+			 * at until the test closes go */
 			close(ready[1]);
+			if (write(up[1], "u", 1) != 1)
+				_exit(6);
 			(void)!read(go[0], &c, 1);
 			_exit(0);
 		}
+		if (read(up[0], &c, 1) != 1)
+			_exit(6);
 		if (write(ready[1], &g, sizeof(g)) != sizeof(g) || read(go[0], &c, 1) < 0)
 			_exit(4);
 		waitpid(g, NULL, 0);
