@@ -139,7 +139,7 @@ static void tick_procs(struct run *r, uint64_t now)
 			pt_run__agent_tick(p, now);
 		if (p->gpu_attached) {
 			/* the shim goes dormant after 1 s without a heartbeat */
-			pt_gpuring__heartbeat(p->gr, now);
+			pt_gpuring__heartbeat(p->gpu_ring, now);
 			pt_nstid__refresh(p->nst); /* threads started since: before their records */
 			pt_run__gpu_drain(p);
 		}
@@ -175,7 +175,8 @@ static void drain_at_stop(struct run *r)
 	/* detach: the shim disables CUPTI and flushes what it holds */
 	for (size_t i = 0; i < r->nprocs; i++)
 		if (r->procs[i]->gpu_attached)
-			pt_gpuring__finish(r->procs[i]->gr, pt_run__on_gpu_rec, r->procs[i], 1000);
+			pt_gpuring__finish(r->procs[i]->gpu_ring, pt_run__on_gpu_rec, r->procs[i],
+					   1000);
 }
 
 static int open_fds(struct run *r, int *sfd, int *tfd)

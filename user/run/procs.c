@@ -47,7 +47,7 @@ static bool runs_cuda(int pid)
  * --inject, a CUDA process without the CUPTI shim: load it now (the same
  * borrowed-thread dlopen as the Python agent's; the shim starts dormant
  * from its constructor when CUDA is already there) and wait a little for
- * its ring. 0 with p->gr open, or -errno with err set.
+ * its ring. 0 with p->gpu_ring open, or -errno with err set.
  */
 /*
  * After --inject loaded a helper: its thread makes the segment, then sizes
@@ -71,7 +71,7 @@ int pt_run__wait_segment(struct proc *p, int (*open)(struct proc *p, char *why, 
 
 static int open_ring(struct proc *p, char *why, size_t len)
 {
-	return pt_gpuring__open(&p->gr, p->tracee.pid, why, len);
+	return pt_gpuring__open(&p->gpu_ring, p->tracee.pid, why, len);
 }
 
 /* PT_GPU_MAX_HELD, PT_GPU_FOLD_LAG_MS: test knobs (bench/memory.py), a
@@ -132,7 +132,7 @@ int pt_run__open_gpu(struct proc *p)
 		snprintf(p->gpu_why, sizeof(p->gpu_why), "--gpu off");
 		return 0;
 	}
-	e = pt_gpuring__open(&p->gr, p->tracee.pid, err, sizeof(err));
+	e = pt_gpuring__open(&p->gpu_ring, p->tracee.pid, err, sizeof(err));
 	if (e == -ENOENT && r->env.inject && runs_cuda(p->tracee.pid))
 		e = inject_shim(p, err, sizeof(err));
 	else if (e == -ENOENT)
@@ -148,7 +148,7 @@ int pt_run__open_gpu(struct proc *p)
 		/* sealed, so nobody can shrink it; guarded all the same: a
 		 * fault is zeros, not our death (pt_run__gpu_lost() then stops
 		 * reading it) */
-		map = pt_gpuring__mapping(p->gr, &len);
+		map = pt_gpuring__mapping(p->gpu_ring, &len);
 		if (map)
 			p->gpu_guard = pt_sigbus__guard(map, len);
 		p->gpu = pt_gpu__new(r->cfg.nbuckets);
@@ -182,11 +182,11 @@ int pt_run__open_gpu(struct proc *p)
  * ring is not read again; the GPU records before it stay. */
 bool pt_run__gpu_lost(struct proc *p)
 {
-	if (!p->gr)
+	if (!p->gpu_ring)
 		return false;
 	if (pt_sigbus__faults(p->gpu_guard))
-		pt_gpuring__set_lost(p->gr);
-	if (!pt_gpuring__lost(p->gr))
+		pt_gpuring__set_lost(p->gpu_ring);
+	if (!pt_gpuring__lost(p->gpu_ring))
 		return false;
 	p->gpu_attached = false;
 	if (!p->gpu_truncated[0]) {
@@ -206,7 +206,7 @@ void pt_run__gpu_drain(struct proc *p)
 {
 	if (!p->gpu_attached || pt_run__gpu_lost(p))
 		return;
-	pt_gpuring__drain(p->gr, pt_run__on_gpu_rec, p);
+	pt_gpuring__drain(p->gpu_ring, pt_run__on_gpu_rec, p);
 	pt_run__gpu_lost(p); /* lost while we read: said now */
 }
 
@@ -214,9 +214,9 @@ static int attach_gpu(struct proc *p)
 {
 	int e;
 
-	if (!p->gr)
+	if (!p->gpu_ring)
 		return 0;
-	e = pt_gpuring__attach(p->gr, pt_now_ns(CLOCK_MONOTONIC));
+	e = pt_gpuring__attach(p->gpu_ring, pt_now_ns(CLOCK_MONOTONIC));
 	if (!e) {
 		p->gpu_attached = true;
 		return 0;
@@ -527,8 +527,8 @@ static int start_python(struct proc *p)
 	o.mem.ctx = &p->tracee.pid;
 	o.root = p->proc_root;
 	o.cwd = p->proc_cwd;
-	p->pp = pt_pyprobe__new(&o);
-	return p->pp ? 0 : -ENOMEM;
+	p->pyprobe = pt_pyprobe__new(&o);
+	return p->pyprobe ? 0 : -ENOMEM;
 }
 
 /* Say once, at attach, when p's py: rows will not be exact, and how to
@@ -570,7 +570,7 @@ static void warn_inject_unused(const struct proc *p)
 	const struct run *r = p->run;
 	const char *py, *gpu;
 
-	if (!r->env.inject || p->inject_tried || p->agent || p->gr)
+	if (!r->env.inject || p->inject_tried || p->agent || p->gpu_ring)
 		return;
 	if (!r->want_py)
 		py = "the targets file names no py: function";
@@ -621,7 +621,7 @@ static int sample_proc(struct proc *p)
 	yo.types.unicode_type = p->py.unicode_type;
 	yo.mem.read = read_target;
 	yo.mem.ctx = &p->tracee.pid;
-	yo.pp = p->pp;
+	yo.pyprobe = p->pyprobe;
 	p->sym = pt_pysym__new(&yo);
 	p->v.stk = pt_stacks__new();
 	p->pyth = pt_pythreads__new(&yo.mem, &p->py.L, &yo.types, p->py.runtime);
@@ -721,19 +721,19 @@ void pt_run__free_proc(struct proc *p)
 	pt_agent__close(p->agent);
 	pt_run__py_hint_free(p);
 	free(p->agent_why);
-	if (p->wv) {
-		pt_run__free_view(p->wv);
-		free(p->wv);
+	if (p->window_view) {
+		pt_run__free_view(p->window_view);
+		free(p->window_view);
 	}
 	pt_sigbus__unguard(p->gpu_guard);
-	pt_gpuring__close(p->gr);
+	pt_gpuring__close(p->gpu_ring);
 	pt_nstid__free(p->nst);
 	pt_gpu__free(p->gpu);
 	pt_gpulive__free(p->gpulive);
 	pt_pysym__free(p->sym);
 	pt_thrname__free(p->tn);
 	pt_pythreads__free(p->pyth);
-	pt_pyprobe__free(p->pp);
+	pt_pyprobe__free(p->pyprobe);
 	pt_python__free(&p->py);
 	pt_run__free_view(&p->v);
 	pt_skew__free(&p->steps);

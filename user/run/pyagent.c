@@ -108,7 +108,7 @@ static void take_candidates(struct proc *p, const uint64_t *codes, uint32_t n)
 		rec.name = c.name_obj;
 		rec.firstlineno = c.firstlineno;
 		pt_run__on_pycode(p, &rec);
-		fid = pt_pyprobe__fid(p->pp, codes[i]);
+		fid = pt_pyprobe__fid(p->pyprobe, codes[i]);
 		if (fid < p->nfs)
 			arm[narm++] = codes[i];
 	}

@@ -181,8 +181,8 @@ static const struct cname *name_of(struct proc *p, struct pt_pyhint *h, uint64_t
 		return NULL;
 	if (!pt_pycode__read_head(&p->tmem, &p->py.L, &t, addr, c) &&
 	    (c->flags & PT_CO_OPTIMIZED) && !pt_pycode__read_names(&p->tmem, &p->py.L, &t, c)) {
-		if (p->pp)
-			pt_pyprobe__qualname(p->pp, c);
+		if (p->pyprobe)
+			pt_pyprobe__qualname(p->pyprobe, c);
 		else if (!c->has_qualname)
 			snprintf(c->qualname, sizeof(c->qualname), "%s", c->name);
 		e->filename = strdup(c->filename);
@@ -618,7 +618,7 @@ void pt_run__py_dry_run(struct proc *p)
 	char err[512];
 	int e;
 
-	if (!p->pp) {
+	if (!p->pyprobe) {
 		/* as at attach (procs.c start_python): names, < 3.11 from the source */
 		snprintf(p->proc_root, sizeof(p->proc_root), "/proc/%d/root", p->tracee.pid);
 		snprintf(p->proc_cwd, sizeof(p->proc_cwd), "/proc/%d/cwd", p->tracee.pid);
@@ -630,8 +630,8 @@ void pt_run__py_dry_run(struct proc *p)
 		o.mem = p->tmem;
 		o.root = p->proc_root;
 		o.cwd = p->proc_cwd;
-		p->pp = pt_pyprobe__new(&o);
-		if (!p->pp)
+		p->pyprobe = pt_pyprobe__new(&o);
+		if (!p->pyprobe)
 			return;
 	}
 	e = dry_candidates(p, &codes, &n, err, sizeof(err));
@@ -654,7 +654,7 @@ void pt_run__py_dry_run(struct proc *p)
 			break;
 		if (!pt_pycode__read_head(&p->tmem, &p->py.L, &t, codes[i], c) &&
 		    !pt_pycode__read_names(&p->tmem, &p->py.L, &t, c))
-			pt_pyprobe__match(p->pp, c, &added);
+			pt_pyprobe__match(p->pyprobe, c, &added);
 		free(c);
 	}
 	hint_agent(p, codes, n, true); /* while the agent's lists are at hand */

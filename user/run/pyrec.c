@@ -66,12 +66,12 @@ void pt_run__sync_py_funcs(struct proc *p)
 		pt_run__mark_attached(p, i);
 		if (f->lines_spec >= 0 && p->v.stk)
 			pt_stacks__want_lines(p->v.stk, (uint32_t)f->fid);
-		if (f->lines_spec >= 0 && p->pp) {
+		if (f->lines_spec >= 0 && p->pyprobe) {
 			size_t len;
 
 			/* read (and cached) now: by the time lines.txt is
 			 * written the target may have exited */
-			pt_pyprobe__source(p->pp, f->object, &len);
+			pt_pyprobe__source(p->pyprobe, f->object, &len);
 		}
 		pt_vlog("proftrace: pid %d: python %s (%s:%u) is fid %d\n", p->tracee.pid,
 			f->symbol, f->object, f->py_line, f->fid);
@@ -86,7 +86,7 @@ void pt_run__on_pycode(struct proc *p, const struct pt_rec_pycode *rec)
 				   .firstlineno = rec->firstlineno };
 	struct pt_py_code val;
 	bool added;
-	int64_t fid = pt_pyprobe__resolve(p->pp, rec->code, &seen, &val, &added);
+	int64_t fid = pt_pyprobe__resolve(p->pyprobe, rec->code, &seen, &val, &added);
 
 	/* out of memory: BPF keeps it pending, its calls are dropped;
 	 * gone: the object now there announces itself */
@@ -210,7 +210,7 @@ void pt_run__on_attr(struct proc *p, const struct pt_rec_attr *a)
 bool pt_run__py_pending_fid(struct proc *p, const struct pt_rec *rec, uint32_t *fid)
 {
 	struct run *r = p->run;
-	uint32_t f = p->pp ? pt_pyprobe__fid(p->pp, rec->code) : PT_FID_PY_NONE;
+	uint32_t f = p->pyprobe ? pt_pyprobe__fid(p->pyprobe, rec->code) : PT_FID_PY_NONE;
 
 	if (f == PT_PYPROBE_GONE && rec->type == PT_REC_EXIT)
 		p->py_unresolved++; /* ours or not: unknown, and said so */

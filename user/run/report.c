@@ -254,7 +254,7 @@ static int fill_rows(struct pt_report_lines_fn *l, struct proc *p, const struct 
 	size_t k = 0, srclen;
 	unsigned int first = l->first_line, last = l->last_line;
 
-	src = p && p->pp ? pt_pyprobe__source(p->pp, l->file, &srclen) : NULL;
+	src = p && p->pyprobe ? pt_pyprobe__source(p->pyprobe, l->file, &srclen) : NULL;
 	if (!src) {
 		char buf[PATH_MAX + 96];
 
@@ -430,12 +430,12 @@ static struct fref *proc_frefs(struct proc *p, size_t *n)
  * first process's reason. */
 static struct fref *merged_frefs(struct run *r, size_t *n)
 {
-	struct fref *v = pt_zalloc(r->nmf, sizeof(*v));
+	struct fref *v = pt_zalloc(r->nmerged_funcs, sizeof(*v));
 
 	if (!v)
 		return NULL;
-	for (size_t i = 0; i < r->nmf; i++) {
-		const struct mfunc *m = &r->mf[i];
+	for (size_t i = 0; i < r->nmerged_funcs; i++) {
+		const struct mfunc *m = &r->merged_funcs[i];
 		struct proc *p = m->p;
 
 		v[i] = (struct fref){ .f = pt_resolver__func(p->res, m->fid),
@@ -447,7 +447,7 @@ static struct fref *merged_frefs(struct run *r, size_t *n)
 				      .last_line = m->last_line,
 				      .fs = &p->fs[m->fid] };
 	}
-	*n = r->nmf;
+	*n = r->nmerged_funcs;
 	return v;
 }
 
@@ -522,7 +522,7 @@ static void fill_agent(const struct proc *p, struct pt_report_python *pyrep)
 static void fill_python(const struct docsrc *d, struct proc *p, struct pt_report_python *pyrep)
 {
 	const struct run *r = d->r;
-	const struct pt_pyprobe_stats *ps = p->pp ? pt_pyprobe__stats(p->pp) : NULL;
+	const struct pt_pyprobe_stats *ps = p->pyprobe ? pt_pyprobe__stats(p->pyprobe) : NULL;
 	const char *timing = pt_run__py_timing(p);
 	bool agent = pt_run__agent_ok(p);
 	bool exact = !strcmp(timing, "exact");
@@ -838,7 +838,7 @@ static void doc_gpu(const struct docsrc *d, struct docbuf *b)
 			       "GPU "
 			       "figures are incomplete\n",
 			       gp->tracee.pid);
-		pt_gpuring__info(gp->gr, &b->gpu_info);
+		pt_gpuring__info(gp->gpu_ring, &b->gpu_info);
 		pt_run__gpu_lost(gp);
 		if (gp->gpu_truncated[0])
 			b->rep.gpu_lost = gp->gpu_truncated;

@@ -443,7 +443,7 @@ void pt_run__free(struct run *r)
 		pt_run__free_proc(r->procs[i]);
 	free(r->procs);
 	pt_run__free_view(&r->all);
-	free(r->mf);
+	free(r->merged_funcs);
 	free(r->cands);
 	free(r->skipped);
 	free(r->attr_warned);

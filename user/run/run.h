@@ -124,7 +124,7 @@ struct proc {
 	bool py_probed; /* its frame evaluator is probed */
 	bool sampled;	/* its stacks are sampled */
 	struct pt_python py;
-	struct pt_pyprobe *pp;
+	struct pt_pyprobe *pyprobe;
 	struct pt_pysym *sym;
 	struct pt_pythreads *pyth; /* its Python thread names (sampled) */
 	struct pt_thrname *tn;	   /* what each sampled thread is called */
@@ -152,11 +152,11 @@ struct proc {
 	bool agent_foreign;
 
 	struct view v;
-	struct view *wv;	    /* --interval: the figures of the current window */
+	struct view *window_view;   /* --interval: the figures of the current window */
 	struct pt_skew_steps steps; /* counted steps, for the skew across processes */
 
 	/* the GPU stream (CUPTI shim) */
-	struct pt_gpuring *gr;
+	struct pt_gpuring *gpu_ring;
 	struct pt_nstid *nst; /* CUPTI's thread ids -> host ones, when in another PID namespace */
 	struct pt_gpu *gpu;
 	struct pt_gpulive *gpulive; /* --metrics: GPU busy and host-bound time, live */
@@ -208,8 +208,8 @@ struct run {
 	bool multi;	   /* several processes (or --children): merged view + sections */
 	struct proc *last; /* of the last record: most come in runs */
 	struct view all;   /* merged (multi only) */
-	struct mfunc *mf;
-	size_t nmf;
+	struct mfunc *merged_funcs;
+	size_t nmerged_funcs;
 	/* BPF process slots: busy, and when each was freed (ns) (procs.c:
 	 * slot_get) */
 	bool slot_busy[PT_MAX_PROCS];

@@ -131,8 +131,9 @@ int pt_run__on_sample(void *ctx, const struct pt_sample *s)
 			r->msf[i] = r->sf[i];
 			r->msf[i].fid =
 				fid != PT_SFID_NONE && fid < p->nfs ? p->mfid[fid] : PT_SFID_NONE;
-			if (r->msf[i].fid != PT_SFID_NONE && !r->mf[r->msf[i].fid].last_line)
-				r->mf[r->msf[i].fid].last_line = p->fs[fid].last_line;
+			if (r->msf[i].fid != PT_SFID_NONE &&
+			    !r->merged_funcs[r->msf[i].fid].last_line)
+				r->merged_funcs[r->msf[i].fid].last_line = p->fs[fid].last_line;
 		}
 		ss.f = r->msf;
 		pt_stacks__add(r->all.stk, &ss);

@@ -19,23 +19,24 @@ static int64_t merged_fid(struct run *r, struct proc *p, const struct pt_func *f
 {
 	struct mfunc *v;
 
-	for (size_t i = 0; i < r->nmf; i++) {
-		const struct pt_func *g = pt_resolver__func(r->mf[i].p->res, r->mf[i].fid);
+	for (size_t i = 0; i < r->nmerged_funcs; i++) {
+		const struct pt_func *g =
+			pt_resolver__func(r->merged_funcs[i].p->res, r->merged_funcs[i].fid);
 
 		if (g->spec == f->spec && g->py == f->py && g->py_line == f->py_line &&
 		    !strcmp(g->symbol, f->symbol) && !strcmp(g->object, f->object))
 			return (int64_t)i;
 	}
-	v = realloc(r->mf, (r->nmf + 1) * sizeof(*v));
+	v = realloc(r->merged_funcs, (r->nmerged_funcs + 1) * sizeof(*v));
 	if (!v)
 		return -1;
-	r->mf = v;
-	r->mf[r->nmf] = (struct mfunc){ .p = p, .fid = f->fid };
-	if (pt_agg__set_func(r->all.agg, (uint32_t)r->nmf, f->is_step, f->bucket_mask))
+	r->merged_funcs = v;
+	r->merged_funcs[r->nmerged_funcs] = (struct mfunc){ .p = p, .fid = f->fid };
+	if (pt_agg__set_func(r->all.agg, (uint32_t)r->nmerged_funcs, f->is_step, f->bucket_mask))
 		return -1;
 	if (f->lines_spec >= 0 && r->all.stk)
-		pt_stacks__want_lines(r->all.stk, (uint32_t)r->nmf);
-	return (int64_t)r->nmf++;
+		pt_stacks__want_lines(r->all.stk, (uint32_t)r->nmerged_funcs);
+	return (int64_t)r->nmerged_funcs++;
 }
 
 /* Function i of p is known to the aggregators (and attached when
@@ -65,9 +66,9 @@ void pt_run__mark_attached(struct proc *p, size_t i)
 
 	p->fs[i].attached = true;
 	p->fs[i].at_s = since_start_s(r);
-	if (r->multi && !r->mf[p->mfid[i]].attached) {
-		r->mf[p->mfid[i]].attached = true;
-		r->mf[p->mfid[i]].at_s = p->fs[i].at_s;
+	if (r->multi && !r->merged_funcs[p->mfid[i]].attached) {
+		r->merged_funcs[p->mfid[i]].attached = true;
+		r->merged_funcs[p->mfid[i]].at_s = p->fs[i].at_s;
 	}
 }
 

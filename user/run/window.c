@@ -32,16 +32,16 @@ static void window_step(void *ctx, const struct pt_step *s)
 {
 	struct proc *p = ctx;
 
-	pt_stepvals__step(&p->wv->sv, s);
-	pt_ovh__step(p->wv->ovh, s);
+	pt_stepvals__step(&p->window_view->sv, s);
+	pt_ovh__step(p->window_view->ovh, s);
 }
 
 int pt_run__window_declare(struct proc *p, const struct pt_func *f)
 {
-	if (!p->wv)
+	if (!p->window_view)
 		return 0;
-	if (pt_agg__set_func(p->wv->agg, (uint32_t)f->fid, f->is_step, f->bucket_mask) ||
-	    pt_run__declare_cost(p, f, p->wv->ovh, (uint32_t)f->fid))
+	if (pt_agg__set_func(p->window_view->agg, (uint32_t)f->fid, f->is_step, f->bucket_mask) ||
+	    pt_run__declare_cost(p, f, p->window_view->ovh, (uint32_t)f->fid))
 		return -ENOMEM;
 	return 0;
 }
@@ -58,7 +58,7 @@ static int window_new(struct proc *p)
 		free(v);
 		return -ENOMEM;
 	}
-	p->wv = v;
+	p->window_view = v;
 	for (size_t i = 0; i < p->nfs; i++)
 		if (pt_run__window_declare(p, pt_resolver__func(p->res, i)))
 			return -ENOMEM;
@@ -67,25 +67,25 @@ static int window_new(struct proc *p)
 
 int pt_run__window_open(struct proc *p)
 {
-	if (!p->run->env.interval_s || p->wv)
+	if (!p->run->env.interval_s || p->window_view)
 		return 0;
 	return window_new(p);
 }
 
 void pt_run__window_thread_exit(struct proc *p, uint32_t tid)
 {
-	if (!p->wv)
+	if (!p->window_view)
 		return;
-	pt_ovh__thread_exit(p->wv->ovh, tid);
-	pt_agg__thread_exit(p->wv->agg, tid);
+	pt_ovh__thread_exit(p->window_view->ovh, tid);
+	pt_agg__thread_exit(p->window_view->agg, tid);
 }
 
 void pt_run__window_record(struct proc *p, const struct pt_rec *rec)
 {
-	if (!p->wv)
+	if (!p->window_view)
 		return;
-	pt_ovh__record(p->wv->ovh, rec);
-	pt_agg__record(p->wv->agg, rec);
+	pt_ovh__record(p->window_view->ovh, rec);
+	pt_agg__record(p->window_view->agg, rec);
 }
 
 static int emit_doc(FILE *f, const void *ctx)
@@ -100,12 +100,12 @@ static void write_window(struct run *r, struct proc *p, uint64_t t0, uint64_t t1
 	char name[64], err[512], old[4200];
 	cJSON *doc, *w;
 
-	pt_agg__finish(p->wv->agg);
+	pt_agg__finish(p->window_view->agg);
 	/* the document's clock is the window's */
 	r->t0_unix = keep_unix + (t0 - keep0);
 	r->t0_mono = t0;
 	r->t_end_mono = t1;
-	doc = pt_run__view_doc(r, p, p->wv);
+	doc = pt_run__view_doc(r, p, p->window_view);
 	r->t0_mono = keep0;
 	r->t_end_mono = keep_end;
 	r->t0_unix = keep_unix;
@@ -151,12 +151,12 @@ void pt_run__window_tick(struct run *r, uint64_t now)
 	for (size_t i = 0; i < r->nprocs; i++) {
 		struct proc *p = r->procs[i];
 
-		if (!p->wv)
+		if (!p->window_view)
 			continue;
 		write_window(r, p, t0 > p->t_added ? t0 : p->t_added, r->next_window);
-		pt_run__free_view(p->wv);
-		free(p->wv);
-		p->wv = NULL;
+		pt_run__free_view(p->window_view);
+		free(p->window_view);
+		p->window_view = NULL;
 		if (!p->ended && window_new(p))
 			pt_msg("proftrace: warning: out of memory: no more windows for pid %d\n",
 			       p->tracee.pid);

@@ -124,8 +124,8 @@ static void fill(struct pt_pysym *ps, struct pt_pysym_code *c)
 	c->fid = PT_FID_PY_NONE;
 	if (pt_pycode__read(&ps->o.mem, ps->o.layout, &ps->o.types, c->addr, pc))
 		return;
-	if (ps->o.pp)
-		pt_pyprobe__qualname(ps->o.pp, pc);
+	if (ps->o.pyprobe)
+		pt_pyprobe__qualname(ps->o.pyprobe, pc);
 	else if (!pc->has_qualname)
 		snprintf(pc->qualname, sizeof(pc->qualname), "%s", pc->name);
 	c->filename = strdup(pc->filename);
@@ -141,9 +141,9 @@ static void fill(struct pt_pysym *ps, struct pt_pysym_code *c)
 	c->key = fnv(fnv(0xcbf29ce484222325ull, c->qualname), c->filename) ^ c->firstlineno;
 	if (!c->key)
 		c->key = 1; /* 0 says unknown */
-	if (!ps->o.pp)
+	if (!ps->o.pyprobe)
 		return;
-	fid = pt_pyprobe__match(ps->o.pp, pc, &added);
+	fid = pt_pyprobe__match(ps->o.pyprobe, pc, &added);
 	if (fid >= 0 && fid != PT_FID_PY_NONE)
 		c->fid = (uint32_t)fid;
 }

@@ -23,7 +23,7 @@ struct pt_pysym_opts {
 	const struct pt_py_layout *layout;
 	struct pt_pytypes types;
 	struct pt_tmem mem;
-	struct pt_pyprobe *pp; /* matching to py: functions, qualnames < 3.11 */
+	struct pt_pyprobe *pyprobe; /* matching to py: functions, qualnames < 3.11 */
 };
 
 struct pt_pysym_code {
