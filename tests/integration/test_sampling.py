@@ -595,16 +595,30 @@ def test_line_profiler_debian_py311():
     tagname = {v["line"]: k for k, v in t["lines"].items()}
     top_pt = sorted(pt, key=pt.get, reverse=True)[:3]
     top_lp = sorted(lpp, key=lpp.get, reverse=True)[:3]
+    # the victim's own clock, this run: a spin preempted by another job
+    # runs on to its deadline, so under load a 1 ms spin can outlast the
+    # 2 ms helper (make test-loaded: spin1 31% of work())
+    tw = sum(v["wall_ns"] for v in t["lines"].values())
+    truth = {v["line"]: 100.0 * v["wall_ns"] / tw for v in t["lines"].values()}
+    top_truth = sorted(truth, key=truth.get, reverse=True)
     print("line_profiler vs proftrace, %s, work() (%s):" % (py, t["file"]))
-    print("  %5s  %-7s %12s %16s" % ("line", "tag", "proftrace %", "line_profiler %"))
+    print("  %5s  %-7s %8s %12s %16s" % ("line", "tag", "truth %", "proftrace %",
+                                         "line_profiler %"))
     for ln in sorted(set(pt) | set(lpp)):
-        print("  %5d  %-7s %12.1f %16.1f" % (ln, tagname.get(ln, ""), pt.get(ln, 0.0),
-                                            lpp.get(ln, 0.0)))
-    # the truth is the victim's own clock: proftrace must rank as it does;
-    # line_profiler is a second process that a loaded machine can still
-    # mislead after three runs (make test-loaded: spin1 at 12.7% where
-    # proftrace and the victim had it far behind), and is then said so
-    eq(set(top_pt), want, "top 3 lines are the 3 ms spin, the 2 ms helper and the 2 ms sleep")
+        print("  %5d  %-7s %8.1f %12.1f %16.1f" % (ln, tagname.get(ln, ""), truth.get(ln, 0.0),
+                                                  pt.get(ln, 0.0), lpp.get(ln, 0.0)))
+    # the truth is the victim's own clock: proftrace must rank as it does
+    # where the truth separates its 3rd line from its 4th by more than a
+    # share's sampling error (SHARE_PP); line_profiler is a second process
+    # that a loaded machine can still mislead after three runs, and is
+    # then said so
+    gap = truth[top_truth[2]] - truth[top_truth[3]]
+    if gap > SHARE_PP:
+        eq(set(top_pt), set(top_truth[:3]), "top 3 lines, as the victim's clock ranks them")
+    else:
+        assert set(top_pt) <= set(top_truth[:4]), (top_pt, top_truth)
+        print("  the victim's own 3rd and 4th lines are %.1f pp apart: proftrace's top 3 "
+              "are among its top 4" % gap)
     if set(top_lp) == want:
         eq(set(top_pt), set(top_lp), "top 3 lines (proftrace, line_profiler)")
     else:
