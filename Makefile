@@ -316,7 +316,7 @@ FUZZ_SRCS_pyoffsets := user/python/pylayout.c
 FUZZ_SRCS_pysrc := user/python/pysrc.c
 # intra-kernel region files (import-regions): readers, then the matcher and
 # the trace merge on what they read
-FUZZ_SRCS_regions := user/gpu/regions.c user/aggregate/regions.c user/report/regions_out.c
+FUZZ_SRCS_regions := user/gpu/regionfile.c user/aggregate/regionmatch.c user/report/regions_out.c
 FUZZ_LIBS_regions := -lcjson -lm
 # GPU record times (from the target's ring) into the live busy/idle sets
 FUZZ_SRCS_gpulive := user/aggregate/gpulive.c

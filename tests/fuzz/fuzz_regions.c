@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: BSD-2-Clause
 /*
- * libFuzzer harness for the intra-kernel region readers (gpu/regions.c):
+ * libFuzzer harness for the intra-kernel region readers (gpu/regionfile.c):
  * region files come from elsewhere (a device-side profiler's buffer and
  * tag table, or its Chrome-trace export), so every byte is untrusted.
  * What they give is then matched to kernels and merged into a small
- * trace.json (aggregate/regions.c, report/regions_out.c), so times at the
+ * trace.json (aggregate/regionmatch.c, report/regions_out.c), so times at the
  * edges of int64 are exercised there too. Build and run with `make fuzz`.
  *
  * Input: byte 0 & 3 == 0: the rest is a Chrome trace; 1 or 3: bytes 1-2
@@ -18,8 +18,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "aggregate/regions.h"
-#include "gpu/regions.h"
+#include "aggregate/regionmatch.h"
+#include "gpu/regionfile.h"
 #include "report/regions_out.h"
 
 static const char TRACE[] =
@@ -52,12 +52,12 @@ static int fuzz_trace(const char *txt, size_t len)
 	struct pt_rtrace_stats st;
 	struct pt_rtrace t;
 	char err[256];
-	cJSON *doc = pt_regions__parse_json(txt, len, len & 1);
+	cJSON *doc = pt_regions_out__parse_json(txt, len, len & 1);
 
 	if (!doc)
 		return 0;
 	if (!pt_rtrace__open(&t, doc, err, sizeof(err))) {
-		if (!pt_regions__match(&s, NULL, t.spans, t.n, &res)) {
+		if (!pt_regionmatch__match(&s, NULL, t.spans, t.n, &res)) {
 			if (!pt_rtrace__merge(&t, &s, &res, &st)) {
 				char *buf = NULL;
 				size_t blen = 0;
@@ -69,7 +69,7 @@ static int fuzz_trace(const char *txt, size_t len)
 				}
 				free(buf);
 			}
-			pt_regions__result_free(&res);
+			pt_regionmatch__result_free(&res);
 		}
 	}
 	pt_rtrace__free(&t);
@@ -89,7 +89,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	if (!size)
 		return 0;
-	pt_regions__init(&s);
+	pt_regionfile__init(&s);
 	if ((data[0] & 3) == 2)
 		return fuzz_trace((const char *)data + 1, size - 1);
 	if (!(data[0] & 1)) {
@@ -98,8 +98,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		if (!j)
 			return 0;
 		memcpy(j, data + 1, size - 1);
-		(void)pt_regions__is_tag_table(j, size - 1);
-		e = pt_regions__read_chrome(&s, j, size - 1, "f.json", err, sizeof(err));
+		(void)pt_regionfile__is_tag_table(j, size - 1);
+		e = pt_regionfile__read_chrome(&s, j, size - 1, "f.json", err, sizeof(err));
 		free(j);
 	} else {
 		size_t tl = size >= 3 ? (size_t)(data[1] | data[2] << 8) : 0;
@@ -111,32 +111,33 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		if (!tags)
 			return 0;
 		memcpy(tags, data + 3, tl);
-		e = pt_regions__read_raw(&s, data + 3 + tl, size - 3 - tl, tl ? tags : NULL, tl,
-					 "f.bin", err, sizeof(err));
+		e = pt_regionfile__read_raw(&s, data + 3 + tl, size - 3 - tl, tl ? tags : NULL, tl,
+					    "f.bin", err, sizeof(err));
 		free(tags);
 	}
 	if (e) {
 		if (!err[0] && e != -12)
 			__builtin_trap(); /* every failure says why */
-		pt_regions__free(&s);
+		pt_regionfile__free(&s);
 		return 0;
 	}
 	for (size_t i = 0; i < s.nl; i++)
 		for (size_t j = 0; j < s.l[i].nev; j++)
 			if (s.l[i].ev[j].tag >= s.ntags)
 				__builtin_trap();
-	doc = pt_regions__parse_json(TRACE, sizeof(TRACE) - 1, true);
+	doc = pt_regions_out__parse_json(TRACE, sizeof(TRACE) - 1, true);
 	sum = cJSON_Parse("{\"gpu\":{}}");
 	if (doc && sum && !pt_rtrace__open(&t, doc, err, sizeof(err))) {
-		if (!pt_regions__match(&s, "k", t.spans, t.n, &res)) {
+		if (!pt_regionmatch__match(&s, "k", t.spans, t.n, &res)) {
 			if (!pt_rtrace__merge(&t, &s, &res, &st))
-				pt_regions__add_summary(sum, &s, &res, &st, t.t0_mono_ns, NULL, 0);
-			pt_regions__result_free(&res);
+				pt_regions_out__add_summary(sum, &s, &res, &st, t.t0_mono_ns, NULL,
+							    0);
+			pt_regionmatch__result_free(&res);
 		}
 		pt_rtrace__free(&t);
 	}
 	cJSON_Delete(doc);
 	cJSON_Delete(sum);
-	pt_regions__free(&s);
+	pt_regionfile__free(&s);
 	return 0;
 }

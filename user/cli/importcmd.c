@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: BSD-2-Clause
 /*
- * proftrace import-regions: intra-kernel regions (gpu/regions.h) into an
+ * proftrace import-regions: intra-kernel regions (gpu/regionfile.h) into an
  * output folder of a run taken with --trace (docs/gpu.md, "Regions inside
  * a kernel").
  */
@@ -15,8 +15,8 @@
 #include <cjson/cJSON.h>
 
 #include "importcmd.h"
-#include "aggregate/regions.h"
-#include "gpu/regions.h"
+#include "aggregate/regionmatch.h"
+#include "gpu/regionfile.h"
 #include "report/emit.h"
 #include "report/outdir.h"
 #include "report/regions_out.h"
@@ -118,7 +118,7 @@ static int read_raw(struct pt_region_set *s, const char *bin, const char *tags, 
 	if (!e && tags)
 		e = read_file(tags, &t, &tl, err, errlen);
 	if (!e)
-		e = pt_regions__read_raw(s, b, bl, t, tl, bin, err, errlen);
+		e = pt_regionfile__read_raw(s, b, bl, t, tl, bin, err, errlen);
 	if (!e && !tags)
 		fprintf(stderr,
 			"proftrace: import-regions: %s: no tag names (%s or --tags): tags "
@@ -142,7 +142,7 @@ static int read_input(struct pt_region_set *s, const char *path, const char *tag
 	e = read_file(path, &j, &jl, err, errlen);
 	if (e)
 		return e;
-	if (pt_regions__is_tag_table(j, jl)) { /* FILE.json of a FILE.bin */
+	if (pt_regionfile__is_tag_table(j, jl)) { /* FILE.json of a FILE.bin */
 		free(j);
 		bin = with_ext(path, ".bin");
 		if (!bin)
@@ -151,7 +151,7 @@ static int read_input(struct pt_region_set *s, const char *path, const char *tag
 		free(bin);
 		return e;
 	}
-	e = pt_regions__read_chrome(s, j, jl, path, err, errlen);
+	e = pt_regionfile__read_chrome(s, j, jl, path, err, errlen);
 	free(j);
 	return e;
 }
@@ -279,7 +279,7 @@ int pt_importcmd__run(int argc, char **argv)
 		return -PT_EUSAGE;
 	}
 	outdir = argv[argc - 1];
-	pt_regions__init(&s);
+	pt_regionfile__init(&s);
 	for (int i = optind; i < argc - 1; i++) {
 		e = read_input(&s, argv[i], tags, err, sizeof(err));
 		if (e) {
@@ -299,7 +299,7 @@ int pt_importcmd__run(int argc, char **argv)
 		e = -PT_EUSAGE;
 		goto out;
 	}
-	trace = pt_regions__parse_json(buf, len, true);
+	trace = pt_regions_out__parse_json(buf, len, true);
 	free(buf);
 	buf = NULL;
 	if (!trace || pt_rtrace__open(&t, trace, err, sizeof(err))) {
@@ -310,7 +310,7 @@ int pt_importcmd__run(int argc, char **argv)
 	}
 	snprintf(path, sizeof(path), "%s/summary.json", outdir);
 	e = read_file(path, &buf, &len, err, sizeof(err));
-	sum = e ? NULL : pt_regions__parse_json(buf, len, false);
+	sum = e ? NULL : pt_regions_out__parse_json(buf, len, false);
 	free(buf);
 	buf = NULL;
 	if (!sum) {
@@ -319,13 +319,13 @@ int pt_importcmd__run(int argc, char **argv)
 		e = -PT_EUSAGE;
 		goto out;
 	}
-	e = pt_regions__match(&s, kernel, t.spans, t.n, &res);
+	e = pt_regionmatch__match(&s, kernel, t.spans, t.n, &res);
 	if (!e)
 		e = pt_rtrace__merge(&t, &s, &res, &st);
 	if (!e)
-		e = pt_regions__add_summary(sum, &s, &res, &st, t.t0_mono_ns,
-					    (const char *const *)argv + optind,
-					    (size_t)(argc - 1 - optind));
+		e = pt_regions_out__add_summary(sum, &s, &res, &st, t.t0_mono_ns,
+						(const char *const *)argv + optind,
+						(size_t)(argc - 1 - optind));
 	if (e == -EINVAL) {
 		fprintf(stderr, "proftrace: import-regions: %s: no gpu object\n", path);
 		e = -PT_EUSAGE;
@@ -352,8 +352,8 @@ out:
 		fprintf(stderr, "proftrace: import-regions: out of memory\n");
 	pt_outdir__close(od);
 	pt_rtrace__free(&t);
-	pt_regions__result_free(&res);
-	pt_regions__free(&s);
+	pt_regionmatch__result_free(&res);
+	pt_regionfile__free(&s);
 	cJSON_Delete(trace);
 	cJSON_Delete(sum);
 	return e;

@@ -431,9 +431,10 @@ static const char *file_of(const struct pt_region_launch *l)
 	return l->source ? l->source : "";
 }
 
-int pt_regions__add_summary(cJSON *summary, const struct pt_region_set *s,
-			    const struct pt_regions_result *res, const struct pt_rtrace_stats *st,
-			    int64_t t0_mono_ns, const char *const *files, size_t nfiles)
+int pt_regions_out__add_summary(cJSON *summary, const struct pt_region_set *s,
+				const struct pt_regions_result *res,
+				const struct pt_rtrace_stats *st, int64_t t0_mono_ns,
+				const char *const *files, size_t nfiles)
 {
 	cJSON *g = cJSON_GetObjectItemCaseSensitive(summary, "gpu"), *o, *a, *x, *al;
 
@@ -564,7 +565,7 @@ static void restore_raw(cJSON *it)
 	}
 }
 
-cJSON *pt_regions__parse_json(const char *txt, size_t len, bool all_raw)
+cJSON *pt_regions_out__parse_json(const char *txt, size_t len, bool all_raw)
 {
 	/* each marked integer grows by the marker and two quotes */
 	size_t cap = len + 1, n = 0;

@@ -26,7 +26,7 @@
 
 #include <cjson/cJSON.h>
 
-#include "aggregate/regions.h"
+#include "aggregate/regionmatch.h"
 
 #define PT_REGION_LANE_TID 1000000000u
 #define PT_REGION_MAX_LANES 999
@@ -66,15 +66,16 @@ int pt_rtrace__merge(struct pt_rtrace *t, const struct pt_region_set *s,
 /* summary.json's gpu.regions (replaces one there). Offsets are given on
  * CLOCK_MONOTONIC (t0_mono_ns: pt_rtrace's). files: the inputs as given.
  * 0, -EINVAL (no gpu object) or -ENOMEM. */
-int pt_regions__add_summary(cJSON *summary, const struct pt_region_set *s,
-			    const struct pt_regions_result *res, const struct pt_rtrace_stats *st,
-			    int64_t t0_mono_ns, const char *const *files, size_t nfiles);
+int pt_regions_out__add_summary(cJSON *summary, const struct pt_region_set *s,
+				const struct pt_regions_result *res,
+				const struct pt_rtrace_stats *st, int64_t t0_mono_ns,
+				const char *const *files, size_t nfiles);
 
 /* Parse a JSON text keeping integers of 16 digits or more exact (as raw
  * items: start_unix_ns would not survive a double); all_raw: every
  * number, so it is written back as it was ("10.000" stays). NULL: not
  * JSON or out of memory. */
-cJSON *pt_regions__parse_json(const char *txt, size_t len, bool all_raw);
+cJSON *pt_regions_out__parse_json(const char *txt, size_t len, bool all_raw);
 
 /* trace.json as proftrace writes it: one event a line. 0 or -errno. */
 int pt_rtrace__write(FILE *f, const cJSON *doc);

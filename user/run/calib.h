@@ -11,7 +11,7 @@
  * The Python agent's named call, or the frame probe's, is measured the
  * same way on the target's own interpreter (pt_calib__python); a sample's
  * cost is the sampler program's run time in the run itself (BPF stats,
- * run/overhead.c) (docs/summary.md#overhead).
+ * run/probecost.c) (docs/summary.md#overhead).
  *
  * The result is kept in /run/proftrace/calibration.json for an hour (same
  * boot, kernel and proftrace version); PT_CALIBRATE=off turns calibration off (no overhead

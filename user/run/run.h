@@ -381,7 +381,7 @@ void pt_run__metrics_gpu(struct proc *p, const struct pt_gpu_rec *g);
 void pt_run__metrics_serve(struct run *r);
 void pt_run__metrics_free(struct run *r);
 
-/* overhead.c: what the probes cost, into a view's document */
+/* probecost.c: what the probes cost, into a view's document */
 enum pt_site_kind pt_run__site_kind(const struct proc *p, const struct pt_func *f);
 int pt_run__declare_cost(struct proc *p, const struct pt_func *f, struct pt_ovh *o, uint32_t fid);
 void pt_run__overhead_doc(const struct run *r, const struct view *v, const struct pt_report *rep,

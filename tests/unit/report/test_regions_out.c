@@ -33,7 +33,7 @@ static const char TRACE[] =
 
 static cJSON *parse(void)
 {
-	cJSON *j = pt_regions__parse_json(TRACE, strlen(TRACE), true);
+	cJSON *j = pt_regions_out__parse_json(TRACE, strlen(TRACE), true);
 
 	assert_non_null(j);
 	return j;
@@ -41,7 +41,7 @@ static cJSON *parse(void)
 
 static void set_init(struct pt_region_set *s)
 {
-	pt_regions__init(s);
+	pt_regionfile__init(s);
 	s->tags = calloc(3, sizeof(*s->tags));
 	s->tags[0] = strdup("load");
 	s->tags[1] = strdup("mma");
@@ -123,7 +123,7 @@ static void test_merge(void **state)
 	assert_int_equal(pt_rtrace__open(&t, doc, err, sizeof(err)), 0);
 	assert_int_equal(t.n, 3);
 	assert_int_equal(t.t0_mono_ns, 12345678901234567ll);
-	assert_int_equal(pt_regions__match(&s, NULL, t.spans, t.n, &res), 0);
+	assert_int_equal(pt_regionmatch__match(&s, NULL, t.spans, t.n, &res), 0);
 	assert_int_equal(res.launches_matched, 3);
 	assert_false(res.global);
 	assert_int_equal(res.residual_max_ns, 500);
@@ -179,7 +179,7 @@ static void test_merge(void **state)
 		const cJSON *al, *c;
 
 		assert_int_equal(
-			pt_regions__add_summary(sum, &s, &res, &st, t.t0_mono_ns, files, 1), 0);
+			pt_regions_out__add_summary(sum, &s, &res, &st, t.t0_mono_ns, files, 1), 0);
 		g = cJSON_GetObjectItem(cJSON_GetObjectItem(sum, "gpu"), "regions");
 		assert_int_equal(numv(g, "launches_matched"), 3);
 		assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(g, "tags")), 4);
@@ -190,10 +190,11 @@ static void test_merge(void **state)
 		/* the median offset is -G; on CLOCK_MONOTONIC: t0 - G */
 		assert_string_equal(cJSON_GetObjectItem(c, "offset_ns")->valuestring,
 				    "12345671901234567");
-		assert_int_equal(pt_regions__add_summary(evs, &s, &res, &st, 0, files, 1), -EINVAL);
+		assert_int_equal(pt_regions_out__add_summary(evs, &s, &res, &st, 0, files, 1),
+				 -EINVAL);
 		cJSON_Delete(sum);
 	}
-	pt_regions__result_free(&res);
+	pt_regionmatch__result_free(&res);
 	pt_rtrace__free(&t);
 
 	/* again: the earlier import is taken out, nothing doubles */
@@ -202,7 +203,7 @@ static void test_merge(void **state)
 	assert_int_equal(t.n, 3);
 	pt_rtrace__free(&t);
 	cJSON_Delete(doc);
-	pt_regions__free(&s);
+	pt_regionfile__free(&s);
 }
 
 static void test_write_exact(void **state)
@@ -230,7 +231,7 @@ static void test_write_exact(void **state)
 					  "-1234567890123456789,\"c\":1.5e300,\"d\":"
 					  "[12345678901234567]}";
 
-		doc = pt_regions__parse_json(txt, strlen(txt), false);
+		doc = pt_regions_out__parse_json(txt, strlen(txt), false);
 	}
 	assert_non_null(doc);
 	assert_string_equal(cJSON_GetObjectItem(doc, "a")->valuestring, "x\"1234567890123456789");
@@ -239,7 +240,7 @@ static void test_write_exact(void **state)
 	assert_true(cJSON_IsNumber(cJSON_GetObjectItem(doc, "c")));
 	assert_true(cJSON_IsRaw(cJSON_GetArrayItem(cJSON_GetObjectItem(doc, "d"), 0)));
 	cJSON_Delete(doc);
-	assert_null(pt_regions__parse_json("{", 1, false));
+	assert_null(pt_regions_out__parse_json("{", 1, false));
 }
 
 /* A C++ kernel: trace.json's name is demangled, args.mangled CUPTI's

@@ -11,7 +11,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "gpu/regions.h"
+#include "gpu/regionfile.h"
 
 /* A raw buffer: count, then n events of 4 int64. */
 static size_t raw(unsigned char *buf, int64_t count, const int64_t (*ev)[4], size_t n)
@@ -42,10 +42,10 @@ static void test_raw(void **state)
 	char err[256];
 	size_t len = raw(buf, 3, EV, 3);
 
-	pt_regions__init(&s);
-	assert_int_equal(
-		pt_regions__read_raw(&s, buf, len, tags, strlen(tags), "a.bin", err, sizeof(err)),
-		0);
+	pt_regionfile__init(&s);
+	assert_int_equal(pt_regionfile__read_raw(&s, buf, len, tags, strlen(tags), "a.bin", err,
+						 sizeof(err)),
+			 0);
 	assert_int_equal(s.nl, 1);
 	assert_string_equal(s.l[0].kernel, "gemm");
 	assert_int_equal(s.l[0].launch, 4);
@@ -58,8 +58,8 @@ static void test_raw(void **state)
 	assert_int_equal(s.l[0].ev[2].tid, -1);
 	assert_int_equal(s.l[0].ev[1].start_ns, 1060);
 	/* a second file with the same names shares the tag indices */
-	assert_int_equal(pt_regions__read_raw(&s, buf, len, "[\"compute\", \"load\"]", 19, "b.bin",
-					      err, sizeof(err)),
+	assert_int_equal(pt_regionfile__read_raw(&s, buf, len, "[\"compute\", \"load\"]", 19,
+						 "b.bin", err, sizeof(err)),
 			 0);
 	assert_int_equal(s.nl, 2);
 	assert_null(s.l[1].kernel);
@@ -67,10 +67,11 @@ static void test_raw(void **state)
 	assert_int_equal(s.l[1].ev[0].tag, s.l[0].ev[1].tag);
 	assert_int_equal(s.ntags, 3);
 	/* no tag table: tags by number */
-	assert_int_equal(pt_regions__read_raw(&s, buf, len, NULL, 0, "c.bin", err, sizeof(err)), 0);
+	assert_int_equal(pt_regionfile__read_raw(&s, buf, len, NULL, 0, "c.bin", err, sizeof(err)),
+			 0);
 	assert_string_equal(s.tags[s.l[2].ev[0].tag], "tag 0");
-	pt_regions__free(&s);
-	pt_regions__free(&s);
+	pt_regionfile__free(&s);
+	pt_regionfile__free(&s);
 }
 
 static void test_raw_overflow(void **state)
@@ -80,31 +81,34 @@ static void test_raw_overflow(void **state)
 	char err[256];
 	size_t len;
 
-	pt_regions__init(&s);
+	pt_regionfile__init(&s);
 	/* the profiler counted 10, its buffer held 3 */
 	len = raw(buf, 10, EV, 3);
-	assert_int_equal(pt_regions__read_raw(&s, buf, len, NULL, 0, "o.bin", err, sizeof(err)), 0);
+	assert_int_equal(pt_regionfile__read_raw(&s, buf, len, NULL, 0, "o.bin", err, sizeof(err)),
+			 0);
 	assert_true(s.l[0].overflow);
 	assert_int_equal(s.l[0].recorded, 10);
 	assert_int_equal(s.l[0].nev, 3);
 	/* capacity 2 in the table: the third is past the buffer */
 	len = raw(buf, 3, EV, 3);
-	assert_int_equal(pt_regions__read_raw(&s, buf, len, "{\"tags\": [], \"capacity\": 2}", 27,
-					      "p.bin", err, sizeof(err)),
+	assert_int_equal(pt_regionfile__read_raw(&s, buf, len, "{\"tags\": [], \"capacity\": 2}",
+						 27, "p.bin", err, sizeof(err)),
 			 0);
 	assert_true(s.l[1].overflow);
 	assert_int_equal(s.l[1].nev, 2);
 	/* count below what the file holds: the rest is unused buffer */
 	len = raw(buf, 1, EV, 3);
-	assert_int_equal(pt_regions__read_raw(&s, buf, len, NULL, 0, "q.bin", err, sizeof(err)), 0);
+	assert_int_equal(pt_regionfile__read_raw(&s, buf, len, NULL, 0, "q.bin", err, sizeof(err)),
+			 0);
 	assert_false(s.l[2].overflow);
 	assert_int_equal(s.l[2].nev, 1);
 	/* a truncated last event is not read */
 	len = raw(buf, 3, EV, 3) - 5;
-	assert_int_equal(pt_regions__read_raw(&s, buf, len, NULL, 0, "r.bin", err, sizeof(err)), 0);
+	assert_int_equal(pt_regionfile__read_raw(&s, buf, len, NULL, 0, "r.bin", err, sizeof(err)),
+			 0);
 	assert_true(s.l[3].overflow);
 	assert_int_equal(s.l[3].nev, 2);
-	pt_regions__free(&s);
+	pt_regionfile__free(&s);
 }
 
 static void test_raw_malformed(void **state)
@@ -122,33 +126,34 @@ static void test_raw_malformed(void **state)
 	char err[256];
 	size_t len = raw(buf, 4, bad, 4);
 
-	pt_regions__init(&s);
-	assert_int_equal(pt_regions__read_raw(&s, buf, len, NULL, 0, "m.bin", err, sizeof(err)), 0);
+	pt_regionfile__init(&s);
+	assert_int_equal(pt_regionfile__read_raw(&s, buf, len, NULL, 0, "m.bin", err, sizeof(err)),
+			 0);
 	assert_int_equal(s.l[0].nev, 0);
 	assert_int_equal(s.l[0].invalid, 4);
-	assert_int_equal(pt_regions__read_raw(&s, buf, 7, NULL, 0, "s.bin", err, sizeof(err)),
+	assert_int_equal(pt_regionfile__read_raw(&s, buf, 7, NULL, 0, "s.bin", err, sizeof(err)),
 			 -EINVAL);
 	assert_non_null(strstr(err, "no event count"));
 	len = raw(buf, -1, bad, 0);
-	assert_int_equal(pt_regions__read_raw(&s, buf, len, NULL, 0, "n.bin", err, sizeof(err)),
+	assert_int_equal(pt_regionfile__read_raw(&s, buf, len, NULL, 0, "n.bin", err, sizeof(err)),
 			 -EINVAL);
 	assert_non_null(strstr(err, "negative event count"));
 	len = raw(buf, 1, EV, 1);
-	assert_int_equal(pt_regions__read_raw(&s, buf, len, "{", 1, "t.bin", err, sizeof(err)),
+	assert_int_equal(pt_regionfile__read_raw(&s, buf, len, "{", 1, "t.bin", err, sizeof(err)),
 			 -EINVAL);
-	assert_int_equal(pt_regions__read_raw(&s, buf, len, "[1]", 3, "t.bin", err, sizeof(err)),
+	assert_int_equal(pt_regionfile__read_raw(&s, buf, len, "[1]", 3, "t.bin", err, sizeof(err)),
 			 -EINVAL);
-	assert_int_equal(pt_regions__read_raw(&s, buf, len, "{\"tags\": [], \"launch\": -1}", 25,
-					      "t.bin", err, sizeof(err)),
+	assert_int_equal(pt_regionfile__read_raw(&s, buf, len, "{\"tags\": [], \"launch\": -1}", 25,
+						 "t.bin", err, sizeof(err)),
 			 -EINVAL);
-	assert_int_equal(pt_regions__read_raw(&s, buf, len, "{\"tags\": [], \"kernel\": 5}", 24,
-					      "t.bin", err, sizeof(err)),
+	assert_int_equal(pt_regionfile__read_raw(&s, buf, len, "{\"tags\": [], \"kernel\": 5}", 24,
+						 "t.bin", err, sizeof(err)),
 			 -EINVAL);
-	assert_int_equal(
-		pt_regions__read_raw(&s, buf, len, "{\"tags\": 3}", 11, "t.bin", err, sizeof(err)),
-		-EINVAL);
+	assert_int_equal(pt_regionfile__read_raw(&s, buf, len, "{\"tags\": 3}", 11, "t.bin", err,
+						 sizeof(err)),
+			 -EINVAL);
 	assert_int_equal(s.nl, 1); /* failures add nothing */
-	pt_regions__free(&s);
+	pt_regionfile__free(&s);
 }
 
 static const char CHROME[] =
@@ -168,12 +173,13 @@ static void test_chrome(void **state)
 	struct pt_region_set s;
 	char err[256];
 
-	pt_regions__init(&s);
-	assert_true(pt_regions__is_tag_table("[\"a\"]", 5));
-	assert_true(pt_regions__is_tag_table("{\"tags\": []}", 12));
-	assert_false(pt_regions__is_tag_table(CHROME, strlen(CHROME)));
+	pt_regionfile__init(&s);
+	assert_true(pt_regionfile__is_tag_table("[\"a\"]", 5));
+	assert_true(pt_regionfile__is_tag_table("{\"tags\": []}", 12));
+	assert_false(pt_regionfile__is_tag_table(CHROME, strlen(CHROME)));
 	assert_int_equal(
-		pt_regions__read_chrome(&s, CHROME, strlen(CHROME), "x.json", err, sizeof(err)), 0);
+		pt_regionfile__read_chrome(&s, CHROME, strlen(CHROME), "x.json", err, sizeof(err)),
+		0);
 	/* pid 1 (gemm, by process_name), pid 2 (unnamed), attn launch 7, pid 9 */
 	assert_int_equal(s.nl, 4);
 	assert_string_equal(s.l[0].kernel, "gemm");
@@ -191,7 +197,7 @@ static void test_chrome(void **state)
 	assert_int_equal(s.l[3].nev, 0);
 	assert_int_equal(s.l[3].invalid, 1); /* negative ts */
 	assert_int_equal(s.ntags, 2);
-	pt_regions__free(&s);
+	pt_regionfile__free(&s);
 }
 
 static void test_chrome_malformed(void **state)
@@ -206,16 +212,16 @@ static void test_chrome_malformed(void **state)
 	struct pt_region_set s;
 	char err[256];
 
-	pt_regions__init(&s);
+	pt_regionfile__init(&s);
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		err[0] = 0;
-		assert_int_equal(pt_regions__read_chrome(&s, bad[i], strlen(bad[i]), "b.json", err,
-							 sizeof(err)),
+		assert_int_equal(pt_regionfile__read_chrome(&s, bad[i], strlen(bad[i]), "b.json",
+							    err, sizeof(err)),
 				 -EINVAL);
 		assert_true(err[0]);
 	}
 	assert_int_equal(s.nl, 0);
-	pt_regions__free(&s);
+	pt_regionfile__free(&s);
 }
 
 int main(void)

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * Intra-kernel regions (gpu/regions.h) placed on proftrace's timeline:
+ * Intra-kernel regions (gpu/regionfile.h) placed on proftrace's timeline:
  * each launch of regions is matched to a kernel launch of the trace by
  * kernel name and launch order, its GPU-clock times shifted by an offset
  * that puts its regions inside that kernel's span, and per-tag figures
@@ -19,14 +19,14 @@
  * it is centred on the kernel. The residual is how far any region still
  * falls outside its kernel; nothing is clamped here.
  */
-#ifndef PT_AGG_REGIONS_H
-#define PT_AGG_REGIONS_H
+#ifndef PT_REGIONMATCH_H
+#define PT_REGIONMATCH_H
 
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
-#include "gpu/regions.h"
+#include "gpu/regionfile.h"
 
 /* A kernel launch of the trace (times on the trace's clock, ns). */
 struct pt_kspan {
@@ -93,10 +93,11 @@ struct pt_regions_result {
 /*
  * Match s's launches to spans (any order; launch order is by start time
  * per name). default_kernel names launches whose file named none (NULL:
- * they are unmatched). 0 or -ENOMEM; free with pt_regions__result_free.
+ * they are unmatched). 0 or -ENOMEM; free with pt_regionmatch__result_free.
  */
-int pt_regions__match(const struct pt_region_set *s, const char *default_kernel,
-		      const struct pt_kspan *spans, size_t nspans, struct pt_regions_result *out);
-void pt_regions__result_free(struct pt_regions_result *res);
+int pt_regionmatch__match(const struct pt_region_set *s, const char *default_kernel,
+			  const struct pt_kspan *spans, size_t nspans,
+			  struct pt_regions_result *out);
+void pt_regionmatch__result_free(struct pt_regions_result *res);
 
 #endif

@@ -7,10 +7,10 @@
 
 #include <cjson/cJSON.h>
 
-#include "regions.h"
+#include "regionfile.h"
 #include "util/util.h"
 
-void pt_regions__init(struct pt_region_set *s)
+void pt_regionfile__init(struct pt_region_set *s)
 {
 	memset(s, 0, sizeof(*s));
 }
@@ -22,7 +22,7 @@ static void launch_free(struct pt_region_launch *l)
 	free(l->source);
 }
 
-void pt_regions__free(struct pt_region_set *s)
+void pt_regionfile__free(struct pt_region_set *s)
 {
 	if (!s)
 		return;
@@ -134,7 +134,7 @@ static void tagtab_free(struct tagtab *t)
 	free(t->kernel);
 }
 
-bool pt_regions__is_tag_table(const char *json, size_t len)
+bool pt_regionfile__is_tag_table(const char *json, size_t len)
 {
 	cJSON *j = cJSON_ParseWithLength(json, len);
 	bool ret = cJSON_IsArray(j) ||
@@ -245,9 +245,9 @@ static long tag_gid(struct pt_region_set *s, struct tagtab *t, int64_t id)
 	return g;
 }
 
-int pt_regions__read_raw(struct pt_region_set *s, const void *buf, size_t len,
-			 const char *tags_json, size_t tags_len, const char *source, char *err,
-			 size_t errlen)
+int pt_regionfile__read_raw(struct pt_region_set *s, const void *buf, size_t len,
+			    const char *tags_json, size_t tags_len, const char *source, char *err,
+			    size_t errlen)
 {
 	const unsigned char *p = buf;
 	struct tagtab t = { .launch = -1, .capacity = -1 };
@@ -353,8 +353,8 @@ struct pname {
 	const char *name;
 };
 
-int pt_regions__read_chrome(struct pt_region_set *s, const char *json, size_t len,
-			    const char *source, char *err, size_t errlen)
+int pt_regionfile__read_chrome(struct pt_region_set *s, const char *json, size_t len,
+			       const char *source, char *err, size_t errlen)
 {
 	cJSON *j = cJSON_ParseWithLength(json, len), *evs, *e, *od, *it;
 	struct pname *pn = NULL;

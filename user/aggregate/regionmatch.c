@@ -3,7 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "regions.h"
+#include "regionmatch.h"
 
 /* Spans of one kernel name, in launch (start time) order. */
 struct kname {
@@ -183,8 +183,9 @@ static int launch_stats(struct pt_regions_result *r, const struct pt_region_laun
 	return 0;
 }
 
-int pt_regions__match(const struct pt_region_set *s, const char *default_kernel,
-		      const struct pt_kspan *spans, size_t nspans, struct pt_regions_result *out)
+int pt_regionmatch__match(const struct pt_region_set *s, const char *default_kernel,
+			  const struct pt_kspan *spans, size_t nspans,
+			  struct pt_regions_result *out)
 {
 	struct pt_regions_result *r = out;
 	struct kname *kn = NULL;
@@ -403,11 +404,11 @@ out:
 	free(hi);
 	free(offs);
 	if (e)
-		pt_regions__result_free(r);
+		pt_regionmatch__result_free(r);
 	return e;
 }
 
-void pt_regions__result_free(struct pt_regions_result *res)
+void pt_regionmatch__result_free(struct pt_regions_result *res)
 {
 	if (!res)
 		return;

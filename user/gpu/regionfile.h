@@ -21,10 +21,10 @@
  *
  * Launches without a kernel name take the one the caller gives
  * (import-regions --kernel); without an index (-1) they are matched in
- * order (aggregate/regions.h).
+ * order (aggregate/regionmatch.h).
  */
-#ifndef PT_REGIONS_H
-#define PT_REGIONS_H
+#ifndef PT_REGIONFILE_H
+#define PT_REGIONFILE_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -62,23 +62,23 @@ struct pt_region_set {
 	size_t nl;
 };
 
-void pt_regions__init(struct pt_region_set *s);
-void pt_regions__free(struct pt_region_set *s);
+void pt_regionfile__init(struct pt_region_set *s);
+void pt_regionfile__free(struct pt_region_set *s);
 
 /*
  * A raw buffer and its tag table (NULL: none; tags are named "tag <id>").
  * Adds one launch to s. 0, or -EINVAL/-ENOMEM/-E2BIG with one line in err.
  */
-int pt_regions__read_raw(struct pt_region_set *s, const void *buf, size_t len,
-			 const char *tags_json, size_t tags_len, const char *source, char *err,
-			 size_t errlen);
+int pt_regionfile__read_raw(struct pt_region_set *s, const void *buf, size_t len,
+			    const char *tags_json, size_t tags_len, const char *source, char *err,
+			    size_t errlen);
 
 /* A Chrome-trace JSON text. Adds its launches to s. 0 or -errno, err set. */
-int pt_regions__read_chrome(struct pt_region_set *s, const char *json, size_t len,
-			    const char *source, char *err, size_t errlen);
+int pt_regionfile__read_chrome(struct pt_region_set *s, const char *json, size_t len,
+			       const char *source, char *err, size_t errlen);
 
 /* Whether a JSON text is a tag table (array, or object without
  * traceEvents) rather than a Chrome trace. */
-bool pt_regions__is_tag_table(const char *json, size_t len);
+bool pt_regionfile__is_tag_table(const char *json, size_t len);
 
 #endif

@@ -11,12 +11,12 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "aggregate/regions.h"
+#include "aggregate/regionmatch.h"
 
 /* A set built by hand: tags "a", "b". */
 static void set_init(struct pt_region_set *s)
 {
-	pt_regions__init(s);
+	pt_regionfile__init(s);
 	s->tags = calloc(2, sizeof(*s->tags));
 	s->tags[0] = strdup("a");
 	s->tags[1] = strdup("b");
@@ -73,7 +73,7 @@ static void test_match_order_and_figures(void **state)
 	/* attn by default kernel, launch 0 */
 	l = add(&s, NULL, -1, NULL);
 	ev(l, G + 210, 30, 1);
-	assert_int_equal(pt_regions__match(&s, "attn", SP, 4, &r), 0);
+	assert_int_equal(pt_regionmatch__match(&s, "attn", SP, 4, &r), 0);
 	assert_int_equal(r.launches_matched, 3);
 	assert_int_equal(r.unmatched, 0);
 	assert_int_equal(r.m[0].span, 2); /* gemm at 100 */
@@ -110,8 +110,8 @@ static void test_match_order_and_figures(void **state)
 		}
 	}
 	assert_int_equal(r.nkernels, 2);
-	pt_regions__result_free(&r);
-	pt_regions__free(&s);
+	pt_regionmatch__result_free(&r);
+	pt_regionfile__free(&s);
 }
 
 static void test_unmatched(void **state)
@@ -136,7 +136,7 @@ static void test_unmatched(void **state)
 	l = add(&s, "attn", -1, NULL);
 	ev(l, G, 10, 0);
 	l->overflow = true;
-	assert_int_equal(pt_regions__match(&s, NULL, SP, 4, &r), 0);
+	assert_int_equal(pt_regionmatch__match(&s, NULL, SP, 4, &r), 0);
 	assert_int_equal(r.m[0].span, -1);
 	assert_non_null(strstr(r.m[0].why, "no kernel of that name"));
 	assert_non_null(strstr(r.m[1].why, "launch index past"));
@@ -153,8 +153,8 @@ static void test_unmatched(void **state)
 	assert_int_equal(r.launches_matched, 4);
 	assert_int_equal(r.unmatched, 6);
 	assert_int_equal(r.overflowed, 1);
-	pt_regions__result_free(&r);
-	pt_regions__free(&s);
+	pt_regionmatch__result_free(&r);
+	pt_regionfile__free(&s);
 }
 
 /* Offsets that do not agree: each launch its own, spread reported; a
@@ -176,7 +176,7 @@ static void test_alignment(void **state)
 	l->ev[1].start_ns += 1000; /* -G - 1000 only */
 	l = add(&s, "gemm", 2, NULL);
 	ev(l, G + 490, 120, 1); /* 120 in a kernel of 100: centred, 10 out each side */
-	assert_int_equal(pt_regions__match(&s, NULL, SP, 4, &r), 0);
+	assert_int_equal(pt_regionmatch__match(&s, NULL, SP, 4, &r), 0);
 	assert_false(r.global);
 	assert_int_equal(r.nclocks, 1);
 	assert_false(r.clocks[0].one_offset);
@@ -188,21 +188,21 @@ static void test_alignment(void **state)
 	assert_int_equal(r.residual_max_ns, 10);
 	assert_int_equal(r.regions_outside, 1);
 	assert_int_equal(r.m[2].outside, 1);
-	pt_regions__result_free(&r);
-	pt_regions__free(&s);
+	pt_regionmatch__result_free(&r);
+	pt_regionfile__free(&s);
 
 	set_init(&s);
 	ev(add(&s, "gemm", 0, "x.json"), 5100, 100, 0);
 	ev(add(&s, "gemm", 1, "x.json"), 5300, 100, 0);
 	ev(add(&s, "gemm", 2, NULL), G + 500, 100, 0);
-	assert_int_equal(pt_regions__match(&s, NULL, SP, 4, &r), 0);
+	assert_int_equal(pt_regionmatch__match(&s, NULL, SP, 4, &r), 0);
 	assert_true(r.global);
 	assert_int_equal(r.nclocks, 2);
 	assert_int_equal(r.m[0].offset_ns, -5000);
 	assert_int_equal(r.m[1].offset_ns, -5000);
 	assert_int_equal(r.m[2].offset_ns, -(int64_t)G);
-	pt_regions__result_free(&r);
-	pt_regions__free(&s);
+	pt_regionmatch__result_free(&r);
+	pt_regionfile__free(&s);
 }
 
 /* trace.json names a C++ kernel demangled and keeps CUPTI's name in
@@ -220,13 +220,13 @@ static void test_match_mangled(void **state)
 	ev(add(&s, "_ZN2ns1kILi4EEEvPf", -1, NULL), G + 110, 10, 0);
 	ev(add(&s, "void ns::k<4>(float*)", 1, NULL), G + 310, 10, 0);
 	ev(add(&s, "_ZN2ns1kILi5EEEvPf", -1, NULL), G + 110, 10, 0);
-	assert_int_equal(pt_regions__match(&s, NULL, sp, 2, &r), 0);
+	assert_int_equal(pt_regionmatch__match(&s, NULL, sp, 2, &r), 0);
 	assert_int_equal(r.m[0].span, 0);
 	assert_int_equal(r.m[1].span, 1);
 	assert_int_equal(r.m[2].span, -1);
 	assert_int_equal(r.launches_matched, 2);
-	pt_regions__result_free(&r);
-	pt_regions__free(&s);
+	pt_regionmatch__result_free(&r);
+	pt_regionfile__free(&s);
 }
 
 static void test_empty(void **state)
@@ -234,12 +234,12 @@ static void test_empty(void **state)
 	struct pt_regions_result r;
 	struct pt_region_set s;
 
-	pt_regions__init(&s);
-	assert_int_equal(pt_regions__match(&s, NULL, NULL, 0, &r), 0);
+	pt_regionfile__init(&s);
+	assert_int_equal(pt_regionmatch__match(&s, NULL, NULL, 0, &r), 0);
 	assert_int_equal(r.launches_matched, 0);
 	assert_false(r.global);
-	pt_regions__result_free(&r);
-	pt_regions__result_free(NULL);
+	pt_regionmatch__result_free(&r);
+	pt_regionmatch__result_free(NULL);
 }
 
 int main(void)
