@@ -183,29 +183,28 @@ static int launch_stats(struct pt_regions_result *r, const struct pt_region_laun
 	return 0;
 }
 
-int pt_regionmatch__match(const struct pt_region_set *s, const char *default_kernel,
-			  const struct pt_kspan *spans, size_t nspans,
-			  struct pt_regions_result *out)
-{
-	struct pt_regions_result *r = out;
-	struct kname *kn = NULL;
-	struct sums *sums = NULL;
-	size_t nkn = 0, tcap = 0;
-	int64_t *lo = NULL, *hi = NULL, *offs = NULL;
-	int e = -ENOMEM;
+/* One match's working state, shared by its phases. */
+struct match {
+	const struct pt_region_set *s;
+	const char *default_kernel;
+	const struct pt_kspan *spans;
+	size_t nspans;
+	struct pt_regions_result *r;
+	struct kname *kn; /* the kernel names that have regions */
+	size_t nkn;
+	int64_t *lo, *hi, *offs; /* per launch: the offsets it allows */
+	struct sums *sums;	 /* per tag: each launch's time in it */
+	size_t tcap;
+};
 
-	memset(r, 0, sizeof(*r));
-	r->m = calloc(s->nl + 1, sizeof(*r->m));
-	lo = calloc(s->nl + 1, sizeof(*lo));
-	hi = calloc(s->nl + 1, sizeof(*hi));
-	offs = calloc(s->nl + 1, sizeof(*offs));
-	kn = calloc(s->nl + 1, sizeof(*kn));
-	if (!r->m || !lo || !hi || !offs || !kn)
-		goto out;
-	r->nm = s->nl;
-	/* the kernel names that have regions, with their launches in order */
+/* The kernel names that have regions, with their launches in order. */
+static int collect_kernels(struct match *c)
+{
+	const struct pt_region_set *s = c->s;
+	struct pt_regions_result *r = c->r;
+
 	for (size_t i = 0; i < s->nl; i++) {
-		const char *name = s->l[i].kernel ? s->l[i].kernel : default_kernel;
+		const char *name = s->l[i].kernel ? s->l[i].kernel : c->default_kernel;
 		struct kname *k;
 
 		r->m[i] =
@@ -213,26 +212,35 @@ int pt_regionmatch__match(const struct pt_region_set *s, const char *default_ker
 		r->regions_invalid += s->l[i].invalid;
 		if (s->l[i].overflow)
 			r->overflowed++;
-		if (!name || find_name(kn, nkn, name))
+		if (!name || find_name(c->kn, c->nkn, name))
 			continue;
-		k = &kn[nkn++];
+		k = &c->kn[c->nkn++];
 		k->name = name;
-		for (size_t j = 0; j < nspans; j++)
-			k->n += span_named(&spans[j], name);
+		for (size_t j = 0; j < c->nspans; j++)
+			k->n += span_named(&c->spans[j], name);
 		k->idx = calloc(k->n + 1, sizeof(*k->idx));
 		k->owner = calloc(k->n + 1, sizeof(*k->owner));
 		if (!k->idx || !k->owner)
-			goto out;
+			return -ENOMEM;
 		k->n = 0;
-		for (size_t j = 0; j < nspans; j++)
-			if (span_named(&spans[j], name))
+		for (size_t j = 0; j < c->nspans; j++)
+			if (span_named(&c->spans[j], name))
 				k->idx[k->n++] = j;
-		g_spans = spans;
+		g_spans = c->spans;
 		qsort(k->idx, k->n, sizeof(*k->idx), span_cmp);
 		for (size_t j = 0; j < k->n; j++)
 			k->owner[j] = -1;
 	}
-	/* explicit launch indices first, then the others in order */
+	return 0;
+}
+
+/* Each launch of regions to a kernel launch: explicit launch indices
+ * first, then the others in order; why not, for those left. */
+static void assign_launches(struct match *c)
+{
+	const struct pt_region_set *s = c->s;
+	struct pt_regions_result *r = c->r;
+
 	for (int pass = 0; pass < 2; pass++) {
 		for (size_t i = 0; i < s->nl; i++) {
 			struct pt_rmatch *m = &r->m[i];
@@ -248,7 +256,7 @@ int pt_regionmatch__match(const struct pt_region_set *s, const char *default_ker
 				m->why = "no valid regions";
 				continue;
 			}
-			k = find_name(kn, nkn, m->kernel);
+			k = find_name(c->kn, c->nkn, m->kernel);
 			if (!k->n) {
 				m->why = "no kernel of that name in trace.json";
 				continue;
@@ -275,7 +283,14 @@ int pt_regionmatch__match(const struct pt_region_set *s, const char *default_ker
 			k->with_regions++;
 		}
 	}
-	/* the offsets each matched launch allows */
+}
+
+/* The offsets each matched launch allows: [lo, hi]. */
+static void offset_windows(struct match *c)
+{
+	const struct pt_region_set *s = c->s;
+	struct pt_regions_result *r = c->r;
+
 	for (size_t i = 0; i < s->nl; i++) {
 		const struct pt_region_launch *l = &s->l[i];
 		const struct pt_kspan *k;
@@ -285,61 +300,78 @@ int pt_regionmatch__match(const struct pt_region_set *s, const char *default_ker
 			r->unmatched++;
 			continue;
 		}
-		k = &spans[r->m[i].span];
+		k = &c->spans[r->m[i].span];
 		for (size_t j = 0; j < l->nev; j++) {
 			if (l->ev[j].start_ns < rmin)
 				rmin = l->ev[j].start_ns;
 			if (l->ev[j].start_ns + l->ev[j].dur_ns > rmax)
 				rmax = l->ev[j].start_ns + l->ev[j].dur_ns;
 		}
-		lo[i] = (int64_t)(k->start_ns - rmin);
-		hi[i] = (int64_t)(k->end_ns - rmax);
-		if (lo[i] > hi[i]) /* longer than the kernel: centred */
-			lo[i] = hi[i] = (int64_t)((k->start_ns + k->end_ns) / 2) -
-					(int64_t)(rmin + (rmax - rmin) / 2);
+		c->lo[i] = (int64_t)(k->start_ns - rmin);
+		c->hi[i] = (int64_t)(k->end_ns - rmax);
+		if (c->lo[i] > c->hi[i]) /* longer than the kernel: centred */
+			c->lo[i] = c->hi[i] = (int64_t)((k->start_ns + k->end_ns) / 2) -
+					      (int64_t)(rmin + (rmax - rmin) / 2);
 		r->launches_matched++;
 		r->regions += l->nev;
 	}
-	/* one offset per clock when one fits all its launches */
+}
+
+/* One offset per clock when one fits all its launches, else each its own. */
+static int clock_offsets(struct match *c)
+{
+	const struct pt_region_set *s = c->s;
+	struct pt_regions_result *r = c->r;
+
 	r->clocks = calloc(s->nl + 1, sizeof(*r->clocks));
 	if (!r->clocks)
-		goto out;
+		return -ENOMEM;
 	r->global = true;
 	for (size_t i = 0; i < s->nl; i++) {
-		struct pt_rclock *c = NULL;
+		struct pt_rclock *ck = NULL;
 		int64_t L = INT64_MIN, H = INT64_MAX;
 
 		if (r->m[i].span < 0)
 			continue;
-		for (size_t q = 0; q < r->nclocks && !c; q++)
+		for (size_t q = 0; q < r->nclocks && !ck; q++)
 			if (!strcmp(r->clocks[q].clock, s->l[i].clock))
-				c = &r->clocks[q];
-		if (c)
+				ck = &r->clocks[q];
+		if (ck)
 			continue; /* done with its first launch */
-		c = &r->clocks[r->nclocks++];
-		c->clock = s->l[i].clock;
+		ck = &r->clocks[r->nclocks++];
+		ck->clock = s->l[i].clock;
 		for (size_t j = i; j < s->nl; j++) {
-			if (r->m[j].span < 0 || strcmp(s->l[j].clock, c->clock))
+			if (r->m[j].span < 0 || strcmp(s->l[j].clock, ck->clock))
 				continue;
-			L = lo[j] > L ? lo[j] : L;
-			H = hi[j] < H ? hi[j] : H;
-			c->launches++;
+			L = c->lo[j] > L ? c->lo[j] : L;
+			H = c->hi[j] < H ? c->hi[j] : H;
+			ck->launches++;
 		}
-		c->one_offset = L <= H;
-		r->global &= c->one_offset;
+		ck->one_offset = L <= H;
+		r->global &= ck->one_offset;
 		for (size_t j = i, n = 0; j < s->nl; j++) {
-			if (r->m[j].span < 0 || strcmp(s->l[j].clock, c->clock))
+			if (r->m[j].span < 0 || strcmp(s->l[j].clock, ck->clock))
 				continue;
-			r->m[j].offset_ns = c->one_offset ? mid(L, H) : mid(lo[j], hi[j]);
-			offs[n++] = r->m[j].offset_ns;
+			r->m[j].offset_ns = ck->one_offset ? mid(L, H) : mid(c->lo[j], c->hi[j]);
+			c->offs[n++] = r->m[j].offset_ns;
 		}
-		qsort(offs, c->launches, sizeof(*offs), i64_cmp);
-		c->offset_ns = offs[(c->launches - 1) / 2];
-		c->offset_min_ns = offs[0];
-		c->offset_max_ns = offs[c->launches - 1];
+		qsort(c->offs, ck->launches, sizeof(*c->offs), i64_cmp);
+		ck->offset_ns = c->offs[(ck->launches - 1) / 2];
+		ck->offset_min_ns = c->offs[0];
+		ck->offset_max_ns = c->offs[ck->launches - 1];
 	}
 	r->global &= r->nclocks > 0;
-	/* residual, and the figures per tag */
+	return 0;
+}
+
+/* What of each matched launch falls outside its kernel once shifted (the
+ * residual), and its figures per tag. */
+static int residuals_and_tags(struct match *c)
+{
+	const struct pt_region_set *s = c->s;
+	struct pt_regions_result *r = c->r;
+	int e;
+
 	for (size_t i = 0; i < s->nl; i++) {
 		const struct pt_region_launch *l = &s->l[i];
 		struct pt_rmatch *m = &r->m[i];
@@ -347,7 +379,7 @@ int pt_regionmatch__match(const struct pt_region_set *s, const char *default_ker
 
 		if (m->span < 0)
 			continue;
-		k = &spans[m->span];
+		k = &c->spans[m->span];
 		for (size_t j = 0; j < l->nev; j++) {
 			/* wrapping sums: no signed overflow on any input */
 			int64_t a = (int64_t)(l->ev[j].start_ns + (uint64_t)m->offset_ns);
@@ -366,45 +398,84 @@ int pt_regionmatch__match(const struct pt_region_set *s, const char *default_ker
 		r->regions_outside += m->outside;
 		if (m->outside_ns > r->residual_max_ns)
 			r->residual_max_ns = m->outside_ns;
-		e = launch_stats(r, l, m, &sums, &tcap);
+		e = launch_stats(r, l, m, &c->sums, &c->tcap);
 		if (e)
-			goto out;
+			return e;
 	}
-	e = -ENOMEM;
-	/* kernel time of each kernel's matched launches, quantiles */
+	return 0;
+}
+
+/* Per tag: the kernel time of its kernel's matched launches, quantiles;
+ * and the kernels. */
+static int totals(struct match *c)
+{
+	const struct pt_region_set *s = c->s;
+	struct pt_regions_result *r = c->r;
+
 	for (size_t t = 0; t < r->ntags; t++) {
 		struct pt_rtag *g = &r->tags[t];
 
 		for (size_t i = 0; i < s->nl; i++)
 			if (r->m[i].span >= 0 && !strcmp(r->m[i].kernel, g->kernel))
-				g->kernel_ns +=
-					spans[r->m[i].span].end_ns - spans[r->m[i].span].start_ns;
-		qsort(sums[t].v, sums[t].n, sizeof(uint64_t), u64_cmp);
-		g->p50_ns = nearest_rank(sums[t].v, sums[t].n, 0.50);
-		g->p99_ns = nearest_rank(sums[t].v, sums[t].n, 0.99);
+				g->kernel_ns += c->spans[r->m[i].span].end_ns -
+						c->spans[r->m[i].span].start_ns;
+		qsort(c->sums[t].v, c->sums[t].n, sizeof(uint64_t), u64_cmp);
+		g->p50_ns = nearest_rank(c->sums[t].v, c->sums[t].n, 0.50);
+		g->p99_ns = nearest_rank(c->sums[t].v, c->sums[t].n, 0.99);
 		g->mean_ns = g->launches ? g->total_ns / g->launches : 0;
 	}
-	r->kernels = calloc(nkn + 1, sizeof(*r->kernels));
+	r->kernels = calloc(c->nkn + 1, sizeof(*r->kernels));
 	if (!r->kernels)
+		return -ENOMEM;
+	for (size_t i = 0; i < c->nkn; i++)
+		r->kernels[i] =
+			(struct pt_rkernel){ c->kn[i].name, c->kn[i].n, c->kn[i].with_regions };
+	r->nkernels = c->nkn;
+	return 0;
+}
+
+int pt_regionmatch__match(const struct pt_region_set *s, const char *default_kernel,
+			  const struct pt_kspan *spans, size_t nspans,
+			  struct pt_regions_result *out)
+{
+	struct match c = {
+		.s = s, .default_kernel = default_kernel, .spans = spans, .nspans = nspans, .r = out
+	};
+	int e = -ENOMEM;
+
+	memset(out, 0, sizeof(*out));
+	out->m = calloc(s->nl + 1, sizeof(*out->m));
+	c.lo = calloc(s->nl + 1, sizeof(*c.lo));
+	c.hi = calloc(s->nl + 1, sizeof(*c.hi));
+	c.offs = calloc(s->nl + 1, sizeof(*c.offs));
+	c.kn = calloc(s->nl + 1, sizeof(*c.kn));
+	if (!out->m || !c.lo || !c.hi || !c.offs || !c.kn)
 		goto out;
-	for (size_t i = 0; i < nkn; i++)
-		r->kernels[i] = (struct pt_rkernel){ kn[i].name, kn[i].n, kn[i].with_regions };
-	r->nkernels = nkn;
-	e = 0;
-out:
-	for (size_t i = 0; kn && i < nkn; i++) {
-		free(kn[i].idx);
-		free(kn[i].owner);
-	}
-	for (size_t t = 0; sums && t < r->ntags; t++)
-		free(sums[t].v);
-	free(sums);
-	free(kn);
-	free(lo);
-	free(hi);
-	free(offs);
+	out->nm = s->nl;
+	e = collect_kernels(&c);
 	if (e)
-		pt_regionmatch__result_free(r);
+		goto out;
+	assign_launches(&c);
+	offset_windows(&c);
+	e = clock_offsets(&c);
+	if (!e)
+		e = residuals_and_tags(&c);
+	if (!e)
+		e = totals(&c);
+out:
+	for (size_t i = 0; c.kn && i < c.nkn; i++) {
+		free(c.kn[i].idx);
+		free(c.kn[i].owner);
+	}
+	for (size_t t = 0; c.sums && t < out->ntags; t++)
+		free(c.sums[t].v);
+	free(c.sums);
+	free(c.kn);
+	free(c.lo);
+	free(c.hi);
+	free(c.offs);
+	if (e)
+		pt_regionmatch__result_free(out);
 	return e;
 }
 
