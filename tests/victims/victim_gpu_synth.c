@@ -151,9 +151,8 @@ VT_FN void gpu_step(void)
 	engine_sample();
 }
 
-/* The segment's fd: open for life, as the shim keeps it, since proftrace
- * finds the segment among our open files (the mapping alone would keep
- * the memory, not the name). */
+/* The segment's fd: open for life, as the shim keeps it (proftrace looks
+ * among our open files first, our mappings only when no fd is there). */
 static int seg_fd = -1;
 
 static int segment(void)
