@@ -49,28 +49,10 @@ static bool runs_cuda(int pid)
  * from its constructor when CUDA is already there) and wait a little for
  * its ring. 0 with p->gpu_ring open, or -errno with err set.
  */
-/*
- * After --inject loaded a helper: its thread makes the segment, then sizes
- * and fills it; until it has, the file may be missing, empty or
- * unpublished. open() is tried every 10 ms for up to ms: its last result.
- */
-int pt_run__wait_segment(struct proc *p, int (*open)(struct proc *p, char *why, size_t len),
-			 unsigned int ms, char *why, size_t len)
+static int open_ring(void *ctx, char *why, size_t len)
 {
-	for (unsigned int t = 0;; t += 10) {
-		struct timespec ts = { 0, 10 * 1000 * 1000 };
-		int e = open(p, why, len);
+	struct proc *p = ctx;
 
-		/* -EPERM: a memfd of the helper's name that is not its; that
-		 * does not go away by waiting */
-		if (!e || e == -ENOMEM || e == -EPERM || t >= ms)
-			return e;
-		nanosleep(&ts, NULL);
-	}
-}
-
-static int open_ring(struct proc *p, char *why, size_t len)
-{
 	return pt_gpuring__open(&p->gpu_ring, p->tracee.pid, why, len);
 }
 
@@ -110,7 +92,7 @@ static int inject_shim(struct proc *p, char *err, size_t errlen)
 		pt_msg("proftrace: pid %d: the CUPTI shim loaded (--inject): thread %d held "
 		       "%.2f ms\n",
 		       p->tracee.pid, res.tid, res.pause_ms);
-	e = pt_run__wait_segment(p, open_ring, 2000, why, sizeof(why));
+	e = pt_segment__wait(open_ring, p, 2000, why, sizeof(why));
 	if (e)
 		snprintf(err, errlen, "--inject: the CUPTI shim is loaded in %d but %s",
 			 p->tracee.pid, e == -ENOENT ? "has made no ring in 2 s" : why);

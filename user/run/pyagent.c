@@ -24,6 +24,7 @@
 #include "python/agent.h"
 #include "python/pep768.h"
 #include "util/helpers.h"
+#include "util/segment.h"
 
 #define AGENT_LIB "libproftrace_agent"
 
@@ -405,8 +406,10 @@ static int pep768_load(struct proc *p, char *err, size_t errlen)
 
 /* --inject: load the agent into p with ptrace (attach/inject.h), then
  * open its segment (its constructor made it inside the dlopen). */
-static int open_agent(struct proc *p, char *why, size_t len)
+static int open_agent(void *ctx, char *why, size_t len)
 {
+	struct proc *p = ctx;
+
 	return pt_agent__open(&p->agent, p->tracee.pid, why, len);
 }
 
@@ -433,7 +436,7 @@ static int inject_load(struct proc *p, char *err, size_t errlen)
 			"held %.2f ms (dlopen %.2f ms) after %.2f ms looking\n",
 			p->tracee.pid, p->inject.tid, p->inject.syscall, p->inject.pause_ms,
 			p->inject.call_ms, p->inject.wait_ms);
-	e = pt_run__wait_segment(p, open_agent, 500, why, sizeof(why));
+	e = pt_segment__wait(open_agent, p, 500, why, sizeof(why));
 	if (e)
 		snprintf(err, errlen, "--inject: the agent is loaded in %d but %s", p->tracee.pid,
 			 e == -ENOENT ? "made no segment (out of memory?)" : why);

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "run.h"
+#include "util/tasks.h"
 
 static void on_proc_event(struct run *r, const struct pt_rec *rec);
 
@@ -34,7 +35,7 @@ static void trace_thread(struct proc *p, uint32_t tid)
 
 	if (pt_trace__has_thread_name(tr, tid))
 		return;
-	pt_run__thread_comm(p->tracee.pid, tid, comm, sizeof(comm));
+	pt_tasks__comm(p->tracee.pid, tid, comm, sizeof(comm));
 	pt_trace__thread_name(tr, tid, (uint32_t)p->tracee.pid, comm);
 }
 

@@ -285,8 +285,6 @@ struct proc *pt_run__proc_of(struct run *r, uint32_t pid);
 
 /* samples.c */
 int pt_run__on_sample(void *ctx, const struct pt_sample *s);
-/* Thread tid's comm into comm ("" when it cannot be read). */
-void pt_run__thread_comm(int pid, uint32_t tid, char *comm, size_t len);
 
 /* pyrec.c: records of py: functions */
 void pt_run__on_pycode(struct proc *p, const struct pt_rec_pycode *rec);
@@ -328,8 +326,6 @@ int pt_run__open_gpu(struct proc *p);
 bool pt_run__gpu_lost(struct proc *p);
 /* Drain p's GPU ring unless it was truncated. */
 void pt_run__gpu_drain(struct proc *p);
-int pt_run__wait_segment(struct proc *p, int (*open)(struct proc *p, char *why, size_t len),
-			 unsigned int ms, char *why, size_t len);
 int pt_run__open_sampler(struct run *r, char *err, size_t errlen);
 bool pt_run__py_exact(const struct proc *p);
 bool pt_run__want_py_probe(const struct run *r, const struct proc *p);

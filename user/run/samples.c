@@ -11,22 +11,6 @@
 #include "run.h"
 #include "util/tasks.h"
 
-/* Thread tid's comm into comm (empty when it cannot be read). */
-void pt_run__thread_comm(int pid, uint32_t tid, char *comm, size_t len)
-{
-	char path[64];
-	FILE *f;
-
-	comm[0] = 0;
-	snprintf(path, sizeof(path), "/proc/%d/task/%u/comm", pid, tid);
-	f = fopen(path, "re");
-	if (f) {
-		if (fgets(comm, (int)len, f))
-			comm[strcspn(comm, "\n")] = 0;
-		fclose(f);
-	}
-}
-
 /* tid as the target sees it, in its own PID namespace (the last NSpid of
  * its status); tid itself when that cannot be read. */
 static uint32_t inner_tid(int pid, uint32_t tid)
@@ -55,7 +39,7 @@ static void name_thread(struct run *r, struct proc *p, uint32_t tid)
 	uint32_t ns_tid = p->other_ns ? inner_tid(p->tracee.pid, tid) : tid;
 	bool own;
 
-	pt_run__thread_comm(p->tracee.pid, tid, comm, sizeof(comm));
+	pt_tasks__comm(p->tracee.pid, tid, comm, sizeof(comm));
 	own = pt_thrname__name(p->tn, ns_tid, comm, pt_now_ns(CLOCK_MONOTONIC), name, sizeof(name));
 	for (int k = 0; k < 1 + r->multi; k++) {
 		struct pt_stacks *st = k ? r->all.stk : p->v.stk;

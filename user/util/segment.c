@@ -4,14 +4,11 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
-#include "shim/ptagent.h"
-#include "shim/ptgpu.h"
 #include "segment.h"
 #include "sigbus.h"
 #include "tasks.h"
@@ -287,4 +284,17 @@ void pt_segment__close(struct pt_segment *s)
 		close(s->fd);
 	s->map = NULL;
 	s->fd = -1;
+}
+
+int pt_segment__wait(int (*open)(void *ctx, char *why, size_t len), void *ctx, unsigned int ms,
+		     char *why, size_t len)
+{
+	for (unsigned int t = 0;; t += 10) {
+		struct timespec ts = { 0, 10 * 1000 * 1000 };
+		int e = open(ctx, why, len);
+
+		if (!e || e == -ENOMEM || e == -EPERM || t >= ms)
+			return e;
+		nanosleep(&ts, NULL);
+	}
 }

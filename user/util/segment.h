@@ -49,6 +49,15 @@ struct pt_segment_kind {
  */
 int pt_segment__open(struct pt_segment *s, int pid, const struct pt_segment_kind *k, char *err,
 		     size_t errlen);
+/*
+ * After --inject loaded a helper: its thread makes the segment, then seals
+ * and publishes it; until it has, it may be missing, unsealed or
+ * unpublished. open(ctx, why, len) is tried every 10 ms for up to ms: its
+ * last result; at once on success, -ENOMEM, or -EPERM (a memfd of the
+ * helper's name that is not its does not go away by waiting).
+ */
+int pt_segment__wait(int (*open)(void *ctx, char *why, size_t len), void *ctx, unsigned int ms,
+		     char *why, size_t len);
 /* A fault in its mapping was turned into zeros, or it is shorter than the
  * mapping now (neither can happen to a sealed segment): stop using it.
  * Once true, stays true. */

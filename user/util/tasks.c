@@ -80,3 +80,18 @@ int pt_tasks__ns_pid(int pid)
 	fclose(f);
 	return ns;
 }
+
+void pt_tasks__comm(int pid, uint32_t tid, char *comm, size_t len)
+{
+	char path[64];
+	FILE *f;
+
+	comm[0] = 0;
+	snprintf(path, sizeof(path), "/proc/%d/task/%u/comm", pid, tid);
+	f = fopen(path, "re");
+	if (f) {
+		if (fgets(comm, (int)len, f))
+			comm[strcspn(comm, "\n")] = 0;
+		fclose(f);
+	}
+}

@@ -13,6 +13,9 @@
  */
 int pt_tasks__each(int pid, int (*fn)(void *ctx, int tid), void *ctx);
 
+/* Thread tid of pid's comm into comm (empty when it cannot be read). */
+void pt_tasks__comm(int pid, uint32_t tid, char *comm, size_t len);
+
 /* pid as the process sees itself in its own PID namespace (the last
  * NSpid of /proc/PID/status); pid itself when that cannot be read. */
 int pt_tasks__ns_pid(int pid);
