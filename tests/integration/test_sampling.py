@@ -619,8 +619,12 @@ def test_line_profiler_debian_py311():
         assert set(top_pt) <= set(top_truth[:4]), (top_pt, top_truth)
         print("  the victim's own 3rd and 4th lines are %.1f pp apart: proftrace's top 3 "
               "are among its top 4" % gap)
-    if set(top_lp) == want:
+    # line_profiler ran in processes of its own: its ranking is compared
+    # with proftrace's only when both runs ranked as designed (under load a
+    # preempted spin reorders one run and not the other)
+    if set(top_lp) == want and set(top_truth[:3]) == want:
         eq(set(top_pt), set(top_lp), "top 3 lines (proftrace, line_profiler)")
     else:
-        print("  line_profiler misranked the lines in 3 runs (a loaded machine's preemptions "
-              "land after its spins); proftrace matched the victim's truth")
+        print("  the runs did not both rank as designed (a loaded machine's preemptions "
+              "lengthen spins): proftrace matched its run's truth; line_profiler's top 3: %s"
+              % sorted(tagname.get(x, x) for x in top_lp))
