@@ -82,23 +82,6 @@ struct parser {
 	int ntok;
 };
 
-static void err_append(char *err, size_t errlen, size_t *off, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
-
-static void err_append(char *err, size_t errlen, size_t *off, const char *fmt, ...)
-{
-	va_list ap;
-	int n;
-
-	if (*off >= errlen)
-		return;
-	va_start(ap, fmt);
-	n = vsnprintf(err + *off, errlen - *off, fmt, ap);
-	va_end(ap);
-	if (n > 0)
-		*off += n;
-}
-
 /*
  * One error line: "path:line:col: error: what 'tok' (hint: ...)". tok and
  * hint may be NULL for the few errors that have none.
@@ -115,18 +98,18 @@ static int perr(struct parser *p, int col, const char *tok, const char *what, co
 
 	if (!p->err || !p->errlen)
 		return -EINVAL;
-	err_append(p->err, p->errlen, &off, "%s:%d:%d: error: %s", p->path, p->line, col, what);
+	pt_appendf(p->err, p->errlen, &off, "%s:%d:%d: error: %s", p->path, p->line, col, what);
 	if (tok) {
 		if (strlen(tok) > TOKEN_SHOW_MAX)
-			err_append(p->err, p->errlen, &off, " '%.*s...'", TOKEN_SHOW_MAX - 3, tok);
+			pt_appendf(p->err, p->errlen, &off, " '%.*s...'", TOKEN_SHOW_MAX - 3, tok);
 		else
-			err_append(p->err, p->errlen, &off, " '%s'", tok);
+			pt_appendf(p->err, p->errlen, &off, " '%s'", tok);
 	}
 	if (hintfmt) {
 		va_start(ap, hintfmt);
 		vsnprintf(hint, sizeof(hint), hintfmt, ap);
 		va_end(ap);
-		err_append(p->err, p->errlen, &off, " (hint: %s)", hint);
+		pt_appendf(p->err, p->errlen, &off, " (hint: %s)", hint);
 	}
 	return -EINVAL;
 }

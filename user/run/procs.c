@@ -5,7 +5,6 @@
  * (exit, exec), and find the descendants --children asks for.
  */
 #include <errno.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -913,22 +912,6 @@ static int use_agent(struct proc *p)
 	return 0;
 }
 
-/* Append to line (len bytes) at *at, cut at its end. */
-static __attribute__((format(printf, 4, 5))) void add(char *line, size_t len, size_t *at,
-						      const char *fmt, ...)
-{
-	va_list ap;
-	int n;
-
-	if (*at >= len)
-		return;
-	va_start(ap, fmt);
-	n = vsnprintf(line + *at, len - *at, fmt, ap);
-	va_end(ap);
-	if (n > 0)
-		*at += (size_t)n < len - *at ? (size_t)n : len - *at - 1;
-}
-
 /* p is traced from now on: its probes go in. Not fatal when a part
  * cannot (said): the rest still gives true figures. -ENOMEM, or
  * -PT_EUSAGE (--gpu on cannot be honoured). */
@@ -1000,35 +983,38 @@ int pt_run__start_proc(struct proc *p, int ep)
 	for (size_t i = 0; i < p->nfs; i++)
 		n += pt_resolver__func(p->res, i)->py && p->fs[i].attached;
 	/* one line, printed at once (pt_msg clears the live status line) */
-	add(line, sizeof(line), &at, "proftrace: attached %d probe%s to pid %d (%s)", n,
-	    n == 1 ? "" : "s", p->tracee.pid, p->tracee.comm);
+	pt_appendf(line, sizeof(line), &at, "proftrace: attached %d probe%s to pid %d (%s)", n,
+		   n == 1 ? "" : "s", p->tracee.pid, p->tracee.comm);
 	if (p->rank >= 0)
-		add(line, sizeof(line), &at, " rank %d", p->rank);
+		pt_appendf(line, sizeof(line), &at, " rank %d", p->rank);
 	if (p->py_probed)
-		add(line, sizeof(line), &at, "; Python %s frames probed", p->py.version);
+		pt_appendf(line, sizeof(line), &at, "; Python %s frames probed", p->py.version);
 	if (pt_run__agent_ok(p))
-		add(line, sizeof(line), &at,
-		    "; Python %s agent hooks %u code object%s for %zu of %zu py: probe%s",
-		    p->py.version, p->agent_narm, p->agent_narm == 1 ? "" : "s", pyfound, npy,
-		    npy == 1 ? "" : "s");
+		pt_appendf(line, sizeof(line), &at,
+			   "; Python %s agent hooks %u code object%s for %zu of %zu py: probe%s",
+			   p->py.version, p->agent_narm, p->agent_narm == 1 ? "" : "s", pyfound,
+			   npy, npy == 1 ? "" : "s");
 	else if (p->agent)
-		add(line, sizeof(line), &at, "; Python %s agent blocked (above)", p->py.version);
+		pt_appendf(line, sizeof(line), &at, "; Python %s agent blocked (above)",
+			   p->py.version);
 	else if (npy && p->have_py && !strcmp(pt_run__py_timing(p), "sampled"))
-		add(line, sizeof(line), &at,
-		    "; %zu py: probe%s timed from samples (no Python agent: above)", npy,
-		    npy == 1 ? "" : "s");
+		pt_appendf(line, sizeof(line), &at,
+			   "; %zu py: probe%s timed from samples (no Python agent: above)", npy,
+			   npy == 1 ? "" : "s");
 	if (p->sampled)
-		add(line, sizeof(line), &at, "; stacks sampled at %u Hz", r->cfg.sample_hz);
+		pt_appendf(line, sizeof(line), &at, "; stacks sampled at %u Hz", r->cfg.sample_hz);
 	if (p->gpu)
-		add(line, sizeof(line), &at, "; GPU stream from the CUPTI shim");
+		pt_appendf(line, sizeof(line), &at, "; GPU stream from the CUPTI shim");
 	if (armed)
-		add(line, sizeof(line), &at, "; %d of them in %s not loaded yet, armed ahead",
-		    armed, armed == 1 ? "a library" : "libraries");
+		pt_appendf(line, sizeof(line), &at,
+			   "; %d of them in %s not loaded yet, armed ahead", armed,
+			   armed == 1 ? "a library" : "libraries");
 	if (pending)
-		add(line, sizeof(line), &at, "; %zu probe%s waiting for %s to be loaded", pending,
-		    pending == 1 ? "" : "s", pending == 1 ? "its library" : "their libraries");
+		pt_appendf(line, sizeof(line), &at, "; %zu probe%s waiting for %s to be loaded",
+			   pending, pending == 1 ? "" : "s",
+			   pending == 1 ? "its library" : "their libraries");
 	if (r->t0_mono && p->t_added > r->t0_mono + 100000000ull)
-		add(line, sizeof(line), &at, " at +%.3fs", since_start_s(r));
+		pt_appendf(line, sizeof(line), &at, " at +%.3fs", since_start_s(r));
 	pt_msg("%s\n", line);
 	return 0;
 }

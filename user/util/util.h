@@ -41,6 +41,23 @@ static inline __attribute__((format(printf, 3, 4))) void pt_seterr(char *err, si
 	va_end(ap);
 }
 
+/* Append to buf (len bytes) at *off, which moves on by what was written;
+ * once buf is full, nothing more (what is there stays NUL-terminated). */
+static inline __attribute__((format(printf, 4, 5))) void
+pt_appendf(char *buf, size_t len, size_t *off, const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	if (*off >= len)
+		return;
+	va_start(ap, fmt);
+	n = vsnprintf(buf + *off, len - *off, fmt, ap);
+	va_end(ap);
+	if (n > 0)
+		*off += (size_t)n;
+}
+
 /* Exit codes (README "Exit codes"). */
 enum { PT_EXIT_OK = 0, PT_EXIT_FAIL = 1, PT_EXIT_USAGE = 2 };
 
