@@ -46,6 +46,24 @@
 /* The seals a segment carries (proftrace refuses one without them). */
 #define PT_MEMSEG_SEALS (F_SEAL_SEAL | F_SEAL_SHRINK | F_SEAL_GROW)
 
+/* What the link of an fd of segment name reads (/proc/PID/fd/N). */
+static inline void pt_memseg__link(char *buf, size_t len, const char *name)
+{
+	snprintf(buf, len, "/memfd:%s (deleted)", name);
+}
+
+/* Does the link ent of dir (an fd; AT_FDCWD for a path) read want? */
+static inline int pt_memseg__link_is(int dir, const char *ent, const char *want)
+{
+	char link[128];
+	ssize_t n = readlinkat(dir, ent, link, sizeof(link) - 1);
+
+	if (n <= 0)
+		return 0;
+	link[n] = 0;
+	return !strcmp(link, want);
+}
+
 /*
  * Is a segment named name, whose header starts with magic and has our pid
  * as the u32 at pid_off, already open in this process (a second copy of
@@ -55,17 +73,16 @@
 static inline int pt_memseg__ours_open(const char *name, const char *magic, size_t magic_len,
 				       size_t pid_off)
 {
-	char link[128], want[96], path[64];
 	unsigned char head[256];
 	struct dirent *d;
+	char want[96];
 	uint32_t pid;
 	int found = 0;
-	ssize_t n;
 	DIR *dir;
 
 	if (magic_len + 1 > sizeof(head) || pid_off + sizeof(pid) > sizeof(head))
 		return 0;
-	snprintf(want, sizeof(want), "/memfd:%s (deleted)", name);
+	pt_memseg__link(want, sizeof(want), name);
 	dir = opendir("/proc/self/fd");
 	if (!dir)
 		return 0;
@@ -74,9 +91,7 @@ static inline int pt_memseg__ours_open(const char *name, const char *magic, size
 
 		if (d->d_name[0] < '0' || d->d_name[0] > '9' || fd == dirfd(dir))
 			continue;
-		snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
-		n = readlink(path, link, sizeof(link) - 1);
-		if (n <= 0 || (link[n] = 0, strcmp(link, want)))
+		if (!pt_memseg__link_is(dirfd(dir), d->d_name, want))
 			continue;
 		if (pread(fd, head, sizeof(head), 0) != (ssize_t)sizeof(head))
 			continue;

@@ -9,6 +9,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "shim/memseg.h"
 #include "segment.h"
 #include "sigbus.h"
 #include "tasks.h"
@@ -97,11 +98,10 @@ struct look {
  */
 static int consider(struct pt_segment *s, struct look *L, const char *path, const char *label)
 {
-	char link[128], self[64], why[256];
+	char self[64], why[256];
 	struct stat st;
 	const char *no;
 	uint32_t owner;
-	ssize_t n;
 	int fd, e;
 
 	/* O_NONBLOCK: whatever took the number meanwhile must not hold us;
@@ -113,15 +113,14 @@ static int consider(struct pt_segment *s, struct look *L, const char *path, cons
 		return 0;
 	}
 	snprintf(self, sizeof(self), "/proc/self/fd/%d", fd);
-	n = readlink(self, link, sizeof(link) - 1);
-	if (n <= 0 || (link[n] = 0, strcmp(link, L->want)) || fstat(fd, &st)) {
+	if (!pt_memseg__link_is(AT_FDCWD, self, L->want) || fstat(fd, &st)) {
 		close(fd); /* the number was reused before we opened it */
 		return 0;
 	}
 	no = not_a_segment(fd, &st, L->uids, L->k, why, sizeof(why), &e);
 	if (no) {
 		L->bad_e = e;
-		snprintf(L->bad, sizeof(L->bad), "%s is %.120s: %s", label, link + 1, no);
+		snprintf(L->bad, sizeof(L->bad), "%s is %.120s: %s", label, L->want + 1, no);
 		close(fd);
 		return 0;
 	}
@@ -136,17 +135,16 @@ static int consider(struct pt_segment *s, struct look *L, const char *path, cons
 	}
 	s->fd = fd;
 	s->len = (size_t)st.st_size;
-	snprintf(s->path, sizeof(s->path), "/proc/%d/%.64s (%.96s)", L->pid, label, link + 1);
+	snprintf(s->path, sizeof(s->path), "/proc/%d/%.64s (%.96s)", L->pid, label, L->want + 1);
 	return 1;
 }
 
 /* Among the process's open files: where its helper keeps it. */
 static int look_fds(struct pt_segment *s, struct look *L)
 {
-	char path[64], link[128], label[32];
+	char path[64], label[32];
 	struct dirent *de;
 	int found = 0, e;
-	ssize_t n;
 	DIR *d;
 
 	snprintf(path, sizeof(path), "/proc/%d/fd", L->pid);
@@ -156,8 +154,7 @@ static int look_fds(struct pt_segment *s, struct look *L)
 	while (!found && (de = readdir(d))) {
 		if (de->d_name[0] < '0' || de->d_name[0] > '9')
 			continue;
-		n = readlinkat(dirfd(d), de->d_name, link, sizeof(link) - 1);
-		if (n <= 0 || (link[n] = 0, strcmp(link, L->want)))
+		if (!pt_memseg__link_is(dirfd(d), de->d_name, L->want))
 			continue;
 		snprintf(path, sizeof(path), "/proc/%d/fd/%.16s", L->pid, de->d_name);
 		snprintf(label, sizeof(label), "fd/%.16s", de->d_name);
@@ -220,7 +217,7 @@ int pt_segment__open(struct pt_segment *s, int pid, const struct pt_segment_kind
 	}
 	L.ns = (uint32_t)pt_tasks__ns_pid(pid);
 	L.uids = proc_uids(pid, uids) ? NULL : uids;
-	snprintf(L.want, sizeof(L.want), "/memfd:%s (deleted)", k->name);
+	pt_memseg__link(L.want, sizeof(L.want), k->name);
 	e = look_fds(s, &L);
 	if (e && e != -ENOENT) {
 		snprintf(err, errlen, "%s of pid %d: /proc/%d/fd: %s", k->what, pid, pid,
