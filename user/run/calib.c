@@ -663,7 +663,7 @@ static int measure_python(struct pt_calib *c, const char *python, enum pt_site_k
 	 * agent's frame evaluator sees every call once it is on, named or
 	 * not, as the frame probe traps on every call */
 	{
-		double v[2];
+		double v[2] = { -1, -1 }; /* -1: not measured (no frame probe) */
 
 		if (!least_of(&helper, frame ? "ac" : "a", ROUNDS, v))
 			goto out;
@@ -683,7 +683,7 @@ static int measure_python(struct pt_calib *c, const char *python, enum pt_site_k
 	}
 	e = -EIO;
 	{
-		double v[2];
+		double v[2] = { -1, -1 };
 
 		if (!least_of(&helper, frame ? "bd" : "b", ROUNDS, v))
 			goto out;
