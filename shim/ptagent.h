@@ -153,7 +153,13 @@ struct ptag_header {
 	uint64_t arm_ns;       /* GIL held by the last arm */
 	uint32_t nnear;	       /* PTAG_FLAG_SPECS: code objects in near[] */
 	uint32_t near_dropped; /* beyond PTAG_MAX_NEAR */
-	uint64_t reserved2[3];
+	/* PTAG_FLAG_HOW (3.8-3.11): armed code objects hooked by trampolines,
+	 * whether the frame evaluator is installed now, and wrappers found
+	 * replaced by someone else when put back */
+	uint32_t ntramp;
+	uint32_t evaluator_on;
+	uint64_t tramp_lost;
+	uint64_t reserved2[1];
 
 	/* Lines 3-4: what holds what we need, or what failed; NUL-terminated. */
 	char conflict_text[128];
@@ -211,11 +217,33 @@ _Static_assert(PTAG_ARM_OFF + PTAG_MAX_CODES * 8u <= PTAG_SIZE, "areas fit");
  * then does not read it.
  */
 #define PTAG_FLAG_SPECS 1u  /* found[] and near[]: which probes' modules are loaded */
+#define PTAG_FLAG_HOW 2u    /* how[], ntramp, evaluator_on, tramp_lost */
 #define PTAG_MAX_SPECS 256u /* probe pairs the agent reads (and found[] holds) */
 #define PTAG_FOUND_OFF (PTAG_ARM_OFF + PTAG_MAX_CODES * 8u)
 #define PTAG_NEAR_OFF (PTAG_FOUND_OFF + PTAG_MAX_SPECS)
 #define PTAG_MAX_NEAR ((PTAG_SIZE - PTAG_NEAR_OFF) / 8u)
 _Static_assert(PTAG_NEAR_OFF % 8 == 0 && PTAG_MAX_NEAR >= 256, "near[] fits");
+
+/*
+ * how[] (PTAG_FLAG_HOW): a bit per arm[] slot, set when that code object
+ * is hooked by a trampoline (shim/agent/tramp.h), clear when by the frame
+ * evaluator or sys.monitoring (the header's mechanism) or not hooked. It
+ * takes the end of the segment, so an agent with the flag keeps near[]
+ * to PTAG_MAX_NEAR_HOW entries (one without it may use PTAG_MAX_NEAR).
+ */
+#define PTAG_HOW_OFF (PTAG_SIZE - PTAG_MAX_CODES / 8u)
+#define PTAG_MAX_NEAR_HOW ((PTAG_HOW_OFF - PTAG_NEAR_OFF) / 8u)
+_Static_assert(PTAG_MAX_NEAR_HOW >= 256, "near[] still fits beside how[]");
+
+/* A sampled frame of this file is a trampoline's: not the program's. */
+#define PTAG_TRAMP_FILE "<proftrace>"
+
+enum ptag_hook {
+	PTAG_HOOK_NONE = 0,
+	PTAG_HOOK_MONITORING = 1,
+	PTAG_HOOK_EVALFRAME = 2,
+	PTAG_HOOK_TRAMPOLINE = 3,
+};
 
 static inline const char *ptag_reason_name(uint32_t r)
 {

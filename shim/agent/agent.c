@@ -48,7 +48,8 @@ struct ptag_agent {
 	uint64_t rescan_seen;
 	struct ptag_scan scan; /* the candidates, references held */
 	PyObject *cand[PTAG_MAX_CODES];
-	PyObject *near[PTAG_MAX_NEAR]; /* what a probe that matched nothing could name */
+	PyObject *near[PTAG_MAX_NEAR_HOW];	/* what a probe that matched nothing could name */
+	struct ptag_fn fns[2 * PTAG_MAX_CODES]; /* the candidates' functions (3.8-3.11) */
 	bool scanning; /* a walk is under way: an import it causes is not walked again */
 	char files[PTAG_FILES_SIZE];
 	struct ptag_spec specs[PTAG_MAX_SPECS];
@@ -112,7 +113,7 @@ static void segment_publish(struct ptag_agent *a)
 	h->cand_cap = PTAG_MAX_CODES;
 	h->arm_off = PTAG_ARM_OFF;
 	h->arm_cap = PTAG_MAX_CODES;
-	h->flags = PTAG_FLAG_SPECS;
+	h->flags = PTAG_FLAG_SPECS | PTAG_FLAG_HOW;
 	__atomic_thread_fence(__ATOMIC_RELEASE);
 	memcpy(h->magic, PTAG_MAGIC, PTAG_MAGIC_LEN);
 }
@@ -227,7 +228,12 @@ static void scan(struct ptag_agent *a)
 	s->out = a->cand;
 	s->cap = PTAG_MAX_CODES;
 	s->near = a->near;
-	s->near_cap = PTAG_MAX_NEAR;
+	s->near_cap = PTAG_MAX_NEAR_HOW;
+	/* 3.8-3.11: the functions too, for the trampolines */
+	s->fns = a->fns;
+	s->fns_cap = a->hooks.mechanism == PTAG_MECH_EVALFRAME ? 2 * PTAG_MAX_CODES : 0;
+	s->unwrap = ptag_hooks__unwrap;
+	s->unwrap_ctx = &a->hooks;
 	s->specs = a->specs;
 	s->nspecs = a->nspecs;
 	s->dropped = 0;
@@ -239,6 +245,36 @@ static void scan(struct ptag_agent *a)
 	a->hdr->scan_ns = ptag_now_ns() - t0;
 	publish(a);
 	a->last_scan_ns = ptag_now_ns();
+}
+
+/* What is hooked, and how (how[]: per arm[] slot, want[0..n); none
+ * when the arm came from an import: proftrace's list is older). */
+static void hooked(struct ptag_agent *a, const uint64_t *want, uint32_t n)
+{
+	uint8_t *how = (uint8_t *)(a->mem + PTAG_HOW_OFF);
+	struct ptag_hooks *h = &a->hooks;
+	uint32_t nt = 0;
+
+	for (uint32_t k = 0; k < h->narmed; k++)
+		nt += ptag_hooks__how(h, h->armed[k]) == PTAG_HOOK_TRAMPOLINE;
+	if (want) {
+		memset(how, 0, PTAG_MAX_CODES / 8);
+		for (uint32_t i = 0; i < n; i++) {
+			uint64_t c = __atomic_load_n(&want[i], __ATOMIC_RELAXED);
+
+			/* compared by address only: never handed to Python */
+			for (uint32_t k = 0; nt && k < h->narmed; k++)
+				if ((uint64_t)h->armed[k] == c) {
+					if (ptag_hooks__how(h, h->armed[k]) == PTAG_HOOK_TRAMPOLINE)
+						how[i / 8] |= (uint8_t)(1u << (i % 8));
+					break;
+				}
+		}
+	}
+	a->hdr->narmed = h->narmed;
+	a->hdr->ntramp = nt;
+	a->hdr->evaluator_on = h->evaluator;
+	a->hdr->tramp_lost = h->tramp.lost;
 }
 
 /*
@@ -272,8 +308,8 @@ static void on_import(void *ctx, PyObject *module)
 		return;
 	memcpy(v, a->hooks.armed, a->hooks.narmed * sizeof(*v));
 	memcpy(v + a->hooks.narmed, a->scan.out + n0, (a->scan.n - n0) * sizeof(*v));
-	if (!ptag_hooks__arm(&a->hooks, v, n, why, sizeof(why)))
-		a->hdr->narmed = a->hooks.narmed;
+	if (!ptag_hooks__arm(&a->hooks, v, n, a->scan.fns, a->scan.nfns, why, sizeof(why)))
+		hooked(a, NULL, 0);
 	free(v);
 }
 
@@ -303,13 +339,15 @@ static void arm(struct ptag_agent *a, uint64_t seq)
 				break;
 			}
 	}
-	e = ptag_hooks__arm(&a->hooks, codes, k, why, sizeof(why));
+	e = ptag_hooks__arm(&a->hooks, codes, k, a->scan.fns, a->scan.nfns, why, sizeof(why));
 	free(codes);
 	if (e == -EBUSY)
 		set_conflict(a, PTAG_CONFLICT_EVAL_FRAME, why);
-	else if (e)
+	else if (e && e != -EAGAIN)
 		set_conflict(a, PTAG_CONFLICT_PYTHON_ERROR, why);
-	a->hdr->narmed = a->hooks.narmed;
+	if (e == -EAGAIN)
+		return; /* an import's arm is under way: asked again next tick */
+	hooked(a, want, n);
 	a->hdr->arm_ns = ptag_now_ns() - t0;
 	__atomic_store_n(&a->hdr->armed_seq, seq, __ATOMIC_RELEASE);
 }
@@ -356,7 +394,7 @@ static void activate(struct ptag_agent *a, uint64_t seq)
 		scan(a);
 		/* watch imports from now on where a probe's module is to come */
 		if (a->hooks.watch_imports)
-			ptag_hooks__arm(&a->hooks, NULL, 0, why, sizeof(why));
+			ptag_hooks__arm(&a->hooks, NULL, 0, NULL, 0, why, sizeof(why));
 	}
 	a->api.GILState_Release(gs);
 	a->hdr->tool_id = a->hooks.tool;

@@ -62,7 +62,8 @@ static inline bool creation_frame(const struct ptag_hooks *h, uint64_t code, voi
 /* A module was just imported (importlib's _find_and_load returned it). */
 static void imported(struct ptag_hooks *h, PyObject *module)
 {
-	if (module && h->on_import)
+	/* not while an arm lets other threads run: the next rescan sees it */
+	if (module && h->on_import && !h->arming)
 		h->on_import(h->ctx, module);
 }
 
@@ -72,7 +73,7 @@ static PyObject *eval38(void *frame, int throwflag)
 	uint64_t code = frame_code(h, frame);
 	PyObject *r;
 
-	if (likely(!ptag_codeset__has(&h->set, code)))
+	if (likely(!ptag_codeset__has(&h->eset, code)))
 		return ((eval38_t)g_default)(frame, throwflag);
 	if (code == (uint64_t)h->import_code) {
 		r = ((eval38_t)g_default)(frame, throwflag);
@@ -91,7 +92,7 @@ static PyObject *eval39(void *tstate, void *frame, int throwflag)
 	uint64_t code = frame_code(h, frame);
 	PyObject *r;
 
-	if (likely(!ptag_codeset__has(&h->set, code)) || creation_frame(h, code, frame))
+	if (likely(!ptag_codeset__has(&h->eset, code)) || creation_frame(h, code, frame))
 		return ((eval39_t)g_default)(tstate, frame, throwflag);
 	if (code == (uint64_t)h->import_code) {
 		r = ((eval39_t)g_default)(tstate, frame, throwflag);
@@ -250,6 +251,92 @@ static struct ptag_methoddef cb_defs[3] = {
 	{ "proftrace_leave", (void *)cb_leave, PTAG_METH_FASTCALL, NULL },
 	{ "proftrace_unwind", (void *)cb_unwind, PTAG_METH_FASTCALL, NULL },
 };
+
+/* ---- 3.8-3.11: the trampolines' callbacks (tramp.h) ---- */
+
+/* Before 3.12 None is not immortal: a result is a new reference. */
+static PyObject *none_ref(void)
+{
+	g_h->api->IncRef(g_none);
+	return g_none;
+}
+
+/* enter(code): a wrapper is about to call the original. */
+static PyObject *tr_enter(PyObject *self, PyObject *const *args, ssize_t n)
+{
+	struct ptag_hooks *h = g_h;
+
+	if (n == 1 && ptag_codeset__has(&h->tset, (uint64_t)args[0]) && args[0] != h->import_code)
+		pt_agent_enter((uint64_t)args[0], cur_frame(h));
+	return none_ref();
+}
+
+/* leave(code, r): the original returned r. */
+static PyObject *tr_leave(PyObject *self, PyObject *const *args, ssize_t n)
+{
+	struct ptag_hooks *h = g_h;
+
+	if (n != 2 || !ptag_codeset__has(&h->tset, (uint64_t)args[0]))
+		return none_ref();
+	if (args[0] == h->import_code)
+		imported(h, args[1]);
+	else
+		pt_agent_exit((uint64_t)args[0], cur_frame(h), (uint64_t)args[1]);
+	return none_ref();
+}
+
+/* unwind(code): an exception left the original. */
+static PyObject *tr_unwind(PyObject *self, PyObject *const *args, ssize_t n)
+{
+	struct ptag_hooks *h = g_h;
+
+	if (n == 1 && ptag_codeset__has(&h->tset, (uint64_t)args[0]) && args[0] != h->import_code)
+		pt_agent_exit((uint64_t)args[0], cur_frame(h), 0);
+	return none_ref();
+}
+
+static struct ptag_methoddef tr_defs[3] = {
+	{ "proftrace_tramp_enter", (void *)tr_enter, PTAG_METH_FASTCALL, NULL },
+	{ "proftrace_tramp_leave", (void *)tr_leave, PTAG_METH_FASTCALL, NULL },
+	{ "proftrace_tramp_unwind", (void *)tr_unwind, PTAG_METH_FASTCALL, NULL },
+};
+
+/* The callbacks, and the trampolines that call them. */
+static int tramp_on(struct ptag_hooks *h, char *why, size_t whylen)
+{
+	const struct pt_pyapi *A = h->api;
+	PyObject *t = A->TupleNew(3);
+
+	for (int i = 0; t && i < 3; i++) {
+		h->tcb[i] = A->CFunctionNew(&tr_defs[i], NULL, NULL);
+		if (!h->tcb[i])
+			break;
+		A->IncRef(h->tcb[i]);
+		A->TupleSetItem(t, i, h->tcb[i]);
+	}
+	if (!t || !h->tcb[2]) {
+		A->ErrClear();
+		if (t)
+			A->DecRef(t);
+		snprintf(why, whylen, "cannot make the trampolines' callbacks");
+		return -EIO;
+	}
+	ptag_tramp__init(&h->tramp, A, t);
+	A->DecRef(t);
+	return 0;
+}
+
+static void tramp_off(struct ptag_hooks *h)
+{
+	ptag_tramp__free(&h->tramp);
+	for (int i = 0; i < 3; i++)
+		if (h->tcb[i]) {
+			h->api->DecRef(h->tcb[i]);
+			h->tcb[i] = NULL;
+		}
+	ptag_codeset__free(&h->tset);
+	ptag_codeset__free(&h->eset);
+}
 
 /* Call sys.monitoring.<fn>(args...) with up to three arguments (ints
  * unless obj is given for the one at obj_at). New reference or NULL (the
@@ -482,12 +569,23 @@ static void find_import(struct ptag_hooks *h)
 	if (c && ptag_type(c) == A->CodeType) {
 		A->IncRef(c);
 		h->import_code = c;
+		A->IncRef(f); /* for its trampoline */
+		h->import_func = f;
 	}
 	A->ErrClear();
 	if (f)
 		A->DecRef(f);
 	if (m)
 		A->DecRef(m);
+}
+
+static void drop_import(struct ptag_hooks *h)
+{
+	if (h->import_code)
+		h->api->DecRef(h->import_code);
+	if (h->import_func)
+		h->api->DecRef(h->import_func);
+	h->import_code = h->import_func = NULL;
 }
 
 int ptag_hooks__on(struct ptag_hooks *h, char *why, size_t whylen)
@@ -505,12 +603,13 @@ int ptag_hooks__on(struct ptag_hooks *h, char *why, size_t whylen)
 		if (!e && h->import_code)
 			mon_ok(h, mon_call(h, "set_local_events", 3, h->tool, 0, h->ev_return, 1,
 					   h->import_code, NULL, 0));
+	} else {
+		e = tramp_on(h, why, whylen);
 	}
 	if (e) {
 		mon_off(h);
-		if (h->import_code)
-			h->api->DecRef(h->import_code);
-		h->import_code = NULL;
+		tramp_off(h);
+		drop_import(h);
 		return e;
 	}
 	h->on = true;
@@ -525,18 +624,99 @@ static bool held(PyObject *const *v, uint32_t n, PyObject *o)
 	return false;
 }
 
-int ptag_hooks__arm(struct ptag_hooks *h, PyObject *const *codes, uint32_t n, char *why,
-		    size_t whylen)
+/*
+ * 3.8-3.11: trampolines for the code objects they fit (their functions
+ * found), the frame evaluator for the rest, the import hook by a
+ * trampoline too where it can; the evaluator is installed only while it
+ * has something to test. A wrapper is made while tset does not have its
+ * code yet (making it runs Python code: other threads may run), so until
+ * the sets are swapped the evaluator alone times that code; between the
+ * two swaps, neither (a few instructions, no Python code unless the
+ * program has an audit hook on setattr), never both.
+ */
+static int arm_split(struct ptag_hooks *h, PyObject *const *codes, uint32_t n,
+		     const struct ptag_fn *fns, uint32_t nfns, char *why, size_t whylen)
+{
+	uint64_t *tr = calloc(n + 1, sizeof(*tr)), *ev = calloc(n + 1, sizeof(*ev));
+	struct ptag_codeset tset, eset;
+	uint32_t nt = 0, ne = 0;
+	char w[128];
+	int e = 0;
+
+	if (!tr || !ev) {
+		free(tr);
+		free(ev);
+		snprintf(why, whylen, "out of memory");
+		return -ENOMEM;
+	}
+	for (uint32_t i = 0; i < n; i++) {
+		bool fits = !ptag_tramp__unfit(ptag_tramp__flags(&h->tramp, codes[i]));
+		uint32_t got = 0;
+
+		for (uint32_t j = 0; fits && j < nfns; j++)
+			if (fns[j].code == codes[i]) {
+				if (ptag_tramp__add(&h->tramp, fns[j].func, codes[i], w, sizeof(w)))
+					fits = false; /* its other wrappers go below */
+				else
+					got++;
+			}
+		if (fits && got)
+			tr[nt++] = (uint64_t)codes[i];
+		else
+			ev[ne++] = (uint64_t)codes[i];
+	}
+	if (h->watch_imports && h->import_code) {
+		if (h->import_func &&
+		    !ptag_tramp__add(&h->tramp, h->import_func, h->import_code, w, sizeof(w)))
+			tr[nt++] = (uint64_t)h->import_code;
+		else
+			ev[ne++] = (uint64_t)h->import_code;
+	}
+	if (ptag_codeset__build(&tset, tr, nt)) {
+		e = -ENOMEM;
+	} else if (ptag_codeset__build(&eset, ev, ne)) {
+		ptag_codeset__free(&tset);
+		e = -ENOMEM;
+	}
+	free(tr);
+	free(ev);
+	if (e) {
+		snprintf(why, whylen, "out of memory");
+		return e;
+	}
+	/* the evaluator first, so no code is timed by neither in between */
+	ptag_codeset__free(&h->eset);
+	h->eset = eset;
+	if (ne) {
+		e = eval_install(h, why, whylen);
+		if (e) {
+			/* a conflict: what has trampolines stays timed */
+			ptag_codeset__free(&h->eset);
+			memset(&h->eset, 0, sizeof(h->eset));
+		}
+	} else {
+		eval_remove(h);
+	}
+	ptag_tramp__restore(&h->tramp, &tset);
+	ptag_codeset__free(&h->tset);
+	h->tset = tset;
+	return e;
+}
+
+int ptag_hooks__arm(struct ptag_hooks *h, PyObject *const *codes, uint32_t n,
+		    const struct ptag_fn *fns, uint32_t nfns, char *why, size_t whylen)
 {
 	const struct pt_pyapi *A = h->api;
 	long local = h->ev_start | h->ev_resume | h->ev_return | h->ev_yield;
 	struct ptag_codeset set;
 	PyObject **armed;
 	uint64_t *keys;
-	int e;
+	int e = 0;
 
 	if (!h->on)
 		return -EINVAL;
+	if (h->arming)
+		return -EAGAIN;
 	armed = calloc(n ? n : 1, sizeof(*armed));
 	keys = calloc(n + 1, sizeof(*keys));
 	if (keys) {
@@ -552,6 +732,7 @@ int ptag_hooks__arm(struct ptag_hooks *h, PyObject *const *codes, uint32_t n, ch
 		return -ENOMEM;
 	}
 	free(keys);
+	h->arming = true;
 	if (h->mechanism == PTAG_MECH_MONITORING) {
 		for (uint32_t i = 0; i < h->narmed; i++)
 			if (!held(codes, n, h->armed[i]))
@@ -574,33 +755,44 @@ int ptag_hooks__arm(struct ptag_hooks *h, PyObject *const *codes, uint32_t n, ch
 	h->set = set;
 	h->armed = armed;
 	h->narmed = n;
-	if (h->mechanism == PTAG_MECH_EVALFRAME) {
-		/* nothing per call until something is named, or a module
-		 * a probe names is still to be imported */
-		if (n || (h->watch_imports && h->import_code)) {
-			e = eval_install(h, why, whylen);
-			if (e)
-				return e;
-		} else {
-			eval_remove(h);
-		}
-	}
-	return 0;
+	if (h->mechanism == PTAG_MECH_EVALFRAME)
+		e = arm_split(h, codes, n, fns, nfns, why, whylen);
+	h->arming = false;
+	return e;
+}
+
+int ptag_hooks__how(const struct ptag_hooks *h, PyObject *code)
+{
+	if (!ptag_codeset__has(&h->set, (uint64_t)code))
+		return PTAG_HOOK_NONE;
+	if (h->mechanism == PTAG_MECH_MONITORING)
+		return PTAG_HOOK_MONITORING;
+	if (ptag_codeset__has(&h->tset, (uint64_t)code))
+		return PTAG_HOOK_TRAMPOLINE;
+	return h->evaluator && ptag_codeset__has(&h->eset, (uint64_t)code) ? PTAG_HOOK_EVALFRAME
+									   : PTAG_HOOK_NONE;
+}
+
+PyObject *ptag_hooks__unwrap(void *ctx, PyObject *code)
+{
+	const struct ptag_hooks *h = ctx;
+
+	return h->on && h->mechanism == PTAG_MECH_EVALFRAME ? ptag_tramp__unwrap(&h->tramp, code)
+							    : code;
 }
 
 void ptag_hooks__off(struct ptag_hooks *h)
 {
 	if (h->mechanism == PTAG_MECH_EVALFRAME) {
 		eval_remove(h);
+		tramp_off(h);
 	} else {
 		if (h->tool >= 0 && h->import_code)
 			mon_ok(h, mon_call(h, "set_local_events", 3, h->tool, 0, 0, 1,
 					   h->import_code, NULL, 0));
 		mon_off(h);
 	}
-	if (h->import_code)
-		h->api->DecRef(h->import_code);
-	h->import_code = NULL;
+	drop_import(h);
 	for (uint32_t i = 0; i < h->narmed; i++)
 		h->api->DecRef(h->armed[i]);
 	free(h->armed);

@@ -2,10 +2,11 @@
 /*
  * The agent's hooks: the two probe sites proftrace attaches BPF to
  * (pt_agent_enter, pt_agent_exit), and what calls them for the named code
- * objects only — sys.monitoring local events (3.12+) or a PEP 523 frame
- * evaluator (3.8-3.11) that passes every other frame on after one lookup
- * in the code set. Every function here that calls into the interpreter
- * must be called with the GIL held.
+ * objects only — sys.monitoring local events (3.12+); on 3.8-3.11
+ * trampolines (tramp.h) where they fit, and for the rest a PEP 523 frame
+ * evaluator that passes every other frame on after one lookup in the code
+ * set (installed only while some named code needs it). Every function here that calls into the
+ * interpreter must be called with the GIL held.
  */
 #ifndef PTAG_HOOKS_H
 #define PTAG_HOOKS_H
@@ -16,6 +17,8 @@
 
 #include "codeset.h"
 #include "pyapi.h"
+#include "scan.h"
+#include "tramp.h"
 
 /* The probe sites: a 5-byte nop (the kernel's cheapest uprobe) and ret.
  * code: the code object; frame: its frame (the activation's identity: a
@@ -46,7 +49,14 @@ struct ptag_hooks {
 	int tool;	     /* -1: none */
 	long ev_start, ev_resume, ev_return, ev_yield, ev_unwind, ev_throw;
 	PyObject *cb[3]; /* enter, leave, unwind */
-	/* PEP 523 */
+	/* 3.8-3.11: trampolines where they fit, the PEP 523 evaluator for
+	 * the rest; each tests its own set (tset, eset), so a code object is
+	 * timed by one of them only */
+	struct ptag_tramp tramp;
+	struct ptag_codeset tset, eset;
+	PyObject *tcb[3];      /* the trampolines' enter, leave, unwind */
+	PyObject *import_func; /* importlib's _find_and_load (held) */
+	bool arming;	       /* an arm is under way (it may let other threads run) */
 	void *interp;
 	bool evaluator; /* ours is installed */
 	uint64_t lost;	/* found replaced by someone else's */
@@ -73,9 +83,16 @@ struct ptag_hooks {
  */
 int ptag_hooks__on(struct ptag_hooks *h, char *why, size_t whylen);
 /* Hook exactly codes[0..n) (objects the caller holds references to;
- * references are taken here), unhook the rest. 0 or -errno (why). */
-int ptag_hooks__arm(struct ptag_hooks *h, PyObject *const *codes, uint32_t n, char *why,
-		    size_t whylen);
+ * references are taken here), unhook the rest. fns[0..nfns): the function
+ * objects the scan found (3.8-3.11: a code object gets trampolines when
+ * they fit it and it has functions here, else the frame evaluator).
+ * 0 or -errno (why); -EAGAIN: another arm is under way (nothing done). */
+int ptag_hooks__arm(struct ptag_hooks *h, PyObject *const *codes, uint32_t n,
+		    const struct ptag_fn *fns, uint32_t nfns, char *why, size_t whylen);
+/* How an armed code object is hooked now: PTAG_HOOK_*. */
+int ptag_hooks__how(const struct ptag_hooks *h, PyObject *code);
+/* For the scan: the code object a function of ours stands for. */
+PyObject *ptag_hooks__unwrap(void *h, PyObject *code);
 /* Remove every hook, event and callback, drop the references. */
 void ptag_hooks__off(struct ptag_hooks *h);
 /* 3.8-3.11: is our evaluator still the one installed? false: someone

@@ -84,6 +84,10 @@ int pt_pyapi__load(struct pt_pyapi *a, char *err, size_t errlen)
 	SYM(FunctionGetCode, "PyFunction_GetCode");
 	SYM(FunctionGetClosure, "PyFunction_GetClosure");
 	SYM(CellGet, "PyCell_Get");
+	SYM(RunString, "PyRun_StringFlags");
+	SYM(DictNew, "PyDict_New");
+	SYM(DictSetItemString, "PyDict_SetItemString");
+	SYM(SetAttr, "PyObject_SetAttrString");
 	SYM(FunctionType, "PyFunction_Type");
 	SYM(ModuleType, "PyModule_Type");
 	SYM(CodeType, "PyCode_Type");

@@ -71,6 +71,12 @@ struct pt_pyapi {
 	PyObject *(*FunctionGetCode)(PyObject *f);
 	PyObject *(*FunctionGetClosure)(PyObject *f);
 	PyObject *(*CellGet)(PyObject *c);
+	/* the trampolines (3.8-3.11, tramp.c) */
+	PyObject *(*RunString)(const char *src, int start, PyObject *globals, PyObject *locals,
+			       void *flags);
+	PyObject *(*DictNew)(void);
+	int (*DictSetItemString)(PyObject *d, const char *key, PyObject *v);
+	int (*SetAttr)(PyObject *o, const char *name, PyObject *v);
 
 	/* types, compared by address (no Python code runs to check one) */
 	void *FunctionType, *ModuleType, *CodeType, *StaticMethodType, *ClassMethodType;

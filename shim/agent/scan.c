@@ -208,14 +208,49 @@ static uint64_t type_flags(const struct ptag_scan *s, const void *type)
 	return *(const unsigned long *)((const char *)type + s->type_flags);
 }
 
+/* Does code's name match a probe of the module being walked? */
+static bool named(const struct ptag_scan *s, PyObject *code)
+{
+	PyObject *name = s->api->GetAttr(code, "co_name");
+	const char *n = utf8(s, name);
+	bool hit = false;
+
+	for (uint32_t i = 0; n && !hit && i < s->nspecs; i++)
+		hit = s->match[i] && !fnmatch(s->specs[i].glob, n, 0);
+	if (name)
+		s->api->DecRef(name);
+	else
+		s->api->ErrClear();
+	return hit;
+}
+
+/* f runs a candidate: kept for the trampolines (none beyond fns_cap:
+ * that function is then hooked by the frame evaluator). */
+static void function_of(struct ptag_scan *s, PyObject *f, PyObject *code)
+{
+	if (!s->fns_cap || !named(s, code))
+		return;
+	if (s->nfns == s->fns_cap) {
+		s->fns_dropped++;
+		return;
+	}
+	s->api->IncRef(f);
+	s->api->IncRef(code);
+	s->fns[s->nfns++] = (struct ptag_fn){ .func = f, .code = code };
+}
+
 static int walk_function(struct ptag_scan *s, PyObject *f, int depth)
 {
 	const struct pt_pyapi *A = s->api;
 	PyObject *code = A->FunctionGetCode(f), *cl, *d;
 	int e = 0;
 
-	if (code)
+	if (code && s->unwrap)
+		code = s->unwrap(s->unwrap_ctx, code);
+	if (code) {
 		e = walk_code(s, code, depth + 1);
+		function_of(s, f, code);
+	}
 	/* a decorator's wrapper holds the wrapped function in a cell... */
 	cl = A->FunctionGetClosure(f);
 	if (!e && cl && ptag_type(cl) == A->TupleType) {
@@ -396,6 +431,11 @@ void ptag_scan__free(struct ptag_scan *s)
 	for (uint32_t i = 0; i < s->n; i++)
 		s->api->DecRef(s->out[i]);
 	s->n = 0;
+	for (uint32_t i = 0; i < s->nfns; i++) {
+		s->api->DecRef(s->fns[i].func);
+		s->api->DecRef(s->fns[i].code);
+	}
+	s->nfns = s->fns_dropped = 0;
 	for (uint32_t i = 0; i < s->nnear; i++)
 		s->api->DecRef(s->near[i]);
 	s->nnear = s->near_dropped = 0;

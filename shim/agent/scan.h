@@ -26,6 +26,12 @@ struct ptag_spec {
 	const char *glob; /* the function or method name glob */
 };
 
+/* A function object found whose code object is a candidate. */
+struct ptag_fn {
+	PyObject *func; /* references held on both */
+	PyObject *code;
+};
+
 struct ptag_scan {
 	const struct pt_pyapi *api;
 	uint32_t type_dict, type_flags; /* PyTypeObject offsets */
@@ -35,6 +41,13 @@ struct ptag_scan {
 	PyObject **out;
 	uint32_t cap, n, dropped;
 	uint64_t modules; /* modules walked */
+	/* out, when fns_cap: the function objects of the candidates (a
+	 * function's code seen through unwrap first, when set: our own
+	 * wrapper stands for the code it wraps) */
+	struct ptag_fn *fns;
+	uint32_t fns_cap, nfns, fns_dropped;
+	PyObject *(*unwrap)(void *ctx, PyObject *code);
+	void *unwrap_ctx;
 	/* out, when near is set: every code object of a module walked for a
 	 * probe whose name glob has matched nothing so far (the names that
 	 * are there, for proftrace to suggest), a reference held on each */

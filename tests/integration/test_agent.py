@@ -107,6 +107,18 @@ def check_cases(s, t, steps, what):
                      ("engine.gen", "produce"), ("engine.coro", "decode")):
         eq(bucket(s, name)["calls"], func(s, fn)["calls"], what + " " + name)
     eq(bucket(s, "engine.rec")["calls"], steps, what + " engine.rec outermost calls")
+    # 3.8-3.11: trampolines for every plain function (decorated ones
+    # too, through the decorator's cell or __wrapped__); the generator
+    # and the coroutine need the frame evaluator, and are named as such
+    a = py["agent"]
+    if a["hooks"] != "sys.monitoring":
+        eq(a["hooks"], "trampolines + frame evaluator", what + " hooks")
+        eq(sorted(x.split("::")[-1] for x in a["evaluator_functions"].split(", ")),
+           ["decode", "produce"], what + " functions on the frame evaluator")
+        eq(a["trampolines"], a["hooked"] - 2, what + " functions with trampolines")
+        eq(a["trampolines_lost"], 0, what + " trampolines lost")
+    # a trampoline's frame is the agent's, never the program's
+    assert "<proftrace>" not in json.dumps(s["top"] if "top" in s else []), what
 
 
 def _cases(python, label):
@@ -190,6 +202,64 @@ def test_agent_detach_leaves_nothing_and_reattach_is_exact():
             within(func(s, name)["total_ms"], t["phase2"][name], func(s, name)["calls"],
                    label + " re-attach " + name)
         eq(s["stats"]["steps"], STEPS, label + " re-attach steps")
+
+
+# only functions a trampoline fits: no frame evaluator on 3.8-3.11
+PLAIN_CONF = "\n".join(l for l in CONF.splitlines()
+                       if "produce" not in l and "decode" not in l) + "\n"
+
+
+def test_agent_trampolines_leave_every_other_call_alone():
+    """3.8-3.11 with only plain functions named (methods, decorated ones,
+    recursion, exceptions, threads): each gets a trampoline, no frame
+    evaluator is installed while attached (the victim looks itself, so no
+    other call pays anything), every call is exact, and detaching puts
+    every function's own code back."""
+    ran = []
+    for label, python in interpreters():
+        if label in ("3.12", "3.13"):
+            continue
+        tmp = tempfile.mkdtemp(prefix="pt-it-")
+        conf = write_conf(tmp, PLAIN_CONF)
+        truth = os.path.join(tmp, "truth.json")
+        out = os.path.join(tmp, "out")
+        v = victim([python, CASES], "--truth", truth, "--steps", STEPS, "--hold",
+                   env=agent_env())
+        try:
+            pt = _attach(v.pid, conf, out)
+            v.send("go\n")
+            # the named functions, and importlib's import hook (a py:
+            # probe's "a.b.c" may name a module a.b.c still to come)
+            eq(v.wait_line("attached: ", timeout=120),
+               "attached: evaluator 0 trampolines Engine.step _find_and_load closured "
+               "decorated fails plain recurse threaded", label + " while attached")
+            v.wait_line("held", timeout=60)
+            pt.p.send_signal(signal.SIGINT)
+            eq(pt.wait(60), 0, label + " proftrace exit")
+            v.send("check\n")
+            eq(v.wait_line("hooks "), "hooks 0", label + " hooks left after detach")
+            v.send("go\n")
+            eq(v.wait(120), 0, label + " victim")
+        finally:
+            v.kill()
+        with open(truth) as f:
+            t = json.load(f)["phase1"]
+        with open(os.path.join(out, "summary.json")) as f:
+            s = json.load(f)
+        a = s["meta"]["python"]["agent"]
+        eq(a["hooks"], "trampolines", label + " hooks")
+        eq(a["evaluator"], False, label + " evaluator")
+        eq(a["evaluator_functions"], "", label + " evaluator functions")
+        eq(a["trampolines"], 7, label + " trampolines")
+        eq(s["stats"]["steps"], STEPS, label + " steps")
+        for name in ("plain", "recurse", "decorated", "closured", "fails", "threaded"):
+            f = func(s, name)
+            eq(f["calls"], t[name]["calls"], "%s %s calls" % (label, name))
+            within(f["total_ms"], t[name], f["calls"], "%s %s total" % (label, name))
+        with open(os.path.join(out, "stacks.folded")) as f:
+            assert "<proftrace>" not in f.read(), label + ": a trampoline frame in stacks"
+        ran.append(label)
+    print("    trampolines on: %s" % ", ".join(ran))
 
 
 def test_agent_proftrace_killed_hooks_removed():

@@ -28,7 +28,9 @@ Protocol as the other victims: print "ready <pid>", wait for one line on
 stdin, run --steps steps, write --truth, exit 0 (3 on EOF before the line).
 With --hold, after the steps print "held" and wait for another line (a
 test detaches proftrace meanwhile), then check that no hook of the agent is
-left in the interpreter and print "hooks <n>" (n: hooks found), then run
+left in the interpreter and print "hooks <n>" (n: hooks found; before
+"held", "attached: evaluator <0|1> trampolines <n>" says what was in while
+attached: a frame evaluator, functions whose code is a trampoline), then run
 --steps more steps and write the truth of both phases.
 Standard library only; CPython 3.8+.
 """
@@ -41,6 +43,7 @@ import os
 import sys
 import threading
 import time
+import types
 
 now = time.perf_counter_ns
 truth = {}
@@ -180,9 +183,59 @@ class Engine:
         record("Engine.step", now() - t0)
 
 
+def named_functions():
+    """Every function object of this module the agent may wrap (3.8-3.11
+    trampolines swap their __code__): module and class level ones, what a
+    decorator holds (__wrapped__, closure cells), importlib's import hook."""
+    seen, out = set(), []
+
+    def add(f):
+        if isinstance(f, types.FunctionType) and id(f) not in seen:
+            seen.add(id(f))
+            out.append(f)
+            add(getattr(f, "__wrapped__", None))
+            for c in getattr(f, "__closure__", None) or ():
+                try:
+                    add(c.cell_contents)
+                except ValueError:
+                    pass
+    for v in list(globals().values()) + list(vars(Engine).values()):
+        add(v)
+    import importlib._bootstrap as b
+    add(b._find_and_load)
+    return out
+
+
+def trampolines_in():
+    """Named functions whose code is the agent's trampoline now."""
+    return [f.__qualname__ for f in named_functions() if f.__code__.co_filename == "<proftrace>"]
+
+
+def evaluator_in():
+    """1 when a frame evaluator (PEP 523) other than CPython's is in."""
+    if getattr(sys, "monitoring", None) is not None:
+        return 0
+    import ctypes
+    api = ctypes.pythonapi
+    default = ctypes.cast(api._PyEval_EvalFrameDefault, ctypes.c_void_p).value
+    if sys.version_info >= (3, 9):
+        api.PyInterpreterState_Get.restype = ctypes.c_void_p
+        get = api._PyInterpreterState_GetEvalFrameFunc
+        get.restype = ctypes.c_void_p
+        get.argtypes = [ctypes.c_void_p]
+        cur = get(api.PyInterpreterState_Get())
+    else:
+        # 3.8: interp->eval_frame at 568 (no getter)
+        api.PyThreadState_Get.restype = ctypes.c_void_p
+        ts = api.PyThreadState_Get()
+        interp = ctypes.c_void_p.from_address(ts + 16).value
+        cur = ctypes.c_void_p.from_address(interp + 568).value
+    return int(cur not in (None, 0, default))
+
+
 def hooks_left():
     """How many of the agent's hooks are still in the interpreter."""
-    n = 0
+    n = len(trampolines_in())
     mon = getattr(sys, "monitoring", None)
     if mon is not None:
         for tool in range(6):
@@ -195,23 +248,7 @@ def hooks_left():
                 if mon.get_local_events(tool, f.__code__):
                     n += 1
     else:
-        import ctypes
-        api = ctypes.pythonapi
-        default = ctypes.cast(api._PyEval_EvalFrameDefault, ctypes.c_void_p).value
-        if sys.version_info >= (3, 9):
-            api.PyInterpreterState_Get.restype = ctypes.c_void_p
-            get = api._PyInterpreterState_GetEvalFrameFunc
-            get.restype = ctypes.c_void_p
-            get.argtypes = [ctypes.c_void_p]
-            cur = get(api.PyInterpreterState_Get())
-        else:
-            # 3.8: interp->eval_frame at 568 (no getter)
-            api.PyThreadState_Get.restype = ctypes.c_void_p
-            ts = api.PyThreadState_Get()
-            interp = ctypes.c_void_p.from_address(ts + 16).value
-            cur = ctypes.c_void_p.from_address(interp + 568).value
-        if cur not in (None, 0, default):
-            n += 1
+        n += evaluator_in()
     return n
 
 
@@ -245,6 +282,10 @@ def main():
         t.join()
     out = {"phase1": json.loads(json.dumps(truth)), "python": sys.version.split()[0]}
     if a.hold:
+        # what is in while proftrace is still attached
+        print("attached: evaluator %d trampolines %s" % (evaluator_in(),
+                                                          " ".join(sorted(trampolines_in()))),
+              flush=True)
         print("held", flush=True)
         if not sys.stdin.readline():
             sys.exit(3)

@@ -96,6 +96,12 @@ int pt_agent__check(const void *mem, size_t len, struct pt_agent_info *out, char
 	out->enter_addr = c.enter_addr;
 	out->exit_addr = c.exit_addr;
 	out->agent_pid = c.agent_pid;
+	if (c.flags & PTAG_FLAG_HOW) {
+		out->has_how = true;
+		out->ntramp = c.ntramp > out->narmed ? out->narmed : c.ntramp;
+		out->evaluator_on = c.evaluator_on != 0;
+		out->tramp_lost = c.tramp_lost;
+	}
 	if (out->state > PTAG_STATE_ACTIVE || out->mechanism > PTAG_MECH_EVALFRAME) {
 		snprintf(err, errlen, "agent segment: state %u, mechanism %u unknown", out->state,
 			 out->mechanism);
@@ -261,13 +267,15 @@ static int copy_specs(struct pt_agent *a)
 {
 	const uint8_t *found = (const uint8_t *)(a->mem + PTAG_FOUND_OFF);
 	const uint64_t *near = (const uint64_t *)(a->mem + PTAG_NEAR_OFF);
-	uint32_t k = LD(a->hdr->nnear);
+	uint32_t k = LD(a->hdr->nnear), flags = LD(a->hdr->flags);
+	/* how[] takes the end of the segment where the agent writes it */
+	uint32_t max = flags & PTAG_FLAG_HOW ? PTAG_MAX_NEAR_HOW : PTAG_MAX_NEAR;
 
 	a->has_specs = false;
-	if (!(LD(a->hdr->flags) & PTAG_FLAG_SPECS))
+	if (!(flags & PTAG_FLAG_SPECS))
 		return 0;
-	if (k > PTAG_MAX_NEAR)
-		k = PTAG_MAX_NEAR;
+	if (k > max)
+		k = max;
 	if (!a->near) {
 		a->near = malloc(PTAG_MAX_NEAR * sizeof(*a->near));
 		if (!a->near)
@@ -354,6 +362,15 @@ void pt_agent__rescan(struct pt_agent *a)
 		return;
 	__atomic_fetch_add(&a->hdr->rescan_seq, 1, __ATOMIC_RELEASE);
 	wake(a);
+}
+
+bool pt_agent__trampolined(const struct pt_agent *a, uint32_t i)
+{
+	const uint8_t *how = (const uint8_t *)(a->mem + PTAG_HOW_OFF);
+
+	if (a->lost || i >= PTAG_MAX_CODES || !(LD(a->hdr->flags) & PTAG_FLAG_HOW))
+		return false;
+	return (LD(how[i / 8]) >> (i % 8)) & 1;
 }
 
 bool pt_agent__armed(const struct pt_agent *a)

@@ -34,6 +34,12 @@ struct pt_agent_info {
 	uint64_t scan_ns, arm_ns;
 	uint64_t enter_addr, exit_addr;
 	uint32_t agent_pid;
+	/* PTAG_FLAG_HOW (3.8-3.11): named code objects hooked by trampolines,
+	 * the frame evaluator installed, wrappers found replaced */
+	bool has_how;
+	uint32_t ntramp;
+	bool evaluator_on;
+	uint64_t tramp_lost;
 };
 
 /*
@@ -98,5 +104,8 @@ bool pt_agent__lost(struct pt_agent *a);
 const char *pt_agent__path(const struct pt_agent *a);
 /* The arm the agent applied is the last one asked? */
 bool pt_agent__armed(const struct pt_agent *a);
+/* Is arm[] slot i (as last given to pt_agent__arm) hooked by a trampoline
+ * (shim/agent/tramp.h)? false too for an agent that does not say. */
+bool pt_agent__trampolined(const struct pt_agent *a, uint32_t i);
 
 #endif

@@ -327,6 +327,12 @@ static void build_meta(struct jb *b, cJSON *root, const struct pt_report_meta *m
 			jb_num(b, a, "tool_id", m->python->agent.tool_id);
 		else
 			jb_null(b, a, "tool_id");
+		if (m->python->agent.evaluator_functions) {
+			jb_num(b, a, "trampolines", (double)m->python->agent.trampolines);
+			jb_str(b, a, "evaluator_functions", m->python->agent.evaluator_functions);
+			jb_bool(b, a, "evaluator", m->python->agent.evaluator);
+			jb_num(b, a, "trampolines_lost", (double)m->python->agent.trampolines_lost);
+		}
 		jb_num(b, a, "candidates", (double)m->python->agent.candidates);
 		jb_num(b, a, "hooked", (double)m->python->agent.hooked);
 		jb_num(b, a, "scans", (double)m->python->agent.scans);

@@ -38,7 +38,18 @@ struct pt_report_python {
 	const char *no_source_file;
 	/* the agent (mechanism "agent"); hooks NULL: none in the process */
 	struct {
-		const char *hooks;     /* "sys.monitoring" | "frame evaluator" */
+		/* "sys.monitoring" | "trampolines" | "trampolines + frame
+		 * evaluator" | "frame evaluator" */
+		const char *hooks;
+		/* 3.8-3.11 (NULL evaluator_functions: the agent does not say):
+		 * named functions hooked by trampolines, and those the frame
+		 * evaluator hooks (generators, coroutines, nested functions)
+		 * comma-separated; whether it was installed at the end;
+		 * trampolines found replaced by the program when put back */
+		uint64_t trampolines;
+		const char *evaluator_functions;
+		bool evaluator;
+		uint64_t trampolines_lost;
 		const char *loaded_by; /* "environment" | "pep768" | "inject" | "earlier" */
 		int tool_id;	       /* sys.monitoring tool id, -1: none */
 		uint64_t candidates;   /* code objects it found in the probes' modules */

@@ -702,6 +702,7 @@ void pt_run__free_proc(struct proc *p)
 	pt_agent__close(p->agent);
 	pt_run__py_hint_free(p);
 	free(p->agent_why);
+	free(p->agent_arm);
 	if (p->window_view) {
 		pt_run__free_view(p->window_view);
 		free(p->window_view);

@@ -113,8 +113,12 @@ static void take_candidates(struct proc *p, const uint64_t *codes, uint32_t n)
 		if (fid < p->nfs)
 			arm[narm++] = codes[i];
 	}
-	if (pt_agent__arm(p->agent, arm, narm) == 0)
+	if (pt_agent__arm(p->agent, arm, narm) == 0) {
 		p->agent_narm = narm;
+		free(p->agent_arm);
+		p->agent_arm = arm; /* for the report: how each one was hooked */
+		arm = NULL;
+	}
 	free(arm);
 	pt_run__py_hint_agent(p, codes, n); /* what matches nothing now, and why */
 }

@@ -489,15 +489,42 @@ static const char *const HOW_EXACT =
 	"start the server after `eval \"$(proftrace env)\"` (the agent, dormant until "
 	"proftrace attaches), or attach with --inject; Python 3.14+ loads it at attach";
 
+/* 3.8-3.11: which named functions the frame evaluator hooks (the rest
+ * have trampolines), by name into buf. */
+static void evaluator_functions(const struct proc *p, char *buf, size_t len)
+{
+	size_t used = 0;
+
+	buf[0] = 0;
+	for (uint32_t i = 0; p->agent_arm && i < p->agent_narm; i++) {
+		uint32_t fid = pt_pyprobe__fid(p->pyprobe, p->agent_arm[i]);
+		const struct pt_func *f = pt_resolver__func(p->res, fid);
+
+		if (pt_agent__trampolined(p->agent, i) || !f || !f->symbol)
+			continue;
+		pt_appendf(buf, len, &used, "%s%s", used ? ", " : "", f->symbol);
+	}
+}
+
 /* meta.python.agent: what the agent did, from its segment at the end. */
-static void fill_agent(const struct proc *p, struct pt_report_python *pyrep)
+static void fill_agent(const struct proc *p, struct pt_report_python *pyrep, char *evalfns,
+		       size_t len)
 {
 	const struct pt_agent_info *in = &p->agent_last;
 
 	if (!p->agent)
 		return;
-	pyrep->agent.hooks =
-		in->mechanism == PTAG_MECH_MONITORING ? "sys.monitoring" : "frame evaluator";
+	pyrep->agent.hooks = in->mechanism == PTAG_MECH_MONITORING ? "sys.monitoring"
+			     : !in->has_how || !in->ntramp	   ? "frame evaluator"
+			     : in->evaluator_on			   ? "trampolines + frame evaluator"
+								   : "trampolines";
+	if (in->has_how && in->mechanism == PTAG_MECH_EVALFRAME) {
+		evaluator_functions(p, evalfns, len);
+		pyrep->agent.trampolines = in->ntramp;
+		pyrep->agent.evaluator_functions = evalfns;
+		pyrep->agent.evaluator = in->evaluator_on;
+		pyrep->agent.trampolines_lost = in->tramp_lost;
+	}
 	pyrep->agent.tool_id = in->tool_id;
 	pyrep->agent.loaded_by = p->agent_loaded_by;
 	pyrep->agent.candidates = in->ncand;
@@ -519,7 +546,8 @@ static void fill_agent(const struct proc *p, struct pt_report_python *pyrep)
 		pyrep->agent.segment_lost = p->agent_truncated;
 }
 
-static void fill_python(const struct docsrc *d, struct proc *p, struct pt_report_python *pyrep)
+static void fill_python(const struct docsrc *d, struct proc *p, struct pt_report_python *pyrep,
+			char *evalfns, size_t len)
 {
 	const struct run *r = d->r;
 	const struct pt_pyprobe_stats *ps = p->pyprobe ? pt_pyprobe__stats(p->pyprobe) : NULL;
@@ -534,7 +562,7 @@ static void fill_python(const struct docsrc *d, struct proc *p, struct pt_report
 	pyrep->probe = r->att && p->py_probed ? pt_attach__py_probe(r->att) : NULL;
 	pyrep->perf_trampoline = p->tramp_checks && p->tramp_on == p->tramp_checks;
 	pyrep->timing = timing;
-	fill_agent(p, pyrep);
+	fill_agent(p, pyrep, evalfns, len);
 	if (p->py_probed) {
 		if (r->att)
 			pt_attach__counters(r->att, &c);
@@ -547,6 +575,16 @@ static void fill_python(const struct docsrc *d, struct proc *p, struct pt_report
 				? "the agent set sys.monitoring events on the named code "
 				  "objects only: each named call is timed from start to return, "
 				  "every other call runs untouched"
+			: !p->agent_last.evaluator_on && p->agent_last.ntramp
+				? "the agent gave each named function a trampoline (its code "
+				  "wrapped in calls to the agent): each named call is timed "
+				  "from entry to return, every other call runs untouched"
+			: p->agent_last.ntramp
+				? "the agent gave the named functions trampolines, and hooks "
+				  "those it cannot wrap (generators, coroutines, nested "
+				  "functions: agent.evaluator_functions) with a frame evaluator "
+				  "that every other frame passes through after one lookup; each "
+				  "named call is timed from entry to return"
 				: "the agent's frame evaluator passes every frame that is not "
 				  "named straight on: each named call is timed from entry to "
 				  "return";
@@ -621,6 +659,7 @@ struct docbuf {
 	struct pt_report_bucket *bks;
 	int *pids;
 	char kernel[128];
+	char evalfns[1024]; /* meta.python.agent.evaluator_functions */
 };
 
 static void docbuf_free(struct docbuf *b)
@@ -776,7 +815,7 @@ static int doc_python(const struct docsrc *d, struct docbuf *b)
 	int e;
 
 	if (r->want_py && pyp) {
-		fill_python(d, pyp, &b->pyrep);
+		fill_python(d, pyp, &b->pyrep, b->evalfns, sizeof(b->evalfns));
 		b->rep.meta.python = &b->pyrep;
 	}
 	if (!d->v->stk)

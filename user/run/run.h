@@ -138,6 +138,7 @@ struct proc {
 	struct pt_pyhint *hint; /* py: probes that match nothing (pyhint.c) */
 	char *agent_why;	/* why there is none, for the report (owned) */
 	uint32_t agent_narm;	/* code objects it was asked to hook */
+	uint64_t *agent_arm;	/* which, in arm[] order (owned) */
 	bool agent_active, agent_warned, agent_lost_said;
 	const char *agent_loaded_by;		    /* "environment" (at start), "pep768", "inject",
 						     * "earlier" (by an earlier proftrace) */

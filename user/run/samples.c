@@ -86,6 +86,8 @@ int pt_run__on_sample(void *ctx, const struct pt_sample *s)
 		c = pt_pysym__code(p->sym, s->f[i].code);
 		if (!c)
 			return 0; /* out of memory: the sample is lost */
+		if (c->hidden)
+			continue;
 		line = pt_pysym__line(p->sym, c, s->f[i].pos);
 		ss.unknown += !c->ok;
 		pt_pysym__label(c, line, r->labels[ss.n], sizeof(r->labels[0]));

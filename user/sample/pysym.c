@@ -17,6 +17,7 @@
 #include "python/pyline.h"
 #include "python/pyprobe.h"
 #include "pysym.h"
+#include "shim/ptagent.h"
 
 struct pt_pysym {
 	struct pt_pysym_opts o;
@@ -133,6 +134,7 @@ static void fill(struct pt_pysym *ps, struct pt_pysym_code *c)
 	if (!c->filename || !c->qualname)
 		return;
 	c->firstlineno = pc->firstlineno;
+	c->hidden = !strcmp(c->filename, PTAG_TRAMP_FILE);
 	c->base = short_name(c->filename);
 	if (pt_pycode__read_linetable(&ps->o.mem, ps->o.layout, c->addr, &c->tab, &c->tablen))
 		c->tab = NULL;

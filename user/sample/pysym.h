@@ -28,7 +28,10 @@ struct pt_pysym_opts {
 
 struct pt_pysym_code {
 	uint64_t addr;
-	bool ok;	/* read and named; else the other fields are empty */
+	bool ok; /* read and named; else the other fields are empty */
+	/* the agent's trampoline around a named function (shim/agent/
+	 * tramp.h): not the program's frame, left out of stacks */
+	bool hidden;
 	char *filename; /* co_filename */
 	char *qualname;
 	const char *base; /* the last part of filename shown in frame labels */

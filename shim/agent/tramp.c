@@ -1,0 +1,273 @@
+// SPDX-License-Identifier: BSD-2-Clause
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tramp.h"
+
+/* CO_GENERATOR | CO_COROUTINE | CO_ITERABLE_COROUTINE | CO_ASYNC_GENERATOR */
+#define CO_GENLIKE (0x20 | 0x80 | 0x100 | 0x200)
+#define CO_NESTED 0x10
+
+/*
+ * The helper, in Python (run once into a namespace of its own, never in
+ * sys.modules): the wrapper's source is written for the function's own
+ * signature, so defaults are applied as before and inner receives every
+ * argument as passed (positional-only and positional by position,
+ * keyword-only by name). Its locals get names no parameter has. A free
+ * variable of the original is declared in the wrapper too (an unrun
+ * lambda uses it), since a function's __code__ must have as many free
+ * variables as its closure has cells. The tuple the wrapper unpacks
+ * first is a string placeholder in the source, replaced by our objects in
+ * co_consts (a code object's constants can be any objects).
+ */
+/* clang-format off */
+static const char helper_src[] =
+	"def make(func, code, cbs, mark):\n"
+	"    names = code.co_varnames\n"
+	"    n, p, k = code.co_argcount, code.co_posonlyargcount, code.co_kwonlyargcount\n"
+	"    va = names[n + k] if code.co_flags & 4 else None\n"
+	"    vk = names[n + k + (va is not None)] if code.co_flags & 8 else None\n"
+	"    used = set(names) | set(code.co_freevars) | set(code.co_cellvars)\n"
+	"    def fresh(b):\n"
+	"        while b in used:\n"
+	"            b += '_'\n"
+	"        used.add(b)\n"
+	"        return b\n"
+	"    e, o, x, u, c, r = [fresh(b) for b in 'eoxucr']\n"
+	"    pos, kwo = list(names[:n]), list(names[n:n + k])\n"
+	"    params = pos[:p] + ['/'] * (p > 0) + pos[p:]\n"
+	"    if va is not None:\n"
+	"        params.append('*' + va)\n"
+	"    elif kwo:\n"
+	"        params.append('*')\n"
+	"    params += kwo + (['**' + vk] if vk is not None else [])\n"
+	"    args = pos + (['*' + va] if va is not None else [])\n"
+	"    args += [a + '=' + a for a in kwo] + (['**' + vk] if vk is not None else [])\n"
+	"    fv = code.co_freevars\n"
+	"    s = 'def outer():\\n'\n"
+	"    if fv:\n"
+	"        s += '    ' + ' = '.join(fv) + ' = None\\n'\n"
+	"    s += '    def w(' + ', '.join(params) + '):\\n'\n"
+	"    if fv:\n"
+	"        s += '        if 0: (lambda: (' + ', '.join(fv) + ',))\\n'\n"
+	"    s += ('        %s, %s, %s, %s, %s = \"proftrace:T\"\\n'\n"
+	"          '        try:\\n'\n"
+	"          '            %s(%s)\\n'\n"
+	"          '            %s = %s(%s)\\n'\n"
+	"          '            %s(%s, %s)\\n'\n"
+	"          '        except BaseException:\\n'\n"
+	"          '            %s(%s)\\n'\n"
+	"          '            raise\\n'\n"
+	"          '        return %s\\n'\n"
+	"          '    return w\\n') % (e, o, x, u, c, e, c, r, o, ', '.join(args),\n"
+	"                               x, c, r, u, c, r)\n"
+	"    g = {'__builtins__': __builtins__}\n"
+	"    exec(compile(s, mark, 'exec', 0, True), g)\n"
+	"    w = g['outer']().__code__\n"
+	"    inner = type(func)(code, func.__globals__, code.co_name, None, func.__closure__)\n"
+	"    inner.__qualname__ = func.__qualname__\n"
+	"    t = (cbs[0], inner, cbs[1], cbs[2], code)\n"
+	"    kw = {'co_consts': tuple(t if type(v) is str and v == 'proftrace:T' else v\n"
+	"                                for v in w.co_consts),\n"
+	"          'co_name': code.co_name}\n"
+	"    if hasattr(code, 'co_qualname'):\n"
+	"        kw['co_qualname'] = code.co_qualname\n"
+	"    return w.replace(**kw)\n";
+/* clang-format on */
+
+#define PY_FILE_INPUT 257
+
+void ptag_tramp__init(struct ptag_tramp *t, const struct pt_pyapi *api, PyObject *cbs)
+{
+	memset(t, 0, sizeof(*t));
+	t->api = api;
+	api->IncRef(cbs);
+	t->cbs = cbs;
+}
+
+const char *ptag_tramp__unfit(long flags)
+{
+	if (flags < 0)
+		return "its flags are unreadable";
+	if (flags & CO_GENLIKE)
+		return "a generator or coroutine (each resumption is an activation)";
+	if (flags & CO_NESTED)
+		return "nested in another function (a new function object on each call)";
+	return NULL;
+}
+
+long ptag_tramp__flags(const struct ptag_tramp *t, PyObject *code)
+{
+	PyObject *f = t->api->GetAttr(code, "co_flags");
+	long v = f ? t->api->LongAsLong(f) : -1;
+
+	if (f)
+		t->api->DecRef(f);
+	if (v < 0)
+		t->api->ErrClear();
+	return v;
+}
+
+/* The helper's make(), compiled on first need. */
+static PyObject *helper(struct ptag_tramp *t)
+{
+	const struct pt_pyapi *A = t->api;
+	PyObject *ns, *b, *r;
+
+	if (t->make || t->failed)
+		return t->make;
+	t->failed = true;
+	ns = A->DictNew();
+	b = A->Import("builtins");
+	if (!ns || !b || A->DictSetItemString(ns, "__builtins__", b))
+		goto out;
+	r = A->RunString(helper_src, PY_FILE_INPUT, ns, ns, NULL);
+	if (!r)
+		goto out;
+	A->DecRef(r);
+	t->make = A->DictGetItemString(ns, "make"); /* borrowed */
+	if (t->make) {
+		A->IncRef(t->make);
+		t->failed = false;
+	}
+out:
+	A->ErrClear();
+	if (b)
+		A->DecRef(b);
+	if (ns)
+		A->DecRef(ns); /* make's globals keep it */
+	return t->make;
+}
+
+static int grow(struct ptag_tramp *t)
+{
+	uint32_t cap = t->cap ? t->cap * 2 : 16;
+	struct ptag_tramp_fn *v;
+
+	if (t->n < t->cap)
+		return 0;
+	v = realloc(t->v, cap * sizeof(*v));
+	if (!v)
+		return -ENOMEM;
+	t->v = v;
+	t->cap = cap;
+	return 0;
+}
+
+int ptag_tramp__add(struct ptag_tramp *t, PyObject *func, PyObject *code, char *why,
+		    size_t whylen)
+{
+	const struct pt_pyapi *A = t->api;
+	PyObject *make, *args = NULL, *mark = NULL, *w = NULL;
+	int e = -EIO;
+
+	for (uint32_t i = 0; i < t->n; i++)
+		if (t->v[i].func == func && t->v[i].orig == code)
+			return 0;
+	if (A->FunctionGetCode(func) != code) {
+		snprintf(why, whylen, "its function's code is no longer this one");
+		return -ESTALE;
+	}
+	make = helper(t);
+	if (!make) {
+		snprintf(why, whylen, "the trampoline helper could not be made");
+		return -EIO;
+	}
+	if (grow(t)) {
+		snprintf(why, whylen, "out of memory");
+		return -ENOMEM;
+	}
+	args = A->TupleNew(4);
+	mark = A->UnicodeFromString(PTAG_TRAMP_FILE);
+	if (!args || !mark)
+		goto out;
+	A->IncRef(func);
+	A->TupleSetItem(args, 0, func);
+	A->IncRef(code);
+	A->TupleSetItem(args, 1, code);
+	A->IncRef(t->cbs);
+	A->TupleSetItem(args, 2, t->cbs);
+	A->TupleSetItem(args, 3, mark); /* stolen */
+	mark = NULL;
+	w = A->CallObject(make, args);
+	if (!w || ptag_type(w) != A->CodeType || A->SetAttr(func, "__code__", w))
+		goto out;
+	A->IncRef(func);
+	A->IncRef(code);
+	t->v[t->n++] = (struct ptag_tramp_fn){ .func = func, .orig = code, .wrap = w };
+	w = NULL;
+	e = 0;
+out:
+	if (e)
+		snprintf(why, whylen, "its wrapper could not be made");
+	A->ErrClear();
+	if (w)
+		A->DecRef(w);
+	if (mark)
+		A->DecRef(mark);
+	if (args)
+		A->DecRef(args);
+	return e;
+}
+
+static void put_back(struct ptag_tramp *t, struct ptag_tramp_fn *f)
+{
+	const struct pt_pyapi *A = t->api;
+
+	if (A->FunctionGetCode(f->func) == f->wrap) {
+		if (A->SetAttr(f->func, "__code__", f->orig))
+			A->ErrClear();
+	} else {
+		t->lost++; /* replaced since: theirs stays */
+	}
+	A->DecRef(f->func);
+	A->DecRef(f->orig);
+	A->DecRef(f->wrap);
+}
+
+void ptag_tramp__restore(struct ptag_tramp *t, const struct ptag_codeset *keep)
+{
+	uint32_t k = 0;
+
+	for (uint32_t i = 0; i < t->n; i++) {
+		if (keep && ptag_codeset__has(keep, (uint64_t)t->v[i].orig))
+			t->v[k++] = t->v[i];
+		else
+			put_back(t, &t->v[i]);
+	}
+	t->n = k;
+}
+
+PyObject *ptag_tramp__unwrap(const struct ptag_tramp *t, PyObject *code)
+{
+	for (uint32_t i = 0; i < t->n; i++)
+		if (t->v[i].wrap == code)
+			return t->v[i].orig;
+	return code;
+}
+
+bool ptag_tramp__has(const struct ptag_tramp *t, PyObject *code)
+{
+	for (uint32_t i = 0; i < t->n; i++)
+		if (t->v[i].orig == code)
+			return true;
+	return false;
+}
+
+void ptag_tramp__free(struct ptag_tramp *t)
+{
+	if (!t->api)
+		return;
+	ptag_tramp__restore(t, NULL);
+	free(t->v);
+	t->v = NULL;
+	t->cap = 0;
+	if (t->make)
+		t->api->DecRef(t->make);
+	if (t->cbs)
+		t->api->DecRef(t->cbs);
+	t->make = t->cbs = NULL;
+	t->failed = false;
+}
