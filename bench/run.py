@@ -340,9 +340,9 @@ def agent_tables():
     table("Python agent: cost of one named call (Request.num_new_tokens also named, %d calls a"
           " step), us per call" % NAMED_PER_STEP, ["interpreter", "us per named call"], cost)
     print("\nThe agent hooks the named code objects only: sys.monitoring local events on "
-          "3.12+ (calls of other functions are untouched), a PEP 523 frame evaluator on "
-          "3.8-3.11 that tests each frame's code object against the named set (one lookup) "
-          "and, on 3.11, keeps Python-to-Python calls from being inlined while it is in. "
+          "3.12+, trampolines on 3.8-3.11 (the named function's __code__ wraps a copy of it "
+          "in calls to the agent); calls of other functions are untouched. The frame probe "
+          "column (python_mode evalframe) traps every call. "
           "Sampling (1 kHz) is on in the proftrace columns, as by default.")
 
 

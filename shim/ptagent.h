@@ -8,7 +8,8 @@
  * What the agent is for: timing only the Python functions a targets file
  * names, exactly, with nothing installed for any other call. While
  * proftrace is attached the agent turns on per-function hooks for the named
- * code objects only (3.12+: sys.monitoring local events; 3.8-3.11: a PEP 523
+ * code objects only (3.12+: sys.monitoring local events; 3.8-3.11:
+ * trampolines, shim/agent/tramp.h, and for what they cannot wrap a PEP 523
  * frame evaluator that passes every other frame straight on), and each hook
  * calls pt_agent_enter(code, frame) / pt_agent_exit(code, frame, ret),
  * tiny functions of the agent's own file that proftrace probes with BPF. So

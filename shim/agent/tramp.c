@@ -156,8 +156,7 @@ static int grow(struct ptag_tramp *t)
 	return 0;
 }
 
-int ptag_tramp__add(struct ptag_tramp *t, PyObject *func, PyObject *code, char *why,
-		    size_t whylen)
+int ptag_tramp__add(struct ptag_tramp *t, PyObject *func, PyObject *code, char *why, size_t whylen)
 {
 	const struct pt_pyapi *A = t->api;
 	PyObject *make, *args = NULL, *mark = NULL, *w = NULL;

@@ -67,8 +67,7 @@ const char *ptag_tramp__unfit(long flags);
 long ptag_tramp__flags(const struct ptag_tramp *t, PyObject *code);
 /* Give func, whose code is code, a wrapper (nothing when it has one for
  * code already). 0; -errno (why). */
-int ptag_tramp__add(struct ptag_tramp *t, PyObject *func, PyObject *code, char *why,
-		    size_t whylen);
+int ptag_tramp__add(struct ptag_tramp *t, PyObject *func, PyObject *code, char *why, size_t whylen);
 /* Put back the original code of every function whose code is not in
  * keep (of all when keep is NULL), and forget them. */
 void ptag_tramp__restore(struct ptag_tramp *t, const struct ptag_codeset *keep);
