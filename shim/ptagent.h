@@ -174,7 +174,9 @@ struct ptag_header {
 	uint32_t narm;
 	uint64_t arm_seq;
 	uint64_t rescan_seq;
-	uint64_t reserved5[2];
+	uint32_t options; /* PTAG_OPT_*, read by the agent at each attach */
+	uint32_t reserved5a;
+	uint64_t reserved5[1];
 
 	/* Line 6: the interpreter's layout as proftrace knows it (written
 	 * before attached): where the agent finds the current frame (3.12+)
@@ -235,6 +237,10 @@ _Static_assert(PTAG_NEAR_OFF % 8 == 0 && PTAG_MAX_NEAR >= 256, "near[] fits");
 #define PTAG_HOW_OFF (PTAG_SIZE - PTAG_MAX_CODES / 8u)
 #define PTAG_MAX_NEAR_HOW ((PTAG_HOW_OFF - PTAG_NEAR_OFF) / 8u)
 _Static_assert(PTAG_MAX_NEAR_HOW >= 256, "near[] still fits beside how[]");
+
+/* options: set py_trampolines off (the frame evaluator for every named
+ * function, as before trampolines; an agent without them ignores it). */
+#define PTAG_OPT_NO_TRAMPOLINES 1u
 
 /* A sampled frame of this file is a trampoline's: not the program's. */
 #define PTAG_TRAMP_FILE "<proftrace>"

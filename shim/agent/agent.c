@@ -169,6 +169,7 @@ static int read_layout(struct ptag_agent *a)
 	L->code_flags = h->code_flags;
 	L->interp_eval_frame = h->interp_eval_frame;
 	L->code_mask = h->code_mask;
+	a->hooks.no_tramp = h->options & PTAG_OPT_NO_TRAMPOLINES;
 	a->scan.type_dict = h->type_dict;
 	a->scan.type_flags = h->type_flags;
 	if (L->tstate_frame > 4096 || L->cframe_frame > 64 || L->frame_code > 512 ||

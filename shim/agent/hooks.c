@@ -650,7 +650,8 @@ static int arm_split(struct ptag_hooks *h, PyObject *const *codes, uint32_t n,
 		return -ENOMEM;
 	}
 	for (uint32_t i = 0; i < n; i++) {
-		bool fits = !ptag_tramp__unfit(ptag_tramp__flags(&h->tramp, codes[i]));
+		bool fits =
+			!h->no_tramp && !ptag_tramp__unfit(ptag_tramp__flags(&h->tramp, codes[i]));
 		uint32_t got = 0;
 
 		for (uint32_t j = 0; fits && j < nfns; j++)
@@ -666,7 +667,7 @@ static int arm_split(struct ptag_hooks *h, PyObject *const *codes, uint32_t n,
 			ev[ne++] = (uint64_t)codes[i];
 	}
 	if (h->watch_imports && h->import_code) {
-		if (h->import_func &&
+		if (h->import_func && !h->no_tramp &&
 		    !ptag_tramp__add(&h->tramp, h->import_func, h->import_code, w, sizeof(w)))
 			tr[nt++] = (uint64_t)h->import_code;
 		else

@@ -57,6 +57,7 @@ struct ptag_hooks {
 	PyObject *tcb[3];      /* the trampolines' enter, leave, unwind */
 	PyObject *import_func; /* importlib's _find_and_load (held) */
 	bool arming;	       /* an arm is under way (it may let other threads run) */
+	bool no_tramp;	       /* PTAG_OPT_NO_TRAMPOLINES: the evaluator for all */
 	void *interp;
 	bool evaluator; /* ours is installed */
 	uint64_t lost;	/* found replaced by someone else's */

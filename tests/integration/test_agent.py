@@ -262,6 +262,43 @@ def test_agent_trampolines_leave_every_other_call_alone():
     print("    trampolines on: %s" % ", ".join(ran))
 
 
+def test_agent_py_trampolines_off():
+    """`set py_trampolines off`: the frame evaluator for every named
+    function, as before (the victim sees it installed and no trampoline),
+    still exact, and nothing left after detach."""
+    label, python = [x for x in interpreters() if x[0] in ("3.11", "debian-3.11")][0]
+    tmp = tempfile.mkdtemp(prefix="pt-it-")
+    conf = write_conf(tmp, "set py_trampolines off\n" + PLAIN_CONF)
+    truth = os.path.join(tmp, "truth.json")
+    out = os.path.join(tmp, "out")
+    v = victim([python, CASES], "--truth", truth, "--steps", STEPS, "--hold", env=agent_env())
+    try:
+        pt = _attach(v.pid, conf, out)
+        v.send("go\n")
+        eq(v.wait_line("attached: ", timeout=120), "attached: evaluator 1 trampolines ",
+           label + " while attached")
+        v.wait_line("held", timeout=60)
+        pt.p.send_signal(signal.SIGINT)
+        eq(pt.wait(60), 0, label + " proftrace exit")
+        v.send("check\n")
+        eq(v.wait_line("hooks "), "hooks 0", label + " hooks left after detach")
+        v.send("go\n")
+        eq(v.wait(120), 0, label + " victim")
+    finally:
+        v.kill()
+    with open(truth) as f:
+        t = json.load(f)["phase1"]
+    with open(os.path.join(out, "summary.json")) as f:
+        s = json.load(f)
+    a = s["meta"]["python"]["agent"]
+    eq(a["hooks"], "frame evaluator", label + " hooks")
+    eq(a["trampolines"], 0, label + " trampolines")
+    eq(len(a["evaluator_functions"].split(", ")), 7, label + " evaluator functions")
+    for name in ("plain", "recurse", "decorated", "closured", "fails", "threaded"):
+        f = func(s, name)
+        eq(f["calls"], t[name]["calls"], "%s %s calls" % (label, name))
+
+
 def test_agent_proftrace_killed_hooks_removed():
     """proftrace SIGKILLed mid-run: the kernel drops its probes, the agent
     sees the heartbeat stop and takes its hooks out; the program runs on."""

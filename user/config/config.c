@@ -40,6 +40,7 @@ enum set_key {
 	KEY_PROLOGUE_SKIP,
 	KEY_RINGBUF_WAKEUP,
 	KEY_PY_SESSION,
+	KEY_PY_TRAMPOLINES,
 	KEY_SAMPLE_HZ,
 	KEY_PYTHON_MODE,
 	KEY_KV_LEN_REDUCE,
@@ -56,6 +57,7 @@ static const char *const key_names[NR_KEYS] = {
 	[KEY_PROLOGUE_SKIP] = "prologue_skip",
 	[KEY_RINGBUF_WAKEUP] = "ringbuf_wakeup",
 	[KEY_PY_SESSION] = "py_session",
+	[KEY_PY_TRAMPOLINES] = "py_trampolines",
 	[KEY_SAMPLE_HZ] = "sample_hz",
 	[KEY_PYTHON_MODE] = "python_mode",
 	[KEY_KV_LEN_REDUCE] = "kv_len_reduce",
@@ -66,7 +68,7 @@ static const char *const key_names[NR_KEYS] = {
 
 #define KNOWN_KEYS                                                                                 \
 	"warmup_steps, ringbuf_mb, poll_ms, prologue_skip, ringbuf_wakeup, py_session, "           \
-	"sample_hz, python_mode, kv_len_reduce, kv_bins, run_gap_ms, warmup_runs"
+	"py_trampolines, sample_hz, python_mode, kv_len_reduce, kv_bins, run_gap_ms, warmup_runs"
 
 static const char *const keywords[] = { "step", "bucket", "set", "lines", "count" };
 
@@ -950,6 +952,11 @@ static int set_py_session(struct parser *p, const struct tok *v, const char *wha
 	return set_onoff(p, v, what, &p->cfg->py_session);
 }
 
+static int set_py_trampolines(struct parser *p, const struct tok *v, const char *what)
+{
+	return set_onoff(p, v, what, &p->cfg->py_trampolines);
+}
+
 static int (*const set_fns[NR_KEYS])(struct parser *p, const struct tok *v, const char *what) = {
 	[KEY_WARMUP_STEPS] = set_warmup_steps,
 	[KEY_RINGBUF_MB] = set_ringbuf_mb,
@@ -957,6 +964,7 @@ static int (*const set_fns[NR_KEYS])(struct parser *p, const struct tok *v, cons
 	[KEY_PROLOGUE_SKIP] = set_prologue_skip,
 	[KEY_RINGBUF_WAKEUP] = set_ringbuf_wakeup,
 	[KEY_PY_SESSION] = set_py_session,
+	[KEY_PY_TRAMPOLINES] = set_py_trampolines,
 	[KEY_SAMPLE_HZ] = set_sample_hz,
 	[KEY_PYTHON_MODE] = set_python_mode,
 	[KEY_KV_LEN_REDUCE] = set_kv_len_reduce,
@@ -1089,6 +1097,7 @@ static void set_defaults(struct pt_config *cfg)
 	cfg->prologue_skip = true;
 	cfg->ringbuf_wakeup = false;
 	cfg->py_session = true;
+	cfg->py_trampolines = true;
 	cfg->sample_hz = 1000;
 	cfg->python_mode = PT_PYMODE_AUTO;
 	cfg->kv_reduce = PT_VFN_MEAN;

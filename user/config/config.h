@@ -92,6 +92,11 @@ struct pt_config {
 	 * that are not configured skip the return probe; off: always a
 	 * uprobe/uretprobe pair (for benchmarks). */
 	bool py_session;
+	/* py_trampolines on|off, default on: on 3.8-3.11 the agent wraps each
+	 * named function it can in a trampoline (shim/agent/tramp.h); off:
+	 * the PEP 523 frame evaluator for every one (what every other call
+	 * then pays: a lookup, and no inlined calls on 3.11) */
+	bool py_trampolines;
 	unsigned int sample_hz;		 /* sample_hz, default 1000, 0: no sampling */
 	enum pt_python_mode python_mode; /* python_mode auto|agent|evalframe|sampled */
 	size_t nlines;			 /* probes named on lines lines */

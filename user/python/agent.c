@@ -26,6 +26,7 @@ struct pt_agent {
 	/* with the candidates last read (PTAG_FLAG_SPECS): which probes'
 	 * modules are loaded, and near[] */
 	bool has_specs;
+	uint32_t options; /* PTAG_OPT_* for the next attach */
 	uint8_t found[PTAG_MAX_SPECS];
 	uint64_t *near;
 	uint32_t nnear;
@@ -207,6 +208,11 @@ static bool hb_fresh(uint64_t hb, uint64_t now)
 	       age > -(int64_t)PTAG_HEARTBEAT_TIMEOUT_NS;
 }
 
+void pt_agent__set_options(struct pt_agent *a, uint32_t options)
+{
+	a->options = options;
+}
+
 int pt_agent__attach(struct pt_agent *a, const struct pt_agent_spec *specs, size_t n,
 		     const struct pt_py_layout *L, uint64_t now)
 {
@@ -240,6 +246,7 @@ int pt_agent__attach(struct pt_agent *a, const struct pt_agent_spec *specs, size
 	ST(h->type_flags, L->type_flags);
 	ST(h->interp_eval_frame, L->interp_eval_frame);
 	ST(h->code_mask, ~L->stackref_tag); /* 3.14: the frame's code is a tagged _PyStackRef */
+	ST(h->options, a->options);
 	ST(h->narm, 0);
 	a->arm_seq = LD(h->arm_seq) + 1;
 	ST_REL(h->arm_seq, a->arm_seq);

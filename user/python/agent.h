@@ -69,6 +69,8 @@ struct pt_agent_spec {
  * offsets the agent needs). -EBUSY: another live proftrace is attached;
  * -E2BIG: the probes do not fit the segment.
  */
+/* Options for the next attach: PTAG_OPT_* (shim/ptagent.h). */
+void pt_agent__set_options(struct pt_agent *a, uint32_t options);
 int pt_agent__attach(struct pt_agent *a, const struct pt_agent_spec *specs, size_t n,
 		     const struct pt_py_layout *L, uint64_t now);
 /* At least every PTAG_HEARTBEAT_NS while attached. */

@@ -558,6 +558,7 @@ int pt_run__agent_start(struct proc *p, char *err, size_t errlen)
 	e = pt_run__py_pairs(r, &specs, &spec_of, &n);
 	if (e)
 		goto fail;
+	pt_agent__set_options(p->agent, r->cfg.py_trampolines ? 0 : PTAG_OPT_NO_TRAMPOLINES);
 	e = pt_agent__attach(p->agent, specs, n, &p->py.L, pt_now_ns(CLOCK_MONOTONIC));
 	free(specs);
 	free(spec_of);

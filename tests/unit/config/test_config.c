@@ -281,6 +281,7 @@ static void test_every_set_key(void **state)
 				   "set prologue_skip off\n"
 				   "set ringbuf_wakeup on\n"
 				   "set py_session off\n"
+				   "set py_trampolines off\n"
 				   "step native:exe:f\n";
 	struct pt_config cfg;
 
@@ -291,6 +292,7 @@ static void test_every_set_key(void **state)
 	assert_false(cfg.prologue_skip);
 	assert_true(cfg.ringbuf_wakeup);
 	assert_false(cfg.py_session);
+	assert_false(cfg.py_trampolines);
 	pt_config__free(&cfg);
 
 	parse_ok(&cfg, "set ringbuf_mb 1\nset poll_ms 1\nset prologue_skip on\n"
@@ -299,7 +301,8 @@ static void test_every_set_key(void **state)
 	assert_int_equal(cfg.poll_ms, 1);
 	assert_true(cfg.prologue_skip);
 	assert_false(cfg.ringbuf_wakeup);
-	assert_true(cfg.py_session); /* default */
+	assert_true(cfg.py_session);	 /* default */
+	assert_true(cfg.py_trampolines); /* default */
 	assert_int_equal(cfg.warmup_steps, 0);
 	pt_config__free(&cfg);
 
@@ -569,25 +572,28 @@ static void test_err_set(void **state)
 	assert_parse_error("step native:exe:f\nset warmup_step 10\n",
 			   "t.conf:2:5: error: unknown key 'warmup_step' (hint: did you mean "
 			   "warmup_steps? known keys: warmup_steps, ringbuf_mb, poll_ms, "
-			   "prologue_skip, ringbuf_wakeup, py_session, sample_hz, python_mode, "
+			   "prologue_skip, ringbuf_wakeup, py_session, py_trampolines, sample_hz, "
+			   "python_mode, "
 			   "kv_len_reduce, kv_bins, run_gap_ms, warmup_runs)");
 	assert_parse_error("set POLL_MS 10\n",
 			   "t.conf:1:5: error: unknown key 'POLL_MS' (hint: did you mean "
 			   "poll_ms? known keys: warmup_steps, ringbuf_mb, poll_ms, "
-			   "prologue_skip, ringbuf_wakeup, py_session, sample_hz, python_mode, "
+			   "prologue_skip, ringbuf_wakeup, py_session, py_trampolines, sample_hz, "
+			   "python_mode, "
 			   "kv_len_reduce, kv_bins, run_gap_ms, warmup_runs)");
-	assert_parse_error("set verbosity 3\n",
-			   "t.conf:1:5: error: unknown key 'verbosity' (hint: known keys: "
-			   "warmup_steps, ringbuf_mb, poll_ms, prologue_skip, ringbuf_wakeup, "
-			   "py_session, sample_hz, python_mode, kv_len_reduce, kv_bins, "
-			   "run_gap_ms, warmup_runs)");
+	assert_parse_error(
+		"set verbosity 3\n",
+		"t.conf:1:5: error: unknown key 'verbosity' (hint: known keys: "
+		"warmup_steps, ringbuf_mb, poll_ms, prologue_skip, ringbuf_wakeup, "
+		"py_session, py_trampolines, sample_hz, python_mode, kv_len_reduce, kv_bins, "
+		"run_gap_ms, warmup_runs)");
 	assert_parse_error("set poll_ms 10\nstep native:exe:f\nset poll_ms 10\n",
 			   "t.conf:3:5: error: key set twice 'poll_ms' "
 			   "(hint: first set at line 1; keep one)");
 	assert_parse_error("set\n",
 			   "t.conf:1:1: error: set has no key 'set' (hint: set <key> <value>; "
 			   "keys: warmup_steps, ringbuf_mb, poll_ms, prologue_skip, "
-			   "ringbuf_wakeup, py_session, sample_hz, "
+			   "ringbuf_wakeup, py_session, py_trampolines, sample_hz, "
 			   "python_mode, kv_len_reduce, kv_bins, run_gap_ms, warmup_runs)");
 	assert_parse_error("set poll_ms\n", "t.conf:1:5: error: missing value for key 'poll_ms' "
 					    "(hint: set poll_ms <value>)");
@@ -876,7 +882,8 @@ static void test_sample_hz(void **state)
 	assert_parse_error("set sample_Hz 100\n",
 			   "t.conf:1:5: error: unknown key 'sample_Hz' (hint: did you mean "
 			   "sample_hz? known keys: warmup_steps, ringbuf_mb, poll_ms, "
-			   "prologue_skip, ringbuf_wakeup, py_session, sample_hz, python_mode, "
+			   "prologue_skip, ringbuf_wakeup, py_session, py_trampolines, sample_hz, "
+			   "python_mode, "
 			   "kv_len_reduce, kv_bins, run_gap_ms, warmup_runs)");
 }
 
@@ -973,7 +980,7 @@ static void test_load_fixture_errors(void **state)
 			    FIXTURES "bad_key.conf:4:6: error: unknown key 'ringbuf_MB' "
 				     "(hint: did you mean ringbuf_mb? known keys: warmup_steps, "
 				     "ringbuf_mb, poll_ms, prologue_skip, ringbuf_wakeup, "
-				     "py_session, sample_hz, python_mode, "
+				     "py_session, py_trampolines, sample_hz, python_mode, "
 				     "kv_len_reduce, kv_bins, run_gap_ms, warmup_runs)");
 	assert_true(all_zero(&cfg, sizeof(cfg)));
 
