@@ -317,14 +317,25 @@ def agent_tables():
         if label in ("3.12", "3.13", "3.14"):
             cols["tramp"] = (False, None, perf)
             cols["tframe"] = (False, evalframe, perf)
+        else:
+            # 3.8-3.11: the agent as before trampolines, to compare
+            cols["evaluator"] = (True, STEP_CONF + "set py_trampolines off\n", None)
         got = {k: [] for k in cols}
         for _ in range(REPEAT):
             for k, (pre, conf, env) in cols.items():
                 got[k].append(step_run(py, pre, conf, env))
         m = {k: statistics.median(v) for k, v in got.items()}
         base = m["base"]
+
+        def pairs(k):
+            # attached against dormant, round by round (each pair ran
+            # back to back): median and spread
+            r = sorted(a / d for a, d in zip(got[k], got["dormant"]))
+            return "%.3fx (%.3f-%.3f)" % (statistics.median(r), r[0], r[-1])
         row = [label, "%.2f" % (base / 1e6), "%.3fx" % (m["dormant"] / base),
-               "%.3fx" % (m["agent"] / base), "%.2fx" % (m["frame"] / base)]
+               "%.3fx" % (m["agent"] / base), pairs("agent"),
+               pairs("evaluator") if "evaluator" in got else "-",
+               "%.2fx" % (m["frame"] / base)]
         if "tramp" in m:
             row += ["%.2fx" % (m["tramp"] / base), "%.2fx" % (m["tframe"] / base)]
         else:
@@ -335,6 +346,8 @@ def agent_tables():
           " median step time of %d steps, ratio to no tool (same invocation); only the "
           "step function is named" % STEP_STEPS,
           ["interpreter", "no tool ms/step", "agent loaded, dormant", "proftrace + agent",
+           "attached / dormant, per pair: median (min-max)",
+           "3.8-3.11, py_trampolines off: attached / dormant",
            "frame probe (python_mode evalframe)", "perf trampoline alone",
            "perf trampoline + frame probe"], rows)
     table("Python agent: cost of one named call (Request.num_new_tokens also named, %d calls a"
