@@ -154,9 +154,10 @@ struct ptag_header {
 	uint64_t arm_ns;       /* GIL held by the last arm */
 	uint32_t nnear;	       /* PTAG_FLAG_SPECS: code objects in near[] */
 	uint32_t near_dropped; /* beyond PTAG_MAX_NEAR */
-	/* PTAG_FLAG_HOW (3.8-3.11): armed code objects hooked by trampolines,
-	 * whether the frame evaluator is installed now, and wrappers found
-	 * replaced by someone else when put back */
+	/* PTAG_FLAG_HOW (3.8-3.11), as of the last arm (kept after detach, for
+	 * the report): armed code objects hooked by trampolines, whether the
+	 * frame evaluator was installed, and wrappers found replaced by
+	 * someone else when put back */
 	uint32_t ntramp;
 	uint32_t evaluator_on;
 	uint64_t tramp_lost;

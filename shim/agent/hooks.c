@@ -685,7 +685,8 @@ static int arm_split(struct ptag_hooks *h, PyObject *const *codes, uint32_t n,
 		snprintf(why, whylen, "out of memory");
 		return e;
 	}
-	/* the evaluator first, so no code is timed by neither in between */
+	/* the evaluator's set first: a code object moving to a trampoline is
+	 * timed by neither until tset is swapped below, never by both */
 	ptag_codeset__free(&h->eset);
 	h->eset = eset;
 	if (ne) {
