@@ -268,12 +268,14 @@ $(AGENT): $(AGENT_OBJS)
 	$(call msg,AGENT-LD,$@)
 	$(Q)$(CC) -shared -pthread -Wl,-z,defs $^ -ldl -o $@
 -include $(AGENT_OBJS:.o=.d)
-# The agent's pure parts (its code-object filter, module matcher) alone:
+# The agent's pure parts (its code-object filter, module matcher, which
+# code a trampoline fits) alone:
 # no interpreter in the test (tests/unit/agent/).
 $(OUTPUT)/tests/test_agent_filter: tests/unit/agent/test_agent_filter.c shim/agent/codeset.c \
-		shim/agent/scan.c $(wildcard shim/agent/*.h) | $(OUTPUT)/tests
+		shim/agent/scan.c shim/agent/tramp.c $(wildcard shim/agent/*.h) | $(OUTPUT)/tests
 	$(call msg,TEST-CC,$@)
-	$(Q)$(CC) $(CFLAGS) -I. $(LDFLAGS) $< shim/agent/codeset.c shim/agent/scan.c -lcmocka -o $@
+	$(Q)$(CC) $(CFLAGS) -I. $(LDFLAGS) $< shim/agent/codeset.c shim/agent/scan.c \
+		shim/agent/tramp.c -lcmocka -o $@
 
 # The reader against segments made by the shim's own writer (no CUPTI).
 $(OUTPUT)/tests/test_gpuring: tests/unit/gpu/test_gpuring.c shim/ring.c shim/ring.h shim/ptgpu.h shim/memseg.h $(LIBPT) | $(OUTPUT)/tests

@@ -19,6 +19,7 @@
 
 #include "shim/agent/codeset.h"
 #include "shim/agent/scan.h"
+#include "shim/agent/tramp.h"
 
 static uint64_t rnd(uint64_t *s)
 {
@@ -162,6 +163,24 @@ static void test_file_matches(void **state)
 			fail_msg("%s ~ %s: want %d", t[i].file, t[i].path, t[i].yes);
 }
 
+/* A trampoline fits a plain function's code only: a generator,
+ * coroutine or async generator (each resumption is an activation) and a
+ * function nested in another one (a new function object per call) stay
+ * on the frame evaluator; unreadable flags never fit. */
+static void test_tramp_fits(void **state)
+{
+	(void)state;
+	assert_null(ptag_tramp__unfit(0));
+	assert_null(ptag_tramp__unfit(0x1 | 0x2 | 0x4 | 0x8 | 0x40)); /* locals, varargs... */
+	assert_non_null(ptag_tramp__unfit(0x20));		      /* generator */
+	assert_non_null(ptag_tramp__unfit(0x80));		      /* coroutine */
+	assert_non_null(ptag_tramp__unfit(0x100));		      /* iterable coroutine */
+	assert_non_null(ptag_tramp__unfit(0x200));		      /* async generator */
+	assert_non_null(ptag_tramp__unfit(0x10));		      /* nested */
+	assert_non_null(ptag_tramp__unfit(0x3 | 0x10));
+	assert_non_null(ptag_tramp__unfit(-1));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -169,6 +188,7 @@ int main(void)
 		cmocka_unit_test(test_collisions_duplicates_zeros),
 		cmocka_unit_test(test_rebuild_replaces),
 		cmocka_unit_test(test_file_matches),
+		cmocka_unit_test(test_tramp_fits),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
