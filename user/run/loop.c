@@ -75,11 +75,20 @@ static void status_tick(struct run *r, struct status *st, uint64_t now)
 	st->last_steps = steps;
 }
 
-int pt_run__add_fd(int ep, int fd, uint32_t tag)
+static int add_fd(int ep, int fd, uint32_t tag)
 {
 	struct epoll_event ev = { .events = EPOLLIN, .data.u32 = tag };
 
 	return epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev) ? -errno : 0;
+}
+
+/* The pidfds of the processes started since procs[from]: an exit wakes
+ * the loop (one without a pidfd is checked each tick). */
+static void watch_procs(struct run *r, size_t from)
+{
+	for (size_t i = from; i < r->nprocs; i++)
+		if (r->procs[i]->pidfd >= 0)
+			add_fd(r->ep, r->procs[i]->pidfd, TAG_PID + r->procs[i]->pos);
 }
 
 enum stop_reason { STOP_NONE, STOP_SIGNAL, STOP_DURATION, STOP_EXIT };
@@ -179,20 +188,27 @@ static void drain_at_stop(struct run *r)
 					   1000);
 }
 
+/* What the loop waits on: the stop signals, its timer, the probe ring,
+ * the --metrics socket and the processes' pidfds. The files that open
+ * them hand them over; only the loop registers them. */
 static int open_fds(struct run *r, int *sfd, int *tfd)
 {
 	struct itimerspec its = { 0 };
+	int mfd = pt_run__metrics_fd(r);
 
+	r->ep = epoll_create1(EPOLL_CLOEXEC);
 	*sfd = signalfd(-1, &r->stop_mask, SFD_CLOEXEC | SFD_NONBLOCK);
 	*tfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
-	if (*sfd < 0 || *tfd < 0)
+	if (r->ep < 0 || *sfd < 0 || *tfd < 0)
 		return -errno;
 	its.it_interval.tv_nsec = (long)r->cfg.poll_ms * 1000000L;
 	its.it_value = its.it_interval;
 	timerfd_settime(*tfd, 0, &its, NULL);
-	if (pt_run__add_fd(r->ep, *sfd, TAG_SIG) || pt_run__add_fd(r->ep, *tfd, TAG_TIMER) ||
-	    pt_run__add_fd(r->ep, pt_attach__ring_fd(r->att), TAG_RING))
+	if (add_fd(r->ep, *sfd, TAG_SIG) || add_fd(r->ep, *tfd, TAG_TIMER) ||
+	    add_fd(r->ep, pt_attach__ring_fd(r->att), TAG_RING) ||
+	    (mfd >= 0 && add_fd(r->ep, mfd, TAG_METRICS)))
 		return -errno;
+	watch_procs(r, 0);
 	return 0;
 }
 
@@ -225,9 +241,14 @@ int pt_run__loop(struct run *r)
 		if (r->env.children &&
 		    (r->scan_children || now - last_rescan >= RESCAN_MS * 1000000ull))
 			pt_run__scan_children(r, now);
-		if (r->ncands && pt_run__add_candidates(r, now, false) == -ENOMEM) {
-			e = -ENOMEM;
-			break;
+		if (r->ncands) {
+			size_t from = r->nprocs;
+
+			if (pt_run__add_candidates(r, now, false) == -ENOMEM) {
+				e = -ENOMEM;
+				break;
+			}
+			watch_procs(r, from);
 		}
 		if (pt_run__all_ended(r) && !r->ncands) {
 			if (!r->multi && r->procs[0]->end_why &&

@@ -96,10 +96,14 @@ int pt_run__metrics_open(struct run *r)
 	if (gethostname(m->host, sizeof(m->host)))
 		snprintf(m->host, sizeof(m->host), "unknown");
 	r->metrics = m;
-	e = pt_run__add_fd(r->ep, m->fd, TAG_METRICS);
-	if (!e)
-		pt_vlog("proftrace: serving Prometheus metrics on %s\n", r->env.metrics);
-	return e;
+	pt_vlog("proftrace: serving Prometheus metrics on %s\n", r->env.metrics);
+	return 0;
+}
+
+/* Its listening socket, for the event loop to wait on; -1: no --metrics. */
+int pt_run__metrics_fd(const struct run *r)
+{
+	return r->metrics ? r->metrics->fd : -1;
 }
 
 void pt_run__metrics_free(struct run *r)

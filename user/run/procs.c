@@ -916,7 +916,7 @@ static int use_agent(struct proc *p)
 /* p is traced from now on: its probes go in. Not fatal when a part
  * cannot (said): the rest still gives true figures. -ENOMEM, or
  * -PT_EUSAGE (--gpu on cannot be honoured). */
-int pt_run__start_proc(struct proc *p, int ep)
+int pt_run__start_proc(struct proc *p)
 {
 	char line[1024];
 	size_t at = 0;
@@ -969,9 +969,8 @@ int pt_run__start_proc(struct proc *p, int ep)
 	if (r->trace) /* its track carries its name even if it never calls in */
 		pt_trace__thread_name(r->trace, (uint32_t)p->tracee.pid, (uint32_t)p->tracee.pid,
 				      p->tracee.comm);
+	/* the event loop waits on it (loop.c) */
 	p->pidfd = pt_tracee__pidfd(&p->tracee);
-	if (p->pidfd >= 0 && ep >= 0)
-		pt_run__add_fd(ep, p->pidfd, TAG_PID + p->pos);
 	for (size_t s = 0; s < r->cfg.nprobes; s++) {
 		bool py = r->cfg.probes[s].kind == PT_PROBE_PY;
 
@@ -1233,7 +1232,7 @@ int pt_run__add_candidates(struct run *r, uint64_t now, bool at_start)
 			continue;	 /* started with the others */
 		e = pt_run__open_gpu(p); /* none: said (--children), the rest traced */
 		if (!e)
-			e = pt_run__start_proc(p, r->ep);
+			e = pt_run__start_proc(p);
 		if (e == -PT_EUSAGE)
 			e = 0;
 	}

@@ -11,7 +11,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/epoll.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -397,9 +396,6 @@ int pt_run__attach(struct run *r)
 	if (e)
 		return e;
 	STOP_POINT(r);
-	r->ep = epoll_create1(EPOLL_CLOEXEC);
-	if (r->ep < 0)
-		return -errno;
 	if (r->env.metrics) {
 		e = pt_run__metrics_open(r);
 		if (e)
@@ -414,7 +410,7 @@ int pt_run__attach(struct run *r)
 			return e;
 	}
 	for (size_t i = 0; i < r->nprocs && !e; i++) {
-		e = pt_run__start_proc(r->procs[i], r->ep);
+		e = pt_run__start_proc(r->procs[i]);
 		if (!e && pt_run__stop_asked(r))
 			e = -PT_ESTOPPED;
 	}

@@ -230,7 +230,7 @@ struct run {
 	int stop_sig; /* SIGINT or SIGTERM taken while attaching */
 	uint64_t events;
 	uint64_t dropped_seen;
-	int ep;		    /* the event loop's epoll: pidfds of processes added later */
+	int ep;		    /* the event loop's epoll (loop.c), -1: none */
 	sigset_t stop_mask; /* SIGINT, SIGTERM: blocked, read from a signalfd */
 
 	/* --children */
@@ -271,9 +271,10 @@ int pt_run__attach(struct run *r);
 int pt_run__report(struct run *r);
 void pt_run__free(struct run *r);
 
-/* loop.c: until --duration, SIGINT/SIGTERM or every process ended */
+/* loop.c: until --duration, SIGINT/SIGTERM or every process ended; the
+ * one file that registers fds with the loop's epoll (the others hand
+ * theirs over: proc's pidfd, pt_run__metrics_fd) */
 int pt_run__loop(struct run *r);
-int pt_run__add_fd(int ep, int fd, uint32_t tag);
 
 /* records.c: the record streams (on_* are the callbacks given to attach,
  * sampler, aggregators and GPU ring) */
@@ -311,7 +312,7 @@ void pt_run__attr_retries(struct proc *p, uint64_t now);
 /* procs.c: processes */
 int pt_run__open_proc(struct run *r, int pid, bool strict, struct proc **out, char *err,
 		      size_t errlen);
-int pt_run__start_proc(struct proc *p, int ep);
+int pt_run__start_proc(struct proc *p);
 void pt_run__end_proc(struct proc *p, const char *why);
 void pt_run__free_proc(struct proc *p);
 int pt_run__add_procs(struct run *r, struct proc *p);
@@ -375,6 +376,8 @@ struct pt_metrics;
 int pt_run__metrics_open(struct run *r);
 void pt_run__metrics_step(struct proc *p, const struct pt_step *s);
 void pt_run__metrics_gpu(struct proc *p, const struct pt_gpu_rec *g);
+/* Its listening socket, for the event loop to wait on; -1: no --metrics. */
+int pt_run__metrics_fd(const struct run *r);
 void pt_run__metrics_serve(struct run *r);
 void pt_run__metrics_free(struct run *r);
 
