@@ -1,10 +1,12 @@
 // SPDX-License-Identifier: BSD-2-Clause
 /*
  * The processes of a run: inspect one (resolve its probes, find its
- * interpreter), trace it (probes, frame probe, sampler, GPU ring), end it
- * (exit, exec), and find the descendants --children asks for.
+ * interpreter), trace it (probes, frame probe, sampler, GPU ring; a stop
+ * asked for meanwhile honoured), end it (exit, exec), and find the
+ * descendants --children asks for.
  */
 #include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -237,6 +239,27 @@ int pt_run__grow_fstate(struct proc *p)
 		m[i] = PT_SFID_NONE;
 	p->nfs = n;
 	return 0;
+}
+
+/* SIGINT or SIGTERM pending while attaching (run.c blocked them): taken,
+ * kept in r->stop_sig, said once. Asked between the steps of an attach
+ * and between the files of a process's probes. */
+bool pt_run__stop_asked(struct run *r)
+{
+	struct timespec now = { 0, 0 };
+	int sig;
+
+	if (r->stop_sig)
+		return true;
+	/* taken off the pending set: the stop is acted on here, at once */
+	sig = sigtimedwait(&r->stop_mask, NULL, &now);
+	if (sig <= 0)
+		return false;
+	r->stop_sig = sig;
+	pt_msg("proftrace: %s while attaching: stopping; everything attached so far is taken "
+	       "out, nothing was measured\n",
+	       sig == SIGINT ? "SIGINT" : "SIGTERM");
+	return true;
 }
 
 /* Tests only (PT_TEST_ATTACH_PAUSE_MS): a pause between the files of an

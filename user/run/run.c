@@ -310,24 +310,6 @@ static int start_sampling(struct run *r)
 	return 0;
 }
 
-bool pt_run__stop_asked(struct run *r)
-{
-	struct timespec now = { 0, 0 };
-	int sig;
-
-	if (r->stop_sig)
-		return true;
-	/* taken off the pending set: the stop is acted on here, at once */
-	sig = sigtimedwait(&r->stop_mask, NULL, &now);
-	if (sig <= 0)
-		return false;
-	r->stop_sig = sig;
-	pt_msg("proftrace: %s while attaching: stopping; everything attached so far is taken "
-	       "out, nothing was measured\n",
-	       sig == SIGINT ? "SIGINT" : "SIGTERM");
-	return true;
-}
-
 /* Between the steps of an attach: a stop asked for ends it (-PT_ESTOPPED),
  * everything attached undone by pt_run__free. */
 #define STOP_POINT(r)                                                                              \
