@@ -16,7 +16,8 @@
  * LD_LIBRARY_PATH; where none is there, the folders the dynamic linker
  * searches by default (/etc/ld.so.conf and the files it includes, then
  * the system's own). A probe whose object glob matches exactly one file
- * there has that file resolved and probed at attach: its first call is
+ * there has that file resolved at attach, and probed then by the caller
+ * (procs.c: pt_run__attach_new, as for a mapped file): its first call is
  * timed, and nothing in the target pauses. Where no file or several match
  * (which one will it load?), or the target has another root, the probe
  * waits for the dynamic linker's notification as before, and the calls in
@@ -244,16 +245,16 @@ static char *find_one(const struct dirs *d, const struct pt_probe_spec *s, bool 
 	return found;
 }
 
-int pt_run__prearm(struct proc *p)
+int pt_run__prearm(struct proc *p, size_t *nlibs)
 {
 	const struct pt_config *cfg = &p->run->cfg;
 	struct pt_maps maps = { 0 }, ahead = { 0 };
 	struct dirs d = { 0 }, sys = { 0 };
-	size_t before = pt_resolver__nfuncs(p->res);
 	char root[16], err[512];
 	ssize_t rl;
-	int n = 0, e = 0;
+	int n = 0;
 
+	*nlibs = 0;
 	/* another root (a container, a chroot): its folders are not ours */
 	snprintf(err, sizeof(err), "/proc/%d/root", p->tracee.pid);
 	rl = readlink(err, root, sizeof(root));
@@ -328,16 +329,7 @@ int pt_run__prearm(struct proc *p)
 		pt_msg("proftrace: warning: %s\n", err);
 		n = 0;
 	}
-	if (n > 0) {
-		e = pt_run__attach_new(p, before);
-		for (size_t i = before; i < p->nfs; i++)
-			p->fs[i].has_window = p->fs[i].attached; /* window 0 */
-		if (e > 0)
-			pt_vlog("proftrace: pid %d: %d probe%s in %zu librar%s not loaded yet, "
-				"armed ahead (its first calls are timed)\n",
-				p->tracee.pid, e, e == 1 ? "" : "s", ahead.n,
-				ahead.n == 1 ? "y" : "ies");
-	}
+	*nlibs = ahead.n;
 	pt_maps__free(&ahead);
-	return e;
+	return n;
 }

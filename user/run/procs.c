@@ -903,6 +903,26 @@ fail:
 	return e;
 }
 
+/* The libraries named by probes and not loaded yet whose file can be
+ * found now, probed ahead of their mapping (prearm.c finds and resolves
+ * them): the number of functions attached, or -errno. */
+static int arm_ahead(struct proc *p)
+{
+	size_t before = pt_resolver__nfuncs(p->res), nlibs;
+	int n = pt_run__prearm(p, &nlibs);
+
+	if (n <= 0)
+		return n;
+	n = pt_run__attach_new(p, before);
+	for (size_t i = before; i < p->nfs; i++)
+		p->fs[i].has_window = p->fs[i].attached; /* window 0 */
+	if (n > 0)
+		pt_vlog("proftrace: pid %d: %d probe%s in %zu librar%s not loaded yet, armed ahead "
+			"(its first calls are timed)\n",
+			p->tracee.pid, n, n == 1 ? "" : "s", nlibs, nlibs == 1 ? "y" : "ies");
+	return n;
+}
+
 /* The Python agent, where python_mode wants it: -ENOMEM, or -PT_EUSAGE
  * when python_mode agent cannot be honoured; else 0 (why said). */
 static int use_agent(struct proc *p)
@@ -985,7 +1005,7 @@ int pt_run__start_proc(struct proc *p)
 	pt_run__agents_alive(r);
 	if (n < 0)
 		return n;
-	armed = pt_run__prearm(p);
+	armed = arm_ahead(p);
 	if (armed < 0)
 		return armed;
 	n += armed;

@@ -320,9 +320,6 @@ bool pt_run__all_ended(const struct run *r);
 int pt_run__grow_fstate(struct proc *p);
 int pt_run__attach_new(struct proc *p, size_t from);
 void pt_run__rescan(struct proc *p);
-/* Probe the libraries named by probes and not mapped yet whose file can be
- * found now (prearm.c): the number of functions attached, or -ENOMEM. */
-int pt_run__prearm(struct proc *p);
 int pt_run__open_gpu(struct proc *p);
 /* The GPU ring's file was truncated (said once, not read again)? */
 bool pt_run__gpu_lost(struct proc *p);
@@ -340,6 +337,12 @@ int pt_run__add_candidates(struct run *r, uint64_t now, bool at_start);
  * said once; the attach then ends with -PT_ESTOPPED. */
 bool pt_run__stop_asked(struct run *r);
 bool pt_run__traced(const struct run *r, int pid);
+
+/* prearm.c: the libraries named by probes and not mapped yet whose file
+ * can be found now, resolved ahead of their mapping: the number of
+ * functions p's resolver gained (the caller attaches them), *nlibs the
+ * libraries; or -ENOMEM. */
+int pt_run__prearm(struct proc *p, size_t *nlibs);
 
 /* pyagent.c: a process's Python agent */
 int pt_run__agent_start(struct proc *p, char *err, size_t errlen);
