@@ -218,29 +218,6 @@ static int attach_gpu(struct proc *p)
 	return 0;
 }
 
-int pt_run__grow_fstate(struct proc *p)
-{
-	size_t n = pt_resolver__nfuncs(p->res);
-	struct fstate *v;
-	uint32_t *m;
-
-	if (n <= p->nfs)
-		return 0;
-	v = realloc(p->fs, n * sizeof(*v));
-	if (!v)
-		return -ENOMEM;
-	p->fs = v;
-	m = realloc(p->mfid, n * sizeof(*m));
-	if (!m)
-		return -ENOMEM;
-	p->mfid = m;
-	memset(v + p->nfs, 0, (n - p->nfs) * sizeof(*v));
-	for (size_t i = p->nfs; i < n; i++)
-		m[i] = PT_SFID_NONE;
-	p->nfs = n;
-	return 0;
-}
-
 /* SIGINT or SIGTERM pending while attaching (run.c blocked them): taken,
  * kept in r->stop_sig, said once. Asked between the steps of an attach
  * and between the files of a process's probes. */

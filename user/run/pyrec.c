@@ -47,37 +47,6 @@ static void set_py_slots(struct proc *p, uint64_t code, struct pt_py_code *val)
 	val->vals = 1;
 }
 
-/* Python functions found at run time, by the frame probe or in samples:
- * the aggregators and the report learn about them. */
-void pt_run__sync_py_funcs(struct proc *p)
-{
-	size_t before = p->nfs;
-
-	if (pt_run__grow_fstate(p))
-		return;
-	for (size_t i = before; i < p->nfs; i++) {
-		const struct pt_func *f = pt_resolver__func(p->res, i);
-
-		if (!f->py)
-			continue; /* native: pt_run__attach_new() does these */
-		if (pt_run__declare_func(p, i))
-			continue; /* out of memory: its records are ignored */
-		pt_run__set_val_spec(p, f);
-		pt_run__mark_attached(p, i);
-		if (f->lines_spec >= 0 && p->v.stk)
-			pt_stacks__want_lines(p->v.stk, (uint32_t)f->fid);
-		if (f->lines_spec >= 0 && p->pyprobe) {
-			size_t len;
-
-			/* read (and cached) now: by the time lines.txt is
-			 * written the target may have exited */
-			pt_pyprobe__source(p->pyprobe, f->object, &len);
-		}
-		pt_vlog("proftrace: pid %d: python %s (%s:%u) is fid %d\n", p->tracee.pid,
-			f->symbol, f->object, f->py_line, f->fid);
-	}
-}
-
 /* A code object BPF has not seen: tell BPF whether it is ours. */
 void pt_run__on_pycode(struct proc *p, const struct pt_rec_pycode *rec)
 {

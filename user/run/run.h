@@ -292,22 +292,26 @@ int pt_run__on_sample(void *ctx, const struct pt_sample *s);
 void pt_run__on_pycode(struct proc *p, const struct pt_rec_pycode *rec);
 void pt_run__on_attr(struct proc *p, const struct pt_rec_attr *a);
 bool pt_run__py_pending_fid(struct proc *p, const struct pt_rec *rec, uint32_t *fid);
-/* Python functions found at run time (by a PYCODE record or in samples):
- * the aggregators and the report learn of them. */
-void pt_run__sync_py_funcs(struct proc *p);
+/* Attribute locations not found yet: BPF asks again once they are due. */
+void pt_run__attr_retries(struct proc *p, uint64_t now);
 
 /* view.c: a view's aggregators (steps counted reach step_cb). 0 or -ENOMEM. */
 int pt_run__new_view(struct run *r, struct view *v,
 		     void (*step_cb)(void *ctx, const struct pt_step *s), void *ctx);
 void pt_run__free_view(struct view *v);
+
+/* funcs.c: the function table (p->fs, p->mfid, r->merged_funcs) */
+/* Room for every function p's resolver has now. 0 or -ENOMEM. */
+int pt_run__grow_fstate(struct proc *p);
 /* Function i of p is known to the aggregators (merged view too). */
 int pt_run__declare_func(struct proc *p, size_t i);
 /* Function i of p has its probes now (or was found, for py:). */
 void pt_run__mark_attached(struct proc *p, size_t i);
 /* What BPF reads at f's calls, when its probe has values. */
 void pt_run__set_val_spec(struct proc *p, const struct pt_func *f);
-/* Attribute locations not found yet: BPF asks again once they are due. */
-void pt_run__attr_retries(struct proc *p, uint64_t now);
+/* Python functions found at run time (by a PYCODE record or in samples):
+ * the aggregators and the report learn of them. */
+void pt_run__sync_py_funcs(struct proc *p);
 
 /* procs.c: processes */
 int pt_run__open_proc(struct run *r, int pid, bool strict, struct proc **out, char *err,
@@ -317,7 +321,6 @@ void pt_run__end_proc(struct proc *p, const char *why);
 void pt_run__free_proc(struct proc *p);
 int pt_run__add_procs(struct run *r, struct proc *p);
 bool pt_run__all_ended(const struct run *r);
-int pt_run__grow_fstate(struct proc *p);
 int pt_run__attach_new(struct proc *p, size_t from);
 void pt_run__rescan(struct proc *p);
 int pt_run__open_gpu(struct proc *p);
