@@ -299,6 +299,13 @@ void pt_run__attr_retries(struct proc *p, uint64_t now);
 int pt_run__new_view(struct run *r, struct view *v,
 		     void (*step_cb)(void *ctx, const struct pt_step *s), void *ctx);
 void pt_run__free_view(struct view *v);
+/* --interval: p's window view (none without), with every function p
+ * knows; fed like p's own view */
+int pt_run__window_open(struct proc *p);
+int pt_run__window_declare(struct proc *p, const struct pt_func *f);
+/* A thread ended: the window view forgets it too. */
+void pt_run__window_thread_exit(struct proc *p, uint32_t tid);
+void pt_run__window_record(struct proc *p, const struct pt_rec *rec);
 
 /* funcs.c: the function table (p->fs, p->mfid, r->merged_funcs) */
 /* Room for every function p's resolver has now. 0 or -ENOMEM. */
@@ -403,11 +410,6 @@ int pt_run__write_outputs(struct run *r);
 cJSON *pt_run__view_doc(struct run *r, struct proc *p, struct view *v);
 
 /* window.c: --interval, a summary of each window of SEC seconds */
-int pt_run__window_open(struct proc *p);
-int pt_run__window_declare(struct proc *p, const struct pt_func *f);
-/* A thread ended: the window view forgets it too. */
-void pt_run__window_thread_exit(struct proc *p, uint32_t tid);
-void pt_run__window_record(struct proc *p, const struct pt_rec *rec);
 void pt_run__window_tick(struct run *r, uint64_t now);
 
 #endif

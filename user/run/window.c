@@ -4,8 +4,8 @@
  * (its steps, buckets, functions, values, probe cost) as a summary of its
  * own, window-NNNN.json in the output folder (the last WINDOWS_KEPT are
  * kept); the final summary.json covers the whole run, as without it. Each
- * process has a second view fed with the same records, written and
- * started afresh at each window's end.
+ * process has a second view fed with the same records (its window view,
+ * view.c), written here and started afresh at each window's end.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -26,66 +26,6 @@ static unsigned int kept(void)
 	int n = s ? atoi(s) : 0;
 
 	return n > 0 ? (unsigned int)n : WINDOWS_KEPT;
-}
-
-static void window_step(void *ctx, const struct pt_step *s)
-{
-	struct proc *p = ctx;
-
-	pt_stepvals__step(&p->window_view->sv, s);
-	pt_ovh__step(p->window_view->ovh, s);
-}
-
-int pt_run__window_declare(struct proc *p, const struct pt_func *f)
-{
-	if (!p->window_view)
-		return 0;
-	if (pt_agg__set_func(p->window_view->agg, (uint32_t)f->fid, f->is_step, f->bucket_mask) ||
-	    pt_run__declare_cost(p, f, p->window_view->ovh, (uint32_t)f->fid))
-		return -ENOMEM;
-	return 0;
-}
-
-/* A fresh window view with every function p knows. */
-static int window_new(struct proc *p)
-{
-	struct view *v = calloc(1, sizeof(*v));
-
-	if (!v)
-		return -ENOMEM;
-	if (pt_run__new_view(p->run, v, window_step, p)) {
-		pt_run__free_view(v);
-		free(v);
-		return -ENOMEM;
-	}
-	p->window_view = v;
-	for (size_t i = 0; i < p->nfs; i++)
-		if (pt_run__window_declare(p, pt_resolver__func(p->res, i)))
-			return -ENOMEM;
-	return 0;
-}
-
-int pt_run__window_open(struct proc *p)
-{
-	if (!p->run->env.interval_s || p->window_view)
-		return 0;
-	return window_new(p);
-}
-
-void pt_run__window_thread_exit(struct proc *p, uint32_t tid)
-{
-	if (!p->window_view)
-		return;
-	pt_ovh__thread_exit(p->window_view->ovh, tid);
-	pt_agg__thread_exit(p->window_view->agg, tid);
-}
-
-void pt_run__window_record(struct proc *p, const struct pt_rec *rec)
-{
-	if (!p->window_view)
-		return;
-	pt_ovh__record(p->window_view->ovh, rec);
-	pt_agg__record(p->window_view->agg, rec);
 }
 
 static int emit_doc(FILE *f, const void *ctx)
@@ -157,7 +97,7 @@ void pt_run__window_tick(struct run *r, uint64_t now)
 		pt_run__free_view(p->window_view);
 		free(p->window_view);
 		p->window_view = NULL;
-		if (!p->ended && window_new(p))
+		if (!p->ended && pt_run__window_open(p))
 			pt_msg("proftrace: warning: out of memory: no more windows for pid %d\n",
 			       p->tracee.pid);
 	}
