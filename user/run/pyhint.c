@@ -523,7 +523,9 @@ void pt_run__py_hint_samples(struct proc *p)
 {
 	struct pt_pyhint *h = hint_of(p);
 
-	if (!h || h->sampled_checked || pt_run__agent_ok(p))
+	/* only for a process without an agent: samples.c checks (pyagent.c,
+	 * which calls this file, is not asked from here) */
+	if (!h || h->sampled_checked)
 		return;
 	h->sampled_checked = true;
 	check(p, false, false);

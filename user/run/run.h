@@ -374,7 +374,8 @@ int pt_run__py_pairs(const struct run *r, struct pt_agent_spec **pairs, size_t *
 /* The agent's candidates codes[0..n) were resolved: what matches nothing
  * now is said (once per reason). */
 void pt_run__py_hint_agent(struct proc *p, const uint64_t *codes, uint32_t n);
-/* Without the agent, once a second of samples is in: the same from them. */
+/* Without the agent (p has none: the caller checks), once a second of
+ * samples is in: the same from them. */
 void pt_run__py_hint_samples(struct proc *p);
 /* Why py: probe spec matched nothing in p (for the report), NULL when it
  * matched or nothing can be said. */
