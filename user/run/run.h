@@ -4,8 +4,8 @@
  * shared by the files that do its parts (README.md: run.c the steps,
  * loop.c the event loop, procs.c the processes, pyagent.c a process's
  * Python agent, records.c the routing of records, pyrec.c and samples.c
- * what py: and stack-sample records do, view.c the figures and the
- * functions as they know them, report.c the documents and files).
+ * what py: and stack-sample records do, funcs.c the function table,
+ * view.c the figures, report.c and window.c the documents and files).
  *
  * Several processes (-p PID,PID, --children) share one BPF object and one
  * sampler; each has its own resolver, aggregator and figures (struct
@@ -264,36 +264,36 @@ static inline double since_start_s(const struct run *r)
 	return (double)(pt_now_ns(CLOCK_MONOTONIC) - r->t0_mono) / 1e9;
 }
 
-/* run.c: the steps main() takes, each 0 or -errno (-PT_EUSAGE: exit 2),
- * its error said on stderr. pt_run__free after any of them. */
-int pt_run__open(struct run *r, const struct pt_env *env);
-int pt_run__attach(struct run *r);
-int pt_run__report(struct run *r);
-void pt_run__free(struct run *r);
+/*
+ * The files' functions, from the lowest rank to the highest (calib.c's
+ * are in calib.h, below them all): a file calls only the functions of
+ * those before its own here, never of one after it, so no two call each
+ * other. Where a lower file has something for a higher one (an fd to
+ * wait on, functions to attach), it hands it back instead of calling
+ * up. scripts/check-layers.sh holds the order (run_rank) and checks it.
+ */
 
-/* loop.c: until --duration, SIGINT/SIGTERM or every process ended; the
- * one file that registers fds with the loop's epoll (the others hand
- * theirs over: proc's pidfd, pt_run__metrics_fd) */
-int pt_run__loop(struct run *r);
+/* probecost.c: what the probes cost, into a view's document */
+enum pt_site_kind pt_run__site_kind(const struct proc *p, const struct pt_func *f);
+int pt_run__declare_cost(struct proc *p, const struct pt_func *f, struct pt_ovh *o, uint32_t fid);
+void pt_run__overhead_doc(const struct run *r, const struct view *v, const struct pt_report *rep,
+			  cJSON *doc);
 
-/* records.c: the record streams (on_* are the callbacks given to attach,
- * sampler, aggregators and GPU ring) */
-int pt_run__on_rec(void *ctx, const struct pt_rec *rec, size_t size);
-void pt_run__on_step(void *ctx, const struct pt_step *s);
-void pt_run__on_merged_step(void *ctx, const struct pt_step *s);
-int pt_run__on_gpu_rec(void *ctx, const struct pt_gpu_rec *g);
-/* The live process a record of pid is from, NULL: none (it ended). */
-struct proc *pt_run__proc_of(struct run *r, uint32_t pid);
+/* metrics.c: --metrics, Prometheus text exposition while attached */
+struct pt_metrics;
+int pt_run__metrics_open(struct run *r);
+void pt_run__metrics_step(struct proc *p, const struct pt_step *s);
+void pt_run__metrics_gpu(struct proc *p, const struct pt_gpu_rec *g);
+/* Its listening socket, for the event loop to wait on; -1: no --metrics. */
+int pt_run__metrics_fd(const struct run *r);
+void pt_run__metrics_serve(struct run *r);
+void pt_run__metrics_free(struct run *r);
 
-/* samples.c */
-int pt_run__on_sample(void *ctx, const struct pt_sample *s);
-
-/* pyrec.c: records of py: functions */
-void pt_run__on_pycode(struct proc *p, const struct pt_rec_pycode *rec);
-void pt_run__on_attr(struct proc *p, const struct pt_rec_attr *a);
-bool pt_run__py_pending_fid(struct proc *p, const struct pt_rec *rec, uint32_t *fid);
-/* Attribute locations not found yet: BPF asks again once they are due. */
-void pt_run__attr_retries(struct proc *p, uint64_t now);
+/* prearm.c: the libraries named by probes and not mapped yet whose file
+ * can be found now, resolved ahead of their mapping: the number of
+ * functions p's resolver gained (the caller attaches them), *nlibs the
+ * libraries; or -ENOMEM. */
+int pt_run__prearm(struct proc *p, size_t *nlibs);
 
 /* view.c: a view's aggregators (steps counted reach step_cb). 0 or -ENOMEM. */
 int pt_run__new_view(struct run *r, struct view *v,
@@ -319,6 +319,56 @@ void pt_run__set_val_spec(struct proc *p, const struct pt_func *f);
 /* Python functions found at run time (by a PYCODE record or in samples):
  * the aggregators and the report learn of them. */
 void pt_run__sync_py_funcs(struct proc *p);
+
+/* pyrec.c: records of py: functions */
+void pt_run__on_pycode(struct proc *p, const struct pt_rec_pycode *rec);
+void pt_run__on_attr(struct proc *p, const struct pt_rec_attr *a);
+bool pt_run__py_pending_fid(struct proc *p, const struct pt_rec *rec, uint32_t *fid);
+/* Attribute locations not found yet: BPF asks again once they are due. */
+void pt_run__attr_retries(struct proc *p, uint64_t now);
+
+/* pyhint.c: py: probes that match nothing, why, and the closest names */
+struct pt_pyhint;
+struct pt_agent_spec;
+/* The (module path, name glob) pairs the agent walks for: each py: probe,
+ * and the function reading of a dotted one (py:a.b.c: module a.b); spec_of
+ * is each pair's probe. 0 or -ENOMEM (free both). */
+int pt_run__py_pairs(const struct run *r, struct pt_agent_spec **pairs, size_t **spec_of,
+		     size_t *n);
+/* The agent's candidates codes[0..n) were resolved: what matches nothing
+ * now is said (once per reason). */
+void pt_run__py_hint_agent(struct proc *p, const uint64_t *codes, uint32_t n);
+/* Without the agent (p has none: the caller checks), once a second of
+ * samples is in: the same from them. */
+void pt_run__py_hint_samples(struct proc *p);
+/* Why py: probe spec matched nothing in p (for the report), NULL when it
+ * matched or nothing can be said. */
+const char *pt_run__py_hint_why(struct proc *p, size_t spec);
+void pt_run__py_hint_free(struct proc *p);
+/* --dry-run: the functions p's Python agent would have hooked for each
+ * py: probe now (and why a probe has none), on stdout. */
+void pt_run__py_dry_run(struct proc *p);
+
+/* pyagent.c: a process's Python agent */
+int pt_run__agent_start(struct proc *p, char *err, size_t errlen);
+void pt_run__agent_tick(struct proc *p, uint64_t now);
+void pt_run__agent_stop(struct proc *p);
+/* Heartbeat every started process's agent (while another is being started). */
+void pt_run__agents_alive(struct run *r);
+/* Are its named calls timed through the agent right now? */
+bool pt_run__agent_ok(const struct proc *p);
+
+/* records.c: the record streams (on_* are the callbacks given to attach,
+ * sampler, aggregators and GPU ring) */
+int pt_run__on_rec(void *ctx, const struct pt_rec *rec, size_t size);
+void pt_run__on_step(void *ctx, const struct pt_step *s);
+void pt_run__on_merged_step(void *ctx, const struct pt_step *s);
+int pt_run__on_gpu_rec(void *ctx, const struct pt_gpu_rec *g);
+/* The live process a record of pid is from, NULL: none (it ended). */
+struct proc *pt_run__proc_of(struct run *r, uint32_t pid);
+
+/* samples.c: a stack sample into its process's stacks (the sampler's callback) */
+int pt_run__on_sample(void *ctx, const struct pt_sample *s);
 
 /* procs.c: processes */
 int pt_run__open_proc(struct run *r, int pid, bool strict, struct proc **out, char *err,
@@ -348,59 +398,6 @@ int pt_run__add_candidates(struct run *r, uint64_t now, bool at_start);
 bool pt_run__stop_asked(struct run *r);
 bool pt_run__traced(const struct run *r, int pid);
 
-/* prearm.c: the libraries named by probes and not mapped yet whose file
- * can be found now, resolved ahead of their mapping: the number of
- * functions p's resolver gained (the caller attaches them), *nlibs the
- * libraries; or -ENOMEM. */
-int pt_run__prearm(struct proc *p, size_t *nlibs);
-
-/* pyagent.c: a process's Python agent */
-int pt_run__agent_start(struct proc *p, char *err, size_t errlen);
-void pt_run__agent_tick(struct proc *p, uint64_t now);
-void pt_run__agent_stop(struct proc *p);
-/* Heartbeat every started process's agent (while another is being started). */
-void pt_run__agents_alive(struct run *r);
-/* Are its named calls timed through the agent right now? */
-bool pt_run__agent_ok(const struct proc *p);
-
-/* pyhint.c: py: probes that match nothing, why, and the closest names */
-struct pt_pyhint;
-struct pt_agent_spec;
-/* The (module path, name glob) pairs the agent walks for: each py: probe,
- * and the function reading of a dotted one (py:a.b.c: module a.b); spec_of
- * is each pair's probe. 0 or -ENOMEM (free both). */
-int pt_run__py_pairs(const struct run *r, struct pt_agent_spec **pairs, size_t **spec_of,
-		     size_t *n);
-/* The agent's candidates codes[0..n) were resolved: what matches nothing
- * now is said (once per reason). */
-void pt_run__py_hint_agent(struct proc *p, const uint64_t *codes, uint32_t n);
-/* Without the agent (p has none: the caller checks), once a second of
- * samples is in: the same from them. */
-void pt_run__py_hint_samples(struct proc *p);
-/* Why py: probe spec matched nothing in p (for the report), NULL when it
- * matched or nothing can be said. */
-const char *pt_run__py_hint_why(struct proc *p, size_t spec);
-void pt_run__py_hint_free(struct proc *p);
-/* --dry-run: the functions p's Python agent would have hooked for each
- * py: probe now (and why a probe has none), on stdout. */
-void pt_run__py_dry_run(struct proc *p);
-
-/* metrics.c: --metrics, Prometheus text exposition while attached */
-struct pt_metrics;
-int pt_run__metrics_open(struct run *r);
-void pt_run__metrics_step(struct proc *p, const struct pt_step *s);
-void pt_run__metrics_gpu(struct proc *p, const struct pt_gpu_rec *g);
-/* Its listening socket, for the event loop to wait on; -1: no --metrics. */
-int pt_run__metrics_fd(const struct run *r);
-void pt_run__metrics_serve(struct run *r);
-void pt_run__metrics_free(struct run *r);
-
-/* probecost.c: what the probes cost, into a view's document */
-enum pt_site_kind pt_run__site_kind(const struct proc *p, const struct pt_func *f);
-int pt_run__declare_cost(struct proc *p, const struct pt_func *f, struct pt_ovh *o, uint32_t fid);
-void pt_run__overhead_doc(const struct run *r, const struct view *v, const struct pt_report *rep,
-			  cJSON *doc);
-
 /* report.c */
 void pt_run__print_dry_run(struct run *r);
 /* The output folder (-o, or a new default one), before attaching: -PT_EUSAGE
@@ -412,5 +409,17 @@ cJSON *pt_run__view_doc(struct run *r, struct proc *p, struct view *v);
 
 /* window.c: --interval, a summary of each window of SEC seconds */
 void pt_run__window_tick(struct run *r, uint64_t now);
+
+/* loop.c: until --duration, SIGINT/SIGTERM or every process ended; the
+ * one file that registers fds with the loop's epoll (the others hand
+ * theirs over: proc's pidfd, pt_run__metrics_fd) */
+int pt_run__loop(struct run *r);
+
+/* run.c: the steps main() takes, each 0 or -errno (-PT_EUSAGE: exit 2),
+ * its error said on stderr. pt_run__free after any of them. */
+int pt_run__open(struct run *r, const struct pt_env *env);
+int pt_run__attach(struct run *r);
+int pt_run__report(struct run *r);
+void pt_run__free(struct run *r);
 
 #endif
