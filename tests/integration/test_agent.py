@@ -37,11 +37,12 @@ bucket engine.fail    py:pyagent_cases::fails
 bucket engine.gen     py:pyagent_cases::produce
 bucket engine.coro    py:pyagent_cases::decode
 bucket engine.thread  py:pyagent_cases::threaded
+bucket engine.sig     py:pyagent_cases::signature
 """
 
 # every named function, bracketed by the victim's [inside, around] clocks
 BRACKETED = ["plain", "recurse", "decorated", "closured", "fails", "produce", "threaded",
-             "decode"]
+             "decode", "signature"]
 
 
 def interpreters():
@@ -97,6 +98,8 @@ def check_cases(s, t, steps, what):
     eq(func(s, "produce")["calls"], 4 * steps, what + " generator activations")
     eq(func(s, "fails")["calls"], steps, what + " exceptions end calls")
     eq(func(s, "threaded")["calls"], 2 * steps, what + " threads started after attach")
+    # 3 of its 5 calls a step return; 2 are refused before its body runs
+    eq(func(s, "signature")["calls"], 3 * steps, what + " signature calls")
     # a coroutine awaiting once: two activations, resumed by the event loop
     eq(func(s, "decode")["calls"], 2 * steps, what + " coroutine activations")
     # decorated functions are their own code objects, not the wrappers
@@ -232,7 +235,7 @@ def test_agent_trampolines_leave_every_other_call_alone():
             # probe's "a.b.c" may name a module a.b.c still to come)
             eq(v.wait_line("attached: ", timeout=120),
                "attached: evaluator 0 trampolines Engine.step _find_and_load closured "
-               "decorated fails plain recurse threaded", label + " while attached")
+               "decorated fails plain recurse signature threaded", label + " while attached")
             v.wait_line("held", timeout=60)
             pt.p.send_signal(signal.SIGINT)
             eq(pt.wait(60), 0, label + " proftrace exit")
@@ -250,9 +253,10 @@ def test_agent_trampolines_leave_every_other_call_alone():
         eq(a["hooks"], "trampolines", label + " hooks")
         eq(a["evaluator"], False, label + " evaluator")
         eq(a["evaluator_functions"], "", label + " evaluator functions")
-        eq(a["trampolines"], 7, label + " trampolines")
+        eq(a["trampolines"], 8, label + " trampolines")
         eq(s["stats"]["steps"], STEPS, label + " steps")
-        for name in ("plain", "recurse", "decorated", "closured", "fails", "threaded"):
+        for name in ("plain", "recurse", "decorated", "closured", "fails", "threaded",
+                     "signature"):
             f = func(s, name)
             eq(f["calls"], t[name]["calls"], "%s %s calls" % (label, name))
             within(f["total_ms"], t[name], f["calls"], "%s %s total" % (label, name))
@@ -293,7 +297,7 @@ def test_agent_py_trampolines_off():
     a = s["meta"]["python"]["agent"]
     eq(a["hooks"], "frame evaluator", label + " hooks")
     eq(a["trampolines"], 0, label + " trampolines")
-    eq(len(a["evaluator_functions"].split(", ")), 7, label + " evaluator functions")
+    eq(len(a["evaluator_functions"].split(", ")), 8, label + " evaluator functions")
     for name in ("plain", "recurse", "decorated", "closured", "fails", "threaded"):
         f = func(s, name)
         eq(f["calls"], t[name]["calls"], "%s %s calls" % (label, name))

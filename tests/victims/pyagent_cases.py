@@ -17,6 +17,10 @@ this truth on every interpreter.
   decode(i)              a coroutine awaiting asyncio.sleep(0) once, run by an
                          asyncio event loop: 2 activations per call (outer_ns:
                          around the loop's run_until_complete)
+  signature(a, b=2, /, c=3, *rest, d, e=5, **kw)
+                         called 5 ways a step (3 that return, 2 that raise
+                         TypeError: missing arguments), each result checked
+                         against an unattached run; exit 4 if one differs
   threaded(x)            called from 2 threads started after proftrace attached
 
 Per function: {"calls": activations, "total_ns": time measured inside each
@@ -150,6 +154,32 @@ async def decode(i):
     return i
 
 
+def signature(a, b=2, /, c=3, *rest, d, e=5, **kw):
+    t0 = now()
+    spin(20)
+    record("signature", now() - t0)
+    return (a, b, c, rest, d, e, sorted(kw.items()))
+
+
+def signature_calls():
+    """signature() called every way its parameters allow, each result and
+    each refusal against what it gave before anything was attached (3.8-
+    3.11 trampolines take the function's own signature: defaults,
+    positional-only, keyword-only, *rest, **kw, the errors' text)."""
+    got = []
+    for args, kw in (((1,), {"d": 4}), ((1, 9, 8, 7, 6), {"d": 4, "e": 0, "z": 1}),
+                     ((1,), {"b": 7, "d": 4}), ((), {"d": 4}), ((1,), {})):
+        t0 = now()
+        try:
+            got.append(signature(*args, **kw))
+        except TypeError as x:
+            got.append(str(x))
+        with lock:
+            truth.setdefault("signature", {"calls": 0, "total_ns": 0, "outer_ns": 0})
+            truth["signature"]["outer_ns"] += now() - t0
+    return got
+
+
 def threaded(x):
     t0 = now()
     spin(80)
@@ -160,6 +190,10 @@ def threaded(x):
 class Engine:
     def __init__(self):
         self.loop = asyncio.new_event_loop()
+        # what signature() gives with nothing attached (its calls of
+        # now are left out of the truth)
+        self.signature_want = signature_calls()
+        truth.clear()
 
     def step(self, i):
         t0 = now()
@@ -167,6 +201,10 @@ class Engine:
         around("recurse", recurse, 3)
         around("decorated", decorated, i)
         around("closured", closured, i)
+        got = signature_calls()
+        if got != self.signature_want:
+            print("signature changed: %r, want %r" % (got, self.signature_want), flush=True)
+            os._exit(4)
         try:
             around("fails", fails, i)
         except ValueError:

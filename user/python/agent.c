@@ -99,7 +99,9 @@ int pt_agent__check(const void *mem, size_t len, struct pt_agent_info *out, char
 	out->agent_pid = c.agent_pid;
 	if (c.flags & PTAG_FLAG_HOW) {
 		out->has_how = true;
-		out->ntramp = c.ntramp > out->narmed ? out->narmed : c.ntramp;
+		/* not bound by narmed: that is zeroed when the agent goes
+		 * dormant (the process exiting, say), these stay for us */
+		out->ntramp = c.ntramp > PTAG_MAX_CODES ? PTAG_MAX_CODES : c.ntramp;
 		out->evaluator_on = c.evaluator_on != 0;
 		out->tramp_lost = c.tramp_lost;
 	}

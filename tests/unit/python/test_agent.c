@@ -308,6 +308,59 @@ static void test_specs(void **state)
 	free(codes);
 	assert_int_equal(pt_agent__specs(a, &f, &nr, &nn), 1);
 	assert_int_equal(nn, PTAG_MAX_NEAR);
+	/* with how[] at the segment's end, near[] stops before it */
+	h->flags = PTAG_FLAG_SPECS | PTAG_FLAG_HOW;
+	h->cand_seq = 4;
+	assert_int_equal(pt_agent__candidates(a, &codes, &n), 1);
+	free(codes);
+	assert_int_equal(pt_agent__specs(a, &f, &nr, &nn), 1);
+	assert_int_equal(nn, PTAG_MAX_NEAR_HOW);
+	pt_agent__close(a);
+}
+
+/*
+ * 3.8-3.11's trampolines: what the agent says of them (PTAG_FLAG_HOW) is
+ * read only from an agent that sets the flag; the counts survive the
+ * agent going dormant (narmed zeroed as the process exits, before
+ * proftrace reads them for the report); how[] is a bit per arm[] slot.
+ */
+static void test_trampolines(void **state)
+{
+	struct ptag_header *h = fresh();
+	uint8_t *how = seg + PTAG_HOW_OFF;
+	struct pt_agent_info in;
+	struct pt_agent *a;
+	char err[256];
+
+	(void)state;
+	h->mechanism = PTAG_MECH_EVALFRAME;
+	h->ntramp = 5;
+	h->evaluator_on = 1;
+	h->tramp_lost = 2;
+	how[0] = 0x05; /* slots 0 and 2 */
+	how[PTAG_MAX_CODES / 8 - 1] = 0x80;
+	assert_int_equal(pt_agent__open_mem(&a, seg, sizeof(seg), err, sizeof(err)), 0);
+	/* an agent built before trampolines: none said */
+	pt_agent__info(a, &in);
+	assert_false(in.has_how);
+	assert_int_equal(in.ntramp, 0);
+	assert_false(pt_agent__trampolined(a, 0));
+	h->flags = PTAG_FLAG_SPECS | PTAG_FLAG_HOW;
+	h->narmed = 0; /* gone dormant */
+	pt_agent__info(a, &in);
+	assert_true(in.has_how);
+	assert_int_equal(in.ntramp, 5);
+	assert_true(in.evaluator_on);
+	assert_int_equal(in.tramp_lost, 2);
+	assert_true(pt_agent__trampolined(a, 0));
+	assert_false(pt_agent__trampolined(a, 1));
+	assert_true(pt_agent__trampolined(a, 2));
+	assert_true(pt_agent__trampolined(a, PTAG_MAX_CODES - 1));
+	assert_false(pt_agent__trampolined(a, PTAG_MAX_CODES)); /* past the area */
+	/* a count past every code object is clamped */
+	h->ntramp = 0xffffffff;
+	pt_agent__info(a, &in);
+	assert_int_equal(in.ntramp, PTAG_MAX_CODES);
 	pt_agent__close(a);
 }
 
@@ -366,6 +419,7 @@ int main(void)
 		cmocka_unit_test(test_another_proftrace),
 		cmocka_unit_test(test_candidates),
 		cmocka_unit_test(test_specs),
+		cmocka_unit_test(test_trampolines),
 		cmocka_unit_test(test_sealed_segment),
 	};
 
