@@ -267,12 +267,15 @@ $(OUTPUT)/agent/%.o: shim/agent/%.c
 $(AGENT): $(AGENT_OBJS)
 	$(call msg,AGENT-LD,$@)
 	$(Q)$(CC) -shared -pthread -Wl,-z,defs $^ -ldl -o $@
+# tramp.c builds the trampoline maker in (.incbin): not in its .d
+$(OUTPUT)/agent/tramp.o: shim/agent/tramp.py
 -include $(AGENT_OBJS:.o=.d)
 # The agent's pure parts (its code-object filter, module matcher, which
 # code a trampoline fits) alone:
 # no interpreter in the test (tests/unit/agent/).
 $(OUTPUT)/tests/test_agent_filter: tests/unit/agent/test_agent_filter.c shim/agent/codeset.c \
-		shim/agent/scan.c shim/agent/tramp.c $(wildcard shim/agent/*.h) | $(OUTPUT)/tests
+		shim/agent/scan.c shim/agent/tramp.c shim/agent/tramp.py $(wildcard shim/agent/*.h) \
+		| $(OUTPUT)/tests
 	$(call msg,TEST-CC,$@)
 	$(Q)$(CC) $(CFLAGS) -I. $(LDFLAGS) $< shim/agent/codeset.c shim/agent/scan.c \
 		shim/agent/tramp.c -lcmocka -o $@

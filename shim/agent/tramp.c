@@ -6,76 +6,24 @@
 
 #include "tramp.h"
 
-/* CO_GENERATOR | CO_COROUTINE | CO_ITERABLE_COROUTINE | CO_ASYNC_GENERATOR */
-#define CO_GENLIKE (0x20 | 0x80 | 0x100 | 0x200)
+/* CO_ITERABLE_COROUTINE (types.coroutine), CO_ASYNC_GENERATOR */
+#define CO_UNFIT (0x100 | 0x200)
 #define CO_NESTED 0x10
 
 /*
- * The helper, in Python (run once into a namespace of its own, never in
- * sys.modules): the wrapper's source is written for the function's own
- * signature, so defaults are applied as before and inner receives every
- * argument as passed (positional-only and positional by position,
- * keyword-only by name). Its locals get names no parameter has. A free
- * variable of the original is declared in the wrapper too (an unrun
- * lambda uses it), since a function's __code__ must have as many free
- * variables as its closure has cells. The tuple the wrapper unpacks
- * first is a string placeholder in the source, replaced by our objects in
- * co_consts (a code object's constants can be any objects).
+ * The maker, in Python (tramp.py: how a wrapper is written, why), built
+ * in here as it is (the path is the build's, from the source root) and
+ * NUL-terminated. Run once into a namespace of its own.
  */
-/* clang-format off */
-static const char helper_src[] =
-	"def make(func, code, cbs, mark):\n"
-	"    names = code.co_varnames\n"
-	"    n, p, k = code.co_argcount, code.co_posonlyargcount, code.co_kwonlyargcount\n"
-	"    va = names[n + k] if code.co_flags & 4 else None\n"
-	"    vk = names[n + k + (va is not None)] if code.co_flags & 8 else None\n"
-	"    used = set(names) | set(code.co_freevars) | set(code.co_cellvars)\n"
-	"    def fresh(b):\n"
-	"        while b in used:\n"
-	"            b += '_'\n"
-	"        used.add(b)\n"
-	"        return b\n"
-	"    e, o, x, u, c, r = [fresh(b) for b in 'eoxucr']\n"
-	"    pos, kwo = list(names[:n]), list(names[n:n + k])\n"
-	"    params = pos[:p] + ['/'] * (p > 0) + pos[p:]\n"
-	"    if va is not None:\n"
-	"        params.append('*' + va)\n"
-	"    elif kwo:\n"
-	"        params.append('*')\n"
-	"    params += kwo + (['**' + vk] if vk is not None else [])\n"
-	"    args = pos + (['*' + va] if va is not None else [])\n"
-	"    args += [a + '=' + a for a in kwo] + (['**' + vk] if vk is not None else [])\n"
-	"    fv = code.co_freevars\n"
-	"    s = 'def outer():\\n'\n"
-	"    if fv:\n"
-	"        s += '    ' + ' = '.join(fv) + ' = None\\n'\n"
-	"    s += '    def w(' + ', '.join(params) + '):\\n'\n"
-	"    if fv:\n"
-	"        s += '        if 0: (lambda: (' + ', '.join(fv) + ',))\\n'\n"
-	"    s += ('        %s, %s, %s, %s, %s = \"proftrace:T\"\\n'\n"
-	"          '        try:\\n'\n"
-	"          '            %s(%s)\\n'\n"
-	"          '            %s = %s(%s)\\n'\n"
-	"          '            %s(%s, %s)\\n'\n"
-	"          '        except BaseException:\\n'\n"
-	"          '            %s(%s)\\n'\n"
-	"          '            raise\\n'\n"
-	"          '        return %s\\n'\n"
-	"          '    return w\\n') % (e, o, x, u, c, e, c, r, o, ', '.join(args),\n"
-	"                               x, c, r, u, c, r)\n"
-	"    g = {'__builtins__': __builtins__}\n"
-	"    exec(compile(s, mark, 'exec', 0, True), g)\n"
-	"    w = g['outer']().__code__\n"
-	"    inner = type(func)(code, func.__globals__, code.co_name, None, func.__closure__)\n"
-	"    inner.__qualname__ = func.__qualname__\n"
-	"    t = (cbs[0], inner, cbs[1], cbs[2], code)\n"
-	"    kw = {'co_consts': tuple(t if type(v) is str and v == 'proftrace:T' else v\n"
-	"                                for v in w.co_consts),\n"
-	"          'co_name': code.co_name}\n"
-	"    if hasattr(code, 'co_qualname'):\n"
-	"        kw['co_qualname'] = code.co_qualname\n"
-	"    return w.replace(**kw)\n";
-/* clang-format on */
+__asm__(".section .rodata\n"
+	".p2align 3\n"
+	".type ptag_tramp_py, @object\n"
+	"ptag_tramp_py:\n"
+	"\t.incbin \"shim/agent/tramp.py\"\n"
+	"\t.byte 0\n"
+	".size ptag_tramp_py, . - ptag_tramp_py\n"
+	".previous\n");
+extern const char ptag_tramp_py[];
 
 #define PY_FILE_INPUT 257
 
@@ -91,8 +39,8 @@ const char *ptag_tramp__unfit(long flags)
 {
 	if (flags < 0)
 		return "its flags are unreadable";
-	if (flags & CO_GENLIKE)
-		return "a generator or coroutine (each resumption is an activation)";
+	if (flags & CO_UNFIT)
+		return "an async generator, or a generator made a coroutine by types.coroutine";
 	if (flags & CO_NESTED)
 		return "nested in another function (a new function object on each call)";
 	return NULL;
@@ -123,7 +71,7 @@ static PyObject *helper(struct ptag_tramp *t)
 	b = A->Import("builtins");
 	if (!ns || !b || A->DictSetItemString(ns, "__builtins__", b))
 		goto out;
-	r = A->RunString(helper_src, PY_FILE_INPUT, ns, ns, NULL);
+	r = A->RunString(ptag_tramp_py, PY_FILE_INPUT, ns, ns, NULL);
 	if (!r)
 		goto out;
 	A->DecRef(r);

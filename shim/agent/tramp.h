@@ -14,16 +14,18 @@
  * where inner is a new function of the original code, globals and
  * closure, and enter/leave/unwind are the hooks' callbacks (which call
  * the probe sites with the original code object, so proftrace sees the
- * same code it named). Every reference to the function object (a class
- * attribute, a bound method, a decorator's cell, an import elsewhere)
- * reaches the wrapper. The swap is undone on disarm and detach, where the
- * function still has our code (someone else's replacement is left alone).
+ * same code it named). A generator's or coroutine's wrapper resumes the
+ * original step by step with the callbacks around each step (tramp.py
+ * says how). Every reference to the function object (a class attribute,
+ * a bound method, a decorator's cell, an import elsewhere) reaches the
+ * wrapper. The swap is undone on disarm and detach, where the function
+ * still has our code (someone else's replacement is left alone).
  *
  * It fits where the code object belongs to function objects the scan can
- * find and that are made once: not generators or coroutines (an
- * activation is each resumption: they need the evaluator), not a function
- * nested in another one (a new function object is made on every call of
- * the outer one). Those stay on the frame evaluator, said per function.
+ * find and that are made once: not a function nested in another one (a
+ * new function object is made on every call of the outer one), not an
+ * async generator or a types.coroutine generator. Those stay on the frame
+ * evaluator, said per function.
  *
  * What a program can see while it is in: one more frame, of file
  * PTAG_TRAMP_FILE, between a named function and its caller (in

@@ -43,7 +43,7 @@ struct pt_report_python {
 		const char *hooks;
 		/* 3.8-3.11 (NULL evaluator_functions: the agent does not say):
 		 * named functions hooked by trampolines, and those the frame
-		 * evaluator hooks (generators, coroutines, nested functions)
+		 * evaluator hooks (async generators, nested functions)
 		 * comma-separated; whether it was installed at the end;
 		 * trampolines found replaced by the program when put back */
 		uint64_t trampolines;

@@ -581,8 +581,8 @@ static void fill_python(const struct docsrc *d, struct proc *p, struct pt_report
 				  "from entry to return, every other call runs untouched"
 			: p->agent_last.ntramp
 				? "the agent gave the named functions trampolines, and hooks "
-				  "those it cannot wrap (generators, coroutines, nested "
-				  "functions: agent.evaluator_functions) with a frame evaluator "
+				  "those it cannot wrap (async generators, nested functions: "
+				  "agent.evaluator_functions) with a frame evaluator "
 				  "that every other frame passes through after one lookup; each "
 				  "named call is timed from entry to return"
 				: "the agent's frame evaluator passes every frame that is not "

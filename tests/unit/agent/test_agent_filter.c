@@ -163,21 +163,21 @@ static void test_file_matches(void **state)
 			fail_msg("%s ~ %s: want %d", t[i].file, t[i].path, t[i].yes);
 }
 
-/* A trampoline fits a plain function's code only: a generator,
- * coroutine or async generator (each resumption is an activation) and a
- * function nested in another one (a new function object per call) stay
- * on the frame evaluator; unreadable flags never fit. */
+/* A trampoline fits a function's, a generator's or a coroutine's code; an
+ * async generator, a generator made a coroutine by types.coroutine, and a
+ * function nested in another one (a new function object per call) stay on
+ * the frame evaluator; unreadable flags never fit. */
 static void test_tramp_fits(void **state)
 {
 	(void)state;
 	assert_null(ptag_tramp__unfit(0));
 	assert_null(ptag_tramp__unfit(0x1 | 0x2 | 0x4 | 0x8 | 0x40)); /* locals, varargs... */
-	assert_non_null(ptag_tramp__unfit(0x20));		      /* generator */
-	assert_non_null(ptag_tramp__unfit(0x80));		      /* coroutine */
-	assert_non_null(ptag_tramp__unfit(0x100));		      /* iterable coroutine */
+	assert_null(ptag_tramp__unfit(0x20 | 0x3));		      /* generator */
+	assert_null(ptag_tramp__unfit(0x80 | 0x3));		      /* coroutine */
+	assert_non_null(ptag_tramp__unfit(0x20 | 0x100));	      /* types.coroutine */
 	assert_non_null(ptag_tramp__unfit(0x200));		      /* async generator */
 	assert_non_null(ptag_tramp__unfit(0x10));		      /* nested */
-	assert_non_null(ptag_tramp__unfit(0x3 | 0x10));
+	assert_non_null(ptag_tramp__unfit(0x20 | 0x10));
 	assert_non_null(ptag_tramp__unfit(-1));
 }
 
