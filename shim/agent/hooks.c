@@ -261,37 +261,59 @@ static PyObject *none_ref(void)
 	return g_none;
 }
 
-/* enter(code): a wrapper is about to call the original. */
+/* offsetof(PyGenObject, gi_iframe), and PyCoroObject's cr_iframe, on
+ * every 3.11 (its ABI): where a generator's frame lives inside it
+ * (tests/victims/pytramp_cases.py checks what the key is; test_agent the
+ * arguments read through it) */
+#define GEN_IFRAME_311 80
+
+/*
+ * The activation's frame: a plain function's wrapper is given none (its
+ * own frame, the current one, has the original's parameters in the same
+ * slots); a generator's or coroutine's driver gives the original's (tramp.py's
+ * key: the frame object, or on 3.11 the generator holding it).
+ */
+static inline uint64_t tr_frame(const struct ptag_hooks *h, PyObject *const *args, ssize_t n,
+				ssize_t plain)
+{
+	if (n == plain)
+		return cur_frame(h);
+	return h->api->minor == 11 ? (uint64_t)args[plain] + GEN_IFRAME_311 : (uint64_t)args[plain];
+}
+
+/* enter(code[, key]): the original is about to run. */
 static PyObject *tr_enter(PyObject *self, PyObject *const *args, ssize_t n)
 {
 	struct ptag_hooks *h = g_h;
 
-	if (n == 1 && ptag_codeset__has(&h->tset, (uint64_t)args[0]) && args[0] != h->import_code)
-		pt_agent_enter((uint64_t)args[0], cur_frame(h));
+	if ((n == 1 || n == 2) && ptag_codeset__has(&h->tset, (uint64_t)args[0]) &&
+	    args[0] != h->import_code)
+		pt_agent_enter((uint64_t)args[0], tr_frame(h, args, n, 1));
 	return none_ref();
 }
 
-/* leave(code, r): the original returned r. */
+/* leave(code, r[, key]): the original returned or yielded r. */
 static PyObject *tr_leave(PyObject *self, PyObject *const *args, ssize_t n)
 {
 	struct ptag_hooks *h = g_h;
 
-	if (n != 2 || !ptag_codeset__has(&h->tset, (uint64_t)args[0]))
+	if ((n != 2 && n != 3) || !ptag_codeset__has(&h->tset, (uint64_t)args[0]))
 		return none_ref();
 	if (args[0] == h->import_code)
 		imported(h, args[1]);
 	else
-		pt_agent_exit((uint64_t)args[0], cur_frame(h), (uint64_t)args[1]);
+		pt_agent_exit((uint64_t)args[0], tr_frame(h, args, n, 2), (uint64_t)args[1]);
 	return none_ref();
 }
 
-/* unwind(code): an exception left the original. */
+/* unwind(code[, key]): an exception left the original. */
 static PyObject *tr_unwind(PyObject *self, PyObject *const *args, ssize_t n)
 {
 	struct ptag_hooks *h = g_h;
 
-	if (n == 1 && ptag_codeset__has(&h->tset, (uint64_t)args[0]) && args[0] != h->import_code)
-		pt_agent_exit((uint64_t)args[0], cur_frame(h), 0);
+	if ((n == 1 || n == 2) && ptag_codeset__has(&h->tset, (uint64_t)args[0]) &&
+	    args[0] != h->import_code)
+		pt_agent_exit((uint64_t)args[0], tr_frame(h, args, n, 1), 0);
 	return none_ref();
 }
 

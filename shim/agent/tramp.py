@@ -35,48 +35,60 @@ CO_VARARGS, CO_VARKEYWORDS = 0x4, 0x8
 CO_GENERATOR, CO_COROUTINE, CO_ITERABLE_COROUTINE = 0x20, 0x80, 0x100
 PLACEHOLDER = "proftrace:T"
 
+# k, given to each callback, stands for the original's own frame (the
+# activation's identity, where its arguments are read): on 3.11 the
+# generator or coroutine object itself (its frame lives inside it, at a
+# fixed offset), before that the frame object it runs in (held here, so
+# its address stays the same after it finishes).
 DRIVE = '''
-def drive(it, c, e, x, u):
+def drive(it, c, e, x, u, k):
     v = t = None
     while True:
-        e(c)
+        e(c, k)
         try:
             y = it.send(v) if t is None else it.throw(t)
         except StopIteration as s:
-            x(c, s.value)
+            x(c, s.value, k)
             return s.value
         except BaseException:
-            u(c)
+            u(c, k)
             raise
-        x(c, y)
+        x(c, y, k)
         t = None
         try:
             v = yield y
         except GeneratorExit:
-            e(c)
+            e(c, k)
             try:
                 it.close()
             except BaseException:
-                u(c)
+                u(c, k)
                 raise
-            x(c, None)
+            x(c, None, k)
             raise
         except BaseException as z:
             v, t = None, z
+'''
+KEY = '''
+def key(it):
+    if PY311:
+        return it
+    return it.cr_frame if hasattr(it, "cr_frame") else it.gi_frame
 '''
 
 _drivers = {}
 
 
 def drivers(mark):
-    """drive() as a generator, and as a generator-based coroutine."""
+    """drive() as a generator, as a generator-based coroutine, and key()."""
     if mark not in _drivers:
-        g = {"__builtins__": __builtins__}
-        exec(compile(DRIVE, mark, "exec", 0, True), g)
+        import sys
+        g = {"__builtins__": __builtins__, "PY311": sys.version_info[:2] == (3, 11)}
+        exec(compile(DRIVE + KEY, mark, "exec", 0, True), g)
         gen = g["drive"]
         co = gen.__code__
         coro = type(gen)(co.replace(co_flags=co.co_flags | CO_ITERABLE_COROUTINE), g, "drive")
-        _drivers[mark] = (gen, coro)
+        _drivers[mark] = (gen, coro, g["key"])
     return _drivers[mark]
 
 
@@ -92,7 +104,8 @@ def make(func, code, cbs, mark):
             b += "_"
         used.add(b)
         return b
-    e, o, x, u, c, d, r = [fresh(b) for b in "eoxucdr"]
+    # enter, original, leave, unwind, code, driver, result, key
+    e, o, x, u, c, d, r, y = [fresh(b) for b in "eoxucdry"]
     pos, kwo = list(names[:n]), list(names[n:n + k])
     params = pos[:p] + ["/"] * (p > 0) + pos[p:]
     if va is not None:
@@ -110,11 +123,11 @@ def make(func, code, cbs, mark):
     s += "    %sdef w(%s):\n" % ("async " if coro else "", ", ".join(params))
     if fv:
         s += "        if 0: (lambda: (" + ", ".join(fv) + ",))\n"
-    s += "        %s, %s, %s, %s, %s, %s = %r\n" % (e, o, x, u, c, d, PLACEHOLDER)
-    if coro:
-        s += "        return await %s(%s(%s), %s, %s, %s, %s)\n" % (d, o, args, c, e, x, u)
-    elif code.co_flags & CO_GENERATOR:
-        s += "        return (yield from %s(%s(%s), %s, %s, %s, %s))\n" % (d, o, args, c, e, x, u)
+    s += "        %s, %s, %s, %s, %s, %s, %s = %r\n" % (e, o, x, u, c, d, y, PLACEHOLDER)
+    if coro or code.co_flags & CO_GENERATOR:
+        s += "        %s = %s(%s)\n" % (r, o, args)
+        call = "%s(%s, %s, %s, %s, %s, %s(%s))" % (d, r, c, e, x, u, y, r)
+        s += ("        return await %s\n" if coro else "        return (yield from %s)\n") % call
     else:
         s += ("        try:\n"
               "            %s(%s)\n"
@@ -130,8 +143,8 @@ def make(func, code, cbs, mark):
     w = g["outer"]().__code__
     inner = type(func)(code, func.__globals__, code.co_name, None, func.__closure__)
     inner.__qualname__ = func.__qualname__
-    gen, cor = drivers(mark)
-    t = (cbs[0], inner, cbs[1], cbs[2], code, cor if coro else gen)
+    gen, cor, key = drivers(mark)
+    t = (cbs[0], inner, cbs[1], cbs[2], code, cor if coro else gen, key)
     kw = {"co_consts": tuple(t if type(v) is str and v == PLACEHOLDER else v
                              for v in w.co_consts),
           "co_name": code.co_name}

@@ -315,6 +315,35 @@ def test_agent_py_trampolines_off():
         eq(f["calls"], t[name]["calls"], "%s %s calls" % (label, name))
 
 
+def test_agent_generator_arguments():
+    """A value read from a generator's and a coroutine's argument at each
+    activation (count tokens ... arg:n) is exact on every interpreter, with
+    trampolines (3.8-3.11: the driver hands over the original's own frame)
+    and with the frame evaluator: 1,800 tokens, 400 and 200 activations."""
+    tmp = tempfile.mkdtemp(prefix="pt-it-")
+    conf_text = ("step py:pygenargs.step\nbucket g.gen py:pygenargs.gen\n"
+                 "bucket g.co py:pygenargs.co\ncount tokens py:pygenargs.gen arg:n\n"
+                 "count tokens py:pygenargs.co arg:n\n")
+    script = os.path.join(ROOT, "tests", "victims", "pygenargs.py")
+    for label, python in interpreters():
+        for extra in ("", "set py_trampolines off\n"):
+            conf = write_conf(tmp, extra + conf_text)
+            out = os.path.join(tmp, "out-%s-%d" % (label, len(extra)))
+            v = victim([python, script], env=agent_env())
+            try:
+                pt = _attach(v.pid, conf, out)
+                v.send("go\n")
+                eq(v.wait(60), 0, label + " victim")
+                eq(pt.wait(60), 0, label + " proftrace")
+            finally:
+                v.kill()
+            with open(os.path.join(out, "summary.json")) as f:
+                s = json.load(f)
+            what = "%s %s" % (label, extra.strip() or "trampolines")
+            eq((bucket(s, "g.gen")["calls"], bucket(s, "g.co")["calls"], s["stats"]["tokens"]),
+               (400, 200, 1800), what)
+
+
 GETITEM_VICTIM = r"""
 import os, sys
 class Seq:

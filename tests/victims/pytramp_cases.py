@@ -21,16 +21,29 @@ events = []
 finals = []
 
 
-def enter(c):
-    events.append(("enter", c.co_name, id(sys._getframe(1))))
+def key_ok(c, k):
+    """The driver's key stands for the original's own frame: on 3.11 the
+    generator or coroutine (the agent adds its frame's offset), before
+    that its frame object."""
+    if sys.version_info[:2] == (3, 11):
+        return getattr(k, "gi_code", None) is c or getattr(k, "cr_code", None) is c
+    return getattr(k, "f_code", None) is c
 
 
-def leave(c, v):
-    events.append(("leave", c.co_name, id(sys._getframe(1))))
+# the frame an activation is known by: the one given (a generator's or a
+# coroutine's, through the driver's key), else the caller's (the wrapper)
+def enter(c, k=None):
+    if k is not None and not key_ok(c, k):
+        events.append(("bad key", c.co_name, repr(k)))
+    events.append(("enter", c.co_name, id(k) if k is not None else id(sys._getframe(1))))
 
 
-def unwind(c):
-    events.append(("unwind", c.co_name, id(sys._getframe(1))))
+def leave(c, v, k=None):
+    events.append(("leave", c.co_name, id(k) if k is not None else id(sys._getframe(1))))
+
+
+def unwind(c, k=None):
+    events.append(("unwind", c.co_name, id(k) if k is not None else id(sys._getframe(1))))
 
 
 # ---- the functions the cases use ----
@@ -200,7 +213,9 @@ def main():
         opened = {}
         n = 0
         for kind, fn, frame in ev:
-            if kind == "enter":
+            if kind == "bad key":
+                bad.append("%s: %s's key is not its frame: %s" % (name, fn, frame))
+            elif kind == "enter":
                 opened.setdefault(frame, []).append(fn)
                 n += 1
             elif not opened.get(frame) or opened[frame].pop() != fn:
