@@ -156,8 +156,9 @@ struct ptag_header {
 	uint32_t near_dropped; /* beyond PTAG_MAX_NEAR */
 	/* PTAG_FLAG_HOW (3.8-3.11), as of the last arm (kept after detach, for
 	 * the report): armed code objects hooked by trampolines, whether the
-	 * frame evaluator was installed, and wrappers found replaced by
-	 * someone else when put back */
+	 * frame evaluator was installed; and the named functions whose
+	 * __code__ the program replaced since we wrapped them (looked at
+	 * every tick; their calls are no longer timed) */
 	uint32_t ntramp;
 	uint32_t evaluator_on;
 	uint64_t tramp_lost;

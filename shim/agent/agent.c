@@ -275,7 +275,7 @@ static void hooked(struct ptag_agent *a, const uint64_t *want, uint32_t n)
 	a->hdr->narmed = h->narmed;
 	a->hdr->ntramp = nt;
 	a->hdr->evaluator_on = h->evaluator;
-	a->hdr->tramp_lost = h->tramp.lost;
+	a->hdr->tramp_lost = h->tramp.lost + h->tramp.replaced;
 }
 
 /*
@@ -448,6 +448,9 @@ static void service(struct ptag_agent *a, uint64_t now)
 		set_conflict(a, PTAG_CONFLICT_EVAL_FRAME,
 			     "another frame evaluator (PEP 523) replaced the agent's");
 	}
+	/* the program set a named function's __code__ itself: said */
+	if (a->hooks.tramp.api && ptag_tramp__replaced(&a->hooks.tramp))
+		a->hdr->tramp_lost = a->hooks.tramp.lost + a->hooks.tramp.replaced;
 	a->api.GILState_Release(gs);
 }
 

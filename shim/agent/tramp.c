@@ -187,6 +187,16 @@ void ptag_tramp__restore(struct ptag_tramp *t, const struct ptag_codeset *keep)
 	t->n = k;
 }
 
+uint32_t ptag_tramp__replaced(struct ptag_tramp *t)
+{
+	uint32_t n = 0;
+
+	for (uint32_t i = 0; i < t->n; i++)
+		n += t->api->FunctionGetCode(t->v[i].func) != t->v[i].wrap;
+	t->replaced = n;
+	return n;
+}
+
 PyObject *ptag_tramp__unwrap(const struct ptag_tramp *t, PyObject *code)
 {
 	for (uint32_t i = 0; i < t->n; i++)

@@ -57,7 +57,8 @@ struct ptag_tramp {
 	bool failed;	/* the helper could not be made: never again */
 	struct ptag_tramp_fn *v;
 	uint32_t n, cap;
-	uint64_t lost; /* wrappers found replaced by someone else at restore */
+	uint64_t lost;	   /* wrappers found replaced when put back */
+	uint32_t replaced; /* of those in v[], replaced at the last look */
 };
 
 /* Ready t (nothing made yet); cbs: a tuple of the three callbacks (a
@@ -73,6 +74,9 @@ int ptag_tramp__add(struct ptag_tramp *t, PyObject *func, PyObject *code, char *
 /* Put back the original code of every function whose code is not in
  * keep (of all when keep is NULL), and forget them. */
 void ptag_tramp__restore(struct ptag_tramp *t, const struct ptag_codeset *keep);
+/* Wrapped functions whose __code__ is no longer ours (the program set
+ * its own since): their calls are not timed. Counted into lost. */
+uint32_t ptag_tramp__replaced(struct ptag_tramp *t);
 /* The original code object when code is one of our wrappers, else code. */
 PyObject *ptag_tramp__unwrap(const struct ptag_tramp *t, PyObject *code);
 /* Is code hooked by a wrapper now? */

@@ -344,6 +344,56 @@ def test_agent_generator_arguments():
                (400, 200, 1800), what)
 
 
+REPLACED_VICTIM = r"""
+import os, sys, time
+def named():
+    return 1
+def other():
+    return 2
+def step():
+    return named()
+print("ready", os.getpid(), flush=True)
+sys.stdin.readline()
+for _ in range(50):
+    step()
+time.sleep(0.5)  # the agent looks every 0.2 s
+named.__code__ = other.__code__  # the program's own swap (a JIT's dispatcher, say)
+for _ in range(50):
+    step()
+time.sleep(0.5)
+print("named", named(), flush=True)
+"""
+
+
+def test_agent_code_replaced_by_the_program():
+    """3.8-3.11: the program sets a named function's __code__ itself
+    while attached: its later calls are not timed, and the report says
+    so (agent.trampolines_lost, problem); the program's code stays."""
+    label, python = [x for x in interpreters() if x[0] in ("3.11", "debian-3.11")][0]
+    tmp = tempfile.mkdtemp(prefix="pt-it-")
+    script = os.path.join(tmp, "pyreplaced.py")
+    with open(script, "w") as f:
+        f.write(REPLACED_VICTIM)
+    conf = write_conf(tmp, "step py:pyreplaced.step\nbucket r.named py:pyreplaced.named\n")
+    out = os.path.join(tmp, "out")
+    v = victim([python, script], env=agent_env())
+    try:
+        pt = _attach(v.pid, conf, out)
+        v.send("go\n")
+        eq(v.wait_line("named "), "named 2", label + " the program's code kept")
+        eq(v.wait(60), 0, label + " victim")
+        eq(pt.wait(60), 0, label + " proftrace")
+    finally:
+        v.kill()
+    with open(os.path.join(out, "summary.json")) as f:
+        s = json.load(f)
+    a = s["meta"]["python"]["agent"]
+    eq(s["stats"]["steps"], 100, label + " steps")
+    eq(bucket(s, "r.named")["calls"], 50, label + " calls timed before the swap")
+    eq(a["trampolines_lost"], 1, label + " trampolines lost")
+    assert "__code__" in (a["problem"] or ""), a
+
+
 GETITEM_VICTIM = r"""
 import os, sys
 class Seq:

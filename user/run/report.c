@@ -542,6 +542,11 @@ static void fill_agent(const struct proc *p, struct pt_report_python *pyrep, cha
 	if (in->conflict || in->hook_lost)
 		pyrep->agent.problem = in->conflict_text[0] ? in->conflict_text
 							    : "its frame evaluator was replaced";
+	else if (in->has_how && in->tramp_lost)
+		pyrep->agent.problem = "the program set the __code__ of a named function itself "
+				       "while attached: that function's calls since are not timed "
+				       "(agent.trampolines_lost; `set py_trampolines off` times it "
+				       "by code object again once the program puts its own back)";
 	if (p->agent_truncated[0])
 		pyrep->agent.segment_lost = p->agent_truncated;
 }
