@@ -15,6 +15,7 @@
 
 #include "gpu.h"
 #include "util/demangle.h"
+#include "util/search.h"
 
 struct item {
 	uint64_t s, e;
@@ -423,57 +424,61 @@ static int iv_cmp(const void *a, const void *b)
 	return CMP(x->s, y->s);
 }
 
+static bool corr_before(const void *api, const void *corr)
+{
+	return ((const struct api *)api)->corr < *(const uint32_t *)corr;
+}
+
 /* The first launch call with this correlation id (a runtime call and the
  * driver call under it may both be recorded). */
 static const struct api *find_api(const struct pt_gpu *g, uint32_t corr)
 {
-	size_t lo = 0, hi = g->napis;
+	size_t lo = pt_lower_bound(g->apis, g->napis, sizeof(*g->apis), &corr, corr_before);
 
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (g->apis[mid].corr < corr)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
 	return lo < g->napis && g->apis[lo].corr == corr ? &g->apis[lo] : NULL;
 }
 
+/* A thread and a time, searched for in the (tid, s)-sorted steps and
+ * bucket calls. */
+struct tid_at {
+	uint32_t tid;
+	uint64_t t;
+};
+
+static bool at_or_before(uint32_t tid, uint64_t s, const struct tid_at *k)
+{
+	return tid < k->tid || (tid == k->tid && s <= k->t);
+}
+
+static bool step_at_or_before(const void *step, const void *k)
+{
+	const struct step *v = step;
+
+	return at_or_before(v->tid, v->s, k);
+}
+
+static bool biv_at_or_before(const void *biv, const void *k)
+{
+	const struct biv *v = biv;
+
+	return at_or_before(v->tid, v->s, k);
+}
+
 /* Index of the last step of the (tid, s)-sorted v with tid and s <= t,
- * or -1 (and the same for bucket calls below). */
+ * or -1 (and the same for bucket calls below): the one before the first
+ * element > (tid, t), when it is tid's. */
 static long last_at_or_before(const struct step *v, size_t n, uint32_t tid, uint64_t t)
 {
-	size_t lo = 0, hi = n;
+	size_t i = pt_lower_bound(v, n, sizeof(*v), &(struct tid_at){ tid, t }, step_at_or_before);
 
-	while (lo < hi) { /* first element > (tid, t) */
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (v[mid].tid < tid || (v[mid].tid == tid && v[mid].s <= t))
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	if (!lo || v[lo - 1].tid != tid)
-		return -1;
-	return (long)lo - 1;
+	return i && v[i - 1].tid == tid ? (long)i - 1 : -1;
 }
 
 static long biv_last_at_or_before(const struct biv *v, size_t n, uint32_t tid, uint64_t t)
 {
-	size_t lo = 0, hi = n;
+	size_t i = pt_lower_bound(v, n, sizeof(*v), &(struct tid_at){ tid, t }, biv_at_or_before);
 
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (v[mid].tid < tid || (v[mid].tid == tid && v[mid].s <= t))
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	if (!lo || v[lo - 1].tid != tid)
-		return -1;
-	return (long)lo - 1;
+	return i && v[i - 1].tid == tid ? (long)i - 1 : -1;
 }
 
 /* Sorted, merged union of ivs (sorted in place), clipped to [t0, t1). */
@@ -504,20 +509,17 @@ static size_t merge(struct iv *ivs, size_t n, uint64_t t0, uint64_t t1, uint64_t
 	return k;
 }
 
+static bool ends_by(const void *iv, const void *t)
+{
+	return ((const struct iv *)iv)->e <= *(const uint64_t *)t;
+}
+
 /* Time of the merged union u (sorted, disjoint) inside [s, e). */
 static uint64_t overlap(const struct iv *u, size_t n, uint64_t s, uint64_t e)
 {
-	size_t lo = 0, hi = n;
+	size_t lo = pt_lower_bound(u, n, sizeof(*u), &s, ends_by); /* first ending after s */
 	uint64_t sum = 0;
 
-	while (lo < hi) { /* first interval ending after s */
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (u[mid].e <= s)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
 	for (size_t i = lo; i < n && u[i].s < e; i++) {
 		uint64_t a = u[i].s > s ? u[i].s : s, b = u[i].e < e ? u[i].e : e;
 
@@ -591,23 +593,20 @@ static int name_cmp(const char *x, const char *y)
 	return strcmp(x, y);
 }
 
+static bool name_before(const void *kstat, const void *name)
+{
+	return name_cmp(kkey(kstat), *(const char *const *)name) < 0;
+}
+
 /* The kernel table (res.top, by name until the join sorts it by time):
  * as long as the number of distinct names. A C++ name is demangled here,
  * once, when it first comes. */
 static int kstat_add(struct pt_gpu *g, const char *name, uint64_t d)
 {
 	struct pt_gpu_result *R = &g->res;
-	size_t lo = 0, hi = R->ntop;
+	size_t lo = pt_lower_bound(R->top, R->ntop, sizeof(*R->top), &name, name_before);
 	struct pt_gpu_kstat *k;
 
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (name_cmp(kkey(&R->top[mid]), name) < 0)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
 	if (lo == R->ntop || name_cmp(kkey(&R->top[lo]), name)) {
 		char *d;
 
@@ -627,20 +626,18 @@ static int kstat_add(struct pt_gpu *g, const char *name, uint64_t d)
 	return 0;
 }
 
+static bool device_before(const void *d, const void *dev)
+{
+	return ((const struct pt_gpu_device *)d)->device < *(const uint32_t *)dev;
+}
+
 /* The device table (res.devices, by id). */
 static struct pt_gpu_device *device(struct pt_gpu *g, uint32_t dev)
 {
 	struct pt_gpu_result *R = &g->res;
-	size_t lo = 0, hi = R->ndevices;
+	size_t lo =
+		pt_lower_bound(R->devices, R->ndevices, sizeof(*R->devices), &dev, device_before);
 
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (R->devices[mid].device < dev)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
 	if (lo == R->ndevices || R->devices[lo].device != dev) {
 		if (grow((void **)&R->devices, &g->cdev, R->ndevices, sizeof(*R->devices)))
 			return NULL;

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "aggregate/gpulive.h"
+#include "util/search.h"
 
 struct iv {
 	uint64_t s, e;
@@ -66,20 +67,15 @@ void pt_gpulive__free(struct pt_gpulive *g)
 	free(g);
 }
 
+static bool ends_by(const void *iv, const void *t)
+{
+	return ((const struct iv *)iv)->e <= *(const uint64_t *)t;
+}
+
 /* the first interval that ends after t */
 static size_t first_after(const struct ivset *u, uint64_t t)
 {
-	size_t lo = 0, hi = u->n;
-
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (u->v[mid].e > t)
-			hi = mid;
-		else
-			lo = mid + 1;
-	}
-	return lo;
+	return pt_lower_bound(u->v, u->n, sizeof(*u->v), &t, ends_by);
 }
 
 /* The union gets [s, e): the intervals it touches become one. */

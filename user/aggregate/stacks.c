@@ -8,6 +8,7 @@
 #include "flame.h"
 #include "stacks.h"
 #include "top.h"
+#include "util/search.h"
 
 struct fn {
 	bool sampled, want_lines;
@@ -244,18 +245,16 @@ static void add_time(struct pt_stacks_time *t, const struct pt_stacks_sample *s)
 	}
 }
 
+static bool line_before(const void *elem, const void *line)
+{
+	return ((const struct pt_stacks_line *)elem)->line < *(const uint32_t *)line;
+}
+
+/* f's lines stay sorted by number: a new one goes where it belongs. */
 static int add_line(struct fn *f, uint32_t line, const struct pt_stacks_sample *s)
 {
-	size_t lo = 0, hi = f->nlines;
+	size_t lo = pt_lower_bound(f->lines, f->nlines, sizeof(*f->lines), &line, line_before);
 
-	while (lo < hi) {
-		size_t mid = (lo + hi) / 2;
-
-		if (f->lines[mid].line < line)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
 	if (lo == f->nlines || f->lines[lo].line != line) {
 		if (f->nlines == f->cap) {
 			size_t cap = f->cap ? f->cap * 2 : 16;

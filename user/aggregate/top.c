@@ -5,6 +5,7 @@
 
 #include "bpf/proftrace.h"
 #include "top.h"
+#include "util/search.h"
 
 struct fnrec {
 	struct pt_top_fn pub;
@@ -145,19 +146,16 @@ static void add_time(struct pt_stacks_time *tm, const struct pt_stacks_sample *s
 	}
 }
 
+static bool line_before(const void *elem, const void *ln)
+{
+	return ((const struct pt_top_line *)elem)->line < *(const uint32_t *)ln;
+}
+
 /* Line ln of r, made when new: NULL past the bound or out of memory. */
 static struct pt_top_line *line_of(struct pt_top *t, struct fnrec *r, uint32_t ln, bool *oom)
 {
-	size_t lo = 0, hi = r->pub.nlines;
+	size_t lo = pt_lower_bound(r->lines, r->pub.nlines, sizeof(*r->lines), &ln, line_before);
 
-	while (lo < hi) {
-		size_t mid = (lo + hi) / 2;
-
-		if (r->lines[mid].line < ln)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
 	if (lo < r->pub.nlines && r->lines[lo].line == ln)
 		return &r->lines[lo];
 	if (t->nlines == PT_TOP_MAX_LINES) {
