@@ -15,6 +15,7 @@
 #include "gpu/gpuring.h"
 #include "config/valexpr.h"
 #include "util/demangle.h"
+#include "util/search.h"
 #include "util/util.h"
 
 enum ev_kind { EV_NATIVE = 1, EV_PY, EV_STEP, EV_KERNEL, EV_MEMCPY, EV_MEMSET, EV_API };
@@ -712,19 +713,17 @@ static const struct cbid_name drv_names[] = {
 };
 /* clang-format on */
 
+static bool cbid_before(const void *name, const void *cbid)
+{
+	return ((const struct cbid_name *)name)->cbid < *(const uint32_t *)cbid;
+}
+
 static const char *cbid_name(bool driver, uint32_t cbid)
 {
 	const struct cbid_name *v = driver ? drv_names : rt_names;
-	size_t n = driver ? ARRAY_SIZE(drv_names) : ARRAY_SIZE(rt_names), lo = 0, hi = n;
+	size_t n = driver ? ARRAY_SIZE(drv_names) : ARRAY_SIZE(rt_names);
+	size_t lo = pt_lower_bound(v, n, sizeof(*v), &cbid, cbid_before);
 
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (v[mid].cbid < cbid)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
 	return lo < n && v[lo].cbid == cbid ? v[lo].name : NULL;
 }
 
