@@ -19,6 +19,7 @@
 
 #include "jread.h"
 #include "emit.h"
+#include "mdtable.h"
 #include "util/demangle.h"
 #include "util/util.h"
 
@@ -114,11 +115,14 @@ enum cell_kind { C_COUNT, C_MS, C_SHARE, C_TEXT, C_RATE };
 struct cell {
 	enum cell_kind kind;
 	const char *key;
+	const char *in; /* the key is in this object of the row's; NULL: in the row */
 };
 
-static void put_cells(FILE *f, const cJSON *o, const struct cell *c, size_t n)
+static void put_cells(FILE *f, const cJSON *row, const struct cell *c, size_t n)
 {
 	for (size_t i = 0; i < n; i++) {
+		const cJSON *o = c[i].in ? pt_jget(row, c[i].in) : row;
+
 		if (i)
 			CELL(f);
 		switch (c[i].kind) {
@@ -745,53 +749,8 @@ static void put_lost_warning(FILE *f, const cJSON *sampling)
 			n, n == 1 ? " was" : "s were");
 }
 
-/* Array elements ranked by a key, largest first; elements without the key
- * go last, ties keep array order. */
-struct ranked {
-	const cJSON *o;
-	double key;
-	size_t idx;
-};
-
-static int cmp_ranked(const void *a, const void *b)
-{
-	const struct ranked *x = a, *y = b;
-
-	if (x->key != y->key)
-		return x->key > y->key ? -1 : 1;
-	return (x->idx > y->idx) - (x->idx < y->idx);
-}
-
-typedef bool (*rank_key_fn)(const cJSON *o, double *key); /* false: not ranked */
-
-/* *out is NULL when nothing is ranked; -ENOMEM only on allocation failure. */
-static int rank(const cJSON *arr, rank_key_fn key, struct ranked **out, size_t *n)
-{
-	size_t cap = arr ? (size_t)cJSON_GetArraySize(arr) : 0, i = 0;
-	struct ranked *r;
-	const cJSON *o;
-
-	*out = NULL;
-	*n = 0;
-	if (!cap)
-		return 0;
-	r = calloc(cap, sizeof(*r));
-	if (!r)
-		return -ENOMEM;
-	cJSON_ArrayForEach(o, arr)
-	{
-		if (key(o, &r[*n].key)) {
-			r[*n].o = o;
-			r[*n].idx = i;
-			(*n)++;
-		}
-		i++;
-	}
-	qsort(r, *n, sizeof(*r), cmp_ranked);
-	*out = r;
-	return 0;
-}
-
+/* Keys of the ranked tables (mdtable.h): wall time, largest first; an
+ * element without it goes last. */
 static bool thread_key(const cJSON *o, double *key)
 {
 	if (!cJSON_IsObject(o))
@@ -855,7 +814,7 @@ static void put_sampling_totals(FILE *f, const cJSON *s)
 	fputs(" of threads without a Python thread state.\n\n", f);
 }
 
-static int put_threads(FILE *f, const cJSON *s)
+static void thread_row(FILE *f, const cJSON *t, const void *arg)
 {
 	/* clang-format off */
 	static const struct cell cols[] = {
@@ -863,36 +822,33 @@ static int put_threads(FILE *f, const cJSON *s)
 		{ C_MS, "off_cpu_ms" }, { C_MS, "wall_ms" },
 	};
 	/* clang-format on */
-	struct ranked *r;
-	size_t n;
-	int err = rank(pt_jarr(s, "threads"), thread_key, &r, &n);
 
-	if (err)
-		return err;
-	if (!n) {
-		free(r);
-		return 0;
-	}
-	fputs("| thread | tid | Python | samples | on-CPU ms | off-CPU ms | wall ms |\n"
-	      "|---|---:|---|---:|---:|---:|---:|\n",
-	      f);
-	for (size_t i = 0; i < n && i < TOP_THREADS; i++) {
-		fputs("| ", f);
-		put_text(f, pt_jstr(r[i].o, "name"));
-		CELL(f);
-		put_count(f, r[i].o, "tid");
-		CELL(f);
-		put_yes_no(f, pt_jget(r[i].o, "python"));
-		CELL(f);
-		put_cells(f, r[i].o, cols, ARRAY_SIZE(cols));
-		fputs(" |\n", f);
-	}
-	fputs("\n", f);
-	if (n > TOP_THREADS)
-		fprintf(f, "%zu more thread%s in summary.json.\n\n", n - TOP_THREADS,
-			plural(n - TOP_THREADS));
-	free(r);
-	return 0;
+	put_text(f, pt_jstr(t, "name"));
+	CELL(f);
+	put_count(f, t, "tid");
+	CELL(f);
+	put_yes_no(f, pt_jget(t, "python"));
+	CELL(f);
+	put_cells(f, t, cols, ARRAY_SIZE(cols));
+}
+
+static int put_threads(FILE *f, const cJSON *s)
+{
+	/* clang-format off */
+	static const struct pt_mdtable_col cols[] = {
+		{ "thread" }, { "tid", true }, { "Python" }, { "samples", true },
+		{ "on-CPU ms", true }, { "off-CPU ms", true }, { "wall ms", true },
+	};
+	/* clang-format on */
+	static const struct pt_mdtable t = {
+		.cols = cols,
+		.ncols = ARRAY_SIZE(cols),
+		.row = thread_row,
+		.key = thread_key,
+		.max = TOP_THREADS,
+		.more = "%zu more thread%s in summary.json.\n\n",
+	};
+	return pt_mdtable__write(f, &t, pt_jarr(s, "threads"), NULL, NULL);
 }
 
 static void put_py_function(FILE *f, const char *name, const char *file, const cJSON *o,
@@ -908,7 +864,7 @@ static void put_py_function(FILE *f, const char *name, const char *file, const c
 	fputs(")", f);
 }
 
-static int put_sampled_functions(FILE *f, const cJSON *doc)
+static void sampled_function_row(FILE *f, const cJSON *fn, const void *arg)
 {
 	/* clang-format off */
 	static const struct cell cols[] = {
@@ -916,41 +872,42 @@ static int put_sampled_functions(FILE *f, const cJSON *doc)
 		{ C_MS, "off_cpu_ms" }, { C_COUNT, "samples" },
 	};
 	/* clang-format on */
-	struct ranked *r;
+
+	if (pt_jstr(fn, "symbol"))
+		put_py_function(f, pt_jstr(fn, "symbol"), pt_jstr(fn, "object"), fn, "line");
+	else
+		put_code(f, pt_jstr(fn, "probe"));
+	CELL(f);
+	put_text(f, pt_jstr(fn, "timing"));
+	CELL(f);
+	put_cells(f, pt_jget(fn, "sampled"), cols, ARRAY_SIZE(cols));
+}
+
+static int put_sampled_functions(FILE *f, const cJSON *doc)
+{
+	/* clang-format off */
+	static const struct pt_mdtable_col cols[] = {
+		{ "function" }, { "timing" }, { "wall ms", true }, { "share", true },
+		{ "on-CPU ms", true }, { "off-CPU ms", true }, { "samples", true },
+	};
+	/* clang-format on */
+	static const struct pt_mdtable t = {
+		.cols = cols,
+		.ncols = ARRAY_SIZE(cols),
+		.row = sampled_function_row,
+		.key = sampled_function_key,
+	};
 	size_t n;
-	int err = rank(pt_jarr(doc, "functions"), sampled_function_key, &r, &n);
+	int err = pt_mdtable__write(f, &t, pt_jarr(doc, "functions"), NULL, &n);
 
-	if (err)
+	if (err || !n)
 		return err;
-	if (!n) {
-		free(r);
-		return 0;
-	}
-	fputs("| function | timing | wall ms | share | on-CPU ms | off-CPU ms | samples |\n"
-	      "|---|---|---:|---:|---:|---:|---:|\n",
-	      f);
-	for (size_t i = 0; i < n; i++) {
-		const cJSON *fn = r[i].o;
-
-		fputs("| ", f);
-		if (pt_jstr(fn, "symbol"))
-			put_py_function(f, pt_jstr(fn, "symbol"), pt_jstr(fn, "object"), fn,
-					"line");
-		else
-			put_code(f, pt_jstr(fn, "probe"));
-		CELL(f);
-		put_text(f, pt_jstr(fn, "timing"));
-		CELL(f);
-		put_cells(f, pt_jget(fn, "sampled"), cols, ARRAY_SIZE(cols));
-		fputs(" |\n", f);
-	}
-	fputs("\nSampled times are inclusive: a function's time is every sample with it "
+	fputs("Sampled times are inclusive: a function's time is every sample with it "
 	      "anywhere on the stack, once per sample even when it recurses. Share is wall "
 	      "time over the ",
 	      f);
 	put_fixed(f, pt_jget(doc, "meta"), "duration_s", 3);
 	fputs(" s window, summed over threads, so it can exceed 100%.\n\n", f);
-	free(r);
 	return 0;
 }
 
@@ -998,18 +955,38 @@ static void put_lines_calls(FILE *f, const cJSON *fn)
 	}
 }
 
-static int put_top_lines(FILE *f, const cJSON *fn)
+static void line_row(FILE *f, const cJSON *l, const void *arg)
 {
 	/* clang-format off */
 	static const struct cell cols[] = {
-		{ C_MS, "wall_ms" },   { C_SHARE, "share" },
+		{ C_COUNT, "line" },   { C_MS, "wall_ms" },    { C_SHARE, "share" },
 		{ C_MS, "on_cpu_ms" }, { C_MS, "off_cpu_ms" },
 	};
 	/* clang-format on */
-	struct ranked *r;
-	size_t n;
+
+	put_cells(f, l, cols, ARRAY_SIZE(cols));
+	CELL(f);
+	put_source(f, pt_jstr(l, "text"));
+}
+
+static int put_top_lines(FILE *f, const cJSON *fn)
+{
+	/* clang-format off */
+	static const struct pt_mdtable_col cols[] = {
+		{ "line", true }, { "wall ms", true }, { "% of function", true },
+		{ "on-CPU ms", true }, { "off-CPU ms", true }, { "source" },
+	};
+	/* clang-format on */
+	static const struct pt_mdtable t = {
+		.cols = cols,
+		.ncols = ARRAY_SIZE(cols),
+		.row = line_row,
+		.key = line_key,
+		.max = TOP_LINES,
+		.more = "%zu more line%s with time in lines.txt.\n\n",
+		.none = "No sample fell in this function.\n\n",
+	};
 	double first, last;
-	int err;
 
 	fputs("### Top lines of ", f);
 	put_code(f, pt_jstr(fn, "function"));
@@ -1041,133 +1018,114 @@ static int put_top_lines(FILE *f, const cJSON *fn)
 		fputs(".\n\n", f);
 	}
 
-	err = rank(pt_jarr(fn, "lines"), line_key, &r, &n);
-	if (err)
-		return err;
-	if (!n) {
-		fputs("No sample fell in this function.\n\n", f);
-		free(r);
-		return 0;
-	}
-	fputs("| line | wall ms | % of function | on-CPU ms | off-CPU ms | source |\n"
-	      "|---:|---:|---:|---:|---:|---|\n",
-	      f);
-	for (size_t i = 0; i < n && i < TOP_LINES; i++) {
-		fputs("| ", f);
-		put_count(f, r[i].o, "line");
-		CELL(f);
-		put_cells(f, r[i].o, cols, ARRAY_SIZE(cols));
-		CELL(f);
-		put_source(f, pt_jstr(r[i].o, "text"));
-		fputs(" |\n", f);
-	}
-	fputs("\n", f);
-	if (n > TOP_LINES)
-		fprintf(f, "%zu more line%s with time in lines.txt.\n\n", n - TOP_LINES,
-			plural(n - TOP_LINES));
-	free(r);
-	return 0;
+	return pt_mdtable__write(f, &t, pt_jarr(fn, "lines"), NULL, NULL);
 }
 
 /* ---- Top functions and lines (sampled): summary.json's top ---- */
 
 #define TOP_MD 20
 
-static void put_top_functions(FILE *f, const cJSON *top)
+static void top_function_row(FILE *f, const cJSON *e, const void *arg)
 {
-	const cJSON *arr = pt_jarr(top, "functions"), *e;
-	size_t n = 0, all = arr ? (size_t)cJSON_GetArraySize(arr) : 0;
+	/* clang-format off */
+	static const struct cell cols[] = {
+		{ C_MS, "on_cpu_ms", "self" }, { C_SHARE, "self_cpu_share" },
+		{ C_MS, "on_cpu_ms", "total" }, { C_SHARE, "total_cpu_share" },
+		{ C_MS, "wall_ms", "self" },   { C_MS, "wall_ms", "total" },
+	};
+	/* clang-format on */
+
+	put_py_function(f, pt_jstr(e, "function"), pt_jstr(e, "file"), e, "first_line");
+	CELL(f);
+	put_cells(f, e, cols, ARRAY_SIZE(cols));
+}
+
+static int put_top_functions(FILE *f, const cJSON *top)
+{
+	/* clang-format off */
+	static const struct pt_mdtable_col cols[] = {
+		{ "function" }, { "self CPU ms", true }, { "self CPU %", true },
+		{ "total CPU ms", true }, { "total CPU %", true },
+		{ "self wall ms", true }, { "total wall ms", true },
+	};
+	/* clang-format on */
+	static const struct pt_mdtable t = {
+		.cols = cols,
+		.ncols = ARRAY_SIZE(cols),
+		.row = top_function_row,
+		.max = TOP_MD,
+		.intro = "By the time spent in the function itself (self: it was the innermost "
+			 "frame); total adds its callees. CPU is on-CPU time, wall adds off-CPU "
+			 "time (asleep, waiting for I/O, a lock or the GIL); % is of all on-CPU "
+			 "time sampled.\n\n",
+		.none = "No Python function was sampled.\n\n",
+	};
 	double seen;
+	size_t all;
+	int err;
 
 	fputs("## Top functions (sampled)\n\n", f);
-	if (!all) {
-		fputs("No Python function was sampled.\n\n", f);
-		return;
-	}
-	fputs("By the time spent in the function itself (self: it was the innermost frame); "
-	      "total adds its callees. CPU is on-CPU time, wall adds off-CPU time (asleep, "
-	      "waiting for I/O, a lock or the GIL); % is of all on-CPU time sampled.\n\n"
-	      "| function | self CPU ms | self CPU % | total CPU ms | total CPU % | self wall ms "
-	      "| total wall ms |\n"
-	      "|---|---:|---:|---:|---:|---:|---:|\n",
-	      f);
-	cJSON_ArrayForEach(e, arr)
-	{
-		const cJSON *self = pt_jget(e, "self"), *total = pt_jget(e, "total");
-
-		if (n++ == TOP_MD)
-			break;
-		fputs("| ", f);
-		put_py_function(f, pt_jstr(e, "function"), pt_jstr(e, "file"), e, "first_line");
-		CELL(f);
-		put_ms(f, self, "on_cpu_ms");
-		CELL(f);
-		put_share(f, e, "self_cpu_share");
-		CELL(f);
-		put_ms(f, total, "on_cpu_ms");
-		CELL(f);
-		put_share(f, e, "total_cpu_share");
-		CELL(f);
-		put_ms(f, self, "wall_ms");
-		CELL(f);
-		put_ms(f, total, "wall_ms");
-		fputs(" |\n", f);
-	}
-	fputs("\n", f);
-	if (all > TOP_MD && pt_jnum(top, "functions_seen", &seen) && seen == (double)all)
+	err = pt_mdtable__write(f, &t, pt_jarr(top, "functions"), NULL, &all);
+	if (err || all <= TOP_MD || !pt_jnum(top, "functions_seen", &seen))
+		return err;
+	if (seen == (double)all)
 		fprintf(f, "summary.json's `top` lists all %zu.\n\n", all);
-	else if (all > TOP_MD && pt_jnum(top, "functions_seen", &seen))
+	else
 		fprintf(f,
 			"%.0f functions were sampled; summary.json's `top` lists the first "
 			"%zu.\n\n",
 			seen, all);
+	return 0;
 }
 
-static void put_top_lines_all(FILE *f, const cJSON *top)
+static void top_line_row(FILE *f, const cJSON *e, const void *arg)
 {
-	const cJSON *arr = pt_jarr(top, "lines"), *e;
-	size_t n = 0;
+	/* clang-format off */
+	static const struct cell cols[] = {
+		{ C_MS, "on_cpu_ms", "self" }, { C_SHARE, "self_cpu_share" },
+		{ C_MS, "wall_ms", "self" },   { C_MS, "wall_ms", "total" },
+	};
+	/* clang-format on */
 	double ln;
 
-	if (!arr || !cJSON_GetArraySize(arr))
-		return;
-	fputs("## Top lines (sampled)\n\n"
-	      "By the time spent on the line itself, as for functions (lines.txt has whole "
-	      "functions, line by line).\n\n"
-	      "| line | function | self CPU ms | self CPU % | self wall ms | total wall ms |\n"
-	      "|---|---|---:|---:|---:|---:|\n",
-	      f);
-	cJSON_ArrayForEach(e, arr)
-	{
-		if (n++ == TOP_MD)
-			break;
-		fputs("| ", f);
-		put_code(f, basename_of(pt_jstr(e, "file")));
-		if (pt_jnum(e, "line", &ln))
-			fprintf(f, ":%.0f", ln);
-		CELL(f);
-		put_code(f, pt_jstr(e, "function"));
-		CELL(f);
-		put_ms(f, pt_jget(e, "self"), "on_cpu_ms");
-		CELL(f);
-		put_share(f, e, "self_cpu_share");
-		CELL(f);
-		put_ms(f, pt_jget(e, "self"), "wall_ms");
-		CELL(f);
-		put_ms(f, pt_jget(e, "total"), "wall_ms");
-		fputs(" |\n", f);
-	}
-	fputs("\n", f);
+	put_code(f, basename_of(pt_jstr(e, "file")));
+	if (pt_jnum(e, "line", &ln))
+		fprintf(f, ":%.0f", ln);
+	CELL(f);
+	put_code(f, pt_jstr(e, "function"));
+	CELL(f);
+	put_cells(f, e, cols, ARRAY_SIZE(cols));
 }
 
-static void put_top(FILE *f, const cJSON *doc)
+static int put_top_lines_all(FILE *f, const cJSON *top)
+{
+	/* clang-format off */
+	static const struct pt_mdtable_col cols[] = {
+		{ "line" }, { "function" }, { "self CPU ms", true }, { "self CPU %", true },
+		{ "self wall ms", true }, { "total wall ms", true },
+	};
+	/* clang-format on */
+	static const struct pt_mdtable t = {
+		.cols = cols,
+		.ncols = ARRAY_SIZE(cols),
+		.row = top_line_row,
+		.max = TOP_MD,
+		.intro = "## Top lines (sampled)\n\n"
+			 "By the time spent on the line itself, as for functions (lines.txt has "
+			 "whole functions, line by line).\n\n",
+	};
+	return pt_mdtable__write(f, &t, pt_jarr(top, "lines"), NULL, NULL);
+}
+
+static int put_top(FILE *f, const cJSON *doc)
 {
 	const cJSON *top = pt_jget(doc, "top");
+	int err;
 
 	if (!cJSON_IsObject(top))
-		return;
-	put_top_functions(f, top);
-	put_top_lines_all(f, top);
+		return 0;
+	err = put_top_functions(f, top);
+	return err ? err : put_top_lines_all(f, top);
 }
 
 /* The files written next to summary.json from the same samples. */
@@ -1500,9 +1458,9 @@ static void put_pm(FILE *f, const cJSON *o, int prec)
 
 #define PT_MD_MAX_RUNS 50
 
-static void put_runs(FILE *f, const cJSON *doc)
+/* arg: whether the table has the tok/s column */
+static void run_row(FILE *f, const cJSON *run, const void *tok)
 {
-	const cJSON *runs = pt_jarr(doc, "runs"), *A = pt_jget(doc, "runs_aggregate"), *it;
 	/* clang-format off */
 	static const struct cell cols[] = {
 		{ C_RATE, "start_s" }, { C_RATE, "duration_s" },
@@ -1510,7 +1468,27 @@ static void put_runs(FILE *f, const cJSON *doc)
 		{ C_MS, "p50_ms" },    { C_MS, "p99_ms" },
 	};
 	/* clang-format on */
+
+	put_count(f, run, "index");
+	if (cJSON_IsTrue(pt_jget(run, "warmup")))
+		fputs(" (warmup)", f);
+	CELL(f);
+	put_cells(f, run, cols, ARRAY_SIZE(cols));
+	if (*(const bool *)tok) {
+		CELL(f);
+		put_fixed(f, run, "tok_per_s", 1);
+	}
+}
+
+static int put_runs(FILE *f, const cJSON *doc)
+{
+	const cJSON *runs = pt_jarr(doc, "runs"), *A = pt_jget(doc, "runs_aggregate"), *it;
 	/* clang-format off */
+	static const struct pt_mdtable_col cols[] = {
+		{ "run", true }, { "start s", true }, { "duration s", true },
+		{ "steps", true }, { "steps/s", true }, { "mean ms", true },
+		{ "p50 ms", true }, { "p99 ms", true }, { "tok/s", true },
+	};
 	static const char *const metrics[][2] = {
 		{ "steps", "steps" },         { "duration_s", "duration s" },
 		{ "steps_per_s", "steps/s" }, { "mean_ms", "mean ms" },
@@ -1519,11 +1497,21 @@ static void put_runs(FILE *f, const cJSON *doc)
 	};
 	/* clang-format on */
 	bool tok = pt_jget(A, "tok_per_s") != NULL;
+	/* the header even without a run; the last column, tok/s, only when
+	 * the runs counted tokens */
+	const struct pt_mdtable t = {
+		.cols = cols,
+		.ncols = ARRAY_SIZE(cols) - !tok,
+		.row = run_row,
+		.max = PT_MD_MAX_RUNS,
+		.more = "(%zu more in summary.json)\n\n",
+		.head_alone = true,
+	};
 	double n, gap = 0;
-	int shown = 0;
+	int err;
 
 	if (!runs || !A)
-		return;
+		return 0;
 	fputs("## Runs\n\n", f);
 	pt_jnum(A, "run_gap_ms", &gap);
 	n = (double)cJSON_GetArraySize(runs);
@@ -1534,31 +1522,11 @@ static void put_runs(FILE *f, const cJSON *doc)
 			" The first %.0f %s warmup (`set warmup_runs`) and not in the "
 			"across-run figures.",
 			n, n == 1 ? "is" : "are");
-	fputs("\n\n| run | start s | duration s | steps | steps/s | mean ms | p50 ms | p99 ms |",
-	      f);
-	fputs(tok ? " tok/s |\n" : "\n", f);
-	fputs("|---:|---:|---:|---:|---:|---:|---:|---:|", f);
-	fputs(tok ? "---:|\n" : "\n", f);
-	cJSON_ArrayForEach(it, runs)
-	{
-		if (shown++ == PT_MD_MAX_RUNS) {
-			fprintf(f, "\n(%d more in summary.json)\n",
-				cJSON_GetArraySize(runs) - PT_MD_MAX_RUNS);
-			break;
-		}
-		fputs("| ", f);
-		put_count(f, it, "index");
-		if (cJSON_IsTrue(pt_jget(it, "warmup")))
-			fputs(" (warmup)", f);
-		CELL(f);
-		put_cells(f, it, cols, ARRAY_SIZE(cols));
-		if (tok) {
-			CELL(f);
-			put_fixed(f, it, "tok_per_s", 1);
-		}
-		fputs(" |\n", f);
-	}
-	fputs("\nAcross runs (mean ± std):\n\n| figure | per run |\n|---|---:|\n", f);
+	fputs("\n\n", f);
+	err = pt_mdtable__write(f, &t, runs, &tok, NULL);
+	if (err)
+		return err;
+	fputs("Across runs (mean ± std):\n\n| figure | per run |\n|---|---:|\n", f);
 	for (size_t i = 0; i < ARRAY_SIZE(metrics); i++) {
 		if (!pt_jget(A, metrics[i][0]))
 			continue;
@@ -1580,6 +1548,7 @@ static void put_runs(FILE *f, const cJSON *doc)
 		fputs(" |\n", f);
 	}
 	fputs("\n", f);
+	return 0;
 }
 
 static void put_gpu_health(FILE *f, const cJSON *g)
@@ -1800,8 +1769,9 @@ static int put_just_look(FILE *f, const cJSON *doc)
 	      "exactly. Name the functions that matter in a targets file (`--targets`, "
 	      "docs/targets.md) for exact calls, steps and buckets.\n\n",
 	      f);
-	put_top(f, doc);
-	err = put_sampling(f, doc);
+	err = put_top(f, doc);
+	if (!err)
+		err = put_sampling(f, doc);
 	if (err)
 		return err;
 	fputs("## Health\n\n", f);
@@ -1829,13 +1799,16 @@ int pt_report_md__write(FILE *f, const struct cJSON *summary)
 	put_tokens(f, summary);
 	put_buckets(f, summary);
 	put_processes(f, summary);
-	put_runs(f, summary);
+	err = put_runs(f, summary);
+	if (err)
+		return err;
 	put_gpu(f, summary);
 	put_functions(f, summary);
 	err = put_sampling(f, summary);
+	if (!err)
+		err = put_top(f, summary);
 	if (err)
 		return err;
-	put_top(f, summary);
 	put_health(f, summary);
 	if (fflush(f) == EOF || ferror(f))
 		return -EIO;
