@@ -95,7 +95,35 @@ struct attr_retry {
 	uint64_t due; /* CLOCK_MONOTONIC ns */
 };
 
-/* One traced process. */
+/*
+ * One traced process.
+ *
+ * Its life, as procs.c makes it (two booleans hold it: ended, exec_seen;
+ * issue 25 turns them into one state):
+ *
+ *   found      pt_run__open_proc: inspected (probes resolved, interpreter
+ *              found, views made), a BPF slot held; nothing in BPF yet
+ *   attaching  pt_run__start_proc: BPF knows it, its probes, frame probe,
+ *              sampler, agent and GPU ring going in
+ *   attached   pt_run__start_proc returned 0: traced (its pidfd for the
+ *              loop); also when BPF would not take it ("cannot trace
+ *              pid", said): then nothing of it is traced, it is watched
+ *              until it ends all the same
+ *   exec seen  records.c: an exec record of its pid (exec_seen): the loop
+ *              ends it (ending drains the ring: not from a ring callback)
+ *   ended      pt_run__end_proc: exited (pidfd, or not alive at a tick)
+ *              or exec'ed (ended, end_why): probes off; an exited one's
+ *              slot serves another, an exec'ed one's never
+ *
+ * Every state but ended is live: its records are routed to it
+ * (pt_run__proc_of), the loop ticks and rescans it. The other booleans
+ * are properties, each set by one part: the maps (rescan, dl_hooked,
+ * dl_tried: procs.c, rescan by records.c), Python (have_py, py_probed,
+ * sampled, other_ns: procs.c), the agent (agent_active, agent_warned,
+ * agent_lost_said, agent_foreign, inject_tried, inject_failed, injected:
+ * pyagent.c), the GPU stream (gpu_attached: procs.c; gpu_oom: records.c;
+ * gpu_joined: report.c).
+ */
 struct proc {
 	struct run *run;
 	unsigned int idx; /* its BPF slot, in fids (PT_FID_MAKE); reused after
