@@ -46,6 +46,7 @@ done < <(find user -name '*.[ch]' -print0)
 # hands back a value, an fd or a callback instead of calling up).
 run_rank=(
 	calib.c     # measures what a probe hit costs: calls nothing of run/
+	procstate.c # a process's states and the moves between them: calls nothing
 	probecost.c # a function's probe cost, the overhead section: calls nothing
 	metrics.c   # --metrics, fed by records.c: calls nothing (its socket goes to loop.c)
 	prearm.c    # libraries not loaded yet: resolves them, procs.c attaches them

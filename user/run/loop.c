@@ -32,7 +32,7 @@ static void note_drops(struct run *r)
 		       "ringbuf_mb` or lower `set poll_ms`)\n");
 	n = c.dropped - r->dropped_seen;
 	for (size_t i = 0; i < r->nprocs; i++)
-		if (!r->procs[i]->ended)
+		if (pt_proc__live(r->procs[i]))
 			pt_agg__lost(r->procs[i]->v.agg, n);
 	if (r->multi)
 		pt_agg__lost(r->all.agg, n);
@@ -135,12 +135,12 @@ static void tick_procs(struct run *r, uint64_t now)
 	for (size_t i = 0; i < r->nprocs; i++) {
 		struct proc *p = r->procs[i];
 
-		if (p->exec_seen && !p->ended) {
+		if (p->state == PT_PROC_EXECED) {
 			pt_run__end_proc(p, "exec");
 			if (r->multi) /* its new image */
 				pt_run__add_cand(r, p->tracee.pid, pt_now_ns(CLOCK_MONOTONIC));
 		}
-		if (p->ended)
+		if (!pt_proc__live(p))
 			continue;
 		if (p->nretries)
 			pt_run__attr_retries(p, now);
@@ -163,7 +163,7 @@ static void rescan(struct run *r, uint64_t now, uint64_t *last)
 	bool all = now - *last >= RESCAN_MS * 1000000ull;
 
 	for (size_t i = 0; i < r->nprocs; i++)
-		if (!r->procs[i]->ended && (all || r->procs[i]->rescan))
+		if (pt_proc__live(r->procs[i]) && (all || r->procs[i]->rescan))
 			pt_run__rescan(r->procs[i]);
 	if (all)
 		*last = now;
@@ -175,7 +175,7 @@ static void drain_at_stop(struct run *r)
 	r->t_end_mono = pt_now_ns(CLOCK_MONOTONIC);
 	/* the agents take their hooks out: nothing more is timed */
 	for (size_t i = 0; i < r->nprocs; i++)
-		if (!r->procs[i]->ended)
+		if (pt_proc__live(r->procs[i]))
 			pt_run__agent_stop(r->procs[i]);
 	/* Records submitted before the stop are in the ring: take them all. */
 	pt_attach__drain(r->att);

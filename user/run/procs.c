@@ -697,8 +697,8 @@ void pt_run__free_proc(struct proc *p)
 {
 	if (!p)
 		return;
-	if (p->run && !p->ended)
-		p->run->slot_busy[p->idx] = false; /* never traced: free at once */
+	if (p->run && pt_proc__live(p))
+		p->run->slot_busy[p->idx] = false; /* not ended: free at once */
 	pt_agent__close(p->agent);
 	pt_run__py_hint_free(p);
 	free(p->agent_why);
@@ -933,10 +933,10 @@ static int use_agent(struct proc *p)
 	return 0;
 }
 
-/* p is traced from now on: its probes go in. Not fatal when a part
- * cannot (said): the rest still gives true figures. -ENOMEM, or
- * -PT_EUSAGE (--gpu on cannot be honoured). */
-int pt_run__start_proc(struct proc *p)
+/* p's probes go in. Not fatal when a part cannot (said): the rest still
+ * gives true figures. 0, 1 when BPF would not take p (said), -ENOMEM,
+ * -PT_EUSAGE (--gpu on cannot be honoured) or -PT_ESTOPPED. */
+static int attach_proc(struct proc *p)
 {
 	char line[1024];
 	size_t at = 0;
@@ -955,7 +955,7 @@ int pt_run__start_proc(struct proc *p)
 	if (e) {
 		pt_msg("proftrace: warning: cannot trace pid %d: %s\n", p->tracee.pid,
 		       strerror(-e));
-		return 0;
+		return 1;
 	}
 	e = attach_gpu(p);
 	if (e)
@@ -1039,20 +1039,35 @@ int pt_run__start_proc(struct proc *p)
 	return 0;
 }
 
+/* p is traced from now on: attaching, then attached, or failed (said;
+ * a stop asked for leaves it attaching: the run ends). 0 (also when BPF
+ * would not take it), -ENOMEM, -PT_EUSAGE (--gpu on cannot be honoured)
+ * or -PT_ESTOPPED. */
+int pt_run__start_proc(struct proc *p)
+{
+	int e;
+
+	pt_proc__set_state(p, PT_PROC_ATTACHING);
+	e = attach_proc(p);
+	if (e != -PT_ESTOPPED)
+		pt_proc__set_state(p, e ? PT_PROC_FAILED : PT_PROC_ATTACHED);
+	return e < 0 ? e : 0;
+}
+
 /* p exited or exec'ed: its probes come off, what its GPU ring still
  * holds is taken. */
 void pt_run__end_proc(struct proc *p, const char *why)
 {
 	struct run *r = p->run;
 
-	if (p->ended)
+	if (!pt_proc__live(p))
 		return;
 	/* its last records first: they are in the ring already */
 	pt_attach__drain(r->att);
 	if (r->smp)
 		pt_sampler__drain(r->smp);
 	pt_run__agent_stop(p); /* an exec'ed image has none left: no harm */
-	p->ended = true;
+	pt_proc__set_state(p, PT_PROC_ENDED);
 	p->end_why = why;
 	p->t_ended = pt_now_ns(CLOCK_MONOTONIC);
 	pt_attach__end_proc(r->att, p->idx, p->tracee.pid, !strcmp(why, "exec"));
@@ -1090,7 +1105,7 @@ int pt_run__add_procs(struct run *r, struct proc *p)
 bool pt_run__traced(const struct run *r, int pid)
 {
 	for (size_t i = 0; i < r->nprocs; i++)
-		if (r->procs[i]->tracee.pid == pid && !r->procs[i]->ended)
+		if (r->procs[i]->tracee.pid == pid && pt_proc__live(r->procs[i]))
 			return true;
 	return false;
 }
@@ -1263,7 +1278,7 @@ int pt_run__add_candidates(struct run *r, uint64_t now, bool at_start)
 bool pt_run__all_ended(const struct run *r)
 {
 	for (size_t i = 0; i < r->nprocs; i++)
-		if (!r->procs[i]->ended)
+		if (pt_proc__live(r->procs[i]))
 			return false;
 	return true;
 }

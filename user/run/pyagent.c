@@ -218,7 +218,7 @@ void pt_run__agents_alive(struct run *r)
 	uint64_t now = pt_now_ns(CLOCK_MONOTONIC);
 
 	for (size_t i = 0; i < r->nprocs; i++)
-		if (r->procs[i]->agent && !r->procs[i]->ended)
+		if (r->procs[i]->agent && pt_proc__live(r->procs[i]))
 			pt_agent__heartbeat(r->procs[i]->agent, now);
 }
 

@@ -19,10 +19,10 @@ static void on_proc_event(struct run *r, const struct pt_rec *rec);
  * image's records in flight belong to no process: fids tell). */
 struct proc *pt_run__proc_of(struct run *r, uint32_t pid)
 {
-	if (r->last && (uint32_t)r->last->tracee.pid == pid && !r->last->ended)
+	if (r->last && (uint32_t)r->last->tracee.pid == pid && pt_proc__live(r->last))
 		return r->last;
 	for (size_t i = r->nprocs; i-- > 0;)
-		if ((uint32_t)r->procs[i]->tracee.pid == pid && !r->procs[i]->ended)
+		if ((uint32_t)r->procs[i]->tracee.pid == pid && pt_proc__live(r->procs[i]))
 			return r->last = r->procs[i];
 	return NULL;
 }
@@ -208,5 +208,5 @@ static void on_proc_event(struct run *r, const struct pt_rec *rec)
 	}
 	p = pt_run__proc_of(r, rec->pid);
 	if (p)
-		p->exec_seen = true; /* ending it drains the ring: not from in here */
+		pt_proc__set_state(p, PT_PROC_EXECED); /* ending it drains the ring: the loop */
 }

@@ -792,7 +792,7 @@ static int doc_meta(const struct docsrc *d, struct docbuf *b)
 		m->added_s =
 			d->p->t_added < r->t0_mono ? 0 : (double)(d->p->t_added - r->t0_mono) / 1e9;
 		m->ended = d->p->end_why;
-		m->ended_s = d->p->ended ? (double)(d->p->t_ended - r->t0_mono) / 1e9 : 0;
+		m->ended_s = !pt_proc__live(d->p) ? (double)(d->p->t_ended - r->t0_mono) / 1e9 : 0;
 	} else if (r->multi) {
 		b->pids = pt_zalloc(r->nprocs, sizeof(*b->pids));
 		if (!b->pids)

@@ -42,6 +42,7 @@
 #include "aggregate/overhead.h"
 #include "report/summary.h"
 #include "calib.h"
+#include "procstate.h"
 #include "attach/resolve.h"
 #include "aggregate/bursts.h"
 #include "sample/sampler.h"
@@ -96,33 +97,14 @@ struct attr_retry {
 };
 
 /*
- * One traced process.
- *
- * Its life, as procs.c makes it (two booleans hold it: ended, exec_seen;
- * issue 25 turns them into one state):
- *
- *   found      pt_run__open_proc: inspected (probes resolved, interpreter
- *              found, views made), a BPF slot held; nothing in BPF yet
- *   attaching  pt_run__start_proc: BPF knows it, its probes, frame probe,
- *              sampler, agent and GPU ring going in
- *   attached   pt_run__start_proc returned 0: traced (its pidfd for the
- *              loop); also when BPF would not take it ("cannot trace
- *              pid", said): then nothing of it is traced, it is watched
- *              until it ends all the same
- *   exec seen  records.c: an exec record of its pid (exec_seen): the loop
- *              ends it (ending drains the ring: not from a ring callback)
- *   ended      pt_run__end_proc: exited (pidfd, or not alive at a tick)
- *              or exec'ed (ended, end_why): probes off; an exited one's
- *              slot serves another, an exec'ed one's never
- *
- * Every state but ended is live: its records are routed to it
- * (pt_run__proc_of), the loop ticks and rescans it. The other booleans
- * are properties, each set by one part: the maps (rescan, dl_hooked,
- * dl_tried: procs.c, rescan by records.c), Python (have_py, py_probed,
- * sampled, other_ns: procs.c), the agent (agent_active, agent_warned,
- * agent_lost_said, agent_foreign, inject_tried, inject_failed, injected:
- * pyagent.c), the GPU stream (gpu_attached: procs.c; gpu_oom: records.c;
- * gpu_joined: report.c).
+ * One traced process. Its life is one state (procstate.h: found,
+ * attaching, attached or failed, execed, ended), moved by
+ * pt_proc__set_state only. The booleans are properties, each set by one
+ * part: the maps (rescan, dl_hooked, dl_tried: procs.c, rescan by
+ * records.c), Python (have_py, py_probed, sampled, other_ns: procs.c),
+ * the agent (agent_active, agent_warned, agent_lost_said, agent_foreign,
+ * inject_tried, inject_failed, injected: pyagent.c), the GPU stream
+ * (gpu_attached: procs.c; gpu_oom: records.c; gpu_joined: report.c).
  */
 struct proc {
 	struct run *run;
@@ -132,8 +114,7 @@ struct proc {
 	struct pt_tracee tracee;
 	int rank, local_rank;	   /* RANK, LOCAL_RANK in its environment; -1: not set */
 	int pidfd;		   /* readable when it exits; -1: checked each tick */
-	bool ended;		   /* exited or exec'ed: its probes are off */
-	bool exec_seen;		   /* it exec'ed: ended by the event loop, not in a callback */
+	enum pt_proc_state state;  /* procstate.h */
 	const char *end_why;	   /* "exited" | "exec" */
 	uint64_t t_added, t_ended; /* CLOCK_MONOTONIC ns */
 	uint64_t events;
@@ -202,6 +183,12 @@ struct proc {
 	struct attr_retry *retries;
 	size_t nretries;
 };
+
+/* Not ended: its records are routed to it, the loop ticks it. */
+static inline bool pt_proc__live(const struct proc *p)
+{
+	return p->state != PT_PROC_ENDED;
+}
 
 /* A function of the merged view: the same probe, object and symbol (or
  * file, qualified name and line) in any process. */
@@ -294,11 +281,10 @@ static inline double since_start_s(const struct run *r)
 
 /*
  * The files' functions, from the lowest rank to the highest (calib.c's
- * are in calib.h, below them all): a file calls only the functions of
- * those before its own here, never of one after it, so no two call each
- * other. Where a lower file has something for a higher one (an fd to
- * wait on, functions to attach), it hands it back instead of calling
- * up. scripts/check-layers.sh holds the order (run_rank) and checks it.
+ * and procstate.c's are in calib.h and procstate.h, below them all): a file calls only the
+ * functions of those before its own here, never of one after it, so no two call each other. Where a
+ * lower file has something for a higher one (an fd to wait on, functions to attach), it hands it
+ * back instead of calling up. scripts/check-layers.sh holds the order (run_rank) and checks it.
  */
 
 /* probecost.c: what the probes cost, into a view's document */

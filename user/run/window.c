@@ -97,7 +97,7 @@ void pt_run__window_tick(struct run *r, uint64_t now)
 		pt_run__free_view(p->window_view);
 		free(p->window_view);
 		p->window_view = NULL;
-		if (!p->ended && pt_run__window_open(p))
+		if (pt_proc__live(p) && pt_run__window_open(p))
 			pt_msg("proftrace: warning: out of memory: no more windows for pid %d\n",
 			       p->tracee.pid);
 	}

@@ -151,7 +151,7 @@ static void test_records_that_are_no_ones(void **state)
 	assert_int_equal(x->p[0]->events, 2);
 	assert_int_equal(x->p[1]->events, 2);
 	/* an ended process's last records go nowhere either */
-	x->p[0]->ended = true;
+	assert_int_equal(pt_proc__set_state(x->p[0], PT_PROC_ENDED), 0);
 	call(r, 100, PT_FID_MAKE(0, 0), MS, 2 * MS);
 	assert_int_equal(calls_of(x->p[0]->v.agg, 0), 0);
 }
@@ -168,9 +168,9 @@ static void test_process_events(void **state)
 	assert_true(r->scan_children);
 	/* an exec is ended from the event loop, not inside the ring callback */
 	assert_int_equal(pt_run__on_rec(r, &exec, sizeof(exec)), 0);
-	assert_true(x->p[1]->exec_seen);
-	assert_false(x->p[1]->ended);
-	assert_false(x->p[0]->exec_seen);
+	assert_int_equal(x->p[1]->state, PT_PROC_EXECED);
+	assert_true(pt_proc__live(x->p[1]));
+	assert_int_equal(x->p[0]->state, PT_PROC_FOUND);
 	dl.t_entry = 5 * MS;
 	assert_int_equal(pt_run__on_rec(r, &dl, sizeof(dl)), 0);
 	assert_true(x->p[0]->rescan);
