@@ -31,9 +31,9 @@ static void note_drops(struct run *r)
 		pt_msg("proftrace: warning: the ring buffer is full, records are lost (raise `set "
 		       "ringbuf_mb` or lower `set poll_ms`)\n");
 	n = c.dropped - r->dropped_seen;
-	for (size_t i = 0; i < r->nprocs; i++)
-		if (pt_proc__live(r->procs[i]))
-			pt_agg__lost(r->procs[i]->v.agg, n);
+	for (size_t i = 0; i < r->procs.n; i++)
+		if (pt_proc__live(r->procs.v[i]))
+			pt_agg__lost(r->procs.v[i]->v.agg, n);
 	if (r->multi)
 		pt_agg__lost(r->all.agg, n);
 	r->dropped_seen = c.dropped;
@@ -47,7 +47,7 @@ struct status {
 
 static void status_tick(struct run *r, struct status *st, uint64_t now)
 {
-	const struct pt_agg *a = r->multi ? r->all.agg : r->procs[0]->v.agg;
+	const struct pt_agg *a = r->multi ? r->all.agg : r->procs.v[0]->v.agg;
 	const struct pt_agg_step_stats *ss = pt_agg__steps(a);
 	double dt = (double)(now - st->last_ns) / 1e9;
 	uint64_t steps = ss->dur.count;
@@ -56,14 +56,14 @@ static void status_tick(struct run *r, struct status *st, uint64_t now)
 	if (!st->on || dt < 1.0)
 		return;
 	if (r->multi)
-		snprintf(procs, sizeof(procs), "%zu processes  ", r->nprocs);
+		snprintf(procs, sizeof(procs), "%zu processes  ", r->procs.n);
 	if (steps)
 		snprintf(pcts, sizeof(pcts), "  p50 %.3f ms  p99 %.3f ms",
 			 pt_dist__quantile(&ss->dur, 0.5) / 1e6,
 			 pt_dist__quantile(&ss->dur, 0.99) / 1e6);
 	if (steps && r->calib.ok && ss->dur.sum > 0) /* overhead.h: the probes' share */
 		snprintf(cost, sizeof(cost), "  probes ~%.1f%%",
-			 100 * pt_ovh__step_cost_ns(r->multi ? r->all.ovh : r->procs[0]->v.ovh) /
+			 100 * pt_ovh__step_cost_ns(r->multi ? r->all.ovh : r->procs.v[0]->v.ovh) /
 				 ss->dur.sum);
 	pt_log__status(
 		"proftrace: %.0fs  %ssteps %llu  %.1f steps/s%s%s  %.0f events/s  drops %llu",
@@ -86,9 +86,9 @@ static int add_fd(int ep, int fd, uint32_t tag)
  * the loop (one without a pidfd is checked each tick). */
 static void watch_procs(struct run *r, size_t from)
 {
-	for (size_t i = from; i < r->nprocs; i++)
-		if (r->procs[i]->pidfd >= 0)
-			add_fd(r->ep, r->procs[i]->pidfd, TAG_PID + r->procs[i]->pos);
+	for (size_t i = from; i < r->procs.n; i++)
+		if (r->procs.v[i]->pidfd >= 0)
+			add_fd(r->ep, r->procs.v[i]->pidfd, TAG_PID + r->procs.v[i]->pos);
 }
 
 enum stop_reason { STOP_NONE, STOP_SIGNAL, STOP_DURATION, STOP_EXIT };
@@ -120,8 +120,8 @@ static enum stop_reason on_events(struct run *r, const struct epoll_event *evs, 
 			pt_run__metrics_serve(r);
 			break;
 		default:
-			if (tag >= TAG_PID && tag - TAG_PID < r->nprocs)
-				pt_run__end_proc(r->procs[tag - TAG_PID], "exited");
+			if (tag >= TAG_PID && tag - TAG_PID < r->procs.n)
+				pt_run__end_proc(r->procs.v[tag - TAG_PID], "exited");
 			break;
 		}
 	}
@@ -132,8 +132,8 @@ static enum stop_reason on_events(struct run *r, const struct epoll_event *evs, 
  * ring and its heartbeat, liveness without a pidfd). */
 static void tick_procs(struct run *r, uint64_t now)
 {
-	for (size_t i = 0; i < r->nprocs; i++) {
-		struct proc *p = r->procs[i];
+	for (size_t i = 0; i < r->procs.n; i++) {
+		struct proc *p = r->procs.v[i];
 
 		if (p->state == PT_PROC_EXECED) {
 			pt_run__end_proc(p, "exec");
@@ -162,9 +162,9 @@ static void rescan(struct run *r, uint64_t now, uint64_t *last)
 {
 	bool all = now - *last >= RESCAN_MS * 1000000ull;
 
-	for (size_t i = 0; i < r->nprocs; i++)
-		if (pt_proc__live(r->procs[i]) && (all || r->procs[i]->rescan))
-			pt_run__rescan(r->procs[i]);
+	for (size_t i = 0; i < r->procs.n; i++)
+		if (pt_proc__live(r->procs.v[i]) && (all || r->procs.v[i]->rescan))
+			pt_run__rescan(r->procs.v[i]);
 	if (all)
 		*last = now;
 }
@@ -174,18 +174,18 @@ static void drain_at_stop(struct run *r)
 {
 	r->t_end_mono = pt_now_ns(CLOCK_MONOTONIC);
 	/* the agents take their hooks out: nothing more is timed */
-	for (size_t i = 0; i < r->nprocs; i++)
-		if (pt_proc__live(r->procs[i]))
-			pt_run__agent_stop(r->procs[i]);
+	for (size_t i = 0; i < r->procs.n; i++)
+		if (pt_proc__live(r->procs.v[i]))
+			pt_run__agent_stop(r->procs.v[i]);
 	/* Records submitted before the stop are in the ring: take them all. */
 	pt_attach__drain(r->att);
 	pt_sampler__stop(r->smp, r->t_end_mono);
 	note_drops(r);
 	/* detach: the shim disables CUPTI and flushes what it holds */
-	for (size_t i = 0; i < r->nprocs; i++)
-		if (r->procs[i]->gpu_attached)
-			pt_gpuring__finish(r->procs[i]->gpu_ring, pt_run__on_gpu_rec, r->procs[i],
-					   1000);
+	for (size_t i = 0; i < r->procs.n; i++)
+		if (r->procs.v[i]->gpu_attached)
+			pt_gpuring__finish(r->procs.v[i]->gpu_ring, pt_run__on_gpu_rec,
+					   r->procs.v[i], 1000);
 }
 
 /* What the loop waits on: the stop signals, its timer, the probe ring,
@@ -242,7 +242,7 @@ int pt_run__loop(struct run *r)
 		    (r->scan_children || now - last_rescan >= RESCAN_MS * 1000000ull))
 			pt_run__scan_children(r, now);
 		if (r->ncands) {
-			size_t from = r->nprocs;
+			size_t from = r->procs.n;
 
 			if (pt_run__add_candidates(r, now, false) == -ENOMEM) {
 				e = -ENOMEM;
@@ -250,9 +250,9 @@ int pt_run__loop(struct run *r)
 			}
 			watch_procs(r, from);
 		}
-		if (pt_run__all_ended(r) && !r->ncands) {
-			if (!r->multi && r->procs[0]->end_why &&
-			    !strcmp(r->procs[0]->end_why, "exec"))
+		if (pt_proctable__all_ended(&r->procs) && !r->ncands) {
+			if (!r->multi && r->procs.v[0]->end_why &&
+			    !strcmp(r->procs.v[0]->end_why, "exec"))
 				pt_msg("proftrace: its probes went with the old image: stopping "
 				       "(give "
 				       "--children to follow it into the new one)\n");

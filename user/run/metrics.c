@@ -301,13 +301,13 @@ static const struct gpu_family {
 /* GPU figures of the processes with a GPU stream, settled to now - lag */
 static void render_gpu(struct run *r, struct pt_metrics *m)
 {
-	const struct pt_gpulive_totals *t[r->nprocs ? r->nprocs : 1];
+	const struct pt_gpulive_totals *t[r->procs.n ? r->procs.n : 1];
 	uint64_t now = pt_now_ns(CLOCK_MONOTONIC);
 	char l[600];
 	size_t i, n = 0;
 
-	for (i = 0; i < r->nprocs; i++) {
-		struct proc *p = r->procs[i];
+	for (i = 0; i < r->procs.n; i++) {
+		struct proc *p = r->procs.v[i];
 
 		t[i] = NULL;
 		if (!p->gpu || !live_of(p))
@@ -321,10 +321,10 @@ static void render_gpu(struct run *r, struct pt_metrics *m)
 	head(m, "proftrace_gpu_busy_seconds_total", "counter",
 	     "time the device had any kernel, copy or memset of the process running "
 	     "(GPU figures are final 2 s behind the clock)");
-	for (i = 0; i < r->nprocs; i++) {
+	for (i = 0; i < r->procs.n; i++) {
 		if (!t[i])
 			continue;
-		plabels(m, r->procs[i], l, sizeof(l));
+		plabels(m, r->procs.v[i], l, sizeof(l));
 		for (uint32_t d = 0; d < t[i]->ndevs; d++)
 			out(m, "proftrace_gpu_busy_seconds_total{%s,device=\"%u\"} %.9f\n", l,
 			    t[i]->devs[d].device, t[i]->devs[d].busy_ns / 1e9);
@@ -334,12 +334,12 @@ static void render_gpu(struct run *r, struct pt_metrics *m)
 		const struct gpu_family *g = &gpu_families[f];
 
 		head(m, g->name, g->type, g->help);
-		for (i = 0; i < r->nprocs; i++) {
+		for (i = 0; i < r->procs.n; i++) {
 			double v;
 
 			if (!t[i] || !g->value(t[i], &v))
 				continue;
-			plabels(m, r->procs[i], l, sizeof(l));
+			plabels(m, r->procs.v[i], l, sizeof(l));
 			out(m, "%s{%s} %.*f\n", g->name, l, g->decimals, v);
 		}
 	}
@@ -362,14 +362,14 @@ static void render(struct run *r, struct pt_metrics *m)
 	    (unsigned long long)r->dropped_seen);
 
 	head(m, "proftrace_steps_total", "counter", "counted steps");
-	for (i = 0; i < r->nprocs; i++) {
-		plabels(m, r->procs[i], l, sizeof(l));
+	for (i = 0; i < r->procs.n; i++) {
+		plabels(m, r->procs.v[i], l, sizeof(l));
 		out(m, "proftrace_steps_total{%s} %llu\n", l,
-		    (unsigned long long)pt_agg__steps(r->procs[i]->v.agg)->dur.count);
+		    (unsigned long long)pt_agg__steps(r->procs.v[i]->v.agg)->dur.count);
 	}
 	head(m, "proftrace_step_seconds", "histogram", "step time of counted steps");
-	for (i = 0; i < r->nprocs; i++) {
-		const struct proc *p = r->procs[i];
+	for (i = 0; i < r->procs.n; i++) {
+		const struct proc *p = r->procs.v[i];
 		const struct phist *h = p->idx < m->nh ? &m->h[p->idx] : NULL;
 		uint64_t cum = 0;
 
@@ -389,41 +389,41 @@ static void render(struct run *r, struct pt_metrics *m)
 	head(m, "proftrace_bucket_seconds_total", "counter",
 	     "time of each bucket in counted steps (step.other: what no bucket covers); "
 	     "per step: rate(this) / rate(proftrace_steps_total)");
-	for (i = 0; i < r->nprocs; i++) {
-		plabels(m, r->procs[i], l, sizeof(l));
+	for (i = 0; i < r->procs.n; i++) {
+		plabels(m, r->procs.v[i], l, sizeof(l));
 		for (b = 0; b <= nb; b++) {
 			esc(bn, sizeof(bn), b < nb ? r->cfg.buckets[b].name : "step.other");
 			out(m, "proftrace_bucket_seconds_total{%s,bucket=\"%s\"} %.9f\n", l, bn,
-			    (double)pt_agg__bucket(r->procs[i]->v.agg, b)->total_ns / 1e9);
+			    (double)pt_agg__bucket(r->procs.v[i]->v.agg, b)->total_ns / 1e9);
 		}
 	}
 	/* one family at a time: the text format wants a metric's lines together */
 	head(m, "proftrace_tokens_total", "counter", "tokens of counted steps (when read)");
-	for (i = 0; i < r->nprocs; i++) {
-		const struct pt_stepvals *sv = &r->procs[i]->v.sv;
+	for (i = 0; i < r->procs.n; i++) {
+		const struct pt_stepvals *sv = &r->procs.v[i]->v.sv;
 
 		if (!sv->role[PT_VROLE_TOKENS].probe && !sv->ncounts)
 			continue;
-		plabels(m, r->procs[i], l, sizeof(l));
+		plabels(m, r->procs.v[i], l, sizeof(l));
 		out(m, "proftrace_tokens_total{%s} %.0f\n", l, sv->tokens);
 	}
 	head(m, "proftrace_tokens_per_second", "gauge",
 	     "tokens over the summed time of the steps that have them, since attach");
-	for (i = 0; i < r->nprocs; i++) {
-		const struct pt_stepvals *sv = &r->procs[i]->v.sv;
+	for (i = 0; i < r->procs.n; i++) {
+		const struct pt_stepvals *sv = &r->procs.v[i]->v.sv;
 
 		if ((!sv->role[PT_VROLE_TOKENS].probe && !sv->ncounts) || sv->tok_ns <= 0)
 			continue;
-		plabels(m, r->procs[i], l, sizeof(l));
+		plabels(m, r->procs.v[i], l, sizeof(l));
 		out(m, "proftrace_tokens_per_second{%s} %.6f\n", l,
 		    sv->tokens / (sv->tok_ns / 1e9));
 	}
 	head(m, "proftrace_probe_overhead_seconds_total", "counter",
 	     "estimated cost of the probes inside counted steps (docs/summary.md#overhead)");
-	for (i = 0; i < r->nprocs && r->calib.ok; i++) {
-		plabels(m, r->procs[i], l, sizeof(l));
+	for (i = 0; i < r->procs.n && r->calib.ok; i++) {
+		plabels(m, r->procs.v[i], l, sizeof(l));
 		out(m, "proftrace_probe_overhead_seconds_total{%s} %.9f\n", l,
-		    pt_ovh__step_cost_ns(r->procs[i]->v.ovh) / 1e9);
+		    pt_ovh__step_cost_ns(r->procs.v[i]->v.ovh) / 1e9);
 	}
 	render_gpu(r, m);
 }

@@ -698,7 +698,7 @@ void pt_run__free_proc(struct proc *p)
 	if (!p)
 		return;
 	if (p->run && pt_proc__live(p))
-		p->run->slot_busy[p->idx] = false; /* not ended: free at once */
+		pt_proctable__put_slot(&p->run->procs, p->idx); /* not ended: free at once */
 	pt_agent__close(p->agent);
 	pt_run__py_hint_free(p);
 	free(p->agent_why);
@@ -730,37 +730,6 @@ void pt_run__free_proc(struct proc *p)
 	free(p);
 }
 
-/*
- * A free BPF process slot, or -1. A run may see any number of processes
- * (--children: workers come and go all day); PT_MAX_PROCS bounds those
- * traced at once. The slot of a process that exited is free at once: its
- * records were drained and its BPF entry zeroed when it ended, and its
- * probes cannot fire again (their task is gone). An exec'ed image's slot
- * is never reused: its old probes are still coming out (in a thread) and
- * the new image may hit them. Never-used slots go first, then the one
- * freed longest ago.
- */
-static int slot_get(struct run *r)
-{
-	/* PT_TEST_MAX_PROCS: fewer slots, so the tests can run out of them
-	 * and reuse them in seconds (test_faults.py) */
-	const char *lim = getenv("PT_TEST_MAX_PROCS");
-	int n = lim && atoi(lim) > 0 && atoi(lim) < PT_MAX_PROCS ? atoi(lim) : PT_MAX_PROCS;
-	int best = -1;
-
-	for (int i = 0; i < n; i++) {
-		if (r->slot_busy[i])
-			continue;
-		if (!r->slot_freed[i]) {
-			best = i;
-			break;
-		}
-		if (best < 0 || r->slot_freed[i] < r->slot_freed[best])
-			best = i;
-	}
-	return best;
-}
-
 /* What to do when py: probes are given and pt_python__find() failed with e. */
 static const char *py_hint(int e)
 {
@@ -786,22 +755,20 @@ int pt_run__open_proc(struct run *r, int pid, bool strict, struct proc **out, ch
 	int e, n;
 
 	*out = NULL;
-	slot = slot_get(r);
+	slot = pt_proctable__take_slot(&r->procs); /* until it ends, or is freed unused */
 	if (slot < 0) {
 		snprintf(err, errlen, "more than %d processes traced at once: pid %d is not traced",
-			 getenv("PT_TEST_MAX_PROCS") ? atoi(getenv("PT_TEST_MAX_PROCS"))
-						     : PT_MAX_PROCS,
-			 pid);
+			 pt_proctable__nslots(), pid);
 		return 1;
 	}
 	p = calloc(1, sizeof(*p));
 	if (!p) {
+		pt_proctable__put_slot(&r->procs, (unsigned int)slot);
 		snprintf(err, errlen, "out of memory");
 		return -ENOMEM;
 	}
 	p->run = r;
 	p->idx = (unsigned int)slot;
-	r->slot_busy[slot] = true; /* until it ends, or is freed unused */
 	p->pidfd = -1;
 	p->gpu_guard = -1;
 	p->rank = p->local_rank = -1;
@@ -1071,10 +1038,8 @@ void pt_run__end_proc(struct proc *p, const char *why)
 	p->end_why = why;
 	p->t_ended = pt_now_ns(CLOCK_MONOTONIC);
 	pt_attach__end_proc(r->att, p->idx, p->tracee.pid, !strcmp(why, "exec"));
-	if (strcmp(why, "exec")) { /* exited: its slot can serve another (slot_get) */
-		r->slot_freed[p->idx] = pt_now_ns(CLOCK_MONOTONIC);
-		r->slot_busy[p->idx] = false;
-	}
+	/* exited: its slot can serve another */
+	pt_proctable__ended(&r->procs, p, strcmp(why, "exec") != 0, pt_now_ns(CLOCK_MONOTONIC));
 	pt_sampler__end_process(r->smp, p->tracee.pid);
 	if (p->gpu_attached) {
 		pt_run__gpu_drain(p);
@@ -1084,30 +1049,8 @@ void pt_run__end_proc(struct proc *p, const char *why)
 		close(p->pidfd); /* leaves the epoll set */
 		p->pidfd = -1;
 	}
-	if (r->last == p)
-		r->last = NULL;
 	pt_msg("proftrace: process %d %s at +%.3fs\n", p->tracee.pid,
 	       !strcmp(why, "exec") ? "replaced its image (exec)" : "exited", since_start_s(r));
-}
-
-int pt_run__add_procs(struct run *r, struct proc *p)
-{
-	struct proc **v = realloc(r->procs, (r->nprocs + 1) * sizeof(*v));
-
-	if (!v)
-		return -ENOMEM;
-	r->procs = v;
-	p->pos = (unsigned int)r->nprocs;
-	r->procs[r->nprocs++] = p;
-	return 0;
-}
-
-bool pt_run__traced(const struct run *r, int pid)
-{
-	for (size_t i = 0; i < r->nprocs; i++)
-		if (r->procs[i]->tracee.pid == pid && pt_proc__live(r->procs[i]))
-			return true;
-	return false;
 }
 
 void pt_run__add_cand(struct run *r, int pid, uint64_t now)
@@ -1221,13 +1164,13 @@ void pt_run__scan_children(struct run *r, uint64_t now)
 	r->scan_children = false;
 	for (int i = 0; i < r->env.npids; i++)
 		pidset_add(&s, r->env.pids[i]);
-	for (size_t i = 0; i < r->nprocs; i++)
-		pidset_add(&s, r->procs[i]->tracee.pid);
+	for (size_t i = 0; i < r->procs.n; i++)
+		pidset_add(&s, r->procs.v[i]->tracee.pid);
 	roots = s.n;
 	for (size_t i = 0; i < s.n; i++) /* s grows as it goes: breadth first */
 		add_children(&s, s.v[i]);
 	for (size_t i = roots; i < s.n; i++)
-		if (!pt_run__traced(r, s.v[i]))
+		if (!pt_proctable__traced(&r->procs, s.v[i]))
 			pt_run__add_cand(r, s.v[i], now);
 	free(s.v);
 }
@@ -1247,7 +1190,7 @@ int pt_run__add_candidates(struct run *r, uint64_t now, bool at_start)
 			r->cands[k++] = c;
 			continue;
 		}
-		if (e || pt_run__traced(r, c.pid))
+		if (e || pt_proctable__traced(&r->procs, c.pid))
 			continue;
 		e = pt_run__open_proc(r, c.pid, false, &p, err, sizeof(err));
 		if (e == -ENOMEM)
@@ -1258,7 +1201,7 @@ int pt_run__add_candidates(struct run *r, uint64_t now, bool at_start)
 			e = 0;
 			continue;
 		}
-		if (pt_run__add_procs(r, p)) {
+		if (pt_proctable__add(&r->procs, p)) {
 			pt_run__free_proc(p);
 			e = -ENOMEM;
 			continue;
@@ -1273,12 +1216,4 @@ int pt_run__add_candidates(struct run *r, uint64_t now, bool at_start)
 	}
 	r->ncands = k;
 	return e;
-}
-
-bool pt_run__all_ended(const struct run *r)
-{
-	for (size_t i = 0; i < r->nprocs; i++)
-		if (pt_proc__live(r->procs[i]))
-			return false;
-	return true;
 }

@@ -217,9 +217,9 @@ void pt_run__agents_alive(struct run *r)
 {
 	uint64_t now = pt_now_ns(CLOCK_MONOTONIC);
 
-	for (size_t i = 0; i < r->nprocs; i++)
-		if (r->procs[i]->agent && pt_proc__live(r->procs[i]))
-			pt_agent__heartbeat(r->procs[i]->agent, now);
+	for (size_t i = 0; i < r->procs.n; i++)
+		if (r->procs.v[i]->agent && pt_proc__live(r->procs.v[i]))
+			pt_agent__heartbeat(r->procs.v[i]->agent, now);
 }
 
 /* Attach: wake it and wait until what it found at attach is hooked (the

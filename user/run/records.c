@@ -15,18 +15,6 @@
 
 static void on_proc_event(struct run *r, const struct pt_rec *rec);
 
-/* The process a record is from: by pid, the live one (an exec'ed
- * image's records in flight belong to no process: fids tell). */
-struct proc *pt_run__proc_of(struct run *r, uint32_t pid)
-{
-	if (r->last && (uint32_t)r->last->tracee.pid == pid && pt_proc__live(r->last))
-		return r->last;
-	for (size_t i = r->nprocs; i-- > 0;)
-		if ((uint32_t)r->procs[i]->tracee.pid == pid && pt_proc__live(r->procs[i]))
-			return r->last = r->procs[i];
-	return NULL;
-}
-
 /* trace.json's name of host thread tid, read once. */
 static void trace_thread(struct proc *p, uint32_t tid)
 {
@@ -83,7 +71,7 @@ int pt_run__on_rec(void *ctx, const struct pt_rec *rec, size_t size)
 		on_proc_event(r, rec);
 		return 0;
 	}
-	p = pt_run__proc_of(r, rec->pid);
+	p = pt_proctable__find(&r->procs, rec->pid);
 	if (!p)
 		return 0; /* a process that ended: its last records */
 	p->events++;
@@ -206,7 +194,7 @@ static void on_proc_event(struct run *r, const struct pt_rec *rec)
 		r->scan_children = true;
 		return;
 	}
-	p = pt_run__proc_of(r, rec->pid);
+	p = pt_proctable__find(&r->procs, rec->pid);
 	if (p)
 		pt_proc__set_state(p, PT_PROC_EXECED); /* ending it drains the ring: the loop */
 }

@@ -65,8 +65,8 @@ static void print_dry_run_proc(struct proc *p)
 
 void pt_run__print_dry_run(struct run *r)
 {
-	for (size_t i = 0; i < r->nprocs; i++)
-		print_dry_run_proc(r->procs[i]);
+	for (size_t i = 0; i < r->procs.n; i++)
+		print_dry_run_proc(r->procs.v[i]);
 }
 
 static int thread_wall_cmp(const void *a, const void *b)
@@ -107,8 +107,8 @@ static void thread_names(const struct docsrc *d, struct pt_report_sampling *sp)
 {
 	int err = 0;
 
-	for (size_t i = 0; i < d->r->nprocs; i++) {
-		struct proc *p = d->r->procs[i];
+	for (size_t i = 0; i < d->r->procs.n; i++) {
+		struct proc *p = d->r->procs.v[i];
 		struct pt_thrname_stats st;
 
 		if ((d->p && p != d->p) || !p->tn)
@@ -464,8 +464,8 @@ static size_t spec_nfuncs(const struct docsrc *d, size_t s)
 /* Whether probe s named any mapped object, in the document's processes. */
 static bool spec_has_objects(const struct docsrc *d, size_t s)
 {
-	for (size_t i = 0; i < d->r->nprocs; i++) {
-		const struct proc *p = d->r->procs[i];
+	for (size_t i = 0; i < d->r->procs.n; i++) {
+		const struct proc *p = d->r->procs.v[i];
 
 		if ((!d->p || d->p == p) && pt_resolver__spec_nobjects(p->res, s))
 			return true;
@@ -479,9 +479,9 @@ static struct proc *py_proc(const struct docsrc *d)
 {
 	if (d->p)
 		return d->p->have_py ? d->p : NULL;
-	for (size_t i = 0; i < d->r->nprocs; i++)
-		if (d->r->procs[i]->have_py)
-			return d->r->procs[i];
+	for (size_t i = 0; i < d->r->procs.n; i++)
+		if (d->r->procs.v[i]->have_py)
+			return d->r->procs.v[i];
 	return NULL;
 }
 
@@ -637,12 +637,12 @@ static struct proc *gpu_proc(const struct docsrc *d, const char **why)
 		*why = d->p->gpu_why;
 		return d->p->gpu ? d->p : NULL;
 	}
-	for (size_t i = 0; i < d->r->nprocs; i++)
-		if (d->r->procs[i]->gpu) {
-			only = d->r->procs[i];
+	for (size_t i = 0; i < d->r->procs.n; i++)
+		if (d->r->procs.v[i]->gpu) {
+			only = d->r->procs.v[i];
 			n++;
 		}
-	*why = d->r->procs[0]->gpu_why;
+	*why = d->r->procs.v[0]->gpu_why;
 	if (n > 1) {
 		*why = "several processes have a GPU stream: see processes[].gpu";
 		return NULL;
@@ -685,8 +685,8 @@ static const char *py_why(const struct docsrc *d, size_t s)
 
 	if (d->p)
 		return pt_run__py_hint_why(d->p, s);
-	for (size_t i = 0; i < d->r->nprocs && !why; i++)
-		why = pt_run__py_hint_why(d->r->procs[i], s);
+	for (size_t i = 0; i < d->r->procs.n && !why; i++)
+		why = pt_run__py_hint_why(d->r->procs.v[i], s);
 	return why;
 }
 
@@ -767,7 +767,7 @@ static int doc_meta(const struct docsrc *d, struct docbuf *b)
 {
 	const struct run *r = d->r;
 	struct pt_report_meta *m = &b->rep.meta;
-	const struct proc *mp = d->p ? d->p : r->procs[0];
+	const struct proc *mp = d->p ? d->p : r->procs.v[0];
 	struct utsname un;
 
 	uname(&un);
@@ -794,13 +794,13 @@ static int doc_meta(const struct docsrc *d, struct docbuf *b)
 		m->ended = d->p->end_why;
 		m->ended_s = !pt_proc__live(d->p) ? (double)(d->p->t_ended - r->t0_mono) / 1e9 : 0;
 	} else if (r->multi) {
-		b->pids = pt_zalloc(r->nprocs, sizeof(*b->pids));
+		b->pids = pt_zalloc(r->procs.n, sizeof(*b->pids));
 		if (!b->pids)
 			return -ENOMEM;
-		for (size_t i = 0; i < r->nprocs; i++)
-			b->pids[i] = r->procs[i]->tracee.pid;
+		for (size_t i = 0; i < r->procs.n; i++)
+			b->pids[i] = r->procs.v[i]->tracee.pid;
 		m->pids = b->pids;
-		m->npids = r->nprocs;
+		m->npids = r->procs.n;
 		m->children = r->env.children;
 		for (size_t i = 0; i < r->nskipped && i < PT_REPORT_MAX_SKIPPED; i++) {
 			m->skipped[i].pid = r->skipped[i].pid;
@@ -919,17 +919,17 @@ static void doc_health(const struct docsrc *d, struct docbuf *b, const struct pt
 	h->orphan_returns = c->orphan_returns;
 	h->py_unreadable = c->py_unreadable;
 	h->py_map_full = c->py_map_full;
-	for (size_t i = 0; i < r->nprocs; i++)
-		if (!d->p || d->p == r->procs[i])
-			h->py_unresolved += r->procs[i]->py_unresolved;
+	for (size_t i = 0; i < r->procs.n; i++)
+		if (!d->p || d->p == r->procs.v[i])
+			h->py_unresolved += r->procs.v[i]->py_unresolved;
 	h->lost_calls = pt_agg__health(d->v->agg)->lost_calls;
 	h->threads = pt_agg__health(d->v->agg)->threads;
 	h->threads_ended = pt_agg__health(d->v->agg)->threads_ended;
 	h->threads_max = pt_agg__health(d->v->agg)->threads_max;
 	h->thread_exits_dropped = c->texit_dropped;
 	h->runs_late_steps = d->v->runs ? pt_bursts__late(d->v->runs) : 0;
-	for (size_t i = 0; i < r->nprocs && !d->p; i++)
-		h->skew_steps_not_kept += r->procs[i]->steps.not_kept;
+	for (size_t i = 0; i < r->procs.n && !d->p; i++)
+		h->skew_steps_not_kept += r->procs.v[i]->steps.not_kept;
 	h->steps_incomplete = pt_agg__steps(d->v->agg)->incomplete;
 	h->probes_requested = (unsigned int)(d->nfr + nunres);
 	/* functions with probes in place: native uprobes, and py: functions
@@ -1024,17 +1024,17 @@ static cJSON *build_doc(const struct docsrc *d, struct docbuf *b)
 /* The skew of step times across the processes with steps. */
 static int build_skew(struct run *r, cJSON *doc)
 {
-	const struct pt_skew_steps **v = pt_zalloc(r->nprocs, sizeof(*v));
-	struct proc **who = pt_zalloc(r->nprocs, sizeof(*who));
+	const struct pt_skew_steps **v = pt_zalloc(r->procs.n, sizeof(*v));
+	struct proc **who = pt_zalloc(r->procs.n, sizeof(*who));
 	struct pt_skew k;
 	size_t n = 0;
 	int e = -ENOMEM;
 
 	if (v && who)
-		for (size_t i = 0; i < r->nprocs; i++)
-			if (r->procs[i]->steps.n || r->procs[i]->steps.oom) {
-				who[n] = r->procs[i];
-				v[n++] = &r->procs[i]->steps;
+		for (size_t i = 0; i < r->procs.n; i++)
+			if (r->procs.v[i]->steps.n || r->procs.v[i]->steps.oom) {
+				who[n] = r->procs.v[i];
+				v[n++] = &r->procs.v[i]->steps;
 			}
 	if (v && who) {
 		memset(&k, 0, sizeof(k));
@@ -1073,8 +1073,8 @@ static void default_output(const struct run *r, char *buf, size_t len)
 
 	localtime_r(&t, &tm);
 	strftime(stamp, sizeof(stamp), "%Y%m%d-%H%M%S", &tm);
-	snprintf(buf, len, "proftrace_out/%s-%d-%s", r->procs[0]->tracee.comm,
-		 r->procs[0]->tracee.pid, stamp);
+	snprintf(buf, len, "proftrace_out/%s-%d-%s", r->procs.v[0]->tracee.comm,
+		 r->procs.v[0]->tracee.pid, stamp);
 	/* comm may hold '/' (kernel threads rename freely): keep one dir */
 	for (char *p = buf + strlen("proftrace_out/"); *p; p++)
 		if (*p == '/' || *p == ' ')
@@ -1147,13 +1147,13 @@ static int output_opts(struct run *r, const struct docsrc *td, struct pt_outputs
 	if (stk) {
 		const struct pt_stacks_totals *t = pt_stacks__totals(stk);
 
-		if (r->nprocs > 1)
+		if (r->procs.n > 1)
 			snprintf(title, len, "proftrace: %s (pid %d) and %zu more process%s",
-				 r->procs[0]->tracee.comm, r->procs[0]->tracee.pid, r->nprocs - 1,
-				 r->nprocs == 2 ? "" : "es");
+				 r->procs.v[0]->tracee.comm, r->procs.v[0]->tracee.pid,
+				 r->procs.n - 1, r->procs.n == 2 ? "" : "es");
 		else
-			snprintf(title, len, "proftrace: %s (pid %d)", r->procs[0]->tracee.comm,
-				 r->procs[0]->tracee.pid);
+			snprintf(title, len, "proftrace: %s (pid %d)", r->procs.v[0]->tracee.comm,
+				 r->procs.v[0]->tracee.pid);
 		snprintf(sub, len,
 			 "on-CPU time: sampled at %u Hz (%.3f s); off-CPU time (%.3f s) is in %s",
 			 r->cfg.sample_hz, (double)t->t.on_ns / 1e9, (double)t->t.off_ns / 1e9,
@@ -1174,7 +1174,7 @@ static int output_opts(struct run *r, const struct docsrc *td, struct pt_outputs
 	if (!r->trace)
 		return 0;
 	bnames = pt_zalloc(r->cfg.nbuckets + 1, sizeof(*bnames));
-	procs = pt_zalloc(r->nprocs, sizeof(*procs));
+	procs = pt_zalloc(r->procs.n, sizeof(*procs));
 	if (!bnames || !procs) {
 		free(bnames);
 		free(procs);
@@ -1182,13 +1182,13 @@ static int output_opts(struct run *r, const struct docsrc *td, struct pt_outputs
 	}
 	for (size_t b = 0; b < r->cfg.nbuckets; b++)
 		bnames[b] = r->cfg.buckets[b].name;
-	for (size_t i = 0; i < r->nprocs; i++)
-		procs[i] = (struct pt_trace_proc){ .pid = r->procs[i]->tracee.pid,
-						   .name = r->procs[i]->tracee.comm,
-						   .rank = r->procs[i]->rank };
+	for (size_t i = 0; i < r->procs.n; i++)
+		procs[i] = (struct pt_trace_proc){ .pid = r->procs.v[i]->tracee.pid,
+						   .name = r->procs.v[i]->tracee.comm,
+						   .rank = r->procs.v[i]->rank };
 	o->trace = r->trace;
 	o->trace_opts = (struct pt_trace_write_opts){ .procs = procs,
-						      .nprocs = r->nprocs,
+						      .nprocs = r->procs.n,
 						      .t0 = r->t0_mono,
 						      .start_unix_ns = r->t0_unix,
 						      .version = PT_VERSION,
@@ -1258,7 +1258,7 @@ static int write_somewhere(struct run *r, const struct pt_outputs *o)
 	} else {
 		snprintf(err, sizeof(err), "no output folder");
 	}
-	snprintf(base, sizeof(base), "proftrace-%d", r->procs[0]->tracee.pid);
+	snprintf(base, sizeof(base), "proftrace-%d", r->procs.v[0]->tracee.pid);
 	if (pt_outdir__fallback(&fb, base, err2, sizeof(err2))) {
 		pt_msg("proftrace: %s; %s: the profile is lost\n", err, err2);
 		return e;
@@ -1300,14 +1300,14 @@ int pt_run__write_outputs(struct run *r)
 	if (r->multi) {
 		td.v = &r->all;
 		td.fr = merged_frefs(r, &td.nfr);
-		pds = pt_zalloc(r->nprocs, sizeof(*pds));
-		pb = pt_zalloc(r->nprocs, sizeof(*pb));
+		pds = pt_zalloc(r->procs.n, sizeof(*pds));
+		pb = pt_zalloc(r->procs.n, sizeof(*pb));
 		if (!td.fr || !pds || !pb)
 			goto out;
 	} else {
-		td.v = &r->procs[0]->v;
-		td.p = r->procs[0];
-		td.fr = proc_frefs(r->procs[0], &td.nfr);
+		td.v = &r->procs.v[0]->v;
+		td.p = r->procs.v[0];
+		td.fr = proc_frefs(r->procs.v[0], &td.nfr);
 		if (!td.fr)
 			goto out;
 	}
@@ -1318,11 +1318,13 @@ int pt_run__write_outputs(struct run *r)
 		procs = cJSON_AddArrayToObject(doc, "processes");
 		if (!procs)
 			goto out;
-		for (size_t i = 0; i < r->nprocs; i++) {
+		for (size_t i = 0; i < r->procs.n; i++) {
 			cJSON *pd;
 
-			pds[i] = (struct docsrc){ .r = r, .v = &r->procs[i]->v, .p = r->procs[i] };
-			pds[i].fr = proc_frefs(r->procs[i], &pds[i].nfr);
+			pds[i] = (struct docsrc){ .r = r,
+						  .v = &r->procs.v[i]->v,
+						  .p = r->procs.v[i] };
+			pds[i].fr = proc_frefs(r->procs.v[i], &pds[i].nfr);
 			pd = pds[i].fr ? build_doc(&pds[i], &pb[i]) : NULL;
 			if (!pd)
 				goto out;
@@ -1353,7 +1355,7 @@ out:
 	cJSON_Delete(doc);
 	docbuf_free(&top);
 	free(td.fr);
-	for (size_t i = 0; pds && i < r->nprocs; i++) {
+	for (size_t i = 0; pds && i < r->procs.n; i++) {
 		free(pds[i].fr);
 		docbuf_free(&pb[i]);
 	}

@@ -71,7 +71,7 @@ static int open_named(struct run *r)
 		struct proc *p;
 		int e = pt_run__open_proc(r, r->env.pids[i], true, &p, err, sizeof(err));
 
-		if (!e && pt_run__add_procs(r, p)) {
+		if (!e && pt_proctable__add(&r->procs, p)) {
 			pt_run__free_proc(p);
 			e = -ENOMEM;
 		}
@@ -95,9 +95,9 @@ static int check_probes_somewhere(struct run *r)
 
 		if (r->cfg.probes[s].kind != PT_PROBE_NATIVE)
 			continue;
-		for (size_t i = 0; i < r->nprocs; i++) {
-			nf += pt_resolver__spec_nfuncs(r->procs[i]->res, s);
-			no += pt_resolver__spec_nobjects(r->procs[i]->res, s);
+		for (size_t i = 0; i < r->procs.n; i++) {
+			nf += pt_resolver__spec_nfuncs(r->procs.v[i]->res, s);
+			no += pt_resolver__spec_nobjects(r->procs.v[i]->res, s);
 		}
 		if (no && !nf) {
 			pt_msg("proftrace: %s: probe '%s' matches no function in pid %d or its "
@@ -124,8 +124,8 @@ static int check_wide_probes(struct run *r)
 
 		if (r->cfg.probes[s].kind != PT_PROBE_NATIVE)
 			continue;
-		for (size_t i = 0; i < r->nprocs; i++)
-			nf += pt_resolver__spec_nfuncs(r->procs[i]->res, s);
+		for (size_t i = 0; i < r->procs.n; i++)
+			nf += pt_resolver__spec_nfuncs(r->procs.v[i]->res, s);
 		if (nf <= limit)
 			continue;
 		/* 2,153 functions of libc attached in 0.70 s on the 2-vCPU VM */
@@ -143,9 +143,9 @@ static int check_wide_probes(struct run *r)
 /* The first process that runs CPython: its layout goes into BPF. */
 static struct proc *first_python(const struct run *r)
 {
-	for (size_t i = 0; i < r->nprocs; i++)
-		if (r->procs[i]->have_py)
-			return r->procs[i];
+	for (size_t i = 0; i < r->procs.n; i++)
+		if (r->procs.v[i]->have_py)
+			return r->procs.v[i];
 	return NULL;
 }
 
@@ -211,7 +211,7 @@ int pt_run__open(struct run *r, const struct pt_env *env)
 	if (!pyp && (!r->env.targets || r->env.format)) {
 		/* sampling is all there is to do, or all that was asked for */
 		pt_msg("proftrace: pid %d (%s)%s runs no CPython: %s\n", r->env.pid,
-		       r->procs[0]->tracee.comm, r->env.children ? " or its descendants" : "",
+		       r->procs.v[0]->tracee.comm, r->env.children ? " or its descendants" : "",
 		       r->env.targets ? "-o FILE and --format write sampled Python stacks (hint: "
 					"-o DIR for summary.json and report.md)"
 				      : "without a targets file there is nothing to sample (hint: "
@@ -270,12 +270,12 @@ static int open_gpus(struct run *r)
 {
 	bool any = false;
 
-	for (size_t i = 0; i < r->nprocs; i++) {
-		int e = pt_run__open_gpu(r->procs[i]);
+	for (size_t i = 0; i < r->procs.n; i++) {
+		int e = pt_run__open_gpu(r->procs.v[i]);
 
 		if (e)
 			return e;
-		any |= r->procs[i]->gpu != NULL;
+		any |= r->procs.v[i]->gpu != NULL;
 	}
 	if (r->env.gpu == PT_GPU_ON && r->env.children && !any) {
 		pt_msg("proftrace: --gpu on: no CUPTI shim in pid %d or its descendants: start the "
@@ -350,16 +350,16 @@ int pt_run__attach(struct run *r)
 	 * is said at once */
 	STOP_POINT(r);
 	pt_calib__get(&r->calib, NULL);
-	for (size_t i = 0; i < r->nprocs; i++) {
+	for (size_t i = 0; i < r->procs.n; i++) {
 		/* a named Python call's cost, on the first Python process's
 		 * interpreter, through what will time it there */
 		char exe[64];
-		int k = python_site(r, r->procs[i]);
+		int k = python_site(r, r->procs.v[i]);
 
 		if (k < 0)
 			continue;
-		snprintf(exe, sizeof(exe), "/proc/%d/exe", r->procs[i]->tracee.pid);
-		pt_calib__python(&r->calib, exe, r->procs[i]->tracee.exe, k);
+		snprintf(exe, sizeof(exe), "/proc/%d/exe", r->procs.v[i]->tracee.pid);
+		pt_calib__python(&r->calib, exe, r->procs.v[i]->tracee.exe, k);
 		break;
 	}
 	STOP_POINT(r);
@@ -391,8 +391,8 @@ int pt_run__attach(struct run *r)
 		if (e)
 			return e;
 	}
-	for (size_t i = 0; i < r->nprocs && !e; i++) {
-		e = pt_run__start_proc(r->procs[i]);
+	for (size_t i = 0; i < r->procs.n && !e; i++) {
+		e = pt_run__start_proc(r->procs.v[i]);
 		if (!e && pt_run__stop_asked(r))
 			e = -PT_ESTOPPED;
 	}
@@ -405,8 +405,8 @@ int pt_run__attach(struct run *r)
 
 int pt_run__report(struct run *r)
 {
-	for (size_t i = 0; i < r->nprocs; i++)
-		pt_agg__finish(r->procs[i]->v.agg);
+	for (size_t i = 0; i < r->procs.n; i++)
+		pt_agg__finish(r->procs.v[i]->v.agg);
 	if (r->multi)
 		pt_agg__finish(r->all.agg);
 	return pt_run__write_outputs(r);
@@ -417,9 +417,9 @@ void pt_run__free(struct run *r)
 	pt_run__metrics_free(r);
 	pt_sampler__free(r->smp);
 	pt_attach__free(r->att);
-	for (size_t i = 0; i < r->nprocs; i++)
-		pt_run__free_proc(r->procs[i]);
-	free(r->procs);
+	for (size_t i = 0; i < r->procs.n; i++)
+		pt_run__free_proc(r->procs.v[i]);
+	pt_proctable__free(&r->procs);
 	pt_run__free_view(&r->all);
 	free(r->merged_funcs);
 	free(r->cands);

@@ -43,6 +43,7 @@
 #include "report/summary.h"
 #include "calib.h"
 #include "procstate.h"
+#include "proctable.h"
 #include "attach/resolve.h"
 #include "aggregate/bursts.h"
 #include "sample/sampler.h"
@@ -109,8 +110,8 @@ struct attr_retry {
 struct proc {
 	struct run *run;
 	unsigned int idx; /* its BPF slot, in fids (PT_FID_MAKE); reused after
-			   * it ended (procs.c: slot_get) */
-	unsigned int pos; /* in run->procs */
+			   * it exited (proctable.c) */
+	unsigned int pos; /* in run->procs.v */
 	struct pt_tracee tracee;
 	int rank, local_rank;	   /* RANK, LOCAL_RANK in its environment; -1: not set */
 	int pidfd;		   /* readable when it exits; -1: checked each tick */
@@ -219,17 +220,11 @@ struct run {
 	struct pt_config cfg;
 	struct pt_attach *att;
 	struct pt_sampler *smp;
-	struct proc **procs;
-	size_t nprocs;
-	bool multi;	   /* several processes (or --children): merged view + sections */
-	struct proc *last; /* of the last record: most come in runs */
-	struct view all;   /* merged (multi only) */
+	struct proctable procs; /* proctable.h */
+	bool multi;		/* several processes (or --children): merged view + sections */
+	struct view all;	/* merged (multi only) */
 	struct mfunc *merged_funcs;
 	size_t nmerged_funcs;
-	/* BPF process slots: busy, and when each was freed (ns) (procs.c:
-	 * slot_get) */
-	bool slot_busy[PT_MAX_PROCS];
-	uint64_t slot_freed[PT_MAX_PROCS];
 	const struct pt_python *py0; /* the first process's CPython: python_mode is decided on it */
 	bool want_py;
 	bool py_probe_wanted;
@@ -280,8 +275,9 @@ static inline double since_start_s(const struct run *r)
 }
 
 /*
- * The files' functions, from the lowest rank to the highest (calib.c's
- * and procstate.c's are in calib.h and procstate.h, below them all): a file calls only the
+ * The files' functions, from the lowest rank to the highest (calib.c's,
+ * procstate.c's and proctable.c's are in their own headers, below them
+ * all): a file calls only the
  * functions of those before its own here, never of one after it, so no two call each other. Where a
  * lower file has something for a higher one (an fd to wait on, functions to attach), it hands it
  * back instead of calling up. scripts/check-layers.sh holds the order (run_rank) and checks it.
@@ -378,8 +374,6 @@ int pt_run__on_rec(void *ctx, const struct pt_rec *rec, size_t size);
 void pt_run__on_step(void *ctx, const struct pt_step *s);
 void pt_run__on_merged_step(void *ctx, const struct pt_step *s);
 int pt_run__on_gpu_rec(void *ctx, const struct pt_gpu_rec *g);
-/* The live process a record of pid is from, NULL: none (it ended). */
-struct proc *pt_run__proc_of(struct run *r, uint32_t pid);
 
 /* samples.c: a stack sample into its process's stacks (the sampler's callback) */
 int pt_run__on_sample(void *ctx, const struct pt_sample *s);
@@ -390,8 +384,6 @@ int pt_run__open_proc(struct run *r, int pid, bool strict, struct proc **out, ch
 int pt_run__start_proc(struct proc *p);
 void pt_run__end_proc(struct proc *p, const char *why);
 void pt_run__free_proc(struct proc *p);
-int pt_run__add_procs(struct run *r, struct proc *p);
-bool pt_run__all_ended(const struct run *r);
 int pt_run__attach_new(struct proc *p, size_t from);
 void pt_run__rescan(struct proc *p);
 int pt_run__open_gpu(struct proc *p);
@@ -410,7 +402,6 @@ int pt_run__add_candidates(struct run *r, uint64_t now, bool at_start);
 /* SIGINT or SIGTERM pending while attaching: taken, kept in r->stop_sig,
  * said once; the attach then ends with -PT_ESTOPPED. */
 bool pt_run__stop_asked(struct run *r);
-bool pt_run__traced(const struct run *r, int pid);
 
 /* report.c */
 void pt_run__print_dry_run(struct run *r);

@@ -59,7 +59,7 @@ static void name_thread(struct run *r, struct proc *p, uint32_t tid)
 int pt_run__on_sample(void *ctx, const struct pt_sample *s)
 {
 	struct run *r = ctx;
-	struct proc *p = pt_run__proc_of(r, s->pid);
+	struct proc *p = pt_proctable__find(&r->procs, s->pid);
 	struct pt_stacks_sample ss = { .tid = s->tid,
 				       .offcpu = s->type == PT_REC_OFFCPU,
 				       .weight_ns = s->weight,

@@ -88,8 +88,8 @@ void pt_run__window_tick(struct run *r, uint64_t now)
 		return;
 	t0 = r->next_window - len;
 	r->nwindows++;
-	for (size_t i = 0; i < r->nprocs; i++) {
-		struct proc *p = r->procs[i];
+	for (size_t i = 0; i < r->procs.n; i++) {
+		struct proc *p = r->procs.v[i];
 
 		if (!p->window_view)
 			continue;

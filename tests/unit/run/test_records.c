@@ -39,8 +39,7 @@ static int setup(void **state)
 		return -1;
 	fclose(f);
 	x->r.multi = true;
-	x->r.procs = calloc(2, sizeof(*x->r.procs));
-	if (!x->r.procs || pt_run__new_view(&x->r, &x->r.all, pt_run__on_merged_step, &x->r))
+	if (pt_run__new_view(&x->r, &x->r.all, pt_run__on_merged_step, &x->r))
 		return -1;
 	/* merged fids: step 0, forward 1 */
 	if (pt_agg__set_func(x->r.all.agg, 0, true, 0) ||
@@ -65,9 +64,10 @@ static int setup(void **state)
 		if (pt_agg__set_func(p->v.agg, 0, !i, i ? 1 : 0) ||
 		    pt_agg__set_func(p->v.agg, 1, i, i ? 0 : 1))
 			return -1;
-		x->p[i] = x->r.procs[i] = p;
+		x->p[i] = p;
+		if (pt_proctable__add(&x->r.procs, p))
+			return -1;
 	}
-	x->r.nprocs = 2;
 	*state = x;
 	return 0;
 }
@@ -83,7 +83,7 @@ static int teardown(void **state)
 		pt_skew__free(&x->p[i]->steps);
 		free(x->p[i]);
 	}
-	free(x->r.procs);
+	pt_proctable__free(&x->r.procs);
 	pt_run__free_view(&x->r.all);
 	pt_config__free(&x->r.cfg);
 	free(x);
