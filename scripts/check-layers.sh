@@ -51,6 +51,7 @@ run_rank=(
 	probecost.c # a function's probe cost, the overhead section: calls nothing
 	metrics.c   # --metrics, fed by records.c: calls nothing (its socket goes to loop.c)
 	prearm.c    # libraries not loaded yet: resolves them, procs.c attaches them
+	gpustream.c # a process's GPU stream: records go to the callback records.c hands it
 	view.c      # views and the window view: each function's cost from probecost.c
 	funcs.c     # the function table: declares functions in view.c's views
 	pyrec.c     # py: records: new functions into funcs.c's table

@@ -146,12 +146,7 @@ static void tick_procs(struct run *r, uint64_t now)
 			pt_run__attr_retries(p, now);
 		if (p->agent)
 			pt_run__agent_tick(p, now);
-		if (p->gpu_attached) {
-			/* the shim goes dormant after 1 s without a heartbeat */
-			pt_gpuring__heartbeat(p->gpu_ring, now);
-			pt_nstid__refresh(p->nst); /* threads started since: before their records */
-			pt_run__gpu_drain(p);
-		}
+		pt_run__gpu_tick(p, now, pt_run__on_gpu_rec);
 		if (p->pidfd < 0 && !pt_tracee__alive(&p->tracee))
 			pt_run__end_proc(p, "exited");
 	}
@@ -183,9 +178,7 @@ static void drain_at_stop(struct run *r)
 	note_drops(r);
 	/* detach: the shim disables CUPTI and flushes what it holds */
 	for (size_t i = 0; i < r->procs.n; i++)
-		if (r->procs.v[i]->gpu_attached)
-			pt_gpuring__finish(r->procs.v[i]->gpu_ring, pt_run__on_gpu_rec,
-					   r->procs.v[i], 1000);
+		pt_run__gpu_finish(r->procs.v[i], pt_run__on_gpu_rec);
 }
 
 /* What the loop waits on: the stop signals, its timer, the probe ring,

@@ -123,9 +123,9 @@ void pt_run__metrics_free(struct run *r)
  * as the end-of-run join); NULL when out of memory (then left out) */
 static struct pt_gpulive *live_of(struct proc *p)
 {
-	if (!p->gpulive)
-		p->gpulive = pt_gpulive__new(p->run->t0_mono, GPU_LAG_NS, GPU_KEEP_NS);
-	return p->gpulive;
+	if (!p->metrics.gpulive)
+		p->metrics.gpulive = pt_gpulive__new(p->run->t0_mono, GPU_LAG_NS, GPU_KEEP_NS);
+	return p->metrics.gpulive;
 }
 
 void pt_run__metrics_step(struct proc *p, const struct pt_step *s)
@@ -150,8 +150,8 @@ void pt_run__metrics_step(struct proc *p, const struct pt_step *s)
 		;
 	m->h[p->idx].n[i]++;
 	m->h[p->idx].sum_s += v;
-	if (p->gpu && live_of(p))
-		pt_gpulive__step(p->gpulive, s->t_start, s->t_end);
+	if (p->gpu.join && live_of(p))
+		pt_gpulive__step(p->metrics.gpulive, s->t_start, s->t_end);
 }
 
 void pt_run__metrics_gpu(struct proc *p, const struct pt_gpu_rec *g)
@@ -173,9 +173,9 @@ void pt_run__metrics_gpu(struct proc *p, const struct pt_gpu_rec *g)
 	default:
 		return;
 	}
-	pt_gpulive__work(p->gpulive, dev, g->start_ns, g->end_ns);
-	if (++p->gpulive_recs % GPU_SETTLE_EVERY == 0)
-		pt_gpulive__settle(p->gpulive, pt_now_ns(CLOCK_MONOTONIC));
+	pt_gpulive__work(p->metrics.gpulive, dev, g->start_ns, g->end_ns);
+	if (++p->metrics.gpulive_recs % GPU_SETTLE_EVERY == 0)
+		pt_gpulive__settle(p->metrics.gpulive, pt_now_ns(CLOCK_MONOTONIC));
 }
 
 static void out(struct pt_metrics *m, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -310,10 +310,10 @@ static void render_gpu(struct run *r, struct pt_metrics *m)
 		struct proc *p = r->procs.v[i];
 
 		t[i] = NULL;
-		if (!p->gpu || !live_of(p))
+		if (!p->gpu.join || !live_of(p))
 			continue;
-		pt_gpulive__settle(p->gpulive, now);
-		t[i] = pt_gpulive__totals(p->gpulive);
+		pt_gpulive__settle(p->metrics.gpulive, now);
+		t[i] = pt_gpulive__totals(p->metrics.gpulive);
 		n++;
 	}
 	if (!n)
@@ -491,4 +491,10 @@ void pt_run__metrics_serve(struct run *r)
 		shutdown(c, SHUT_WR);
 		close(c);
 	}
+}
+
+void pt_run__metrics_free_proc(struct proc *p)
+{
+	pt_gpulive__free(p->metrics.gpulive);
+	p->metrics.gpulive = NULL;
 }

@@ -18,205 +18,10 @@
 #include "util/tasks.h"
 #include "python/agent.h"
 #include "attach/inject.h"
-#include "util/helpers.h"
-#include "util/segment.h"
-#include "util/sigbus.h"
 #include "util/users.h"
 
 static void update_trampoline(struct proc *p);
 static int read_target(void *ctx, uint64_t addr, void *buf, size_t len);
-
-/* Does pid run CUDA (the runtime or the driver library mapped)? */
-static bool runs_cuda(int pid)
-{
-	char path[64], line[512];
-	bool yes = false;
-	FILE *f;
-
-	snprintf(path, sizeof(path), "/proc/%d/maps", pid);
-	f = fopen(path, "re");
-	if (!f)
-		return false;
-	while (!yes && fgets(line, sizeof(line), f))
-		yes = strstr(line, "/libcudart.so") || strstr(line, "/libcuda.so") ||
-		      strstr(line, "/libcudart-");
-	fclose(f);
-	return yes;
-}
-
-/*
- * --inject, a CUDA process without the CUPTI shim: load it now (the same
- * borrowed-thread dlopen as the Python agent's; the shim starts dormant
- * from its constructor when CUDA is already there) and wait a little for
- * its ring. 0 with p->gpu_ring open, or -errno with err set.
- */
-static int open_ring(void *ctx, char *why, size_t len)
-{
-	struct proc *p = ctx;
-
-	return pt_gpuring__open(&p->gpu_ring, p->tracee.pid, why, len);
-}
-
-/* PT_GPU_MAX_HELD, PT_GPU_FOLD_LAG_MS: test knobs (bench/memory.py), a
- * small bound and lag so a run of minutes folds GPU records many times
- * (docs/gpu.md, "The memory bound"). */
-static void gpu_test_bound(struct pt_gpu *g)
-{
-	const char *n = getenv("PT_GPU_MAX_HELD"), *lag = getenv("PT_GPU_FOLD_LAG_MS");
-
-	if (n && atol(n) > 0)
-		pt_gpu__set_max_held(g, (size_t)atol(n));
-	if (lag && atol(lag) >= 0)
-		pt_gpu__set_fold_lag(g, (uint64_t)atol(lag) * 1000000);
-}
-
-static int inject_shim(struct proc *p, char *err, size_t errlen)
-{
-	const struct run *r = p->run;
-	struct pt_inject_opts o = { .wait_ms = r->env.inject_wait_ms,
-				    .allow_epoll = r->env.inject_epoll };
-	struct pt_inject_result res;
-	char lib[PATH_MAX], why[1024];
-	int e;
-
-	if (pt_helper__path(PT_CUPTI_LIB, lib, sizeof(lib))) {
-		snprintf(err, errlen, "--inject: no %s to load (built with CUDA's CUPTI)",
-			 PT_CUPTI_LIB);
-		return -ENOENT;
-	}
-	e = pt_inject__dlopen(p->tracee.pid, lib, &o, &res, why, sizeof(why));
-	if (e) {
-		snprintf(err, errlen, "--inject of the CUPTI shim: %s", why);
-		return e;
-	}
-	if (!res.already)
-		pt_msg("proftrace: pid %d: the CUPTI shim loaded (--inject): thread %d held "
-		       "%.2f ms\n",
-		       p->tracee.pid, res.tid, res.pause_ms);
-	e = pt_segment__wait(open_ring, p, 2000, why, sizeof(why));
-	if (e)
-		snprintf(err, errlen, "--inject: the CUPTI shim is loaded in %d but %s",
-			 p->tracee.pid, e == -ENOENT ? "has made no ring in 2 s" : why);
-	return e;
-}
-
-/*
- * The CUPTI shim's ring, if the process has one (before the clock starts:
- * attaching is what wakes the shim). 0, or -PT_EUSAGE when --gpu on
- * cannot be honoured.
- */
-int pt_run__open_gpu(struct proc *p)
-{
-	const struct run *r = p->run;
-	char err[1280];
-	int e;
-
-	if (r->env.gpu == PT_GPU_OFF) {
-		snprintf(p->gpu_why, sizeof(p->gpu_why), "--gpu off");
-		return 0;
-	}
-	e = pt_gpuring__open(&p->gpu_ring, p->tracee.pid, err, sizeof(err));
-	if (e == -ENOENT && r->env.inject && runs_cuda(p->tracee.pid))
-		e = inject_shim(p, err, sizeof(err));
-	else if (e == -ENOENT)
-		snprintf(err, sizeof(err),
-			 "no CUPTI shim in pid %d: start the server after `eval \"$(proftrace "
-			 "env)\"` "
-			 "(CUDA_INJECTION64_PATH), or attach with --inject (see docs/gpu.md)",
-			 p->tracee.pid);
-	if (!e) {
-		void *map;
-		size_t len;
-
-		/* sealed, so nobody can shrink it; guarded all the same: a
-		 * fault is zeros, not our death (pt_run__gpu_lost() then stops
-		 * reading it) */
-		map = pt_gpuring__mapping(p->gpu_ring, &len);
-		if (map)
-			p->gpu_guard = pt_sigbus__guard(map, len);
-		p->gpu = pt_gpu__new(r->cfg.nbuckets);
-		if (!p->gpu)
-			return -ENOMEM;
-		gpu_test_bound(p->gpu);
-		/* in a container: CUPTI's tids are the container's (docs/gpu.md) */
-		e = pt_nstid__open(&p->nst, "/proc", p->tracee.pid);
-		if (e == -ENOMEM)
-			return e;
-		if (e)
-			pt_msg("proftrace: warning: pid %d: cannot read its thread ids (%s): GPU "
-			       "work of a container's threads may count as outside steps\n",
-			       p->tracee.pid, strerror(-e));
-		return 0;
-	}
-	snprintf(p->gpu_why, sizeof(p->gpu_why), "%s", err);
-	/* --children: launchers and helpers have no shim; main() checks that
-	 * one process has */
-	if (r->env.gpu == PT_GPU_ON && !r->env.children) {
-		pt_msg("proftrace: --gpu on: %s\n", err);
-		return -PT_EUSAGE;
-	}
-	if (e != -ENOENT || r->env.gpu == PT_GPU_ON)
-		pt_msg("proftrace: warning: no GPU stream: %s\n", err);
-	return 0;
-}
-
-/* A read of its ring faulted (its memory went from under us; a sealed
- * segment cannot shrink, so nothing known does this): said once, and the
- * ring is not read again; the GPU records before it stay. */
-bool pt_run__gpu_lost(struct proc *p)
-{
-	if (!p->gpu_ring)
-		return false;
-	if (pt_sigbus__faults(p->gpu_guard))
-		pt_gpuring__set_lost(p->gpu_ring);
-	if (!pt_gpuring__lost(p->gpu_ring))
-		return false;
-	p->gpu_attached = false;
-	if (!p->gpu_truncated[0]) {
-		snprintf(p->gpu_truncated, sizeof(p->gpu_truncated),
-			 "a read of the CUPTI shim's ring faulted at +%.3fs (its memory went from "
-			 "under us): proftrace stopped reading it, GPU records after that are "
-			 "missing",
-			 since_start_s(p->run));
-		pt_msg("proftrace: warning: pid %d: %s; the rest of the profile is kept\n",
-		       p->tracee.pid, p->gpu_truncated);
-	}
-	return true;
-}
-
-/* What its ring holds now, unless it was lost. */
-void pt_run__gpu_drain(struct proc *p)
-{
-	if (!p->gpu_attached || pt_run__gpu_lost(p))
-		return;
-	pt_gpuring__drain(p->gpu_ring, pt_run__on_gpu_rec, p);
-	pt_run__gpu_lost(p); /* lost while we read: said now */
-}
-
-static int attach_gpu(struct proc *p)
-{
-	int e;
-
-	if (!p->gpu_ring)
-		return 0;
-	e = pt_gpuring__attach(p->gpu_ring, pt_now_ns(CLOCK_MONOTONIC));
-	if (!e) {
-		p->gpu_attached = true;
-		return 0;
-	}
-	snprintf(p->gpu_why, sizeof(p->gpu_why),
-		 e == -EBUSY ? "another proftrace is reading this process's CUPTI shim"
-			     : "cannot attach to the CUPTI shim's ring: %s",
-		 strerror(-e));
-	pt_gpu__free(p->gpu);
-	p->gpu = NULL;
-	if (p->run->env.gpu == PT_GPU_ON) {
-		pt_msg("proftrace: --gpu on: %s\n", p->gpu_why);
-		return -PT_EUSAGE;
-	}
-	pt_msg("proftrace: warning: no GPU stream: %s\n", p->gpu_why);
-	return 0;
-}
 
 /* SIGINT or SIGTERM pending while attaching (run.c blocked them): taken,
  * kept in r->stop_sig, said once. Asked between the steps of an attach
@@ -551,7 +356,7 @@ static void warn_inject_unused(const struct proc *p)
 	const struct run *r = p->run;
 	const char *py, *gpu;
 
-	if (!r->env.inject || p->inject_tried || p->agent || p->gpu_ring)
+	if (!r->env.inject || p->inject_tried || p->agent || p->gpu.ring)
 		return;
 	if (!r->want_py)
 		py = "the targets file names no py: function";
@@ -563,7 +368,7 @@ static void warn_inject_unused(const struct proc *p)
 		return; /* the agent was wanted: its outcome is said where it is tried */
 	if (r->env.gpu == PT_GPU_OFF)
 		gpu = "--gpu off";
-	else if (!runs_cuda(p->tracee.pid))
+	else if (!pt_run__runs_cuda(p->tracee.pid))
 		gpu = "it runs no CUDA";
 	else
 		return;
@@ -707,11 +512,8 @@ void pt_run__free_proc(struct proc *p)
 		pt_run__free_view(p->window_view);
 		free(p->window_view);
 	}
-	pt_sigbus__unguard(p->gpu_guard);
-	pt_gpuring__close(p->gpu_ring);
-	pt_nstid__free(p->nst);
-	pt_gpu__free(p->gpu);
-	pt_gpulive__free(p->gpulive);
+	pt_run__gpu_free(p);
+	pt_run__metrics_free_proc(p);
 	pt_pysym__free(p->sym);
 	pt_thrname__free(p->tn);
 	pt_pythreads__free(p->pyth);
@@ -770,7 +572,7 @@ int pt_run__open_proc(struct run *r, int pid, bool strict, struct proc **out, ch
 	p->run = r;
 	p->idx = (unsigned int)slot;
 	p->pidfd = -1;
-	p->gpu_guard = -1;
+	p->gpu.guard = -1;
 	p->rank = p->local_rank = -1;
 	e = pt_tracee__open(&p->tracee, pid, err, errlen);
 	if (e)
@@ -924,7 +726,7 @@ static int attach_proc(struct proc *p)
 		       strerror(-e));
 		return 1;
 	}
-	e = attach_gpu(p);
+	e = pt_run__attach_gpu(p);
 	if (e)
 		return e;
 	if (p->have_py && start_python(p))
@@ -990,7 +792,7 @@ static int attach_proc(struct proc *p)
 			   npy == 1 ? "" : "s");
 	if (p->sampled)
 		pt_appendf(line, sizeof(line), &at, "; stacks sampled at %u Hz", r->cfg.sample_hz);
-	if (p->gpu)
+	if (p->gpu.join)
 		pt_appendf(line, sizeof(line), &at, "; GPU stream from the CUPTI shim");
 	if (armed)
 		pt_appendf(line, sizeof(line), &at,
@@ -1041,10 +843,7 @@ void pt_run__end_proc(struct proc *p, const char *why)
 	/* exited: its slot can serve another */
 	pt_proctable__ended(&r->procs, p, strcmp(why, "exec") != 0, pt_now_ns(CLOCK_MONOTONIC));
 	pt_sampler__end_process(r->smp, p->tracee.pid);
-	if (p->gpu_attached) {
-		pt_run__gpu_drain(p);
-		p->gpu_attached = false;
-	}
+	pt_run__gpu_end(p, pt_run__on_gpu_rec);
 	if (p->pidfd >= 0) {
 		close(p->pidfd); /* leaves the epoll set */
 		p->pidfd = -1;

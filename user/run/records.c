@@ -54,9 +54,7 @@ static void on_call(struct proc *p, const struct pt_rec *rec)
 		pt_trace__slice(r->trace, rec->tid, rec->t_entry, rec->t_exit, f->symbol, f->py,
 				f->bucket_mask);
 	}
-	if (p->gpu && f->bucket_mask &&
-	    pt_gpu__bucket_call(p->gpu, rec->tid, rec->t_entry, rec->t_exit, f->bucket_mask))
-		p->gpu_oom = true;
+	pt_run__gpu_call(p, rec, f->bucket_mask);
 }
 
 int pt_run__on_rec(void *ctx, const struct pt_rec *rec, size_t size)
@@ -125,7 +123,7 @@ int pt_run__on_rec(void *ctx, const struct pt_rec *rec, size_t size)
 		pt_agg__record(r->all.agg, &copy);
 		copy.fid = fid;
 	}
-	if (copy.type == PT_REC_EXIT && (r->trace || p->gpu))
+	if (copy.type == PT_REC_EXIT && (r->trace || p->gpu.join))
 		on_call(p, &copy);
 	return 0;
 }
@@ -145,8 +143,7 @@ void pt_run__on_step(void *ctx, const struct pt_step *s)
 	}
 	if (p->v.runs)
 		pt_bursts__step(p->v.runs, s); /* out of memory: runs are left out, and said */
-	if (p->gpu && pt_gpu__step(p->gpu, s->tid, s->t_start, s->t_end))
-		p->gpu_oom = true; /* said at the end */
+	pt_run__gpu_step(p, s);
 	if (r->multi)
 		pt_skew__add(&p->steps, s->t_start, s->t_end);
 }
@@ -168,15 +165,7 @@ int pt_run__on_gpu_rec(void *ctx, const struct pt_gpu_rec *g)
 	struct run *r = p->run;
 	struct pt_gpu_rec host;
 
-	if (p->nst && g->kind == PT_GPU_API) {
-		/* the thread as BPF sees it (0 when unknown: in no step) */
-		host = *g;
-		host.api.tid = pt_nstid__host_tid(p->nst, g->api.tid, pt_now_ns(CLOCK_MONOTONIC));
-		host.api.pid = (uint32_t)p->tracee.pid;
-		g = &host;
-	}
-	if (pt_gpu__record(p->gpu, g))
-		p->gpu_oom = true;
+	g = pt_run__gpu_record(p, g, &host);
 	pt_run__metrics_gpu(p, g);
 	if (r->trace) {
 		if (g->kind == PT_GPU_API && g->api.tid)

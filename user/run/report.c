@@ -634,15 +634,15 @@ static struct proc *gpu_proc(const struct docsrc *d, const char **why)
 	size_t n = 0;
 
 	if (d->p) {
-		*why = d->p->gpu_why;
-		return d->p->gpu ? d->p : NULL;
+		*why = d->p->gpu.why;
+		return d->p->gpu.join ? d->p : NULL;
 	}
 	for (size_t i = 0; i < d->r->procs.n; i++)
-		if (d->r->procs.v[i]->gpu) {
+		if (d->r->procs.v[i]->gpu.join) {
 			only = d->r->procs.v[i];
 			n++;
 		}
-	*why = d->r->procs.v[0]->gpu_why;
+	*why = d->r->procs.v[0]->gpu.why;
 	if (n > 1) {
 		*why = "several processes have a GPU stream: see processes[].gpu";
 		return NULL;
@@ -877,15 +877,15 @@ static void doc_gpu(const struct docsrc *d, struct docbuf *b)
 	struct proc *gp = gpu_proc(d, &why);
 
 	if (gp) {
-		if (gp->gpu_oom)
+		if (gp->gpu.oom)
 			pt_msg("proftrace: warning: out of memory for GPU records of pid %d: the "
 			       "GPU "
 			       "figures are incomplete\n",
 			       gp->tracee.pid);
-		pt_gpuring__info(gp->gpu_ring, &b->gpu_info);
+		pt_gpuring__info(gp->gpu.ring, &b->gpu_info);
 		pt_run__gpu_lost(gp);
-		if (gp->gpu_truncated[0])
-			b->rep.gpu_lost = gp->gpu_truncated;
+		if (gp->gpu.truncated[0])
+			b->rep.gpu_lost = gp->gpu.truncated;
 		if (b->gpu_info.conflict_call && (!r->multi || d->p))
 			pt_msg("proftrace: warning: CUPTI could not be enabled in pid %d: %s "
 			       "failed "
@@ -893,10 +893,7 @@ static void doc_gpu(const struct docsrc *d, struct docbuf *b)
 			       "records\n",
 			       gp->tracee.pid, pt_gpuring__call_name(b->gpu_info.conflict_call),
 			       pt_gpuring__result_name(b->gpu_info.conflict_code));
-		if (!gp->gpu_joined) /* the merged document may show it too */
-			gp->gres = pt_gpu__join(gp->gpu, r->t0_mono, r->t_end_mono);
-		gp->gpu_joined = true;
-		b->rep.gpu = gp->gres;
+		b->rep.gpu = pt_run__gpu_result(gp);
 		b->rep.gpu_info = &b->gpu_info;
 		if (!b->rep.gpu)
 			why = "out of memory joining GPU records";
@@ -967,12 +964,12 @@ static cJSON *add_pid_namespace(const struct docsrc *d, cJSON *doc)
 
 	if (!g || !gp || !cJSON_GetObjectItemCaseSensitive(g, "kernels"))
 		return doc;
-	pt_nstid__stats(gp->nst, &st);
+	pt_nstid__stats(gp->gpu.nst, &st);
 	o = cJSON_AddObjectToObject(g, "pid_namespace");
 	if (!o)
 		return doc;
-	cJSON_AddBoolToObject(o, "other", gp->nst != NULL);
-	cJSON_AddNumberToObject(o, "ns_pid", gp->nst ? st.ns_pid : gp->tracee.pid);
+	cJSON_AddBoolToObject(o, "other", gp->gpu.nst != NULL);
+	cJSON_AddNumberToObject(o, "ns_pid", gp->gpu.nst ? st.ns_pid : gp->tracee.pid);
 	cJSON_AddNumberToObject(o, "threads_mapped", (double)st.threads);
 	cJSON_AddNumberToObject(o, "api_records_mapped", (double)st.translated);
 	cJSON_AddNumberToObject(o, "api_records_unmapped", (double)st.unmapped);

@@ -275,7 +275,7 @@ static int open_gpus(struct run *r)
 
 		if (e)
 			return e;
-		any |= r->procs.v[i]->gpu != NULL;
+		any |= r->procs.v[i]->gpu.join != NULL;
 	}
 	if (r->env.gpu == PT_GPU_ON && r->env.children && !any) {
 		pt_msg("proftrace: --gpu on: no CUPTI shim in pid %d or its descendants: start the "

@@ -97,6 +97,27 @@ struct attr_retry {
 	uint64_t due; /* CLOCK_MONOTONIC ns */
 };
 
+/* A process's GPU stream (the CUPTI shim's ring): written by gpustream.c
+ * only. */
+struct proc_gpu {
+	struct pt_gpuring *ring;
+	struct pt_nstid *nst; /* CUPTI's thread ids -> host ones, when in another PID namespace */
+	struct pt_gpu *join;  /* its records, steps and bucket calls; NULL: no stream */
+	bool attached;
+	bool oom; /* a GPU record, step or bucket call could not be kept */
+	bool joined;
+	const struct pt_gpu_result *res; /* joined (once joined) */
+	char why[1280];			 /* no GPU stream: why */
+	char truncated[256]; /* its ring's file truncated by its user: said, not read again */
+	int guard;	     /* util/sigbus.h guard of its ring, -1: none */
+};
+
+/* What --metrics keeps of a process: written by metrics.c only. */
+struct proc_metrics {
+	struct pt_gpulive *gpulive; /* GPU busy and host-bound time, live */
+	uint64_t gpulive_recs;
+};
+
 /*
  * One traced process. Its life is one state (procstate.h: found,
  * attaching, attached or failed, execed, ended), moved by
@@ -104,8 +125,8 @@ struct attr_retry {
  * part: the maps (rescan, dl_hooked, dl_tried: procs.c, rescan by
  * records.c), Python (have_py, py_probed, sampled, other_ns: procs.c),
  * the agent (agent_active, agent_warned, agent_lost_said, agent_foreign,
- * inject_tried, inject_failed, injected: pyagent.c), the GPU stream
- * (gpu_attached: procs.c; gpu_oom: records.c; gpu_joined: report.c).
+ * inject_tried, inject_failed, injected: pyagent.c). The GPU stream is a
+ * part of its own (gpu, struct proc_gpu), written by gpustream.c only.
  */
 struct proc {
 	struct run *run;
@@ -166,19 +187,8 @@ struct proc {
 	struct view *window_view;   /* --interval: the figures of the current window */
 	struct pt_skew_steps steps; /* counted steps, for the skew across processes */
 
-	/* the GPU stream (CUPTI shim) */
-	struct pt_gpuring *gpu_ring;
-	struct pt_nstid *nst; /* CUPTI's thread ids -> host ones, when in another PID namespace */
-	struct pt_gpu *gpu;
-	struct pt_gpulive *gpulive; /* --metrics: GPU busy and host-bound time, live */
-	uint64_t gpulive_recs;
-	bool gpu_attached;
-	bool gpu_oom; /* a GPU record, step or bucket call could not be kept */
-	bool gpu_joined;
-	const struct pt_gpu_result *gres;
-	char gpu_why[1280];	 /* no GPU stream: why */
-	char gpu_truncated[256]; /* its ring's file truncated by its user: said, not read again */
-	int gpu_guard;		 /* util/sigbus.h guard of its ring, -1: none */
+	struct proc_gpu gpu;	     /* gpustream.c's */
+	struct proc_metrics metrics; /* metrics.c's */
 
 	struct pt_tmem tmem; /* its memory (frame slots of py: values) */
 	struct attr_retry *retries;
@@ -298,12 +308,43 @@ void pt_run__metrics_gpu(struct proc *p, const struct pt_gpu_rec *g);
 int pt_run__metrics_fd(const struct run *r);
 void pt_run__metrics_serve(struct run *r);
 void pt_run__metrics_free(struct run *r);
+/* What --metrics kept of p (p->metrics). */
+void pt_run__metrics_free_proc(struct proc *p);
 
 /* prearm.c: the libraries named by probes and not mapped yet whose file
  * can be found now, resolved ahead of their mapping: the number of
  * functions p's resolver gained (the caller attaches them), *nlibs the
  * libraries; or -ENOMEM. */
 int pt_run__prearm(struct proc *p, size_t *nlibs);
+
+/* gpustream.c: a process's GPU stream (p->gpu): the drains hand each
+ * record to cb (records.c's pt_run__on_gpu_rec) */
+/* Does pid run CUDA (the runtime or the driver library mapped)? */
+bool pt_run__runs_cuda(int pid);
+/* The CUPTI shim's ring, if p has one (before the clock starts:
+ * attaching is what wakes the shim). 0, -ENOMEM, or -PT_EUSAGE when
+ * --gpu on cannot be honoured. */
+int pt_run__open_gpu(struct proc *p);
+/* Its ring attached (p is attaching). 0, or -PT_EUSAGE (--gpu on). */
+int pt_run__attach_gpu(struct proc *p);
+/* The GPU ring's file was truncated (said once, not read again)? */
+bool pt_run__gpu_lost(struct proc *p);
+/* Drain p's GPU ring unless it was truncated. */
+void pt_run__gpu_drain(struct proc *p, pt_gpuring_cb cb);
+/* Each tick: the shim's heartbeat, new threads' ids, a drain. */
+void pt_run__gpu_tick(struct proc *p, uint64_t now, pt_gpuring_cb cb);
+/* p ended: what its ring holds is taken, and it is read no more. */
+void pt_run__gpu_end(struct proc *p, pt_gpuring_cb cb);
+/* The run stopped: the shim detached, its last records taken. */
+void pt_run__gpu_finish(struct proc *p, pt_gpuring_cb cb);
+const struct pt_gpu_rec *pt_run__gpu_record(struct proc *p, const struct pt_gpu_rec *g,
+					    struct pt_gpu_rec *host);
+/* A counted step, a bucket's call (its bucket_mask): into the join. */
+void pt_run__gpu_step(struct proc *p, const struct pt_step *s);
+void pt_run__gpu_call(struct proc *p, const struct pt_rec *rec, uint32_t bucket_mask);
+/* Its records joined (once: the documents share it); NULL: out of memory. */
+const struct pt_gpu_result *pt_run__gpu_result(struct proc *p);
+void pt_run__gpu_free(struct proc *p);
 
 /* view.c: a view's aggregators (steps counted reach step_cb). 0 or -ENOMEM. */
 int pt_run__new_view(struct run *r, struct view *v,
@@ -386,11 +427,6 @@ void pt_run__end_proc(struct proc *p, const char *why);
 void pt_run__free_proc(struct proc *p);
 int pt_run__attach_new(struct proc *p, size_t from);
 void pt_run__rescan(struct proc *p);
-int pt_run__open_gpu(struct proc *p);
-/* The GPU ring's file was truncated (said once, not read again)? */
-bool pt_run__gpu_lost(struct proc *p);
-/* Drain p's GPU ring unless it was truncated. */
-void pt_run__gpu_drain(struct proc *p);
 int pt_run__open_sampler(struct run *r, char *err, size_t errlen);
 bool pt_run__py_exact(const struct proc *p);
 bool pt_run__want_py_probe(const struct run *r, const struct proc *p);
