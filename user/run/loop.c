@@ -144,7 +144,7 @@ static void tick_procs(struct run *r, uint64_t now)
 			continue;
 		if (p->nretries)
 			pt_run__attr_retries(p, now);
-		if (p->agent)
+		if (p->agent.handle)
 			pt_run__agent_tick(p, now);
 		pt_run__gpu_tick(p, now, pt_run__on_gpu_rec);
 		if (p->pidfd < 0 && !pt_tracee__alive(&p->tracee))

@@ -17,7 +17,7 @@ enum pt_site_kind pt_run__site_kind(const struct proc *p, const struct pt_func *
 	/* (the agent is used when the process has one: its handshake may
 	 * still be under way when the first functions are declared) */
 	if (f->py)
-		return p->agent ? PT_SITE_AGENT : PT_SITE_FRAME;
+		return p->agent.handle ? PT_SITE_AGENT : PT_SITE_FRAME;
 	switch (f->site.cls) {
 	case PT_INSN_NOP5:
 		return PT_SITE_NOP5;

@@ -328,19 +328,19 @@ static void warn_py_timing(const struct proc *p)
 	if (!r->want_py || !p->have_py || pt_run__agent_ok(p) ||
 	    (p->py_probed && pt_run__py_exact(p)))
 		return;
-	if (p->agent && p->agent_warned)
+	if (p->agent.handle && p->agent.warned)
 		return; /* the agent is there and blocked: said with what blocks it */
 	if (r->cfg.python_mode == PT_PYMODE_SAMPLED)
 		return; /* asked for */
 	/* the process holds a memfd of the agent's name that is not its */
-	if (p->agent_foreign)
+	if (p->agent.foreign)
 		how = "find what in the process made that memfd (not our agent) and restart it "
 		      "without";
 	if (!strcmp(pt_run__py_timing(p), "sampled"))
 		pt_msg("proftrace: warning: pid %d: Python %s has no agent (%s): py: functions get "
 		       "sampled times and the py: step and buckets are not counted; for exact "
 		       "timing %s\n",
-		       p->tracee.pid, p->py.version, p->agent_why ? p->agent_why : "none found",
+		       p->tracee.pid, p->py.version, p->agent.why ? p->agent.why : "none found",
 		       how);
 	else
 		pt_msg("proftrace: warning: Python %s: the frame probe sees only calls made from C "
@@ -356,7 +356,7 @@ static void warn_inject_unused(const struct proc *p)
 	const struct run *r = p->run;
 	const char *py, *gpu;
 
-	if (!r->env.inject || p->inject_tried || p->agent || p->gpu.ring)
+	if (!r->env.inject || p->agent.inject_tried || p->agent.handle || p->gpu.ring)
 		return;
 	if (!r->want_py)
 		py = "the targets file names no py: function";
@@ -504,10 +504,8 @@ void pt_run__free_proc(struct proc *p)
 		return;
 	if (p->run && pt_proc__live(p))
 		pt_proctable__put_slot(&p->run->procs, p->idx); /* not ended: free at once */
-	pt_agent__close(p->agent);
+	pt_run__agent_free(p);
 	pt_run__py_hint_free(p);
-	free(p->agent_why);
-	free(p->agent_arm);
 	if (p->window_view) {
 		pt_run__free_view(p->window_view);
 		free(p->window_view);
@@ -683,9 +681,7 @@ static int use_agent(struct proc *p)
 	e = pt_run__agent_start(p, err, sizeof(err));
 	if (!e || e == -ENOMEM)
 		return e;
-	free(p->agent_why);
-	p->agent_why = strdup(err);
-	if (p->inject_failed && !r->env.children) {
+	if (p->agent.inject_failed && !r->env.children) {
 		/* asked for, and refused: nothing was left stopped or traced */
 		pt_msg("proftrace: pid %d: %s\n", p->tracee.pid, err);
 		return -PT_EUSAGE;
@@ -781,9 +777,9 @@ static int attach_proc(struct proc *p)
 	if (pt_run__agent_ok(p))
 		pt_appendf(line, sizeof(line), &at,
 			   "; Python %s agent hooks %u code object%s for %zu of %zu py: probe%s",
-			   p->py.version, p->agent_narm, p->agent_narm == 1 ? "" : "s", pyfound,
+			   p->py.version, p->agent.narm, p->agent.narm == 1 ? "" : "s", pyfound,
 			   npy, npy == 1 ? "" : "s");
-	else if (p->agent)
+	else if (p->agent.handle)
 		pt_appendf(line, sizeof(line), &at, "; Python %s agent blocked (above)",
 			   p->py.version);
 	else if (npy && p->have_py && !strcmp(pt_run__py_timing(p), "sampled"))

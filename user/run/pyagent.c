@@ -113,10 +113,10 @@ static void take_candidates(struct proc *p, const uint64_t *codes, uint32_t n)
 		if (fid < p->nfs)
 			arm[narm++] = codes[i];
 	}
-	if (pt_agent__arm(p->agent, arm, narm) == 0) {
-		p->agent_narm = narm;
-		free(p->agent_arm);
-		p->agent_arm = arm; /* for the report: how each one was hooked */
+	if (pt_agent__arm(p->agent.handle, arm, narm) == 0) {
+		p->agent.narm = narm;
+		free(p->agent.arm);
+		p->agent.arm = arm; /* for the report: how each one was hooked */
 		arm = NULL;
 	}
 	free(arm);
@@ -128,11 +128,11 @@ static void check_state(struct proc *p)
 {
 	struct pt_agent_info in;
 
-	pt_agent__info(p->agent, &in);
+	pt_agent__info(p->agent.handle, &in);
 	if (in.state == PTAG_STATE_ACTIVE)
-		p->agent_active = true;
-	if (in.conflict && !p->agent_warned) {
-		p->agent_warned = true;
+		p->agent.active = true;
+	if (in.conflict && !p->agent.warned) {
+		p->agent.warned = true;
 		/* its dormant reason adds to the text only once it went dormant */
 		bool dormant = in.state == PTAG_STATE_DORMANT && in.reason != PTAG_DORMANT_NEVER &&
 			       in.reason != PTAG_DORMANT_CONFLICT;
@@ -143,8 +143,8 @@ static void check_state(struct proc *p)
 		       p->tracee.pid, in.conflict_text, dormant ? " (" : "",
 		       dormant ? ptag_reason_name(in.reason) : "", dormant ? ")" : "");
 	}
-	if (in.hook_lost && !p->agent_lost_said) {
-		p->agent_lost_said = true;
+	if (in.hook_lost && !p->agent.lost_said) {
+		p->agent.lost_said = true;
 		pt_msg("proftrace: warning: pid %d: another frame evaluator replaced the agent's: "
 		       "py: calls are not seen from now on\n",
 		       p->tracee.pid);
@@ -152,6 +152,7 @@ static void check_state(struct proc *p)
 }
 
 static void pep768_cleanup(struct proc *p);
+static int agent_start(struct proc *p, char *err, size_t errlen);
 
 /* A read of its segment faulted (the guard turned it into zeros; a sealed
  * segment cannot shrink, so nothing known does this): said once, never
@@ -159,16 +160,16 @@ static void pep768_cleanup(struct proc *p);
  * are not seen. */
 static bool agent_lost(struct proc *p)
 {
-	if (!pt_agent__lost(p->agent))
+	if (!pt_agent__lost(p->agent.handle))
 		return false;
-	if (!p->agent_truncated[0]) {
-		snprintf(p->agent_truncated, sizeof(p->agent_truncated),
+	if (!p->agent.truncated[0]) {
+		snprintf(p->agent.truncated, sizeof(p->agent.truncated),
 			 "a read of its segment %s faulted at +%.3fs (its memory went from under "
 			 "us): proftrace stopped reading it, py: calls after that are not timed",
-			 pt_agent__path(p->agent), since_start_s(p->run));
+			 pt_agent__path(p->agent.handle), since_start_s(p->run));
 		pt_msg("proftrace: warning: pid %d: the Python agent: %s; the rest of the profile "
 		       "is kept\n",
-		       p->tracee.pid, p->agent_truncated);
+		       p->tracee.pid, p->agent.truncated);
 	}
 	return true;
 }
@@ -178,11 +179,11 @@ void pt_run__agent_tick(struct proc *p, uint64_t now)
 	uint64_t *codes;
 	uint32_t n;
 
-	if (!p->agent && p->pep768_dir[0]) {
+	if (!p->agent.handle && p->agent.pep768_dir[0]) {
 		char err[512];
 
 		/* asked through PEP 768, not up yet: it is now? */
-		int e = pt_run__agent_start(p, err, sizeof(err));
+		int e = agent_start(p, err, sizeof(err));
 
 		if (!e)
 			pt_msg("proftrace: pid %d: the Python agent loaded (PEP 768) at +%.3fs: "
@@ -191,16 +192,16 @@ void pt_run__agent_tick(struct proc *p, uint64_t now)
 			       p->tracee.pid, since_start_s(p->run));
 		else if (e != -ENOENT && e != -EINPROGRESS) {
 			pt_msg("proftrace: warning: pid %d: %s\n", p->tracee.pid, err);
-			free(p->agent_why);
-			p->agent_why = strdup(err);
+			free(p->agent.why);
+			p->agent.why = strdup(err);
 			pep768_cleanup(p); /* no more tries */
 		}
 		return;
 	}
-	if (!p->agent || agent_lost(p))
+	if (!p->agent.handle || agent_lost(p))
 		return;
-	pt_agent__heartbeat(p->agent, now);
-	if (pt_agent__candidates(p->agent, &codes, &n) == 1) {
+	pt_agent__heartbeat(p->agent.handle, now);
+	if (pt_agent__candidates(p->agent.handle, &codes, &n) == 1) {
 		take_candidates(p, codes, n);
 		free(codes);
 	}
@@ -218,8 +219,8 @@ void pt_run__agents_alive(struct run *r)
 	uint64_t now = pt_now_ns(CLOCK_MONOTONIC);
 
 	for (size_t i = 0; i < r->procs.n; i++)
-		if (r->procs.v[i]->agent && pt_proc__live(r->procs.v[i]))
-			pt_agent__heartbeat(r->procs.v[i]->agent, now);
+		if (r->procs.v[i]->agent.handle && pt_proc__live(r->procs.v[i]))
+			pt_agent__heartbeat(r->procs.v[i]->agent.handle, now);
 }
 
 /* Attach: wake it and wait until what it found at attach is hooked (the
@@ -239,9 +240,9 @@ static void first_arm(struct proc *p)
 		pt_run__agents_alive(p->run);
 		if (agent_lost(p))
 			return;
-		pt_agent__info(p->agent, &in);
-		took |= p->agent_narm || in.cand_seq > 0;
-		if (in.state == PTAG_STATE_ACTIVE && took && pt_agent__armed(p->agent))
+		pt_agent__info(p->agent.handle, &in);
+		took |= p->agent.narm || in.cand_seq > 0;
+		if (in.state == PTAG_STATE_ACTIVE && took && pt_agent__armed(p->agent.handle))
 			return;
 		if (in.state != PTAG_STATE_ACTIVE && in.conflict)
 			return; /* said by check_state() */
@@ -282,7 +283,7 @@ static int target_fsids(int pid, unsigned int *uid, unsigned int *gid)
  * the target's user can read (it opens the file as itself). */
 static int pep768_script(struct proc *p, const char *lib, char *err, size_t errlen)
 {
-	char path[sizeof(p->pep768_dir) + 16];
+	char path[sizeof(p->agent.pep768_dir) + 16];
 	FILE *f;
 	int fd;
 
@@ -292,16 +293,16 @@ static int pep768_script(struct proc *p, const char *lib, char *err, size_t errl
 		snprintf(err, errlen, "cannot read its user ids");
 		return -ESRCH;
 	}
-	snprintf(p->pep768_dir, sizeof(p->pep768_dir), "/tmp/proftrace-pep768-XXXXXX");
+	snprintf(p->agent.pep768_dir, sizeof(p->agent.pep768_dir), "/tmp/proftrace-pep768-XXXXXX");
 	/* its own: it reads the script and writes why a load failed there */
-	if (!mkdtemp(p->pep768_dir) || chown(p->pep768_dir, uid, gid) ||
-	    chmod(p->pep768_dir, 0700)) {
+	if (!mkdtemp(p->agent.pep768_dir) || chown(p->agent.pep768_dir, uid, gid) ||
+	    chmod(p->agent.pep768_dir, 0700)) {
 		snprintf(err, errlen, "cannot make a folder for the PEP 768 script: %s",
 			 strerror(errno));
-		p->pep768_dir[0] = 0;
+		p->agent.pep768_dir[0] = 0;
 		return -errno;
 	}
-	snprintf(path, sizeof(path), "%s/agent.py", p->pep768_dir);
+	snprintf(path, sizeof(path), "%s/agent.py", p->agent.pep768_dir);
 	fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
 	f = fd >= 0 ? fdopen(fd, "w") : NULL;
 	if (!f) {
@@ -321,7 +322,7 @@ static int pep768_script(struct proc *p, const char *lib, char *err, size_t errl
 		"except BaseException as e:\n"
 		"    with open('%s/failed', 'w') as f:\n"
 		"        f.write('%%s: %%s' %% (type(e).__name__, e))\n",
-		lib, p->pep768_dir);
+		lib, p->agent.pep768_dir);
 	if (fclose(f)) {
 		snprintf(err, errlen, "cannot write %s: %s", path, strerror(errno));
 		return -errno;
@@ -331,16 +332,16 @@ static int pep768_script(struct proc *p, const char *lib, char *err, size_t errl
 
 static void pep768_cleanup(struct proc *p)
 {
-	char path[sizeof(p->pep768_dir) + 16];
+	char path[sizeof(p->agent.pep768_dir) + 16];
 
-	if (!p->pep768_dir[0])
+	if (!p->agent.pep768_dir[0])
 		return;
-	snprintf(path, sizeof(path), "%s/agent.py", p->pep768_dir);
+	snprintf(path, sizeof(path), "%s/agent.py", p->agent.pep768_dir);
 	unlink(path);
-	snprintf(path, sizeof(path), "%s/failed", p->pep768_dir);
+	snprintf(path, sizeof(path), "%s/failed", p->agent.pep768_dir);
 	unlink(path);
-	rmdir(p->pep768_dir);
-	p->pep768_dir[0] = 0;
+	rmdir(p->agent.pep768_dir);
+	p->agent.pep768_dir[0] = 0;
 }
 
 /* Why the script could not load the agent, as it wrote it (the target's
@@ -348,11 +349,11 @@ static void pep768_cleanup(struct proc *p)
  * err set, 0 when it has not failed (yet). */
 static int pep768_failed(struct proc *p, char *err, size_t errlen)
 {
-	char path[sizeof(p->pep768_dir) + 16], why[256];
+	char path[sizeof(p->agent.pep768_dir) + 16], why[256];
 	ssize_t n;
 	int fd;
 
-	snprintf(path, sizeof(path), "%s/failed", p->pep768_dir);
+	snprintf(path, sizeof(path), "%s/failed", p->agent.pep768_dir);
 	fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
 	if (fd < 0)
 		return 0;
@@ -370,7 +371,7 @@ static int pep768_failed(struct proc *p, char *err, size_t errlen)
  * the documented interface for this), and wait a little for it to run. */
 static int pep768_load(struct proc *p, char *err, size_t errlen)
 {
-	char lib[PATH_MAX], script[sizeof(p->pep768_dir) + 16];
+	char lib[PATH_MAX], script[sizeof(p->agent.pep768_dir) + 16];
 	struct stat ours, theirs;
 	char root[64];
 	int e;
@@ -395,14 +396,14 @@ static int pep768_load(struct proc *p, char *err, size_t errlen)
 	}
 	e = pep768_script(p, lib, err, errlen);
 	if (!e) {
-		snprintf(script, sizeof(script), "%s/agent.py", p->pep768_dir);
+		snprintf(script, sizeof(script), "%s/agent.py", p->agent.pep768_dir);
 		e = pt_pep768__exec(p->tracee.pid, p->py.runtime, script, err, errlen);
 	}
 	if (e) {
 		pep768_cleanup(p);
 		return e;
 	}
-	p->pep768_asked = pt_now_ns(CLOCK_MONOTONIC);
+	p->agent.pep768_asked = pt_now_ns(CLOCK_MONOTONIC);
 	pt_vlog("proftrace: pid %d: asked Python %s to load the agent (PEP 768)\n", p->tracee.pid,
 		p->py.version);
 	return 0;
@@ -414,7 +415,7 @@ static int open_agent(void *ctx, char *why, size_t len)
 {
 	struct proc *p = ctx;
 
-	return pt_agent__open(&p->agent, p->tracee.pid, why, len);
+	return pt_agent__open(&p->agent.handle, p->tracee.pid, why, len);
 }
 
 static int inject_load(struct proc *p, char *err, size_t errlen)
@@ -424,22 +425,22 @@ static int inject_load(struct proc *p, char *err, size_t errlen)
 	char lib[PATH_MAX], why[1024];
 	int e;
 
-	p->inject_tried = true;
+	p->agent.inject_tried = true;
 	if (pt_helper__path(PT_AGENT_LIB, lib, sizeof(lib))) {
 		snprintf(err, errlen, "--inject: no %s to load (build it with make)", PT_AGENT_LIB);
 		return -ENOENT;
 	}
-	e = pt_inject__dlopen(p->tracee.pid, lib, &o, &p->inject, why, sizeof(why));
+	e = pt_inject__dlopen(p->tracee.pid, lib, &o, &p->agent.inject, why, sizeof(why));
 	if (e) {
 		snprintf(err, errlen, "--inject: %s", why);
 		return e;
 	}
-	p->injected = !p->inject.already;
-	if (p->injected)
+	p->agent.injected = !p->agent.inject.already;
+	if (p->agent.injected)
 		pt_vlog("proftrace: pid %d: the Python agent loaded (--inject): thread %d, in %s, "
 			"held %.2f ms (dlopen %.2f ms) after %.2f ms looking\n",
-			p->tracee.pid, p->inject.tid, p->inject.syscall, p->inject.pause_ms,
-			p->inject.call_ms, p->inject.wait_ms);
+			p->tracee.pid, p->agent.inject.tid, p->agent.inject.syscall,
+			p->agent.inject.pause_ms, p->agent.inject.call_ms, p->agent.inject.wait_ms);
 	e = pt_segment__wait(open_agent, p, 500, why, sizeof(why));
 	if (e)
 		snprintf(err, errlen, "--inject: the agent is loaded in %d but %s", p->tracee.pid,
@@ -470,9 +471,9 @@ static const char *loaded_before(int pid)
 	return how;
 }
 
-/* p's agent, if it has one: 0 and p->agent set, or -errno (why in err;
+/* p's agent, if it has one: 0 and p->agent.handle set, or -errno (why in err;
  * -ENOENT: none; -EINPROGRESS: asked for through PEP 768, not up yet). */
-int pt_run__agent_start(struct proc *p, char *err, size_t errlen)
+static int agent_start(struct proc *p, char *err, size_t errlen)
 {
 	struct run *r = p->run;
 	struct pt_agent_spec *specs;
@@ -483,29 +484,29 @@ int pt_run__agent_start(struct proc *p, char *err, size_t errlen)
 	size_t n = 0;
 	int e;
 
-	e = pt_agent__open(&p->agent, p->tracee.pid, err, errlen);
+	e = pt_agent__open(&p->agent.handle, p->tracee.pid, err, errlen);
 	if (e == -EPERM) {
 		/* a memfd of the agent's name that the agent did not make (the
 		 * process's own doing: nobody else can add to its files); --inject
 		 * cannot be told apart from it, so exact timing is not to be had */
-		p->agent_foreign = true;
+		p->agent.foreign = true;
 		if (r->env.inject) {
 			char why[1024];
 
 			snprintf(why, sizeof(why), "%s", err);
 			snprintf(err, errlen, "--inject: %s", why);
-			p->inject_tried = p->inject_failed = true;
+			p->agent.inject_tried = p->agent.inject_failed = true;
 		}
 		return e;
 	}
-	if (e == -ENOENT && r->env.inject && !p->inject_tried) {
+	if (e == -ENOENT && r->env.inject && !p->agent.inject_tried) {
 		e = inject_load(p, err, errlen);
 		if (e) {
-			p->inject_failed = true;
+			p->agent.inject_failed = true;
 			return e;
 		}
-		p->agent_loaded_by = p->injected ? "inject" : loaded_before(p->tracee.pid);
-	} else if (e == -ENOENT && p->py.L.minor >= 14 && !p->pep768_asked) {
+		p->agent.loaded_by = p->agent.injected ? "inject" : loaded_before(p->tracee.pid);
+	} else if (e == -ENOENT && p->py.L.minor >= 14 && !p->agent.pep768_asked) {
 		char why[512];
 
 		e = pep768_load(p, why, sizeof(why));
@@ -520,7 +521,7 @@ int pt_run__agent_start(struct proc *p, char *err, size_t errlen)
 			struct timespec ts = { 0, 10 * 1000 * 1000 };
 
 			nanosleep(&ts, NULL);
-			e = pt_agent__open(&p->agent, p->tracee.pid, err, errlen);
+			e = pt_agent__open(&p->agent.handle, p->tracee.pid, err, errlen);
 		}
 		if (e && !pep768_failed(p, why, sizeof(why))) {
 			snprintf(err, errlen,
@@ -529,19 +530,19 @@ int pt_run__agent_start(struct proc *p, char *err, size_t errlen)
 			return -EINPROGRESS;
 		}
 	}
-	if (e && p->pep768_dir[0] && pep768_failed(p, err, errlen)) {
+	if (e && p->agent.pep768_dir[0] && pep768_failed(p, err, errlen)) {
 		pep768_cleanup(p);
 		return -ENOEXEC;
 	}
 	if (e)
 		return e;
-	if (p->pep768_asked && !p->agent_loaded_by) {
+	if (p->agent.pep768_asked && !p->agent.loaded_by) {
 		pep768_cleanup(p);
-		p->agent_loaded_by = "pep768";
+		p->agent.loaded_by = "pep768";
 	}
-	if (!p->agent_loaded_by)
-		p->agent_loaded_by = loaded_before(p->tracee.pid);
-	pt_agent__info(p->agent, &in);
+	if (!p->agent.loaded_by)
+		p->agent.loaded_by = loaded_before(p->tracee.pid);
+	pt_agent__info(p->agent.handle, &in);
 	if (in.conflict == PTAG_CONFLICT_UNSUPPORTED) {
 		snprintf(err, errlen, "the Python agent cannot run there: %s", in.conflict_text);
 		e = -ENOTSUP;
@@ -558,8 +559,8 @@ int pt_run__agent_start(struct proc *p, char *err, size_t errlen)
 	e = pt_run__py_pairs(r, &specs, &spec_of, &n);
 	if (e)
 		goto fail;
-	pt_agent__set_options(p->agent, r->cfg.py_trampolines ? 0 : PTAG_OPT_NO_TRAMPOLINES);
-	e = pt_agent__attach(p->agent, specs, n, &p->py.L, pt_now_ns(CLOCK_MONOTONIC));
+	pt_agent__set_options(p->agent.handle, r->cfg.py_trampolines ? 0 : PTAG_OPT_NO_TRAMPOLINES);
+	e = pt_agent__attach(p->agent.handle, specs, n, &p->py.L, pt_now_ns(CLOCK_MONOTONIC));
 	free(specs);
 	free(spec_of);
 	if (e) {
@@ -572,24 +573,42 @@ int pt_run__agent_start(struct proc *p, char *err, size_t errlen)
 	first_arm(p);
 	return 0;
 fail:
-	pt_agent__close(p->agent);
-	p->agent = NULL;
+	pt_agent__close(p->agent.handle);
+	p->agent.handle = NULL;
 	return e;
 }
 
 void pt_run__agent_stop(struct proc *p)
 {
 	pep768_cleanup(p);
-	if (!p->agent)
+	if (!p->agent.handle)
 		return;
-	agent_lost(p);				  /* said, if it was lost since the last tick */
-	pt_agent__info(p->agent, &p->agent_last); /* for the report: before detach */
+	agent_lost(p); /* said, if it was lost since the last tick */
+	pt_agent__info(p->agent.handle, &p->agent.last); /* for the report: before detach */
 	/* its hooks come out now; a slow one finishes on its heartbeat */
-	pt_agent__detach(p->agent, 500);
+	pt_agent__detach(p->agent.handle, 500);
 }
 
 bool pt_run__agent_ok(const struct proc *p)
 {
-	return p->agent && p->agent_active && !p->agent_warned && !p->agent_lost_said &&
-	       !p->agent_truncated[0];
+	return p->agent.handle && p->agent.active && !p->agent.warned && !p->agent.lost_said &&
+	       !p->agent.truncated[0];
+}
+
+int pt_run__agent_start(struct proc *p, char *err, size_t errlen)
+{
+	int e = agent_start(p, err, errlen);
+
+	if (e && e != -ENOMEM) {
+		free(p->agent.why);
+		p->agent.why = strdup(err);
+	}
+	return e;
+}
+
+void pt_run__agent_free(struct proc *p)
+{
+	pt_agent__close(p->agent.handle);
+	free(p->agent.why);
+	free(p->agent.arm);
 }

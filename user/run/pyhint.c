@@ -472,14 +472,17 @@ static void check(struct proc *p, bool quiet, bool final)
 	}
 }
 
-static void hint_agent(struct proc *p, const uint64_t *cands, uint32_t n, bool quiet);
+static void hint_agent(struct proc *p, struct pt_agent *a, const uint64_t *cands, uint32_t n,
+		       bool quiet);
 
 void pt_run__py_hint_agent(struct proc *p, const uint64_t *cands, uint32_t n)
 {
-	hint_agent(p, cands, n, false);
+	hint_agent(p, p->agent.handle, cands, n, false);
 }
 
-static void hint_agent(struct proc *p, const uint64_t *cands, uint32_t n, bool quiet)
+/* a: p's agent, its lists at hand (NULL: none) */
+static void hint_agent(struct proc *p, struct pt_agent *a, const uint64_t *cands, uint32_t n,
+		       bool quiet)
 {
 	struct pt_pyhint *h = hint_of(p);
 	struct pt_agent_spec *pairs = NULL;
@@ -492,7 +495,7 @@ static void hint_agent(struct proc *p, const uint64_t *cands, uint32_t n, bool q
 
 	if (!h || pt_run__py_pairs(p->run, &pairs, &spec_of, &npairs))
 		return;
-	said = p->agent && pt_agent__specs(p->agent, &found, &near, &nnear) == 1;
+	said = a && pt_agent__specs(a, &found, &near, &nnear) == 1;
 	v = malloc(((size_t)n + nnear + 1) * sizeof(*v));
 	if (!v)
 		goto out;
@@ -551,8 +554,11 @@ const char *pt_run__py_hint_why(struct proc *p, size_t spec)
 
 /* --dry-run: the code objects p's agent finds for the probes now, read
  * and matched as at attach (the agent is woken, walks sys.modules,
- * hooks nothing, and is detached). 0, or -errno with why in err. */
-static int dry_candidates(struct proc *p, uint64_t **codes, uint32_t *n, char *err, size_t errlen)
+ * hooks nothing, and is detached). 0 with the agent (still attached)
+ * in *ap, or -errno with why in err. The process's own agent (p->agent)
+ * is pyagent.c's: this one is the dry run's. */
+static int dry_candidates(struct proc *p, struct pt_agent **ap, uint64_t **codes, uint32_t *n,
+			  char *err, size_t errlen)
 {
 	struct pt_agent_spec *pairs;
 	struct pt_agent_info in;
@@ -560,13 +566,13 @@ static int dry_candidates(struct proc *p, uint64_t **codes, uint32_t *n, char *e
 	uint64_t deadline;
 	int e;
 
-	e = pt_agent__open(&p->agent, p->tracee.pid, err, errlen);
+	e = pt_agent__open(ap, p->tracee.pid, err, errlen);
 	if (e)
 		return e;
 	e = pt_run__py_pairs(p->run, &pairs, &spec_of, &npairs);
 	if (e)
 		goto out;
-	e = pt_agent__attach(p->agent, pairs, npairs, &p->py.L, pt_now_ns(CLOCK_MONOTONIC));
+	e = pt_agent__attach(*ap, pairs, npairs, &p->py.L, pt_now_ns(CLOCK_MONOTONIC));
 	free(pairs);
 	free(spec_of);
 	if (e) {
@@ -580,11 +586,11 @@ static int dry_candidates(struct proc *p, uint64_t **codes, uint32_t *n, char *e
 		struct timespec ts = { 0, 5 * 1000 * 1000 };
 		uint64_t now = pt_now_ns(CLOCK_MONOTONIC);
 
-		pt_agent__heartbeat(p->agent, now);
-		e = pt_agent__candidates(p->agent, codes, n);
+		pt_agent__heartbeat(*ap, now);
+		e = pt_agent__candidates(*ap, codes, n);
 		if (e)
 			break;
-		pt_agent__info(p->agent, &in);
+		pt_agent__info(*ap, &in);
 		if (in.conflict) {
 			snprintf(err, errlen, "the Python agent cannot walk its modules: %s",
 				 in.conflict_text);
@@ -602,12 +608,12 @@ static int dry_candidates(struct proc *p, uint64_t **codes, uint32_t *n, char *e
 	}
 	if (e == 1)
 		return 0; /* attached still: its lists are read, then it is detached */
-	pt_agent__detach(p->agent, 500);
+	pt_agent__detach(*ap, 500);
 	if (e == -ENOMEM)
 		snprintf(err, errlen, "out of memory");
 out:
-	pt_agent__close(p->agent);
-	p->agent = NULL;
+	pt_agent__close(*ap);
+	*ap = NULL;
 	return e;
 }
 
@@ -615,6 +621,7 @@ void pt_run__py_dry_run(struct proc *p)
 {
 	const struct pt_config *cfg = &p->run->cfg;
 	struct pt_pyprobe_opts o = { 0 };
+	struct pt_agent *a = NULL;
 	uint64_t *codes = NULL;
 	uint32_t n = 0;
 	char err[512];
@@ -636,7 +643,7 @@ void pt_run__py_dry_run(struct proc *p)
 		if (!p->pyprobe)
 			return;
 	}
-	e = dry_candidates(p, &codes, &n, err, sizeof(err));
+	e = dry_candidates(p, &a, &codes, &n, err, sizeof(err));
 	if (e) {
 		for (size_t s = 0; s < cfg->nprobes; s++)
 			if (cfg->probes[s].kind == PT_PROBE_PY)
@@ -659,10 +666,9 @@ void pt_run__py_dry_run(struct proc *p)
 			pt_pyprobe__match(p->pyprobe, c, &added);
 		free(c);
 	}
-	hint_agent(p, codes, n, true); /* while the agent's lists are at hand */
-	pt_agent__detach(p->agent, 500);
-	pt_agent__close(p->agent);
-	p->agent = NULL;
+	hint_agent(p, a, codes, n, true); /* while the agent's lists are at hand */
+	pt_agent__detach(a, 500);
+	pt_agent__close(a);
 	free(codes);
 	for (size_t s = 0; s < cfg->nprobes; s++) {
 		const struct pt_probe_spec *sp = &cfg->probes[s];

@@ -496,11 +496,11 @@ static void evaluator_functions(const struct proc *p, char *buf, size_t len)
 	size_t used = 0;
 
 	buf[0] = 0;
-	for (uint32_t i = 0; p->agent_arm && i < p->agent_narm; i++) {
-		uint32_t fid = pt_pyprobe__fid(p->pyprobe, p->agent_arm[i]);
+	for (uint32_t i = 0; p->agent.arm && i < p->agent.narm; i++) {
+		uint32_t fid = pt_pyprobe__fid(p->pyprobe, p->agent.arm[i]);
 		const struct pt_func *f = pt_resolver__func(p->res, fid);
 
-		if (pt_agent__trampolined(p->agent, i) || !f || !f->symbol)
+		if (pt_agent__trampolined(p->agent.handle, i) || !f || !f->symbol)
 			continue;
 		pt_appendf(buf, len, &used, "%s%s", used ? ", " : "", f->symbol);
 	}
@@ -510,9 +510,9 @@ static void evaluator_functions(const struct proc *p, char *buf, size_t len)
 static void fill_agent(const struct proc *p, struct pt_report_python *pyrep, char *evalfns,
 		       size_t len)
 {
-	const struct pt_agent_info *in = &p->agent_last;
+	const struct pt_agent_info *in = &p->agent.last;
 
-	if (!p->agent)
+	if (!p->agent.handle)
 		return;
 	pyrep->agent.hooks = in->mechanism == PTAG_MECH_MONITORING ? "sys.monitoring"
 			     : !in->has_how || !in->ntramp	   ? "frame evaluator"
@@ -526,18 +526,18 @@ static void fill_agent(const struct proc *p, struct pt_report_python *pyrep, cha
 		pyrep->agent.trampolines_lost = in->tramp_lost;
 	}
 	pyrep->agent.tool_id = in->tool_id;
-	pyrep->agent.loaded_by = p->agent_loaded_by;
+	pyrep->agent.loaded_by = p->agent.loaded_by;
 	pyrep->agent.candidates = in->ncand;
-	pyrep->agent.hooked = p->agent_narm;
+	pyrep->agent.hooked = p->agent.narm;
 	pyrep->agent.scans = in->scans;
 	pyrep->agent.scan_ms = (double)in->scan_ns / 1e6;
-	if (p->injected) {
+	if (p->agent.injected) {
 		pyrep->agent.injected = true;
-		pyrep->agent.inject_tid = p->inject.tid;
-		pyrep->agent.inject_syscall = p->inject.syscall;
-		pyrep->agent.inject_pause_ms = p->inject.pause_ms;
-		pyrep->agent.inject_wait_ms = p->inject.wait_ms;
-		pyrep->agent.inject_call_ms = p->inject.call_ms;
+		pyrep->agent.inject_tid = p->agent.inject.tid;
+		pyrep->agent.inject_syscall = p->agent.inject.syscall;
+		pyrep->agent.inject_pause_ms = p->agent.inject.pause_ms;
+		pyrep->agent.inject_wait_ms = p->agent.inject.wait_ms;
+		pyrep->agent.inject_call_ms = p->agent.inject.call_ms;
 	}
 	if (in->conflict || in->hook_lost)
 		pyrep->agent.problem = in->conflict_text[0] ? in->conflict_text
@@ -547,8 +547,8 @@ static void fill_agent(const struct proc *p, struct pt_report_python *pyrep, cha
 				       "while attached: that function's calls since are not timed "
 				       "(agent.trampolines_lost; `set py_trampolines off` times it "
 				       "by code object again once the program puts its own back)";
-	if (p->agent_truncated[0])
-		pyrep->agent.segment_lost = p->agent_truncated;
+	if (p->agent.truncated[0])
+		pyrep->agent.segment_lost = p->agent.truncated;
 }
 
 static void fill_python(const struct docsrc *d, struct proc *p, struct pt_report_python *pyrep,
@@ -576,15 +576,15 @@ static void fill_python(const struct docsrc *d, struct proc *p, struct pt_report
 	}
 	if (agent)
 		pyrep->why =
-			p->agent_last.mechanism == PTAG_MECH_MONITORING
+			p->agent.last.mechanism == PTAG_MECH_MONITORING
 				? "the agent set sys.monitoring events on the named code "
 				  "objects only: each named call is timed from start to return, "
 				  "every other call runs untouched"
-			: !p->agent_last.evaluator_on && p->agent_last.ntramp
+			: !p->agent.last.evaluator_on && p->agent.last.ntramp
 				? "the agent gave each named function a trampoline (its code "
 				  "wrapped in calls to the agent): each named call is timed "
 				  "from entry to return, every other call runs untouched"
-			: p->agent_last.ntramp
+			: p->agent.last.ntramp
 				? "the agent gave the named functions trampolines, and hooks "
 				  "those it cannot wrap (async generators, nested functions: "
 				  "agent.evaluator_functions) with a frame evaluator "
@@ -593,8 +593,8 @@ static void fill_python(const struct docsrc *d, struct proc *p, struct pt_report
 				: "the agent's frame evaluator passes every frame that is not "
 				  "named straight on: each named call is timed from entry to "
 				  "return";
-	else if (p->agent_truncated[0])
-		pyrep->why = p->agent_truncated;
+	else if (p->agent.truncated[0])
+		pyrep->why = p->agent.truncated;
 	else if (p->py_why_not && !p->py_probed && !p->sampled)
 		pyrep->why = p->py_why_not;
 	else if (r->cfg.python_mode == PT_PYMODE_SAMPLED)
@@ -612,7 +612,7 @@ static void fill_python(const struct docsrc *d, struct proc *p, struct pt_report
 			     "inside the caller's _PyEval_EvalFrameDefault, only calls made from "
 			     "C code are seen";
 	else
-		pyrep->why = p->agent_why ? p->agent_why : "no Python agent in the process";
+		pyrep->why = p->agent.why ? p->agent.why : "no Python agent in the process";
 	if (!exact && r->cfg.python_mode != PT_PYMODE_SAMPLED)
 		pyrep->advice = HOW_EXACT;
 	else if (p->py_probed && p->py.L.evalframe_all_calls)

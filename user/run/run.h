@@ -112,6 +112,26 @@ struct proc_gpu {
 	int guard;	     /* util/sigbus.h guard of its ring, -1: none */
 };
 
+/* A process's Python agent: written by pyagent.c only. */
+struct proc_agent {
+	struct pt_agent *handle; /* NULL when it has none or it is not used */
+	char *why;		 /* why there is none, for the report (owned) */
+	uint32_t narm;		 /* code objects it was asked to hook */
+	uint64_t *arm;		 /* which, in arm[] order (owned) */
+	bool active, warned, lost_said;
+	const char *loaded_by;			    /* "environment" (at start), "pep768", "inject",
+						     * "earlier" (by an earlier proftrace) */
+	bool inject_tried, inject_failed, injected; /* --inject: asked, refused, done */
+	struct pt_inject_result inject;		    /* what loading it cost (injected) */
+	uint64_t pep768_asked;	   /* when proftrace asked through PEP 768, 0: never */
+	char pep768_dir[48];	   /* its script's folder, "" once removed */
+	struct pt_agent_info last; /* its segment at the end */
+	/* its segment's file truncated by its user: said, not read again */
+	char truncated[256];
+	/* a memfd of the agent's segment's name that is not the agent's */
+	bool foreign;
+};
+
 /* What --metrics keeps of a process: written by metrics.c only. */
 struct proc_metrics {
 	struct pt_gpulive *gpulive; /* GPU busy and host-bound time, live */
@@ -124,9 +144,9 @@ struct proc_metrics {
  * pt_proc__set_state only. The booleans are properties, each set by one
  * part: the maps (rescan, dl_hooked, dl_tried: procs.c, rescan by
  * records.c), Python (have_py, py_probed, sampled, other_ns: procs.c),
- * the agent (agent_active, agent_warned, agent_lost_said, agent_foreign,
- * inject_tried, inject_failed, injected: pyagent.c). The GPU stream is a
- * part of its own (gpu, struct proc_gpu), written by gpustream.c only.
+ * and the parts of its own, each written by one file: the Python agent
+ * (agent, struct proc_agent: pyagent.c), the GPU stream (gpu, struct
+ * proc_gpu: gpustream.c), what --metrics keeps (metrics: metrics.c).
  */
 struct proc {
 	struct run *run;
@@ -164,24 +184,8 @@ struct proc {
 	int tramp_checks, tramp_on; /* perf trampoline: checks made, seen active */
 	uint64_t py_unresolved;	    /* calls of code freed before it could be read */
 	const char *py_why_not;	    /* have_py but not probed or sampled: why */
-	/* the Python agent (pyagent.c): NULL when it has none or it is not used */
-	struct pt_agent *agent;
-	struct pt_pyhint *hint; /* py: probes that match nothing (pyhint.c) */
-	char *agent_why;	/* why there is none, for the report (owned) */
-	uint32_t agent_narm;	/* code objects it was asked to hook */
-	uint64_t *agent_arm;	/* which, in arm[] order (owned) */
-	bool agent_active, agent_warned, agent_lost_said;
-	const char *agent_loaded_by;		    /* "environment" (at start), "pep768", "inject",
-						     * "earlier" (by an earlier proftrace) */
-	bool inject_tried, inject_failed, injected; /* --inject: asked, refused, done */
-	struct pt_inject_result inject;		    /* what loading it cost (injected) */
-	uint64_t pep768_asked;		 /* when proftrace asked through PEP 768, 0: never */
-	char pep768_dir[48];		 /* its script's folder, "" once removed */
-	struct pt_agent_info agent_last; /* its segment at the end */
-	/* its segment's file truncated by its user: said, not read again */
-	char agent_truncated[256];
-	/* a memfd of the agent's segment's name that is not the agent's */
-	bool agent_foreign;
+	struct proc_agent agent;    /* pyagent.c's */
+	struct pt_pyhint *hint;	    /* py: probes that match nothing (pyhint.c) */
 
 	struct view v;
 	struct view *window_view;   /* --interval: the figures of the current window */
@@ -400,7 +404,10 @@ void pt_run__py_hint_free(struct proc *p);
  * py: probe now (and why a probe has none), on stdout. */
 void pt_run__py_dry_run(struct proc *p);
 
-/* pyagent.c: a process's Python agent */
+/* pyagent.c: a process's Python agent (p->agent) */
+/* p's agent, if it has one: 0, or -errno with why in err, kept for the
+ * report (-ENOENT: none; -EINPROGRESS: asked for through PEP 768, not up
+ * yet: each tick looks again). */
 int pt_run__agent_start(struct proc *p, char *err, size_t errlen);
 void pt_run__agent_tick(struct proc *p, uint64_t now);
 void pt_run__agent_stop(struct proc *p);
@@ -408,6 +415,7 @@ void pt_run__agent_stop(struct proc *p);
 void pt_run__agents_alive(struct run *r);
 /* Are its named calls timed through the agent right now? */
 bool pt_run__agent_ok(const struct proc *p);
+void pt_run__agent_free(struct proc *p);
 
 /* records.c: the record streams (on_* are the callbacks given to attach,
  * sampler, aggregators and GPU ring) */

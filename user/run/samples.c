@@ -72,7 +72,8 @@ int pt_run__on_sample(void *ctx, const struct pt_sample *s)
 		return 0;
 	/* without the agent, the first second of samples says which py:
 	 * probes' modules run, and what is there to name */
-	if (r->want_py && !p->agent && pt_now_ns(CLOCK_MONOTONIC) - p->t_added >= 1000000000ull)
+	if (r->want_py && !p->agent.handle &&
+	    pt_now_ns(CLOCK_MONOTONIC) - p->t_added >= 1000000000ull)
 		pt_run__py_hint_samples(p);
 	before = pt_resolver__nfuncs(p->res);
 	if (!pt_stacks__has_thread(p->v.stk, s->tid))
