@@ -2,10 +2,12 @@
 /*
  * One proftrace run: the processes it traces and what it keeps of each,
  * shared by the files that do its parts (README.md: run.c the steps,
- * loop.c the event loop, procs.c the processes, pyagent.c a process's
- * Python agent, records.c the routing of records, pyrec.c and samples.c
- * what py: and stack-sample records do, funcs.c the function table,
- * view.c the figures, report.c and window.c the documents and files).
+ * loop.c the event loop, procs.c a process's life, procstate.c its
+ * states, proctable.c the table of processes, pyagent.c a process's
+ * Python agent, gpustream.c its GPU stream, records.c the routing of
+ * records, pyrec.c and samples.c what py: and stack-sample records do,
+ * funcs.c the function table, view.c the figures, report.c and window.c
+ * the documents and files).
  *
  * Several processes (-p PID,PID, --children) share one BPF object and one
  * sampler; each has its own resolver, aggregator and figures (struct
