@@ -7,10 +7,11 @@ about 30,000 Python calls per step, none of them named by the bench's
 targets file except Scheduler.schedule (the step) and, for the named-call
 cost, Request.num_new_tokens (NAMED_PER_STEP calls per step).
 
-usage: py_step_bench.py STEPS
-Prints "ready <pid>", waits for a line on stdin, runs STEPS steps, prints
-"step_ns <median ns of a step>" (measured by the program around each call)
-and exits. CPython 3.8+.
+usage: py_step_bench.py STEPS [ROUNDS]
+Prints "ready <pid>", then ROUNDS times (1 by default): waits for a line on
+stdin, runs STEPS steps, prints "step_ns <median ns of a step> <fastest>"
+(measured by the program around each call); then exits. Rounds let a bench attach
+and detach a tool between them in one process. CPython 3.8+.
 """
 import os
 import sys
@@ -79,17 +80,19 @@ class Scheduler:
 
 def main():
     steps = int(sys.argv[1])
+    rounds = int(sys.argv[2]) if len(sys.argv) > 2 else 1
     s = Scheduler()
     print("ready %d" % os.getpid(), flush=True)
-    if not sys.stdin.readline():
-        sys.exit(3)
-    times = []
-    for _ in range(steps):
-        t0 = time.perf_counter_ns()
-        s.schedule()
-        times.append(time.perf_counter_ns() - t0)
-    times.sort()
-    print("step_ns %d" % times[len(times) // 2], flush=True)
+    for _ in range(rounds):
+        if not sys.stdin.readline():
+            sys.exit(3)
+        times = []
+        for _ in range(steps):
+            t0 = time.perf_counter_ns()
+            s.schedule()
+            times.append(time.perf_counter_ns() - t0)
+        times.sort()
+        print("step_ns %d %d" % (times[len(times) // 2], times[0]), flush=True)
 
 
 if __name__ == "__main__":

@@ -287,6 +287,53 @@ def step_run(python, preload, conf, env_extra=None):
                 p.wait()
 
 
+PAIRS = int(os.environ.get("PT_BENCH_PAIRS", "9"))
+
+
+def step_pairs(python, conf):
+    """attached / dormant in one process: PAIRS rounds of py_step_bench
+    with the agent dormant, each followed by one with proftrace attached
+    (conf) then detached. One process, so its code placement and the CPU
+    it is pinned to are the same in every round; a round's fastest step
+    against the fastest of the round just before it (this VM's vCPUs run
+    at two speeds that change every few tens of ms: a round's median
+    depends on how long it ran at each, its fastest step does not; the
+    agent's cost is in every step). The ratios, sorted."""
+    env = dict(os.environ)
+    env.pop("PYTHONPERFSUPPORT", None)
+    env["LD_PRELOAD"] = AGENT
+    cpus = sorted(os.sched_getaffinity(0))
+    pin = (lambda: os.sched_setaffinity(0, {cpus[-1]})) if len(cpus) > 1 else None
+    b = subprocess.Popen([python, STEP_BENCH, str(STEP_STEPS), str(2 * PAIRS)],
+                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env,
+                         preexec_fn=pin)
+    tmp = tempfile.mkdtemp(prefix="pt-bench-")
+    ratios, t = [], None
+
+    def round_ns():
+        b.stdin.write(b"go\n")
+        b.stdin.flush()
+        return float(readline(b.stdout, "step_ns", timeout=600).split()[2])
+    try:
+        pid = int(readline(b.stdout, "ready").split()[1])
+        for _ in range(PAIRS):
+            dormant = round_ns()
+            t = start_proftrace(pid, conf, tmp)
+            if pin:
+                os.sched_setaffinity(t.pid, set(cpus[:-1]))
+            ratios.append(round_ns() / dormant)
+            t.send_signal(signal.SIGINT)
+            t.wait(60)
+            t = None
+        b.wait(30)
+        return sorted(ratios)
+    finally:
+        for p in (b, t):
+            if p and p.poll() is None:
+                p.kill()
+                p.wait()
+
+
 def step_measure(*args, **kw):
     return statistics.median(step_run(*args, **kw) for _ in range(REPEAT))
 
@@ -350,6 +397,22 @@ def agent_tables():
            "3.8-3.11, py_trampolines off: attached / dormant",
            "frame probe (python_mode evalframe)", "perf trampoline alone",
            "perf trampoline + frame probe"], rows)
+    # the tax itself, in one process per interpreter (issue 26: <= 1.05x)
+    pairs = []
+    for label, py in agent_pythons():
+        row = [label]
+        for conf in (STEP_CONF, STEP_CONF + "set py_trampolines off\n"):
+            if conf != STEP_CONF and label in ("3.12", "3.13", "3.14"):
+                row.append("-")
+                continue
+            r = step_pairs(py, conf)
+            row.append("%.3fx (%.3f-%.3f)" % (statistics.median(r), r[0], r[-1]))
+        pairs.append(row)
+    table("Python agent: attached / dormant in one process, %d pairs of %d-step rounds (a "
+          "round attached against the dormant one just before it): median (min-max); only the "
+          "step function is named" % (PAIRS, STEP_STEPS),
+          ["interpreter", "agent (3.8-3.11: trampolines)",
+           "py_trampolines off (3.8-3.11: frame evaluator)"], pairs)
     table("Python agent: cost of one named call (Request.num_new_tokens also named, %d calls a"
           " step), us per call" % NAMED_PER_STEP, ["interpreter", "us per named call"], cost)
     print("\nThe agent hooks the named code objects only: sys.monitoring local events on "
