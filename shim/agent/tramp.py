@@ -77,6 +77,10 @@ def key(it):
 '''
 
 _drivers = {}
+# wrappers' code by their source: functions of one shape (all the
+# (self) methods, say) share one compile (about 100 us each), and get
+# their own objects by co_consts only (a few us)
+_compiled = {}
 
 
 def drivers(mark):
@@ -138,9 +142,11 @@ def make(func, code, cbs, mark):
               "            raise\n"
               "        return %s\n") % (e, c, r, o, args, x, c, r, u, c, r)
     s += "    return w\n"
-    g = {"__builtins__": __builtins__}
-    exec(compile(s, mark, "exec", 0, True), g)
-    w = g["outer"]().__code__
+    w = _compiled.get((s, mark))
+    if w is None:
+        g = {"__builtins__": __builtins__}
+        exec(compile(s, mark, "exec", 0, True), g)
+        w = _compiled[(s, mark)] = g["outer"]().__code__
     inner = type(func)(code, func.__globals__, code.co_name, None, func.__closure__)
     inner.__qualname__ = func.__qualname__
     gen, cor, key = drivers(mark)
