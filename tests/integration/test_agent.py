@@ -223,76 +223,20 @@ def test_tramp_semantics():
     print("    tramp.py checked on: %s" % ", ".join(ran))
 
 
-def test_agent_trampolines_leave_every_other_call_alone():
-    """3.8-3.11: every named function (methods, decorated ones, recursion,
-    exceptions, threads, a generator, a coroutine) gets a trampoline, no
-    frame evaluator is installed while attached (the victim looks itself,
-    so no other call pays anything), every call is exact, and detaching
-    puts every function's own code back."""
-    ran = []
-    for label, python in interpreters():
-        if label in ("3.12", "3.13"):
-            continue
-        tmp = tempfile.mkdtemp(prefix="pt-it-")
-        conf = write_conf(tmp, CONF)
-        truth = os.path.join(tmp, "truth.json")
-        out = os.path.join(tmp, "out")
-        v = victim([python, CASES], "--truth", truth, "--steps", STEPS, "--hold",
-                   env=agent_env())
-        try:
-            pt = _attach(v.pid, conf, out)
-            v.send("go\n")
-            # the named functions, and importlib's import hook (a py:
-            # probe's "a.b.c" may name a module a.b.c still to come)
-            eq(v.wait_line("attached: ", timeout=120),
-               "attached: evaluator 0 trampolines Engine.step _find_and_load closured decode "
-               "decorated fails plain produce recurse signature threaded",
-               label + " while attached")
-            v.wait_line("held", timeout=60)
-            pt.p.send_signal(signal.SIGINT)
-            eq(pt.wait(60), 0, label + " proftrace exit")
-            v.send("check\n")
-            eq(v.wait_line("hooks "), "hooks 0", label + " hooks left after detach")
-            v.send("go\n")
-            eq(v.wait(120), 0, label + " victim")
-        finally:
-            v.kill()
-        with open(truth) as f:
-            t = json.load(f)["phase1"]
-        with open(os.path.join(out, "summary.json")) as f:
-            s = json.load(f)
-        a = s["meta"]["python"]["agent"]
-        eq(a["hooks"], "trampolines", label + " hooks")
-        eq(a["evaluator"], False, label + " evaluator")
-        eq(a["evaluator_functions"], "", label + " evaluator functions")
-        eq(a["trampolines"], 10, label + " trampolines")
-        eq(s["stats"]["steps"], STEPS, label + " steps")
-        for name in ("plain", "recurse", "decorated", "closured", "fails", "threaded",
-                     "signature", "produce", "decode"):
-            f = func(s, name)
-            eq(f["calls"], t[name]["calls"], "%s %s calls" % (label, name))
-            within(f["total_ms"], t[name], f["calls"], "%s %s total" % (label, name))
-        with open(os.path.join(out, "stacks.folded")) as f:
-            assert "<proftrace>" not in f.read(), label + ": a trampoline frame in stacks"
-        ran.append(label)
-    print("    trampolines on: %s" % ", ".join(ran))
-
-
-def test_agent_py_trampolines_off():
-    """`set py_trampolines off`: the frame evaluator for every named
-    function, as before (the victim sees it installed and no trampoline),
-    still exact, and nothing left after detach."""
-    label, python = [x for x in interpreters() if x[0] in ("3.11", "debian-3.11")][0]
+def _held_cases(python, conf_text, label):
+    """pyagent_cases --hold under proftrace (conf_text): what the victim
+    saw in itself while attached (its "attached: " line), then, detached,
+    that no hook is left; (that line, summary.json with its stacks.folded
+    text under "stacks", phase 1's truth)."""
     tmp = tempfile.mkdtemp(prefix="pt-it-")
-    conf = write_conf(tmp, "set py_trampolines off\n" + CONF)
+    conf = write_conf(tmp, conf_text)
     truth = os.path.join(tmp, "truth.json")
     out = os.path.join(tmp, "out")
     v = victim([python, CASES], "--truth", truth, "--steps", STEPS, "--hold", env=agent_env())
     try:
         pt = _attach(v.pid, conf, out)
         v.send("go\n")
-        eq(v.wait_line("attached: ", timeout=120), "attached: evaluator 1 trampolines ",
-           label + " while attached")
+        attached = v.wait_line("attached: ", timeout=120)
         v.wait_line("held", timeout=60)
         pt.p.send_signal(signal.SIGINT)
         eq(pt.wait(60), 0, label + " proftrace exit")
@@ -306,6 +250,50 @@ def test_agent_py_trampolines_off():
         t = json.load(f)["phase1"]
     with open(os.path.join(out, "summary.json")) as f:
         s = json.load(f)
+    with open(os.path.join(out, "stacks.folded")) as f:
+        s["stacks"] = f.read()
+    return attached, s, t
+
+
+def test_agent_trampolines_leave_every_other_call_alone():
+    """3.8-3.11: every named function (methods, decorated ones, recursion,
+    exceptions, threads, a generator, a coroutine) gets a trampoline, no
+    frame evaluator is installed while attached (the victim looks itself,
+    so no other call pays anything), every call is exact, and detaching
+    puts every function's own code back."""
+    ran = []
+    for label, python in interpreters():
+        if label in ("3.12", "3.13"):
+            continue
+        # the named functions, and importlib's import hook (a py:
+        # probe's "a.b.c" may name a module a.b.c still to come)
+        attached, s, t = _held_cases(python, CONF, label)
+        eq(attached, "attached: evaluator 0 trampolines Engine.step _find_and_load closured "
+           "decode decorated fails plain produce recurse signature threaded",
+           label + " while attached")
+        a = s["meta"]["python"]["agent"]
+        eq(a["hooks"], "trampolines", label + " hooks")
+        eq(a["evaluator"], False, label + " evaluator")
+        eq(a["evaluator_functions"], "", label + " evaluator functions")
+        eq(a["trampolines"], 10, label + " trampolines")
+        eq(s["stats"]["steps"], STEPS, label + " steps")
+        for name in ("plain", "recurse", "decorated", "closured", "fails", "threaded",
+                     "signature", "produce", "decode"):
+            f = func(s, name)
+            eq(f["calls"], t[name]["calls"], "%s %s calls" % (label, name))
+            within(f["total_ms"], t[name], f["calls"], "%s %s total" % (label, name))
+        assert "<proftrace>" not in s["stacks"], label + ": a trampoline frame in stacks"
+        ran.append(label)
+    print("    trampolines on: %s" % ", ".join(ran))
+
+
+def test_agent_py_trampolines_off():
+    """`set py_trampolines off`: the frame evaluator for every named
+    function, as before (the victim sees it installed and no trampoline),
+    still exact, and nothing left after detach."""
+    label, python = [x for x in interpreters() if x[0] in ("3.11", "debian-3.11")][0]
+    attached, s, t = _held_cases(python, "set py_trampolines off\n" + CONF, label)
+    eq(attached, "attached: evaluator 1 trampolines ", label + " while attached")
     a = s["meta"]["python"]["agent"]
     eq(a["hooks"], "frame evaluator", label + " hooks")
     eq(a["trampolines"], 0, label + " trampolines")
@@ -315,30 +303,39 @@ def test_agent_py_trampolines_off():
         eq(f["calls"], t[name]["calls"], "%s %s calls" % (label, name))
 
 
+def _script_run(python, script, conf_text, on_go=None):
+    """A victim script (it prints "ready <pid>", runs at a line on stdin,
+    exits 0) with the agent preloaded, under proftrace with conf_text
+    until it exits; on_go(v) runs once it was told to go. summary.json."""
+    tmp = tempfile.mkdtemp(prefix="pt-it-")
+    conf = write_conf(tmp, conf_text)
+    out = os.path.join(tmp, "out")
+    v = victim([python, script], env=agent_env())
+    try:
+        pt = _attach(v.pid, conf, out)
+        v.send("go\n")
+        if on_go:
+            on_go(v)
+        eq(v.wait(60), 0, "victim " + script)
+        eq(pt.wait(60), 0, "proftrace on " + script)
+    finally:
+        v.kill()
+    with open(os.path.join(out, "summary.json")) as f:
+        return json.load(f)
+
+
 def test_agent_generator_arguments():
     """A value read from a generator's and a coroutine's argument at each
     activation (count tokens ... arg:n) is exact on every interpreter, with
     trampolines (3.8-3.11: the driver hands over the original's own frame)
     and with the frame evaluator: 1,800 tokens, 400 and 200 activations."""
-    tmp = tempfile.mkdtemp(prefix="pt-it-")
     conf_text = ("step py:pygenargs.step\nbucket g.gen py:pygenargs.gen\n"
                  "bucket g.co py:pygenargs.co\ncount tokens py:pygenargs.gen arg:n\n"
                  "count tokens py:pygenargs.co arg:n\n")
     script = os.path.join(ROOT, "tests", "victims", "pygenargs.py")
     for label, python in interpreters():
         for extra in ("", "set py_trampolines off\n"):
-            conf = write_conf(tmp, extra + conf_text)
-            out = os.path.join(tmp, "out-%s-%d" % (label, len(extra)))
-            v = victim([python, script], env=agent_env())
-            try:
-                pt = _attach(v.pid, conf, out)
-                v.send("go\n")
-                eq(v.wait(60), 0, label + " victim")
-                eq(pt.wait(60), 0, label + " proftrace")
-            finally:
-                v.kill()
-            with open(os.path.join(out, "summary.json")) as f:
-                s = json.load(f)
+            s = _script_run(python, script, extra + conf_text)
             what = "%s %s" % (label, extra.strip() or "trampolines")
             eq((bucket(s, "g.gen")["calls"], bucket(s, "g.co")["calls"], s["stats"]["tokens"]),
                (400, 200, 1800), what)
@@ -374,19 +371,10 @@ def test_agent_code_replaced_by_the_program():
     script = os.path.join(tmp, "pyreplaced.py")
     with open(script, "w") as f:
         f.write(REPLACED_VICTIM)
-    conf = write_conf(tmp, "step py:pyreplaced.step\nbucket r.named py:pyreplaced.named\n")
-    out = os.path.join(tmp, "out")
-    v = victim([python, script], env=agent_env())
-    try:
-        pt = _attach(v.pid, conf, out)
-        v.send("go\n")
-        eq(v.wait_line("named "), "named 2", label + " the program's code kept")
-        eq(v.wait(60), 0, label + " victim")
-        eq(pt.wait(60), 0, label + " proftrace")
-    finally:
-        v.kill()
-    with open(os.path.join(out, "summary.json")) as f:
-        s = json.load(f)
+    s = _script_run(python, script,
+                    "step py:pyreplaced.step\nbucket r.named py:pyreplaced.named\n",
+                    lambda v: eq(v.wait_line("named "), "named 2",
+                                 label + " the program's code kept"))
     a = s["meta"]["python"]["agent"]
     eq(s["stats"]["steps"], 100, label + " steps")
     eq(bucket(s, "r.named")["calls"], 50, label + " calls timed before the swap")
@@ -422,19 +410,8 @@ def test_agent_getitem_debian_311():
         f.write(GETITEM_VICTIM)
     got = []
     for extra in ("", "set py_trampolines off\n"):
-        conf = write_conf(tmp, extra + "step py:pygetitem.step\n"
-                          "bucket seq.get py:pygetitem.Seq.__getitem__\n")
-        out = os.path.join(tmp, "out%d" % len(got))
-        v = victim(["/usr/bin/python3.11", script], env=agent_env())
-        try:
-            pt = _attach(v.pid, conf, out)
-            v.send("go\n")
-            eq(v.wait(60), 0, "victim")
-            eq(pt.wait(60), 0, "proftrace")
-        finally:
-            v.kill()
-        with open(os.path.join(out, "summary.json")) as f:
-            s = json.load(f)
+        s = _script_run("/usr/bin/python3.11", script, extra + "step py:pygetitem.step\n"
+                        "bucket seq.get py:pygetitem.Seq.__getitem__\n")
         eq(s["stats"]["steps"], 100, "steps " + extra)
         got.append(bucket(s, "seq.get")["calls"])
     eq(got[0], 1000, "obj[i] calls of a named __getitem__ with trampolines")
