@@ -20,6 +20,7 @@
 #include <cmocka.h>
 
 #include "run/run.h"
+#include "runfx.h"
 
 /* What the targets file names in the child (this binary): noinline with
  * a body, so the symbol is there to resolve. */
@@ -39,17 +40,11 @@ struct fx {
 static int setup(void **state)
 {
 	struct fx *x = calloc(1, sizeof(*x));
-	FILE *f = fmemopen((void *)conf, sizeof(conf) - 1, "r");
 	char err[512];
 
-	if (!x || !f || pt_config__parse(&x->r.cfg, f, "t.conf", err, sizeof(err)))
+	if (!x || runfx__config(&x->r, conf))
 		return -1;
-	fclose(f);
-	x->child = fork();
-	if (x->child == 0) {
-		for (;;)
-			pause();
-	}
+	x->child = runfx__child();
 	if (x->child < 0 || pt_run__open_proc(&x->r, x->child, true, &x->p, err, sizeof(err))) {
 		fprintf(stderr, "open_proc: %s\n", err);
 		return -1;
@@ -63,8 +58,7 @@ static int teardown(void **state)
 	struct fx *x = *state;
 
 	pt_run__free_proc(x->p);
-	kill(x->child, SIGKILL);
-	waitpid(x->child, NULL, 0);
+	runfx__reap(x->child);
 	pt_config__free(&x->r.cfg);
 	free(x);
 	return 0;

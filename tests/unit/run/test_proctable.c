@@ -21,6 +21,7 @@
 #include <cmocka.h>
 
 #include "run/run.h"
+#include "runfx.h"
 
 /* What the targets file names in the children (this binary). */
 __attribute__((noinline)) void proctable_victim(void)
@@ -37,28 +38,14 @@ struct fx {
 	pid_t kid[NKIDS];
 };
 
-static pid_t spawn(void)
-{
-	pid_t pid = fork();
-
-	if (pid == 0) {
-		for (;;)
-			pause();
-	}
-	return pid;
-}
-
 static int setup(void **state)
 {
 	struct fx *x = calloc(1, sizeof(*x));
-	FILE *f = fmemopen((void *)conf, sizeof(conf) - 1, "r");
-	char err[512];
 
-	if (!x || !f || pt_config__parse(&x->r.cfg, f, "t.conf", err, sizeof(err)))
+	if (!x || runfx__config(&x->r, conf))
 		return -1;
-	fclose(f);
 	for (int i = 0; i < NKIDS; i++)
-		if ((x->kid[i] = spawn()) < 0)
+		if ((x->kid[i] = runfx__child()) < 0)
 			return -1;
 	*state = x;
 	return 0;
@@ -71,10 +58,8 @@ static int teardown(void **state)
 	for (size_t i = 0; i < x->r.procs.n; i++)
 		pt_run__free_proc(x->r.procs.v[i]);
 	pt_proctable__free(&x->r.procs);
-	for (int i = 0; i < NKIDS; i++) {
-		kill(x->kid[i], SIGKILL);
-		waitpid(x->kid[i], NULL, 0);
-	}
+	for (int i = 0; i < NKIDS; i++)
+		runfx__reap(x->kid[i]);
 	pt_config__free(&x->r.cfg);
 	unsetenv("PT_TEST_MAX_PROCS");
 	free(x);

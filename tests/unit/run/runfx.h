@@ -1,0 +1,55 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * What the run/ unit tests share to make real processes: a struct run's
+ * config parsed from text, and children of the test that wait (killed
+ * and reaped by the test), for pt_run__open_proc to inspect.
+ */
+#ifndef PT_TEST_RUNFX_H
+#define PT_TEST_RUNFX_H
+
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "run/run.h"
+
+/* r->cfg from text: 0, or -1 (said on stderr). */
+static inline int runfx__config(struct run *r, const char *text)
+{
+	FILE *f = fmemopen((void *)text, strlen(text), "r");
+	char err[512];
+	int e;
+
+	if (!f)
+		return -1;
+	e = pt_config__parse(&r->cfg, f, "t.conf", err, sizeof(err));
+	fclose(f);
+	if (e)
+		fprintf(stderr, "config: %s\n", err);
+	return e ? -1 : 0;
+}
+
+/* A child that waits until killed; -1 when fork fails. */
+static inline pid_t runfx__child(void)
+{
+	pid_t pid = fork();
+
+	if (pid == 0) {
+		for (;;)
+			pause();
+	}
+	return pid;
+}
+
+/* The child killed and reaped. */
+static inline void runfx__reap(pid_t pid)
+{
+	if (pid > 0) {
+		kill(pid, SIGKILL);
+		waitpid(pid, NULL, 0);
+	}
+}
+
+#endif
