@@ -260,16 +260,13 @@ static void hooked(struct ptag_agent *a, const uint64_t *want, uint32_t n)
 		nt += ptag_hooks__how(h, h->armed[k]) == PTAG_HOOK_TRAMPOLINE;
 	if (want) {
 		memset(how, 0, PTAG_MAX_CODES / 8);
-		for (uint32_t i = 0; i < n; i++) {
-			uint64_t c = __atomic_load_n(&want[i], __ATOMIC_RELAXED);
+		for (uint32_t i = 0; nt && i < n; i++) {
+			/* looked up in the hooks' sets by address only: what
+			 * proftrace wrote is never handed to Python */
+			PyObject *c = (PyObject *)__atomic_load_n(&want[i], __ATOMIC_RELAXED);
 
-			/* compared by address only: never handed to Python */
-			for (uint32_t k = 0; nt && k < h->narmed; k++)
-				if ((uint64_t)h->armed[k] == c) {
-					if (ptag_hooks__how(h, h->armed[k]) == PTAG_HOOK_TRAMPOLINE)
-						how[i / 8] |= (uint8_t)(1u << (i % 8));
-					break;
-				}
+			if (ptag_hooks__how(h, c) == PTAG_HOOK_TRAMPOLINE)
+				how[i / 8] |= (uint8_t)(1u << (i % 8));
 		}
 	}
 	a->hdr->narmed = h->narmed;

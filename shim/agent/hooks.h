@@ -90,7 +90,8 @@ int ptag_hooks__on(struct ptag_hooks *h, char *why, size_t whylen);
  * 0 or -errno (why); -EAGAIN: another arm is under way (nothing done). */
 int ptag_hooks__arm(struct ptag_hooks *h, PyObject *const *codes, uint32_t n,
 		    const struct ptag_fn *fns, uint32_t nfns, char *why, size_t whylen);
-/* How an armed code object is hooked now: PTAG_HOOK_*. */
+/* How an armed code object is hooked now: PTAG_HOOK_*. code is only
+ * looked up in the sets (any address may be given; none is read). */
 int ptag_hooks__how(const struct ptag_hooks *h, PyObject *code);
 /* For the scan: the code object a function of ours stands for. */
 PyObject *ptag_hooks__unwrap(void *h, PyObject *code);
