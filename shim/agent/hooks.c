@@ -323,20 +323,19 @@ static struct ptag_methoddef tr_defs[3] = {
 	{ "proftrace_tramp_unwind", (void *)tr_unwind, PTAG_METH_FASTCALL, NULL },
 };
 
-/* The callbacks, and the trampolines that call them. */
+/* The callbacks (held by the trampolines' tuple only), and the
+ * trampolines that call them. */
 static int tramp_on(struct ptag_hooks *h, char *why, size_t whylen)
 {
 	const struct pt_pyapi *A = h->api;
-	PyObject *t = A->TupleNew(3);
+	PyObject *t = A->TupleNew(3), *cb = NULL;
 
 	for (int i = 0; t && i < 3; i++) {
-		h->tcb[i] = A->CFunctionNew(&tr_defs[i], NULL, NULL);
-		if (!h->tcb[i])
+		cb = A->CFunctionNew(&tr_defs[i], NULL, NULL);
+		if (!cb || A->TupleSetItem(t, i, cb)) /* stolen */
 			break;
-		A->IncRef(h->tcb[i]);
-		A->TupleSetItem(t, i, h->tcb[i]);
 	}
-	if (!t || !h->tcb[2]) {
+	if (!t || !cb) {
 		A->ErrClear();
 		if (t)
 			A->DecRef(t);
@@ -351,11 +350,6 @@ static int tramp_on(struct ptag_hooks *h, char *why, size_t whylen)
 static void tramp_off(struct ptag_hooks *h)
 {
 	ptag_tramp__free(&h->tramp);
-	for (int i = 0; i < 3; i++)
-		if (h->tcb[i]) {
-			h->api->DecRef(h->tcb[i]);
-			h->tcb[i] = NULL;
-		}
 	ptag_codeset__free(&h->tset);
 	ptag_codeset__free(&h->eset);
 }

@@ -54,7 +54,6 @@ struct ptag_hooks {
 	 * timed by one of them only */
 	struct ptag_tramp tramp;
 	struct ptag_codeset tset, eset;
-	PyObject *tcb[3];      /* the trampolines' enter, leave, unwind */
 	PyObject *import_func; /* importlib's _find_and_load (held) */
 	bool arming;	       /* an arm is under way (it may let other threads run) */
 	bool no_tramp;	       /* PTAG_OPT_NO_TRAMPOLINES: the evaluator for all */

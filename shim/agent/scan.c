@@ -230,10 +230,8 @@ static void function_of(struct ptag_scan *s, PyObject *f, PyObject *code)
 {
 	if (!s->fns_cap || !named(s, code))
 		return;
-	if (s->nfns == s->fns_cap) {
-		s->fns_dropped++;
+	if (s->nfns == s->fns_cap)
 		return;
-	}
 	s->api->IncRef(f);
 	s->api->IncRef(code);
 	s->fns[s->nfns++] = (struct ptag_fn){ .func = f, .code = code };
@@ -435,7 +433,7 @@ void ptag_scan__free(struct ptag_scan *s)
 		s->api->DecRef(s->fns[i].func);
 		s->api->DecRef(s->fns[i].code);
 	}
-	s->nfns = s->fns_dropped = 0;
+	s->nfns = 0;
 	for (uint32_t i = 0; i < s->nnear; i++)
 		s->api->DecRef(s->near[i]);
 	s->nnear = s->near_dropped = 0;

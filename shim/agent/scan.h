@@ -45,7 +45,7 @@ struct ptag_scan {
 	 * function's code seen through unwrap first, when set: our own
 	 * wrapper stands for the code it wraps) */
 	struct ptag_fn *fns;
-	uint32_t fns_cap, nfns, fns_dropped;
+	uint32_t fns_cap, nfns;
 	PyObject *(*unwrap)(void *ctx, PyObject *code);
 	void *unwrap_ctx;
 	/* out, when near is set: every code object of a module walked for a

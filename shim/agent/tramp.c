@@ -205,14 +205,6 @@ PyObject *ptag_tramp__unwrap(const struct ptag_tramp *t, PyObject *code)
 	return code;
 }
 
-bool ptag_tramp__has(const struct ptag_tramp *t, PyObject *code)
-{
-	for (uint32_t i = 0; i < t->n; i++)
-		if (t->v[i].orig == code)
-			return true;
-	return false;
-}
-
 void ptag_tramp__free(struct ptag_tramp *t)
 {
 	if (!t->api)

@@ -79,8 +79,6 @@ void ptag_tramp__restore(struct ptag_tramp *t, const struct ptag_codeset *keep);
 uint32_t ptag_tramp__replaced(struct ptag_tramp *t);
 /* The original code object when code is one of our wrappers, else code. */
 PyObject *ptag_tramp__unwrap(const struct ptag_tramp *t, PyObject *code);
-/* Is code hooked by a wrapper now? */
-bool ptag_tramp__has(const struct ptag_tramp *t, PyObject *code);
 /* Restore all, drop every reference. */
 void ptag_tramp__free(struct ptag_tramp *t);
 
