@@ -389,9 +389,12 @@ struct pt_sample {
 	__u32 pid;
 	__u32 tid;
 	__u64 t;      /* CLOCK_MONOTONIC ns: the sample, or the end of the interval */
-	__u64 weight; /* ns: the sampling period, or the interval's length */
+	__u64 weight; /* ns: periods x the sampling period, or the interval's length */
 	__u32 flags;  /* PT_SAMPLEF_* */
-	__u32 pad;
+	/* on-CPU: the periods this sample stands for (bpf/sampleclock.h):
+	 * the first was run on the CPU, the others the timer missed (steal)
+	 * and count off the CPU; 0: none (or an off-CPU interval) */
+	__u32 periods;
 	struct pt_sample_frame f[PT_SAMPLE_MAX_FRAMES];
 };
 
@@ -408,6 +411,8 @@ struct pt_sample_thread {
 	__u64 tstate;	    /* cached PyThreadState *, 0: none found */
 	__u64 checked_ns;   /* when "none" was decided */
 	__u64 t_out;	    /* went off the CPU at, 0: on the CPU or not known */
+	__u64 t_in;	    /* came on the CPU at, 0: not seen since made */
+	__u64 grid;	    /* its last on-CPU sample's grid point (sampleclock.h) */
 	struct pt_sample s; /* the stack it went off the CPU with */
 };
 

@@ -22,10 +22,11 @@
 #include <bpf/bpf_tracing.h>
 
 #include "proftrace.h"
+#include "sampleclock.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
-const volatile __u64 period_ns = 1000000; /* weight of one on-CPU sample */
+const volatile __u64 period_ns = 1000000; /* one on-CPU sample: sampleclock.h */
 const volatile bool offcpu = true;
 
 #define FRAME_BUF 128	/* >= frame_size, checked by user space */
@@ -261,9 +262,9 @@ int pt_sample(struct bpf_perf_event_data *ctx)
 	sc->s.pid = id >> 32;
 	sc->s.tid = (__u32)id;
 	sc->s.t = now;
-	sc->s.weight = period_ns;
+	sc->s.periods = pt_sampleclock__periods(now, ts->t_in, &ts->grid, period_ns, offcpu);
+	sc->s.weight = sc->s.periods * period_ns;
 	sc->s.flags = 0;
-	sc->s.pad = 0;
 	walk(&p->py, &sc->s, sc->frame, tstate_of(p, ts, fsbase_of(task), now));
 	__sync_fetch_and_add(&counters.samples, 1);
 	send(&sc->s);
@@ -303,6 +304,8 @@ int BPF_PROG(pt_switch, bool preempt, struct task_struct *prev, struct task_stru
 				ts->t_out = attach_ns;
 			}
 		}
+		if (ts)
+			ts->t_in = now;
 		if (ts && ts->t_out) {
 			ts->s.t = now;
 			ts->s.weight = now - ts->t_out;
@@ -325,7 +328,7 @@ int BPF_PROG(pt_switch, bool preempt, struct task_struct *prev, struct task_stru
 	ts->s.pid = prev->tgid;
 	ts->s.tid = prev->pid;
 	ts->s.flags = 0;
-	ts->s.pad = 0;
+	ts->s.periods = 0;
 	walk(&p->py, &ts->s, sc->frame, tstate_of(p, ts, fsbase_of(prev), now));
 	/* Threads without Python frames (pools of native workers) sleep
 	 * most of the time: their idle time is not host time of the server. */

@@ -267,9 +267,19 @@ def host_steal_ms():
     """Time the hypervisor took from this VM's CPUs (all of them), from
     /proc/stat, in ms. A thread's CPU time leaves it out (the scheduler's
     task clock does not run during steal) but a 1 kHz sample timer keeps
-    ticking through it: over a window, sampled on-CPU time may exceed a
-    thread's own CPU time by up to what was stolen meanwhile."""
+    ticking through a steal shorter than its period: over a window,
+    sampled on-CPU time may exceed a thread's own CPU time by up to what
+    was stolen meanwhile. Sampled wall time holds it (late_ms)."""
     with open("/proc/stat") as f:
         fields = f.readline().split()
     hz = os.sysconf("SC_CLK_TCK")
     return int(fields[8]) * 1000.0 / hz if len(fields) > 8 else 0.0
+
+
+def late_ms(s):
+    """What sampled wall time may miss of a run's steal: a steal that
+    delayed a thread's first sample after a switch in is counted from a
+    whole period left (bpf/sampleclock.h), half a period off at most; one
+    period for each late sample is the bound used."""
+    sp = s["meta"]["sampling"]
+    return sp["late_samples"] * sp["period_ns"] / 1e6

@@ -40,7 +40,7 @@ import subprocess
 import tempfile
 import xml.etree.ElementTree as ET
 
-from harness import PROFTRACE, ROOT, Proc, eq, host_steal_ms, read_run, stop, with_agent
+from harness import PROFTRACE, ROOT, Proc, eq, host_steal_ms, late_ms, read_run, stop, with_agent
 import test_sampling as ts
 
 VICTIM = os.path.join(ROOT, "tests", "victims", "pynamed.py")
@@ -195,10 +195,11 @@ def check(s, t, label, agent=True):
     for n in NAMES:
         got = wall[label_of[n]] / 1000
         rel = WALL_REL_CYCLING if n in CYCLING else WALL_REL
-        # a sample the hypervisor held past its period is one sample
-        assert abs(got - dur_ms) <= rel * dur_ms + WALL_MS + s["_steal_ms"], \
-            "%s: %s wall %.1f ms of %.1f (host steal %.0f ms)" % (label, n, got, dur_ms,
-                                                                s["_steal_ms"])
+        # a sample the hypervisor held past its period counts the periods
+        # missed; what a late one may still miss is allowed (harness.late_ms)
+        assert abs(got - dur_ms) <= rel * dur_ms + WALL_MS + late_ms(s), \
+            "%s: %s wall %.1f ms of %.1f (host steal %.0f ms, late %.0f ms)" % (
+                label, n, got, dur_ms, s["_steal_ms"], s["meta"]["sampling"]["late_ms"])
         table.append("  %-10s wall %7.1f ms (window %7.1f)" % (n[:10], got, dur_ms))
 
     # report.md: names in the threads table, proftrace-py in Health only

@@ -235,16 +235,6 @@ int pt_stacks__want_lines(struct pt_stacks *st, uint32_t fid)
 	return 0;
 }
 
-static void add_time(struct pt_stacks_time *t, const struct pt_stacks_sample *s)
-{
-	if (s->offcpu) {
-		t->off_ns += s->weight_ns;
-	} else {
-		t->samples++;
-		t->on_ns += s->weight_ns;
-	}
-}
-
 static bool line_before(const void *elem, const void *line)
 {
 	return ((const struct pt_stacks_line *)elem)->line < *(const uint32_t *)line;
@@ -270,7 +260,7 @@ static int add_line(struct fn *f, uint32_t line, const struct pt_stacks_sample *
 		f->lines[lo].line = line;
 		f->nlines++;
 	}
-	add_time(&f->lines[lo].t, s);
+	pt_stacks_time__add(&f->lines[lo].t, s);
 	return 0;
 }
 
@@ -295,7 +285,7 @@ static int count_funcs(struct pt_stacks *st, const struct pt_stacks_sample *s)
 		if (f->mark != st->nsample) {
 			f->mark = st->nsample;
 			f->sampled = true;
-			add_time(&f->t, s);
+			pt_stacks_time__add(&f->t, s);
 			fids[nf] = s->f[i].fid;
 			outer[nf++] = i;
 			continue;
@@ -320,6 +310,7 @@ static int add_flame(struct pt_stacks *st, const struct pt_stacks_sample *s,
 {
 	char root[96];
 	size_t np = 0, n = s->n < PT_SAMPLE_MAX_FRAMES ? s->n : PT_SAMPLE_MAX_FRAMES;
+	uint64_t held;
 
 	if (!s->weight_ns)
 		return 0;
@@ -343,7 +334,14 @@ static int add_flame(struct pt_stacks *st, const struct pt_stacks_sample *s,
 								    : "[no Python frame]";
 	if (s->offcpu)
 		st->path[np++] = PT_STACKS_OFFCPU;
-	return pt_flame__add(st->flame, st->path, np, s->weight_ns);
+	if (s->offcpu || !s->held_ns)
+		return pt_flame__add(st->flame, st->path, np, s->weight_ns);
+	/* the periods the timer missed: off the CPU at this stack */
+	held = s->held_ns < s->weight_ns ? s->held_ns : s->weight_ns;
+	if (held < s->weight_ns && pt_flame__add(st->flame, st->path, np, s->weight_ns - held))
+		return -ENOMEM;
+	st->path[np++] = PT_STACKS_OFFCPU;
+	return pt_flame__add(st->flame, st->path, np, held);
 }
 
 int pt_stacks__add(struct pt_stacks *st, const struct pt_stacks_sample *s)
@@ -354,12 +352,12 @@ int pt_stacks__add(struct pt_stacks *st, const struct pt_stacks_sample *s)
 	if (!t)
 		return -ENOMEM;
 	if (t->own) {
-		add_time(&t->t, s);
-		add_time(&tot->own, s);
+		pt_stacks_time__add(&t->t, s);
+		pt_stacks_time__add(&tot->own, s);
 		return 0;
 	}
-	add_time(&tot->t, s);
-	add_time(&t->t, s);
+	pt_stacks_time__add(&tot->t, s);
+	pt_stacks_time__add(&t->t, s);
 	if (!(s->flags & (PT_SAMPLEF_NOT_PYTHON | PT_SAMPLEF_NO_STACK)))
 		t->python = true;
 	if (s->offcpu)
@@ -373,6 +371,10 @@ int pt_stacks__add(struct pt_stacks *st, const struct pt_stacks_sample *s)
 	tot->truncated += !!(s->flags & PT_SAMPLEF_TRUNCATED);
 	tot->unreadable += !!(s->flags & PT_SAMPLEF_UNREADABLE);
 	tot->no_stack += !!(s->flags & PT_SAMPLEF_NO_STACK);
+	if (!s->offcpu && s->held_ns) {
+		tot->late_samples++;
+		tot->late_ns += s->held_ns;
+	}
 	tot->unknown_frames += s->unknown;
 	if (count_funcs(st, s) || pt_top__add(st->top, s))
 		return -ENOMEM;

@@ -47,6 +47,9 @@ struct pt_stacks_sample {
 	uint32_t tid;
 	bool offcpu;
 	uint64_t weight_ns;
+	/* on-CPU: the part of weight_ns in periods the sample timer missed
+	 * (bpf/sampleclock.h: steal), booked off the CPU at this stack */
+	uint64_t held_ns;
 	uint32_t flags;		   /* PT_SAMPLEF_* */
 	const struct pt_sframe *f; /* innermost first */
 	size_t n;
@@ -57,6 +60,22 @@ struct pt_stacks_time {
 	uint64_t samples; /* on-CPU samples */
 	uint64_t on_ns, off_ns;
 };
+
+/* s's time into t: an off-CPU interval off the CPU; an on-CPU sample on
+ * it, less the periods its timer missed, which are off it. */
+static inline void pt_stacks_time__add(struct pt_stacks_time *t, const struct pt_stacks_sample *s)
+{
+	uint64_t held;
+
+	if (s->offcpu) {
+		t->off_ns += s->weight_ns;
+		return;
+	}
+	held = s->held_ns < s->weight_ns ? s->held_ns : s->weight_ns;
+	t->samples++;
+	t->on_ns += s->weight_ns - held;
+	t->off_ns += held;
+}
 
 struct pt_stacks_thread {
 	uint32_t tid;
@@ -86,6 +105,9 @@ struct pt_stacks_totals {
 	uint64_t unreadable;	 /* walks stopped at an unreadable frame */
 	uint64_t unknown_frames; /* frames whose code could not be read */
 	uint64_t no_stack;	 /* off-CPU intervals begun before attach */
+	/* on-CPU samples whose timer missed periods (steal), booked off
+	 * the CPU: how many, and the time missed */
+	uint64_t late_samples, late_ns;
 	/* threads past PT_STACKS_MAX_THREADS: their time is in one row,
 	 * tid 0, "other threads" (memory stays bounded however many
 	 * threads a server creates and ends) */

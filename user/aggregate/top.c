@@ -136,16 +136,6 @@ oom:
 	return NULL;
 }
 
-static void add_time(struct pt_stacks_time *tm, const struct pt_stacks_sample *s)
-{
-	if (s->offcpu) {
-		tm->off_ns += s->weight_ns;
-	} else {
-		tm->samples++;
-		tm->on_ns += s->weight_ns;
-	}
-}
-
 static bool line_before(const void *elem, const void *ln)
 {
 	return ((const struct pt_top_line *)elem)->line < *(const uint32_t *)ln;
@@ -205,13 +195,13 @@ int pt_top__add(struct pt_top *t, const struct pt_stacks_sample *s)
 		if (!i) {
 			struct pt_top_line *l = f->line ? line_of(t, r, f->line, &oom) : NULL;
 
-			add_time(&r->pub.self, s);
+			pt_stacks_time__add(&r->pub.self, s);
 			if (l)
-				add_time(&l->self, s);
+				pt_stacks_time__add(&l->self, s);
 		}
 		if (r->mark != t->nsample) {
 			r->mark = t->nsample;
-			add_time(&r->pub.total, s);
+			pt_stacks_time__add(&r->pub.total, s);
 			seen[nseen++] = (uint32_t)(r - t->fns);
 		}
 		r->outer_line = f->line;
@@ -221,7 +211,7 @@ int pt_top__add(struct pt_top *t, const struct pt_stacks_sample *s)
 		struct pt_top_line *l = r->outer_line ? line_of(t, r, r->outer_line, &oom) : NULL;
 
 		if (l)
-			add_time(&l->total, s);
+			pt_stacks_time__add(&l->total, s);
 	}
 	return oom ? -ENOMEM : 0;
 }

@@ -1215,20 +1215,30 @@ static void put_own_threads(FILE *f, const cJSON *own)
 }
 
 /* The host held this VM's CPUs for a part of the run (steal): said from
- * 1% of them on, since sampled times may be off by up to that. */
+ * 1% of them on, with what it did to the samples: a sample whose timer it
+ * held counts the periods missed off the CPU (bpf/sampleclock.h). */
 static void put_steal(FILE *f, const cJSON *s)
 {
-	double ms, share;
+	double ms, share, late = 0, late_ms = 0;
 
 	if (!pt_jnum(s, "host_steal_ms", &ms) || !pt_jnum(s, "host_steal_share", &share) ||
 	    share < 0.01)
 		return;
 	fprintf(f,
 		"**Host steal:** the hypervisor held this machine's CPUs for %.1f ms during the "
-		"run (%.1f%% of them): sampled on-CPU and wall times may be off by up to that "
-		"(a thread's CPU clock stops then, the sample timer does not). Probed times are "
-		"exact wall time: steal inside a call is in them, as the program lived it.\n\n",
+		"run (%.1f%% of them)",
 		ms, 100 * share);
+	if (pt_jnum(s, "late_samples", &late) && late > 0 && pt_jnum(s, "late_ms", &late_ms))
+		fprintf(f,
+			". %.0f on-CPU samples came late for it: the %.1f ms of periods they "
+			"missed count off the CPU at their stacks, so sampled wall times hold "
+			"it and on-CPU times are what the threads ran",
+			late, late_ms);
+	else
+		fputs("; no sample came late for it", f);
+	fputs(". Probed times are exact wall time: steal inside a call is in them, as the "
+	      "program lived it.\n\n",
+	      f);
 }
 
 static void put_sampling_health(FILE *f, const cJSON *doc)

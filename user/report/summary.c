@@ -175,6 +175,8 @@ static void build_sampling(struct jb *b, cJSON *meta, const struct pt_report_met
 	jb_num(b, o, "unreadable_stacks", (double)sp->unreadable);
 	jb_num(b, o, "unknown_frames", (double)sp->unknown_frames);
 	jb_num(b, o, "threads_merged", (double)sp->threads_merged);
+	jb_num(b, o, "late_samples", (double)sp->late_samples);
+	jb_ms(b, o, "late_ms", (double)sp->late_ns);
 	jb_num(b, o, "lost_samples", (double)sp->lost);
 	jb_num(b, o, "threads_sampled", sp->threads_sampled);
 	jb_num(b, o, "threads_failed", sp->threads_failed);

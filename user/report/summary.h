@@ -91,6 +91,9 @@ struct pt_report_sampling {
 	uint64_t python_samples, no_frames, not_python;
 	uint64_t truncated, unreadable, unknown_frames, lost;
 	uint64_t threads_merged; /* past the row limit: in the "other threads" row */
+	/* on-CPU samples whose timer missed periods (steal), and the time of
+	 * the periods missed, booked off the CPU (bpf/sampleclock.h) */
+	uint64_t late_samples, late_ns;
 	unsigned int threads_sampled, threads_failed;
 	/* proftrace's own threads in the target (the Python agent's, the
 	 * CUPTI shim's): in none of the figures above nor in the stacks */

@@ -128,8 +128,8 @@ static void thread_names(const struct docsrc *d, struct pt_report_sampling *sp)
 					 : "threading._active could not be read";
 }
 
-/* What the host took from this VM meanwhile: samples tick on through it,
- * the threads' CPU clocks do not (util/steal.h). */
+/* What the host took from this VM meanwhile: short steals are on the CPU
+ * to a sample, not to the threads' CPU clocks (util/steal.h). */
 static void host_steal(const struct run *r, struct pt_report_sampling *sp)
 {
 	uint64_t now, span = r->t_end_mono - r->t0_mono;
@@ -194,6 +194,8 @@ static int build_sampling(const struct docsrc *d, struct pt_report_sampling *sp,
 	sp->unreadable = t->unreadable;
 	sp->unknown_frames = t->unknown_frames;
 	sp->threads_merged = t->threads_merged;
+	sp->late_samples = t->late_samples;
+	sp->late_ns = t->late_ns;
 	sp->lost = ss.bpf.lost + ss.bad_records;
 	/* threads created later inherit their event: count what was seen */
 	sp->threads_sampled = n > ss.threads ? (unsigned int)n : ss.threads;

@@ -63,6 +63,9 @@ int pt_run__on_sample(void *ctx, const struct pt_sample *s)
 	struct pt_stacks_sample ss = { .tid = s->tid,
 				       .offcpu = s->type == PT_REC_OFFCPU,
 				       .weight_ns = s->weight,
+				       .held_ns = s->type == PT_REC_SAMPLE && s->periods > 1
+							  ? s->weight - s->weight / s->periods
+							  : 0,
 				       .flags = s->flags,
 				       .f = r->sf };
 	const struct pt_pysym_code *codes[PT_SAMPLE_MAX_FRAMES];

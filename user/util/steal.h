@@ -2,9 +2,11 @@
 /*
  * Time the hypervisor took from this machine's CPUs (steal), from
  * /proc/stat. On a VM whose host is busy a thread's CPU clock stops while
- * its vCPU is held, the sample timer does not, and a sample period held
- * past its end is one sample: sampled on-CPU and wall times may be off by
- * up to what was stolen. The reports say how much that was.
+ * its vCPU is held; the sample timer does not through a steal shorter than
+ * its period, so sampled on-CPU times may exceed the threads' CPU time by
+ * up to what was stolen (a longer steal makes the timer late, and the
+ * periods missed count off the CPU: bpf/sampleclock.h). The reports say
+ * how much was stolen.
  */
 #ifndef PT_STEAL_H
 #define PT_STEAL_H

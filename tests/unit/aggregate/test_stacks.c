@@ -467,6 +467,32 @@ static void test_flame_folded(void **state)
 	pt_stacks__free(st);
 }
 
+/* A late on-CPU sample (bpf/sampleclock.h: 4 periods, 3 of them missed):
+ * one period on the CPU and three off it, at its stack, everywhere its
+ * time goes (thread, totals, function, line, flame), and counted. */
+static void test_late_sample(void **state)
+{
+	struct pt_stacks *st = new_st();
+	struct pt_stacks_sample s = {
+		.tid = 7, .weight_ns = 4 * MS, .held_ns = 3 * MS, .f = &STEP10, .n = 1
+	};
+	const struct pt_stacks_totals *tot;
+
+	assert_int_equal(pt_stacks__want_lines(st, F_STEP), 0);
+	ADD(st, 7, MS, NULL, STEP10);
+	assert_int_equal(pt_stacks__add(st, &s), 0);
+	tot = pt_stacks__totals(st);
+	assert_time(&tot->t, 2, 2 * MS, 3 * MS);
+	assert_int_equal(tot->late_samples, 1);
+	assert_int_equal(tot->late_ns, 3 * MS);
+	assert_time(&pt_stacks__thread(st, 0)->t, 2, 2 * MS, 3 * MS);
+	assert_time(pt_stacks__func(st, F_STEP), 2, 2 * MS, 3 * MS);
+	assert_time(&lines_of(st, F_STEP, 1)[0].t, 2, 2 * MS, 3 * MS);
+	assert_folded(st, "tid 7;Engine.step (engine.py:10) 2000\n"
+			  "tid 7;Engine.step (engine.py:10);[off-cpu] 3000\n");
+	pt_stacks__free(st);
+}
+
 /* Which pseudo frame an empty or cut stack gets; truncation wins over an
  * unreadable frame (the outer frames are missing either way). */
 static void test_flame_pseudo_frames(void **state)
@@ -796,6 +822,7 @@ int main(void)
 		cmocka_unit_test(test_lines_registered_late),
 		cmocka_unit_test(test_flame_folded),
 		cmocka_unit_test(test_flame_pseudo_frames),
+		cmocka_unit_test(test_late_sample),
 		cmocka_unit_test(test_flame_rounding),
 		cmocka_unit_test(test_flame_deep_stack),
 		cmocka_unit_test(test_threads_past_the_limit),

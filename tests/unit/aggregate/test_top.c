@@ -220,12 +220,40 @@ static void test_rank(void **state)
 	pt_top__free(t);
 }
 
+/* A late sample (3 of its 4 periods missed: bpf/sampleclock.h) is one
+ * period on the CPU and three off it, self and total, function and line. */
+static void test_late_sample(void **state)
+{
+	struct pt_top *t = pt_top__new();
+	const struct pt_sframe a[] = { FR(2, "step", "/m.py", 10, 12),
+				       FR(1, "main", "/m.py", 1, 5) };
+	struct pt_stacks_sample s = {
+		.tid = 1, .weight_ns = 4 * MS, .held_ns = 3 * MS, .f = a, .n = 2
+	};
+	const struct pt_top_fn *f;
+
+	assert_non_null(t);
+	assert_int_equal(pt_top__add(t, &s), 0);
+	f = find(t, "step", "/m.py");
+	assert_non_null(f);
+	assert_int_equal(f->self.samples, 1);
+	assert_int_equal(f->self.on_ns, MS);
+	assert_int_equal(f->self.off_ns, 3 * MS);
+	assert_int_equal(line(f, 12)->self.off_ns, 3 * MS);
+	f = find(t, "main", "/m.py");
+	assert_int_equal(f->total.on_ns, MS);
+	assert_int_equal(f->total.off_ns, 3 * MS);
+	assert_int_equal(f->self.on_ns + f->self.off_ns, 0);
+	pt_top__free(t);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_self_total_lines),
 		cmocka_unit_test(test_identity),
 		cmocka_unit_test(test_bound),
+		cmocka_unit_test(test_late_sample),
 		cmocka_unit_test(test_rank),
 	};
 

@@ -698,8 +698,8 @@ static void test_lost_samples_warning(void **state)
 	cJSON_Delete(doc);
 }
 
-/* The host held the VM's CPUs for 2% of the run: said in Health, with what
- * it means for sampled times; under 1%, or unknown, nothing. */
+/* The host held the VM's CPUs for 2% of the run: said in Health, with the
+ * samples that came late for it; under 1%, or unknown, nothing. */
 static void test_host_steal_said(void **state)
 {
 	cJSON *doc = load_sampled(0);
@@ -711,11 +711,20 @@ static void test_host_steal_said(void **state)
 	cJSON_AddNumberToObject(s, "host_steal_share", 0.02);
 	md = render(doc);
 	assert_line(md, "**Host steal:** the hypervisor held this machine's CPUs for 80.5 ms "
-			"during the run (2.0% of them): sampled on-CPU and wall times may be off "
-			"by up to that (a thread's CPU clock stops then, the sample timer does "
-			"not). Probed times are exact wall time: steal inside a call is in them, "
-			"as the program lived it.");
+			"during the run (2.0% of them); no sample came late for it. Probed "
+			"times are exact wall time: steal inside a call is in them, as the "
+			"program lived it.");
 	assert_non_null(strstr(strstr(md, "## Health"), "**Host steal:**"));
+	free(md);
+	cJSON_AddNumberToObject(s, "late_samples", 12);
+	cJSON_AddNumberToObject(s, "late_ms", 30.0);
+	md = render(doc);
+	assert_line(md, "**Host steal:** the hypervisor held this machine's CPUs for 80.5 ms "
+			"during the run (2.0% of them). 12 on-CPU samples came late for it: "
+			"the 30.0 ms of periods they missed count off the CPU at their stacks, "
+			"so sampled wall times hold it and on-CPU times are what the threads "
+			"ran. Probed times are exact wall time: steal inside a call is in them, "
+			"as the program lived it.");
 	free(md);
 	cJSON_ReplaceItemInObject(s, "host_steal_share", cJSON_CreateNumber(0.009));
 	md = render(doc);

@@ -878,6 +878,8 @@ static const struct pt_report_sampling sampling = {
 	.unreadable = 4,
 	.unknown_frames = 5,
 	.threads_merged = 7,
+	.late_samples = 8,
+	.late_ns = 9500000,
 	.lost = 6,
 	.threads_sampled = 3,
 	.threads_failed = 1,
@@ -1014,9 +1016,9 @@ static void test_sampling_meta(void **state)
 	CHECK_KEYS(s, "hz", "period_ns", "mechanism", "threads", "samples", "on_cpu_ms",
 		   "off_cpu_ms", "wall_ms", "off_cpu_intervals", "python_samples",
 		   "no_python_frames", "not_python_thread", "truncated_stacks", "unreadable_stacks",
-		   "unknown_frames", "threads_merged", "lost_samples", "threads_sampled",
-		   "threads_failed", "host_steal_ms", "host_steal_share", "thread_names",
-		   "proftrace_threads", "outputs");
+		   "unknown_frames", "threads_merged", "late_samples", "late_ms", "lost_samples",
+		   "threads_sampled", "threads_failed", "host_steal_ms", "host_steal_share",
+		   "thread_names", "proftrace_threads", "outputs");
 	check_num(s, "hz", 997);
 	check_num(s, "period_ns", 1003009);
 	check_str(s, "mechanism",
@@ -1031,6 +1033,8 @@ static void test_sampling_meta(void **state)
 	check_num(s, "unreadable_stacks", 4);
 	check_num(s, "unknown_frames", 5);
 	check_num(s, "threads_merged", 7);
+	check_num(s, "late_samples", 8);
+	check_num(s, "late_ms", 9.5);
 	check_num(s, "lost_samples", 6);
 	check_num(s, "threads_sampled", 3);
 	check_num(s, "threads_failed", 1);
