@@ -40,6 +40,11 @@ while IFS= read -r -d '' f; do
 	done < <(grep -n '^#include "' "$f" | sed 's/^\([0-9]*\):#include "\([^"]*\)".*/\1:\2/')
 done < <(find user -name '*.[ch]' -print0)
 [ $bad -eq 0 ] && echo "check-layers: user/ includes go down only"
+# struct run is user/run/'s own: the others see a session (run/session.h)
+while IFS=: read -r f line _; do
+	echo "$f:$line: includes \"run/run.h\": struct run is private to user/run/ (use run/session.h)"
+	bad=1
+done < <(grep -rn '^#include "run/run.h"' user --include='*.[ch]' | grep -v '^user/run/')
 
 # user/run/'s files, lowest first. Each may call the functions of those
 # above it in this list, never of those below (no circle: a lower file
@@ -63,7 +68,8 @@ run_rank=(
 	report.c    # the documents: read processes (procs.c), agents, hints, costs
 	window.c    # --interval: a window's document from report.c, a fresh view from view.c
 	loop.c      # the event loop: ticks processes, agents, windows, metrics
-	run.c       # main()'s steps (open, attach, report, free): calls down to all
+	run.c       # the steps of a session (open, attach, report, free): calls down to all
+	session.c   # a session's phases, main()'s calls: run.c's steps and loop.c's loop
 )
 declare -A run_pos=()
 for i in "${!run_rank[@]}"; do run_pos[${run_rank[$i]}]=$i; done

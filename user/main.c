@@ -4,9 +4,9 @@
  * names exactly, aggregate them into steps and buckets, write reports.
  *
  * The recipe (user/README.md has the data flow): parse the command line
- * -> open the run (targets file, processes, probes resolved) -> attach
- * (BPF, sampler, GPU rings) -> loop until --duration, a signal or the
- * processes' exit -> report -> exit code.
+ * -> open a session (targets file, processes, probes resolved) -> run it
+ * (attach BPF, sampler, GPU rings; loop until --duration, a signal or the
+ * processes' exit; report) -> exit code. run/session.h has the phases.
  */
 #include <stdio.h>
 #include <string.h>
@@ -18,13 +18,15 @@
 #include "cli/importcmd.h"
 #include "config/targets_list.h"
 #include "run/calib.h"
-#include "run/run.h"
+#include "run/session.h"
+#include "util/log.h"
+#include "util/util.h"
 
 int main(int argc, char **argv)
 {
+	struct pt_session *s;
 	struct pt_env env;
-	struct run r;
-	int e, e2;
+	int e, code;
 
 	if (argc >= 2 && !strcmp(argv[1], "env")) /* eval "$(proftrace env)" */
 		return pt_envcmd__main(argc - 1, argv + 1);
@@ -43,21 +45,12 @@ int main(int argc, char **argv)
 		return pt_targets__list(NULL, stdout) < 0 ? PT_EXIT_FAIL : PT_EXIT_OK;
 	pt_log__set_verbose(env.verbose);
 
-	e = pt_run__open(&r, &env);
-	if (!e && env.dry_run) {
-		pt_run__print_dry_run(&r);
-		goto out;
-	}
-	if (!e)
-		e = pt_run__attach(&r);
-	if (!e) {
-		e = pt_run__loop(&r);
-		e2 = pt_run__report(&r); /* what was taken, also after a failed loop */
-		e = e ? e : e2;
-	}
-out:
-	pt_run__free(&r);
-	if (e == -PT_ESTOPPED) /* a stop while attaching: undone, nothing taken */
-		return 128 + r.stop_sig;
-	return pt_exit_code(e);
+	e = pt_session__open(&s, &env);
+	if (!e && env.dry_run)
+		pt_session__dry_run(s);
+	else if (!e)
+		e = pt_session__run(s); /* attach, loop, report */
+	code = pt_session__exit_code(s, e);
+	pt_session__free(s);
+	return code;
 }

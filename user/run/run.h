@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * One proftrace run: the processes it traces and what it keeps of each,
- * shared by the files that do its parts (README.md: run.c the steps,
+ * shared by the files of user/run/ only (main() sees session.h), which
+ * do its parts (README.md: session.c the phases, run.c the steps,
  * loop.c the event loop, procs.c a process's life, procstate.c its
  * states, proctable.c the table of processes, pyagent.c a process's
  * Python agent, gpustream.c its GPU stream, records.c the routing of
@@ -466,8 +467,9 @@ void pt_run__window_tick(struct run *r, uint64_t now);
  * theirs over: proc's pidfd, pt_run__metrics_fd) */
 int pt_run__loop(struct run *r);
 
-/* run.c: the steps main() takes, each 0 or -errno (-PT_EUSAGE: exit 2),
- * its error said on stderr. pt_run__free after any of them. */
+/* run.c: the steps of a session (session.c), each 0 or -errno
+ * (-PT_EUSAGE: exit 2), its error said on stderr. pt_run__free after any
+ * of them. */
 int pt_run__open(struct run *r, const struct pt_env *env);
 int pt_run__attach(struct run *r);
 int pt_run__report(struct run *r);
