@@ -16,6 +16,9 @@
 #include <string.h>
 
 #include "run.h"
+#include "probecost.h"
+#include "view.h"
+#include "funcs.h"
 
 /* Room for every function the resolver has now (new ones zeroed, in no
  * merged view yet). 0 or -ENOMEM. */

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "run.h"
+#include "gpustream.h"
 #include "util/helpers.h"
 #include "util/segment.h"
 #include "util/sigbus.h"

@@ -15,6 +15,14 @@
 #include <unistd.h>
 
 #include "run.h"
+#include "metrics.h"
+#include "gpustream.h"
+#include "pyrec.h"
+#include "pyagent.h"
+#include "records.h"
+#include "procs.h"
+#include "window.h"
+#include "loop.h"
 
 /* Tell the aggregators how many records BPF could not write, as it goes.
  * The count is the BPF object's: with several processes it cannot be

@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "run.h"
+#include "metrics.h"
 
 /* step-time histogram bounds, seconds */
 static const double le_s[] = { 0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05,

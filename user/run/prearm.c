@@ -37,6 +37,7 @@
 
 #include "attach/elfsyms.h"
 #include "run.h"
+#include "prearm.h"
 
 #define ENV_MAX (1u << 20)
 #define MAX_DIRS 256

@@ -11,6 +11,7 @@
 #include <sys/resource.h>
 
 #include "run.h"
+#include "probecost.h"
 
 enum pt_site_kind pt_run__site_kind(const struct proc *p, const struct pt_func *f)
 {

@@ -13,6 +13,16 @@
 #include <unistd.h>
 
 #include "run.h"
+#include "metrics.h"
+#include "prearm.h"
+#include "gpustream.h"
+#include "view.h"
+#include "funcs.h"
+#include "pyhint.h"
+#include "pyagent.h"
+#include "records.h"
+#include "samples.h"
+#include "procs.h"
 #include "attach/elfsyms.h"
 #include "attach/maps.h"
 #include "util/tasks.h"

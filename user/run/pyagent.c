@@ -17,6 +17,9 @@
 #include <unistd.h>
 
 #include "run.h"
+#include "pyrec.h"
+#include "pyhint.h"
+#include "pyagent.h"
 
 #include "attach/elfsyms.h"
 #include "attach/inject.h"

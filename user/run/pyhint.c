@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "run.h"
+#include "pyhint.h"
 
 #include "attach/elfsyms.h"
 #include "aggregate/top.h"

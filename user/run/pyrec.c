@@ -11,6 +11,8 @@
 #include <string.h>
 
 #include "run.h"
+#include "funcs.h"
+#include "pyrec.h"
 
 #include "python/pyattr.h"
 

@@ -11,6 +11,11 @@
 #include <string.h>
 
 #include "run.h"
+#include "metrics.h"
+#include "gpustream.h"
+#include "view.h"
+#include "pyrec.h"
+#include "records.h"
 #include "util/tasks.h"
 
 static void on_proc_event(struct run *r, const struct pt_rec *rec);

@@ -14,6 +14,12 @@
 #include <unistd.h>
 
 #include "run.h"
+#include "probecost.h"
+#include "gpustream.h"
+#include "pyhint.h"
+#include "pyagent.h"
+#include "procs.h"
+#include "report.h"
 #include <cjson/cJSON.h>
 #include <limits.h>
 

@@ -17,6 +17,12 @@
 #include <bpf/libbpf.h>
 
 #include "run.h"
+#include "metrics.h"
+#include "gpustream.h"
+#include "view.h"
+#include "records.h"
+#include "procs.h"
+#include "report.h"
 #include "report/outdir.h"
 #include "util/steal.h"
 

@@ -84,6 +84,8 @@ struct run;
 struct proc;
 struct pt_outdir;
 struct pt_agent;
+struct pt_metrics;
+struct pt_pyhint;
 
 /* Figures of one process, or of all of them merged. */
 struct view {
@@ -292,180 +294,17 @@ static inline double since_start_s(const struct run *r)
 }
 
 /*
- * The files' functions, from the lowest rank to the highest (calib.c's,
- * procstate.c's and proctable.c's are in their own headers, below them
- * all): a file calls only the
- * functions of those before its own here, never of one after it, so no two call each other. Where a
- * lower file has something for a higher one (an fd to wait on, functions to attach), it hands it
- * back instead of calling up. scripts/check-layers.sh holds the order (run_rank) and checks it.
+ * Each file of user/run/ declares its functions in a header of its own
+ * (probecost.h for probecost.c, ...; run.c's are below), the types they
+ * share are here. The files are ranked, calib.c, procstate.c and
+ * proctable.c the lowest (their headers, like this one, are below them
+ * all): a file calls only the functions of those ranked below its own,
+ * never of one above it, so no two call each other, and includes only
+ * their headers, so that a lower file does not even see a higher one's
+ * functions. Where a lower file has something for a higher one (an fd to
+ * wait on, functions to attach), it hands it back instead of calling up.
+ * scripts/check-layers.sh holds the order (run_rank) and checks both.
  */
-
-/* probecost.c: what the probes cost, into a view's document */
-enum pt_site_kind pt_run__site_kind(const struct proc *p, const struct pt_func *f);
-int pt_run__declare_cost(struct proc *p, const struct pt_func *f, struct pt_ovh *o, uint32_t fid);
-void pt_run__overhead_doc(const struct run *r, const struct view *v, const struct pt_report *rep,
-			  cJSON *doc);
-
-/* metrics.c: --metrics, Prometheus text exposition while attached */
-struct pt_metrics;
-int pt_run__metrics_open(struct run *r);
-void pt_run__metrics_step(struct proc *p, const struct pt_step *s);
-void pt_run__metrics_gpu(struct proc *p, const struct pt_gpu_rec *g);
-/* Its listening socket, for the event loop to wait on; -1: no --metrics. */
-int pt_run__metrics_fd(const struct run *r);
-void pt_run__metrics_serve(struct run *r);
-void pt_run__metrics_free(struct run *r);
-/* What --metrics kept of p (p->metrics). */
-void pt_run__metrics_free_proc(struct proc *p);
-
-/* prearm.c: the libraries named by probes and not mapped yet whose file
- * can be found now, resolved ahead of their mapping: the number of
- * functions p's resolver gained (the caller attaches them), *nlibs the
- * libraries; or -ENOMEM. */
-int pt_run__prearm(struct proc *p, size_t *nlibs);
-
-/* gpustream.c: a process's GPU stream (p->gpu): the drains hand each
- * record to cb (records.c's pt_run__on_gpu_rec) */
-/* Does pid run CUDA (the runtime or the driver library mapped)? */
-bool pt_run__runs_cuda(int pid);
-/* The CUPTI shim's ring, if p has one (before the clock starts:
- * attaching is what wakes the shim). 0, -ENOMEM, or -PT_EUSAGE when
- * --gpu on cannot be honoured. */
-int pt_run__open_gpu(struct proc *p);
-/* Its ring attached (p is attaching). 0, or -PT_EUSAGE (--gpu on). */
-int pt_run__attach_gpu(struct proc *p);
-/* The GPU ring's file was truncated (said once, not read again)? */
-bool pt_run__gpu_lost(struct proc *p);
-/* Drain p's GPU ring unless it was truncated. */
-void pt_run__gpu_drain(struct proc *p, pt_gpuring_cb cb);
-/* Each tick: the shim's heartbeat, new threads' ids, a drain. */
-void pt_run__gpu_tick(struct proc *p, uint64_t now, pt_gpuring_cb cb);
-/* p ended: what its ring holds is taken, and it is read no more. */
-void pt_run__gpu_end(struct proc *p, pt_gpuring_cb cb);
-/* The run stopped: the shim detached, its last records taken. */
-void pt_run__gpu_finish(struct proc *p, pt_gpuring_cb cb);
-const struct pt_gpu_rec *pt_run__gpu_record(struct proc *p, const struct pt_gpu_rec *g,
-					    struct pt_gpu_rec *host);
-/* A counted step, a bucket's call (its bucket_mask): into the join. */
-void pt_run__gpu_step(struct proc *p, const struct pt_step *s);
-void pt_run__gpu_call(struct proc *p, const struct pt_rec *rec, uint32_t bucket_mask);
-/* Its records joined (once: the documents share it); NULL: out of memory. */
-const struct pt_gpu_result *pt_run__gpu_result(struct proc *p);
-void pt_run__gpu_free(struct proc *p);
-
-/* view.c: a view's aggregators (steps counted reach step_cb). 0 or -ENOMEM. */
-int pt_run__new_view(struct run *r, struct view *v,
-		     void (*step_cb)(void *ctx, const struct pt_step *s), void *ctx);
-void pt_run__free_view(struct view *v);
-/* --interval: p's window view (none without), with every function p
- * knows; fed like p's own view */
-int pt_run__window_open(struct proc *p);
-int pt_run__window_declare(struct proc *p, const struct pt_func *f);
-/* A thread ended: the window view forgets it too. */
-void pt_run__window_thread_exit(struct proc *p, uint32_t tid);
-void pt_run__window_record(struct proc *p, const struct pt_rec *rec);
-
-/* funcs.c: the function table (p->fs, p->mfid, r->merged_funcs) */
-/* Room for every function p's resolver has now. 0 or -ENOMEM. */
-int pt_run__grow_fstate(struct proc *p);
-/* Function i of p is known to the aggregators (merged view too). */
-int pt_run__declare_func(struct proc *p, size_t i);
-/* Function i of p has its probes now (or was found, for py:). */
-void pt_run__mark_attached(struct proc *p, size_t i);
-/* What BPF reads at f's calls, when its probe has values. */
-void pt_run__set_val_spec(struct proc *p, const struct pt_func *f);
-/* Python functions found at run time (by a PYCODE record or in samples):
- * the aggregators and the report learn of them. */
-void pt_run__sync_py_funcs(struct proc *p);
-
-/* pyrec.c: records of py: functions */
-void pt_run__on_pycode(struct proc *p, const struct pt_rec_pycode *rec);
-void pt_run__on_attr(struct proc *p, const struct pt_rec_attr *a);
-bool pt_run__py_pending_fid(struct proc *p, const struct pt_rec *rec, uint32_t *fid);
-/* Attribute locations not found yet: BPF asks again once they are due. */
-void pt_run__attr_retries(struct proc *p, uint64_t now);
-
-/* pyhint.c: py: probes that match nothing, why, and the closest names */
-struct pt_pyhint;
-struct pt_agent_spec;
-/* The (module path, name glob) pairs the agent walks for: each py: probe,
- * and the function reading of a dotted one (py:a.b.c: module a.b); spec_of
- * is each pair's probe. 0 or -ENOMEM (free both). */
-int pt_run__py_pairs(const struct run *r, struct pt_agent_spec **pairs, size_t **spec_of,
-		     size_t *n);
-/* The agent's candidates codes[0..n) were resolved: what matches nothing
- * now is said (once per reason). */
-void pt_run__py_hint_agent(struct proc *p, const uint64_t *codes, uint32_t n);
-/* Without the agent (p has none: the caller checks), once a second of
- * samples is in: the same from them. */
-void pt_run__py_hint_samples(struct proc *p);
-/* Why py: probe spec matched nothing in p (for the report), NULL when it
- * matched or nothing can be said. */
-const char *pt_run__py_hint_why(struct proc *p, size_t spec);
-void pt_run__py_hint_free(struct proc *p);
-/* --dry-run: the functions p's Python agent would have hooked for each
- * py: probe now (and why a probe has none), on stdout. */
-void pt_run__py_dry_run(struct proc *p);
-
-/* pyagent.c: a process's Python agent (p->agent) */
-/* p's agent, if it has one: 0, or -errno with why in err, kept for the
- * report (-ENOENT: none; -EINPROGRESS: asked for through PEP 768, not up
- * yet: each tick looks again). */
-int pt_run__agent_start(struct proc *p, char *err, size_t errlen);
-void pt_run__agent_tick(struct proc *p, uint64_t now);
-void pt_run__agent_stop(struct proc *p);
-/* Heartbeat every started process's agent (while another is being started). */
-void pt_run__agents_alive(struct run *r);
-/* Are its named calls timed through the agent right now? */
-bool pt_run__agent_ok(const struct proc *p);
-void pt_run__agent_free(struct proc *p);
-
-/* records.c: the record streams (on_* are the callbacks given to attach,
- * sampler, aggregators and GPU ring) */
-int pt_run__on_rec(void *ctx, const struct pt_rec *rec, size_t size);
-void pt_run__on_step(void *ctx, const struct pt_step *s);
-void pt_run__on_merged_step(void *ctx, const struct pt_step *s);
-int pt_run__on_gpu_rec(void *ctx, const struct pt_gpu_rec *g);
-
-/* samples.c: a stack sample into its process's stacks (the sampler's callback) */
-int pt_run__on_sample(void *ctx, const struct pt_sample *s);
-
-/* procs.c: processes */
-int pt_run__open_proc(struct run *r, int pid, bool strict, struct proc **out, char *err,
-		      size_t errlen);
-int pt_run__start_proc(struct proc *p);
-void pt_run__end_proc(struct proc *p, const char *why);
-void pt_run__free_proc(struct proc *p);
-int pt_run__attach_new(struct proc *p, size_t from);
-void pt_run__rescan(struct proc *p);
-int pt_run__open_sampler(struct run *r, char *err, size_t errlen);
-bool pt_run__py_exact(const struct proc *p);
-bool pt_run__want_py_probe(const struct run *r, const struct proc *p);
-const char *pt_run__py_timing(const struct proc *p);
-/* --children */
-void pt_run__scan_children(struct run *r, uint64_t now);
-void pt_run__add_cand(struct run *r, int pid, uint64_t now);
-int pt_run__add_candidates(struct run *r, uint64_t now, bool at_start);
-/* SIGINT or SIGTERM pending while attaching: taken, kept in r->stop_sig,
- * said once; the attach then ends with -PT_ESTOPPED. */
-bool pt_run__stop_asked(struct run *r);
-
-/* report.c */
-void pt_run__print_dry_run(struct run *r);
-/* The output folder (-o, or a new default one), before attaching: -PT_EUSAGE
- * when it cannot be created or written. */
-int pt_run__open_output(struct run *r);
-int pt_run__write_outputs(struct run *r);
-/* The summary document of process p from view v (window.c). */
-cJSON *pt_run__view_doc(struct run *r, struct proc *p, struct view *v);
-
-/* window.c: --interval, a summary of each window of SEC seconds */
-void pt_run__window_tick(struct run *r, uint64_t now);
-
-/* loop.c: until --duration, SIGINT/SIGTERM or every process ended; the
- * one file that registers fds with the loop's epoll (the others hand
- * theirs over: proc's pidfd, pt_run__metrics_fd) */
-int pt_run__loop(struct run *r);
 
 /* run.c: the steps of a session (session.c), each 0 or -errno
  * (-PT_EUSAGE: exit 2), its error said on stderr. pt_run__free after any

@@ -9,6 +9,9 @@
 #include <string.h>
 
 #include "run.h"
+#include "funcs.h"
+#include "pyhint.h"
+#include "samples.h"
 #include "util/tasks.h"
 
 /* tid as the target sees it, in its own PID namespace (the last NSpid of

@@ -8,6 +8,8 @@
 #include <stdlib.h>
 
 #include "run.h"
+#include "report.h"
+#include "loop.h"
 #include "session.h"
 
 struct pt_session {

@@ -12,6 +12,8 @@
 #include <stdlib.h>
 
 #include "run.h"
+#include "probecost.h"
+#include "view.h"
 
 int pt_run__new_view(struct run *r, struct view *v,
 		     void (*step_cb)(void *ctx, const struct pt_step *s), void *ctx)

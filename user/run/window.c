@@ -14,6 +14,9 @@
 #include <unistd.h>
 
 #include "run.h"
+#include "view.h"
+#include "report.h"
+#include "window.h"
 #include "report/emit.h"
 #include "report/outdir.h"
 

@@ -20,6 +20,7 @@
 #include <cmocka.h>
 
 #include "run/run.h"
+#include "run/procs.h"
 #include "runfx.h"
 
 /* What the targets file names in the child (this binary): noinline with

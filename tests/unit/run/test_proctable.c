@@ -21,6 +21,7 @@
 #include <cmocka.h>
 
 #include "run/run.h"
+#include "run/procs.h"
 #include "runfx.h"
 
 /* What the targets file names in the children (this binary). */

@@ -18,6 +18,8 @@
 #include <cmocka.h>
 
 #include "run/run.h"
+#include "run/view.h"
+#include "run/records.h"
 
 #define MS 1000000ull
 
