@@ -20,6 +20,15 @@
 #include "view.h"
 #include "funcs.h"
 
+#include "aggregate/agg.h"
+#include "aggregate/stacks.h"
+#include "aggregate/stepvals.h"
+#include "attach/attach.h"
+#include "attach/resolve.h"
+#include "bpf/proftrace.h"
+#include "python/pyprobe.h"
+#include "util/log.h"
+
 /* Room for every function the resolver has now (new ones zeroed, in no
  * merged view yet). 0 or -ENOMEM. */
 int pt_run__grow_fstate(struct proc *p)

@@ -12,10 +12,17 @@
 #include <string.h>
 
 #include "run.h"
+#include "env.h"
 #include "gpustream.h"
+
+#include "aggregate/gpu.h"
+#include "attach/inject.h"
+#include "gpu/nstid.h"
 #include "util/helpers.h"
+#include "util/log.h"
 #include "util/segment.h"
 #include "util/sigbus.h"
+#include "util/util.h"
 
 /* Does pid run CUDA (the runtime or the driver library mapped)? */
 bool pt_run__runs_cuda(int pid)

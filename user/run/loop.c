@@ -15,6 +15,8 @@
 #include <unistd.h>
 
 #include "run.h"
+#include "procstate.h"
+#include "proctable.h"
 #include "metrics.h"
 #include "gpustream.h"
 #include "pyrec.h"
@@ -23,6 +25,16 @@
 #include "procs.h"
 #include "window.h"
 #include "loop.h"
+
+#include "aggregate/agg.h"
+#include "aggregate/dist.h"
+#include "aggregate/overhead.h"
+#include "attach/attach.h"
+#include "attach/tracee.h"
+#include "bpf/proftrace.h"
+#include "sample/sampler.h"
+#include "util/log.h"
+#include "util/util.h"
 
 /* Tell the aggregators how many records BPF could not write, as it goes.
  * The count is the BPF object's: with several processes it cannot be

@@ -22,6 +22,15 @@
 #include "run.h"
 #include "metrics.h"
 
+#include "aggregate/agg.h"
+#include "aggregate/gpulive.h"
+#include "aggregate/overhead.h"
+#include "aggregate/stepvals.h"
+#include "config/valexpr.h"
+#include "gpu/gpuring.h"
+#include "util/log.h"
+#include "util/util.h"
+
 /* step-time histogram bounds, seconds */
 static const double le_s[] = { 0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05,
 			       0.1,    0.2,   0.5,   1,	    2,	  5,	10 };

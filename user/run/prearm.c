@@ -35,9 +35,15 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
-#include "attach/elfsyms.h"
 #include "run.h"
 #include "prearm.h"
+
+#include "attach/elfsyms.h"
+#include "attach/maps.h"
+#include "attach/resolve.h"
+#include "config/config.h"
+#include "util/log.h"
+#include "util/util.h"
 
 #define ENV_MAX (1u << 20)
 #define MAX_DIRS 256

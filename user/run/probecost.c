@@ -11,7 +11,14 @@
 #include <sys/resource.h>
 
 #include "run.h"
+#include "calib.h"
 #include "probecost.h"
+
+#include "aggregate/dist.h"
+#include "attach/prologue.h"
+#include "attach/resolve.h"
+#include "report/summary.h"
+#include "sample/sampler.h"
 
 enum pt_site_kind pt_run__site_kind(const struct proc *p, const struct pt_func *f)
 {

@@ -13,6 +13,9 @@
 #include <unistd.h>
 
 #include "run.h"
+#include "env.h"
+#include "procstate.h"
+#include "proctable.h"
 #include "metrics.h"
 #include "prearm.h"
 #include "gpustream.h"
@@ -23,12 +26,29 @@
 #include "records.h"
 #include "samples.h"
 #include "procs.h"
+
+#include "aggregate/skew.h"
+#include "aggregate/stacks.h"
+#include "attach/attach.h"
 #include "attach/elfsyms.h"
 #include "attach/maps.h"
+#include "attach/prologue.h"
+#include "attach/resolve.h"
+#include "attach/tracee.h"
+#include "bpf/proftrace.h"
+#include "config/config.h"
+#include "python/pylayout.h"
+#include "python/pyprobe.h"
+#include "python/python.h"
+#include "python/pythreads.h"
+#include "report/trace.h"
+#include "sample/pysym.h"
+#include "sample/sampler.h"
+#include "sample/thrname.h"
+#include "util/log.h"
 #include "util/tasks.h"
-#include "python/agent.h"
-#include "attach/inject.h"
 #include "util/users.h"
+#include "util/util.h"
 
 static void update_trampoline(struct proc *p);
 static int read_target(void *ctx, uint64_t addr, void *buf, size_t len);

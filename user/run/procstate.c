@@ -7,6 +7,9 @@
 
 #include "run.h"
 
+#include "util/log.h"
+#include "util/util.h"
+
 static const char *const names[] = {
 	[PT_PROC_FOUND] = "found",	 [PT_PROC_ATTACHING] = "attaching",
 	[PT_PROC_ATTACHED] = "attached", [PT_PROC_FAILED] = "failed",

@@ -21,13 +21,21 @@
 #include "pyhint.h"
 #include "pyagent.h"
 
+#include "attach/attach.h"
 #include "attach/elfsyms.h"
 #include "attach/inject.h"
 #include "attach/maps.h"
+#include "attach/resolve.h"
+#include "bpf/proftrace.h"
 #include "python/agent.h"
 #include "python/pep768.h"
+#include "python/pycode.h"
+#include "python/pyprobe.h"
+#include "shim/ptagent.h"
 #include "util/helpers.h"
+#include "util/log.h"
 #include "util/segment.h"
+#include "util/util.h"
 
 #define AGENT_LIB "libproftrace_agent"
 

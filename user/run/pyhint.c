@@ -22,10 +22,18 @@
 #include "run.h"
 #include "pyhint.h"
 
-#include "attach/elfsyms.h"
+#include "aggregate/stacks.h"
 #include "aggregate/top.h"
+#include "attach/elfsyms.h"
+#include "attach/resolve.h"
+#include "config/config.h"
 #include "python/agent.h"
+#include "python/pycode.h"
 #include "python/pymatch.h"
+#include "python/pyprobe.h"
+#include "shim/ptagent.h"
+#include "util/log.h"
+#include "util/util.h"
 
 #define CLOSEST 5
 

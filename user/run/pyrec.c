@@ -14,7 +14,17 @@
 #include "funcs.h"
 #include "pyrec.h"
 
+#include "aggregate/stepvals.h"
+#include "attach/attach.h"
+#include "attach/resolve.h"
+#include "bpf/proftrace.h"
+#include "config/config.h"
+#include "config/valexpr.h"
 #include "python/pyattr.h"
+#include "python/pycode.h"
+#include "python/pyprobe.h"
+#include "util/log.h"
+#include "util/util.h"
 
 /* The frame slots of a py: function's argument values in code object
  * code (they differ per code object: two functions can match a probe). */

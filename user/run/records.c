@@ -11,11 +11,23 @@
 #include <string.h>
 
 #include "run.h"
+#include "procstate.h"
+#include "proctable.h"
 #include "metrics.h"
 #include "gpustream.h"
 #include "view.h"
 #include "pyrec.h"
 #include "records.h"
+
+#include "aggregate/agg.h"
+#include "aggregate/bursts.h"
+#include "aggregate/overhead.h"
+#include "aggregate/skew.h"
+#include "aggregate/stepvals.h"
+#include "attach/resolve.h"
+#include "bpf/proftrace.h"
+#include "gpu/gpuring.h"
+#include "report/trace.h"
 #include "util/tasks.h"
 
 static void on_proc_event(struct run *r, const struct pt_rec *rec);

@@ -8,27 +8,49 @@
 #include <sys/stat.h>
 #include <sys/utsname.h>
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include <cjson/cJSON.h>
+
 #include "run.h"
+#include "env.h"
 #include "probecost.h"
 #include "gpustream.h"
 #include "pyhint.h"
 #include "pyagent.h"
 #include "procs.h"
 #include "report.h"
-#include <cjson/cJSON.h>
-#include <limits.h>
 
+#include "aggregate/agg.h"
+#include "aggregate/bursts.h"
 #include "aggregate/flame.h"
+#include "aggregate/skew.h"
+#include "aggregate/stacks.h"
+#include "aggregate/top.h"
+#include "attach/attach.h"
+#include "attach/prologue.h"
+#include "attach/resolve.h"
+#include "attach/tracee.h"
+#include "bpf/proftrace.h"
+#include "config/config.h"
+#include "gpu/gpuring.h"
+#include "gpu/nstid.h"
+#include "python/agent.h"
+#include "python/pyprobe.h"
 #include "report/emit.h"
 #include "report/outdir.h"
 #include "report/summary.h"
-#include "python/agent.h"
+#include "report/trace.h"
+#include "sample/sampler.h"
+#include "sample/thrname.h"
+#include "shim/ptagent.h"
+#include "util/log.h"
 #include "util/steal.h"
+#include "util/util.h"
 
 static void print_dry_run_proc(struct proc *p)
 {

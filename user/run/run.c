@@ -17,14 +17,30 @@
 #include <bpf/libbpf.h>
 
 #include "run.h"
+#include "env.h"
+#include "calib.h"
+#include "proctable.h"
 #include "metrics.h"
 #include "gpustream.h"
 #include "view.h"
 #include "records.h"
 #include "procs.h"
 #include "report.h"
+
+#include "aggregate/agg.h"
+#include "aggregate/overhead.h"
+#include "aggregate/stacks.h"
+#include "attach/attach.h"
+#include "attach/resolve.h"
+#include "bpf/proftrace.h"
+#include "config/config.h"
+#include "python/agent.h"
 #include "report/outdir.h"
+#include "report/trace.h"
+#include "sample/sampler.h"
+#include "util/log.h"
 #include "util/steal.h"
+#include "util/util.h"
 
 static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list ap)
 {

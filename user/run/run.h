@@ -18,47 +18,27 @@
 #ifndef PT_RUN_H
 #define PT_RUN_H
 
+#include <signal.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
-#include <stdlib.h>
-#include <signal.h>
 #include <time.h>
 
-#include "aggregate/agg.h"
-#include "attach/attach.h"
-#include "attach/inject.h"
-#include "config/config.h"
-#include "aggregate/gpu.h"
-#include "aggregate/gpulive.h"
-#include "gpu/gpuring.h"
-#include "gpu/nstid.h"
-#include "python/pycode.h"
-#include "python/pyprobe.h"
-#include "sample/pysym.h"
-#include "sample/thrname.h"
-#include "python/pythreads.h"
-#include "python/python.h"
-#include "python/agent.h"
-#include <cjson/cJSON.h>
-
-#include "aggregate/overhead.h"
-#include "report/summary.h"
-#include "calib.h"
-#include "procstate.h"
-#include "proctable.h"
-#include "attach/resolve.h"
-#include "aggregate/bursts.h"
-#include "sample/sampler.h"
 #include "aggregate/skew.h"
-#include "aggregate/stacks.h"
 #include "aggregate/stepvals.h"
+#include "attach/inject.h"
 #include "attach/tracee.h"
-#include "report/trace.h"
-#include "util/log.h"
+#include "bpf/proftrace.h"
+#include "config/config.h"
+#include "python/agent.h"
+#include "python/pycode.h"
+#include "python/python.h"
 #include "util/util.h"
 
+#include "calib.h"
 #include "env.h"
+#include "procstate.h"
+#include "proctable.h"
 
 /* Fallback maps rescan period: dlopen is seen at once through the
  * dynamic linker hook, this catches anything else (static binaries,
@@ -82,10 +62,29 @@ struct fstate {
 
 struct run;
 struct proc;
-struct pt_outdir;
+/* held through pointers only: their headers are their users' */
 struct pt_agent;
+struct pt_agg;
+struct pt_attach;
+struct pt_bursts;
+struct pt_gpu;
+struct pt_gpu_result;
+struct pt_gpulive;
+struct pt_gpuring;
 struct pt_metrics;
+struct pt_nstid;
+struct pt_outdir;
+struct pt_ovh;
 struct pt_pyhint;
+struct pt_pyprobe;
+struct pt_pysym;
+struct pt_pythreads;
+struct pt_resolver;
+struct pt_sampler;
+struct pt_sframe;
+struct pt_stacks;
+struct pt_thrname;
+struct pt_trace;
 
 /* Figures of one process, or of all of them merged. */
 struct view {

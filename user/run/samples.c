@@ -9,10 +9,19 @@
 #include <string.h>
 
 #include "run.h"
+#include "proctable.h"
 #include "funcs.h"
 #include "pyhint.h"
 #include "samples.h"
+
+#include "aggregate/stacks.h"
+#include "attach/resolve.h"
+#include "bpf/proftrace.h"
+#include "python/pythreads.h"
+#include "sample/pysym.h"
+#include "sample/thrname.h"
 #include "util/tasks.h"
+#include "util/util.h"
 
 /* tid as the target sees it, in its own PID namespace (the last NSpid of
  * its status); tid itself when that cannot be read. */

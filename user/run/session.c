@@ -12,6 +12,9 @@
 #include "loop.h"
 #include "session.h"
 
+#include "util/log.h"
+#include "util/util.h"
+
 struct pt_session {
 	enum pt_session_phase phase;
 	struct run r;

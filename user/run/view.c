@@ -15,6 +15,13 @@
 #include "probecost.h"
 #include "view.h"
 
+#include "aggregate/agg.h"
+#include "aggregate/bursts.h"
+#include "aggregate/overhead.h"
+#include "aggregate/stacks.h"
+#include "aggregate/stepvals.h"
+#include "attach/resolve.h"
+
 int pt_run__new_view(struct run *r, struct view *v,
 		     void (*step_cb)(void *ctx, const struct pt_step *s), void *ctx)
 {

@@ -13,12 +13,17 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <cjson/cJSON.h>
+
 #include "run.h"
 #include "view.h"
 #include "report.h"
 #include "window.h"
+
+#include "aggregate/agg.h"
 #include "report/emit.h"
 #include "report/outdir.h"
+#include "util/log.h"
 
 #define WINDOWS_KEPT 100
 

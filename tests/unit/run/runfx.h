@@ -13,6 +13,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "config/config.h"
 #include "run/run.h"
 
 /* r->cfg from text: 0, or -1 (said on stderr). */

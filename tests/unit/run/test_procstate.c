@@ -19,7 +19,9 @@
 
 #include <cmocka.h>
 
+#include "config/config.h"
 #include "run/run.h"
+#include "run/procstate.h"
 #include "run/procs.h"
 #include "runfx.h"
 

@@ -20,7 +20,10 @@
 
 #include <cmocka.h>
 
+#include "config/config.h"
 #include "run/run.h"
+#include "run/procstate.h"
+#include "run/proctable.h"
 #include "run/procs.h"
 #include "runfx.h"
 

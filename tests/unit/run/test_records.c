@@ -17,7 +17,13 @@
 
 #include <cmocka.h>
 
+#include "aggregate/agg.h"
+#include "aggregate/skew.h"
+#include "bpf/proftrace.h"
+#include "config/config.h"
 #include "run/run.h"
+#include "run/procstate.h"
+#include "run/proctable.h"
 #include "run/view.h"
 #include "run/records.h"
 
