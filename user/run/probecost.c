@@ -7,7 +7,6 @@
  * are).
  */
 #include <math.h>
-#include <string.h>
 #include <sys/resource.h>
 
 #include "run.h"

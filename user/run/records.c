@@ -5,11 +5,6 @@
  * owns it; counted steps and GPU records to their consumers (the
  * aggregators, trace.json, the GPU join, the skew).
  */
-#include <errno.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-
 #include "run.h"
 #include "procstate.h"
 #include "proctable.h"

@@ -5,7 +5,6 @@
  * file (report/emit.h's table) written into the output folder opened
  * before attaching (report/outdir.h), or into a fallback folder.
  */
-#include <sys/stat.h>
 #include <sys/utsname.h>
 #include <errno.h>
 #include <limits.h>

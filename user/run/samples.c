@@ -3,10 +3,7 @@
  * Stack samples of a run: each frame named and given its line (sample/
  * pysym), then into the stacks of its process and of the merged view.
  */
-#include <errno.h>
 #include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
 
 #include "run.h"
 #include "proctable.h"

@@ -7,10 +7,8 @@
  * process has a second view fed with the same records (its window view,
  * view.c), written here and started afresh at each window's end.
  */
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 #include <unistd.h>
 
 #include <cjson/cJSON.h>
