@@ -2,11 +2,12 @@
 # Dependencies between user/'s folders point one way, in data-flow order
 # (user/README.md): a file may include headers of its own folder and of
 # folders of a lower rank, never of a higher one or of a peer of the same
-# rank. Inside user/run/, whose files share one header (run.h), the calls
-# point one way too: a file may call (or take the address of) functions
-# of the files ranked below it, never of one ranked above (run_rank,
-# below). Run by `make test`; prints each offending #include and call,
-# and fails.
+# rank. Inside user/run/, where each file declares its functions in a
+# header of its own, the calls point one way too: a file may call (or
+# take the address of) functions of the files ranked below it, never of
+# one ranked above (run_rank, below), and includes none of the headers of
+# those above. Run by `make test`; prints each offending #include and
+# call, and fails.
 set -u
 cd "$(dirname "$0")/.."
 declare -A rank=(
@@ -85,6 +86,38 @@ for f in "${run_rank[@]}"; do
 done
 run_files=()
 for f in "${run_rank[@]}"; do [ -e "user/run/$f" ] && run_files+=("user/run/$f"); done
+# A file does not even see a higher file's functions: a run/ file (and
+# its header, x.h of x.c, at x.c's rank) includes only the headers of
+# files ranked at or below its own, and the shared ones (run_base: the
+# types, run.h, and what it includes of run/), which are below them all
+# and include only each other.
+run_base=(run.h env.h calib.h procstate.h proctable.h)
+declare -A in_base=()
+for h in "${run_base[@]}"; do in_base[$h]=1; done
+for f in user/run/*.[ch]; do
+	name=${f##*/}
+	if [ -n "${in_base[$name]+x}" ]; then
+		own=-1
+	elif [ -n "${run_pos[${name%.*}.c]+x}" ]; then
+		own=${run_pos[${name%.*}.c]}
+	else
+		echo "check-layers: $f has no rank in run/ (a header of a file in run_rank, or one of run_base)"
+		bad=1
+		continue
+	fi
+	while IFS=: read -r line inc; do
+		[ "${inc%%/*}" = "$inc" ] || continue # another folder's: the folders' ranks check it
+		[ -n "${in_base[$inc]+x}" ] && continue
+		if [ -z "${run_pos[${inc%.h}.c]+x}" ]; then
+			echo "$f:$line: includes \"$inc\", which has no rank in run/ (run_rank, run_base)"
+			bad=1
+		elif [ "${run_pos[${inc%.h}.c]}" -gt "$own" ]; then
+			if [ "$own" -lt 0 ]; then where="a shared header, below them all"; else where="rank $((own + 1))"; fi
+			echo "$f:$line: includes \"$inc\" (${inc%.h}.c, rank $((run_pos[${inc%.h}.c] + 1))), above $name ($where): a file sees the functions of those below it only"
+			bad=1
+		fi
+	done < <(grep -n '^#include "' "$f" | sed 's/^\([0-9]*\):#include "\([^"]*\)".*/\1:\2/')
+done
 # Two passes over the files, comments and literals blanked out: the
 # functions each defines (not static: at column 0 with a "(" and no ";"),
 # then every use of one of them in a file ranked below its own.
@@ -167,5 +200,5 @@ END {
 }' "${run_files[@]}" "${run_files[@]}"; then
 	bad=1
 fi
-[ $bad -eq 0 ] && echo "check-layers: user/run/ calls go down run_rank only"
+[ $bad -eq 0 ] && echo "check-layers: user/run/ calls and includes go down run_rank only"
 exit $bad
