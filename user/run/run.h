@@ -294,14 +294,15 @@ static inline double since_start_s(const struct run *r)
 
 /*
  * Each file of user/run/ declares its functions in a header of its own
- * (probecost.h for probecost.c, ...; run.c's are below), the types they
- * share are here. The files are ranked, calib.c, procstate.c and
- * proctable.c the lowest (their headers, like this one, are below them
- * all): a file calls only the functions of those ranked below its own,
- * never of one above it, so no two call each other, and includes only
- * their headers, so that a lower file does not even see a higher one's
- * functions. Where a lower file has something for a higher one (an fd to
- * wait on, functions to attach), it hands it back instead of calling up.
+ * (probecost.h for probecost.c, ...); this one holds the types they share
+ * and run.c's steps. The files are ranked, calib.c, procstate.c and
+ * proctable.c the lowest (their headers, like this one's types, are below
+ * them all): a file calls only the functions of those ranked below its
+ * own, never of one above it, so no two call each other, and includes
+ * only their headers, so that a lower file does not even see a higher
+ * one's functions (but run.c's steps, here, which only session.c calls).
+ * Where a lower file has something for a higher one (an fd to wait on,
+ * functions to attach), it hands it back instead of calling up.
  * scripts/check-layers.sh holds the order (run_rank) and checks both.
  */
 
