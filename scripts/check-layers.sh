@@ -69,8 +69,8 @@ run_rank=(
 	report.c    # the documents: read processes (procs.c), agents, hints, costs
 	window.c    # --interval: a window's document from report.c, a fresh view from view.c
 	loop.c      # the event loop: ticks processes, agents, windows, metrics
-	run.c       # the steps of a session (open, attach, report, free): calls down to all
-	session.c   # a session's phases, main()'s calls: run.c's steps and loop.c's loop
+	steps.c     # the steps of a session (open, attach, report, free): calls down to all
+	session.c   # a session's phases, main()'s calls: steps.c's steps and loop.c's loop
 )
 declare -A run_pos=()
 for i in "${!run_rank[@]}"; do run_pos[${run_rank[$i]}]=$i; done

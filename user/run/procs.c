@@ -53,7 +53,7 @@
 static void update_trampoline(struct proc *p);
 static int read_target(void *ctx, uint64_t addr, void *buf, size_t len);
 
-/* SIGINT or SIGTERM pending while attaching (run.c blocked them): taken,
+/* SIGINT or SIGTERM pending while attaching (steps.c blocked them): taken,
  * kept in r->stop_sig, said once. Asked between the steps of an attach
  * and between the files of a process's probes. */
 bool pt_run__stop_asked(struct run *r)

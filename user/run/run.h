@@ -2,7 +2,7 @@
 /*
  * One proftrace run: the processes it traces and what it keeps of each,
  * shared by the files of user/run/ only (main() sees session.h), which
- * do its parts (README.md: session.c the phases, run.c the steps,
+ * do its parts (README.md: session.c the phases, steps.c the steps,
  * loop.c the event loop, procs.c a process's life, procstate.c its
  * states, proctable.c the table of processes, pyagent.c a process's
  * Python agent, gpustream.c its GPU stream, records.c the routing of
@@ -295,23 +295,15 @@ static inline double since_start_s(const struct run *r)
 /*
  * Each file of user/run/ declares its functions in a header of its own
  * (probecost.h for probecost.c, ...); this one holds the types they share
- * and run.c's steps. The files are ranked, calib.c, procstate.c and
- * proctable.c the lowest (their headers, like this one's types, are below
- * them all): a file calls only the functions of those ranked below its
- * own, never of one above it, so no two call each other, and includes
- * only their headers, so that a lower file does not even see a higher
- * one's functions (but run.c's steps, here, which only session.c calls).
+ * only. The files are ranked, calib.c, procstate.c and proctable.c the
+ * lowest (their headers, like this one's types, are below them all): a
+ * file calls only the functions of those ranked below its own, never of
+ * one above it, so no two call each other, and includes only their
+ * headers, so that a lower file does not even see a higher one's
+ * functions.
  * Where a lower file has something for a higher one (an fd to wait on,
  * functions to attach), it hands it back instead of calling up.
  * scripts/check-layers.sh holds the order (run_rank) and checks both.
  */
-
-/* run.c: the steps of a session (session.c), each 0 or -errno
- * (-PT_EUSAGE: exit 2), its error said on stderr. pt_run__free after any
- * of them. */
-int pt_run__open(struct run *r, const struct pt_env *env);
-int pt_run__attach(struct run *r);
-int pt_run__report(struct run *r);
-void pt_run__free(struct run *r);
 
 #endif

@@ -2,7 +2,7 @@
 /*
  * A session's phases (session.h), one function each, and the switch that
  * takes a session from one to the next. The work of each phase is in the
- * file named for it: run.c opens, attaches and reports, loop.c runs.
+ * file named for it: steps.c opens, attaches and reports, loop.c runs.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -10,6 +10,7 @@
 #include "run.h"
 #include "report.h"
 #include "loop.h"
+#include "steps.h"
 #include "session.h"
 
 #include "util/log.h"

@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: BSD-2-Clause
 /*
- * A run's life in four steps, as main() calls them: open (the targets
- * file and the processes, probes resolved), attach (BPF, the sampler, the
- * GPU rings, the probes), loop (run/loop.c) and report; then free.
- * Each prints its own one-line error and returns 0 or -errno
- * (-PT_EUSAGE: the user's to fix, exit 2).
+ * The steps of a run, as session.c takes them: open (the targets file
+ * and the processes, probes resolved), attach (BPF, the sampler, the GPU
+ * rings, the probes), (the loop: loop.c) and report; then free. Each
+ * prints its own one-line error and returns 0 or -errno (-PT_EUSAGE: the
+ * user's to fix, exit 2).
  */
 #include <errno.h>
 #include <signal.h>
@@ -26,6 +26,7 @@
 #include "records.h"
 #include "procs.h"
 #include "report.h"
+#include "steps.h"
 
 #include "aggregate/agg.h"
 #include "aggregate/overhead.h"
