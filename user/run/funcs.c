@@ -11,7 +11,6 @@
  * found at run time through pt_run__sync_py_funcs.
  */
 #include <errno.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -122,10 +121,9 @@ void pt_run__set_val_spec(struct proc *p, const struct pt_func *f)
 		return;
 	pt_stepvals__bpf_spec(&p->v.sv, f->vals_spec, &vs);
 	if (pt_attach__val_spec(p->run->att, PT_FID_MAKE(p->idx, f->fid), &vs))
-		fprintf(stderr,
-			"proftrace: warning: cannot set the values of %s: no tokens, "
-			"kv_len or batch from it\n",
-			f->symbol);
+		pt_msg("proftrace: warning: cannot set the values of %s: no tokens, kv_len or "
+		       "batch from it\n",
+		       f->symbol);
 }
 
 /* Python functions found at run time, by the frame probe or in samples:

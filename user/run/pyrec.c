@@ -6,7 +6,6 @@
  * calls that began before their code object was known.
  */
 #include <errno.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -51,11 +50,10 @@ static void set_py_slots(struct proc *p, uint64_t code, struct pt_py_code *val)
 		memcpy(val->slot, slots, sizeof(slots));
 	for (unsigned int k = 0; k < ps->nvals && k < PT_MAX_VALS; k++)
 		if (names[k] && val->slot[k] < 0)
-			fprintf(stderr,
-				"proftrace: warning: %s (%s:%u) has no argument '%s': %s=%s "
-				"is missing for it\n",
-				f->symbol, f->object, f->py_line, names[k],
-				pt_vexpr__role_name(ps->vals[k].role), ps->vals[k].text);
+			pt_msg("proftrace: warning: %s (%s:%u) has no argument '%s': %s=%s is "
+			       "missing for it\n",
+			       f->symbol, f->object, f->py_line, names[k],
+			       pt_vexpr__role_name(ps->vals[k].role), ps->vals[k].text);
 	val->vals = 1;
 }
 
