@@ -54,6 +54,7 @@ run_rank=(
 	calib.c     # measures what a probe hit costs: calls nothing of run/
 	procstate.c # a process's states and the moves between them: calls nothing
 	proctable.c # the process table (add, find by pid, slots): calls nothing
+	pyproc.c    # a process's Python part (p->python): calls nothing
 	probecost.c # a function's probe cost, the overhead section: calls nothing
 	metrics.c   # --metrics, fed by records.c: calls nothing (its socket goes to loop.c)
 	prearm.c    # libraries not loaded yet: resolves them, procs.c attaches them

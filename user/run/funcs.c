@@ -145,12 +145,12 @@ void pt_run__sync_py_funcs(struct proc *p)
 		pt_run__mark_attached(p, i);
 		if (f->lines_spec >= 0 && p->v.stk)
 			pt_stacks__want_lines(p->v.stk, (uint32_t)f->fid);
-		if (f->lines_spec >= 0 && p->pyprobe) {
+		if (f->lines_spec >= 0 && p->python.probe) {
 			size_t len;
 
 			/* read (and cached) now: by the time lines.txt is
 			 * written the target may have exited */
-			pt_pyprobe__source(p->pyprobe, f->object, &len);
+			pt_pyprobe__source(p->python.probe, f->object, &len);
 		}
 		pt_vlog("proftrace: pid %d: python %s (%s:%u) is fid %d\n", p->tracee.pid,
 			f->symbol, f->object, f->py_line, f->fid);

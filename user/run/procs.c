@@ -16,6 +16,7 @@
 #include "env.h"
 #include "procstate.h"
 #include "proctable.h"
+#include "pyproc.h"
 #include "metrics.h"
 #include "prearm.h"
 #include "gpustream.h"
@@ -28,7 +29,6 @@
 #include "procs.h"
 
 #include "aggregate/skew.h"
-#include "aggregate/stacks.h"
 #include "attach/attach.h"
 #include "attach/elfsyms.h"
 #include "attach/maps.h"
@@ -38,20 +38,12 @@
 #include "bpf/proftrace.h"
 #include "config/config.h"
 #include "python/pylayout.h"
-#include "python/pyprobe.h"
-#include "python/python.h"
-#include "python/pythreads.h"
 #include "report/trace.h"
-#include "sample/pysym.h"
 #include "sample/sampler.h"
-#include "sample/thrname.h"
 #include "util/log.h"
 #include "util/tasks.h"
 #include "util/users.h"
 #include "util/util.h"
-
-static void update_trampoline(struct proc *p);
-static int read_target(void *ctx, uint64_t addr, void *buf, size_t len);
 
 /* SIGINT or SIGTERM pending while attaching (steps.c blocked them): taken,
  * kept in r->stop_sig, said once. Asked between the steps of an attach
@@ -246,8 +238,7 @@ void pt_run__rescan(struct proc *p)
 	int n;
 
 	p->rescan = false;
-	if (p->have_py)
-		update_trampoline(p);
+	pt_run__py_recheck(p);
 	if (pt_maps__read_pid(&maps, p->tracee.pid))
 		return; /* exiting: the pidfd tells us */
 	if (!p->dl_tried)
@@ -280,71 +271,16 @@ void pt_run__rescan(struct proc *p)
 	}
 }
 
-static int read_target(void *ctx, uint64_t addr, void *buf, size_t len)
-{
-	return pt_python__read(*(const int *)ctx, addr, buf, len);
-}
-
-/* Is every Python call seen? Checked at start and on each rescan: the
- * 3.12+ perf trampoline can be switched on and off at run time. */
-static void update_trampoline(struct proc *p)
-{
-	int t;
-
-	if (p->py.L.evalframe_all_calls || !p->py.L.interp_eval_frame)
-		return;
-	t = pt_python__trampoline(&p->py, p->tracee.pid);
-	if (t < 0)
-		return;
-	p->tramp_checks++;
-	p->tramp_on += t;
-}
-
-bool pt_run__py_exact(const struct proc *p)
-{
-	return p->py.L.evalframe_all_calls || (p->tramp_checks && p->tramp_on == p->tramp_checks);
-}
-
-/*
- * Probe the frame evaluator? Only when asked (python_mode evalframe): it
- * traps on every Python call, named or not (the agent costs only the
- * named ones).
- */
-bool pt_run__want_py_probe(const struct run *r, const struct proc *p)
-{
-	return r->want_py && r->cfg.python_mode == PT_PYMODE_EVALFRAME;
-}
-
 /* How p's py: rows are timed: "exact", "sampled" or "c-entry-only". */
 const char *pt_run__py_timing(const struct proc *p)
 {
 	if (pt_run__agent_ok(p))
 		return "exact";
-	if (p->py_probed && pt_run__py_exact(p))
+	if (p->python.probed && pt_run__py_exact(p))
 		return "exact";
-	if (p->sampled && p->run->cfg.python_mode != PT_PYMODE_EVALFRAME)
+	if (p->python.sampled && p->run->cfg.python_mode != PT_PYMODE_EVALFRAME)
 		return "sampled";
 	return "c-entry-only";
-}
-
-/* Code objects -> py: functions, for the probe and the sampler. */
-static int start_python(struct proc *p)
-{
-	struct pt_pyprobe_opts o = { 0 };
-
-	snprintf(p->proc_root, sizeof(p->proc_root), "/proc/%d/root", p->tracee.pid);
-	snprintf(p->proc_cwd, sizeof(p->proc_cwd), "/proc/%d/cwd", p->tracee.pid);
-	o.cfg = &p->run->cfg;
-	o.res = p->res;
-	o.layout = &p->py.L;
-	o.types.code_type = p->py.code_type;
-	o.types.unicode_type = p->py.unicode_type;
-	o.mem.read = read_target;
-	o.mem.ctx = &p->tracee.pid;
-	o.root = p->proc_root;
-	o.cwd = p->proc_cwd;
-	p->pyprobe = pt_pyprobe__new(&o);
-	return p->pyprobe ? 0 : -ENOMEM;
 }
 
 /* Say once, at attach, when p's py: rows will not be exact, and how to
@@ -355,8 +291,8 @@ static void warn_py_timing(const struct proc *p)
 	const char *how = "start the server after `eval \"$(proftrace env)\"` (or attach with "
 			  "--inject)";
 
-	if (!r->want_py || !p->have_py || pt_run__agent_ok(p) ||
-	    (p->py_probed && pt_run__py_exact(p)))
+	if (!r->want_py || !p->python.have || pt_run__agent_ok(p) ||
+	    (p->python.probed && pt_run__py_exact(p)))
 		return;
 	if (p->agent.handle && p->agent.warned)
 		return; /* the agent is there and blocked: said with what blocks it */
@@ -370,13 +306,13 @@ static void warn_py_timing(const struct proc *p)
 		pt_msg("proftrace: warning: pid %d: Python %s has no agent (%s): py: functions get "
 		       "sampled times and the py: step and buckets are not counted; for exact "
 		       "timing %s\n",
-		       p->tracee.pid, p->py.version, p->agent.why ? p->agent.why : "none found",
-		       how);
+		       p->tracee.pid, p->python.rt.version,
+		       p->agent.why ? p->agent.why : "none found", how);
 	else
 		pt_msg("proftrace: warning: Python %s: the frame probe sees only calls made from C "
 		       "code here; py: rows are marked timing \"c-entry-only\" (for exact timing "
 		       "%s)\n",
-		       p->py.version, how);
+		       p->python.rt.version, how);
 }
 
 /* --inject that loads nothing into p (no py: probes, no CUDA, ...) is
@@ -390,7 +326,7 @@ static void warn_inject_unused(const struct proc *p)
 		return;
 	if (!r->want_py)
 		py = "the targets file names no py: function";
-	else if (!p->have_py)
+	else if (!p->python.have)
 		py = "it runs no CPython";
 	else if (r->cfg.python_mode != PT_PYMODE_AUTO && r->cfg.python_mode != PT_PYMODE_AGENT)
 		py = "its python_mode needs no agent";
@@ -418,64 +354,6 @@ int pt_run__open_sampler(struct run *r, char *err, size_t errlen)
 	so.on_sample = pt_run__on_sample;
 	so.ctx = r;
 	return pt_sampler__open(&r->smp, &so, err, errlen);
-}
-
-/* Sample p too. Not fatal when it cannot be: its probes still give true
- * figures. */
-static int sample_proc(struct proc *p)
-{
-	struct run *r = p->run;
-	struct pt_pysym_opts yo = { 0 };
-	struct pt_py_offsets po;
-	char err[256];
-	int e;
-
-	if (!r->smp || !p->have_py)
-		return 0;
-	yo.layout = &p->py.L;
-	yo.types.code_type = p->py.code_type;
-	yo.types.unicode_type = p->py.unicode_type;
-	yo.mem.read = read_target;
-	yo.mem.ctx = &p->tracee.pid;
-	yo.pyprobe = p->pyprobe;
-	p->sym = pt_pysym__new(&yo);
-	p->v.stk = pt_stacks__new();
-	p->pyth = pt_pythreads__new(&yo.mem, &p->py.L, &yo.types, p->py.runtime);
-	p->tn = pt_thrname__new(p->pyth);
-	p->other_ns = pt_tasks__ns_pid(p->tracee.pid) != p->tracee.pid;
-	if (!p->sym || !p->v.stk || !p->pyth || !p->tn)
-		return -ENOMEM;
-	for (size_t i = 0; i < p->nfs; i++) {
-		const struct pt_func *f = pt_resolver__func(p->res, i);
-
-		if (f->py && f->lines_spec >= 0)
-			pt_stacks__want_lines(p->v.stk, (uint32_t)f->fid);
-	}
-	pt_py_layout__offsets(&p->py.L, &po);
-	e = pt_sampler__add_process(r->smp, p->tracee.pid, p->py.runtime, &po, err, sizeof(err));
-	if (e == -ENOMEM)
-		return e;
-	if (e) {
-		pt_msg("proftrace: warning: no stack sampling of pid %d: %s\n", p->tracee.pid, err);
-		return 0;
-	}
-	p->sampled = true;
-	return 0;
-}
-
-/* The frame evaluator's probe in p, where python_mode wants it. */
-static int probe_python(struct proc *p, char *err, size_t errlen)
-{
-	struct run *r = p->run;
-	int e;
-
-	if (!r->py_probe_wanted || !p->have_py)
-		return 0;
-	e = pt_attach__python(r->att, p->idx, p->tracee.pid, p->py.host_path, p->py.path,
-			      p->py.evalframe_off + p->py.site.skip, err, errlen);
-	if (!e)
-		p->py_probed = true;
-	return e;
 }
 
 /* RANK and LOCAL_RANK from p's environment (as it was at exec: the
@@ -542,11 +420,7 @@ void pt_run__free_proc(struct proc *p)
 	}
 	pt_run__gpu_free(p);
 	pt_run__metrics_free_proc(p);
-	pt_pysym__free(p->sym);
-	pt_thrname__free(p->tn);
-	pt_pythreads__free(p->pyth);
-	pt_pyprobe__free(p->pyprobe);
-	pt_python__free(&p->py);
+	pt_run__py_free(p);
 	pt_run__free_view(&p->v);
 	pt_skew__free(&p->steps);
 	pt_resolver__free(p->res);
@@ -558,13 +432,6 @@ void pt_run__free_proc(struct proc *p)
 	if (p->pidfd >= 0)
 		close(p->pidfd);
 	free(p);
-}
-
-/* What to do when py: probes are given and pt_python__find() failed with e. */
-static const char *py_hint(int e)
-{
-	return e == -ENOENT ? "remove the py: probes or attach to the Python process"
-			    : "remove the py: probes to profile only native code";
 }
 
 /*
@@ -633,35 +500,14 @@ int pt_run__open_proc(struct run *r, int pid, bool strict, struct proc **out, ch
 		e = n == -ENOMEM ? -ENOMEM : -EINVAL;
 		goto fail;
 	}
-	if (r->want_py || r->cfg.sample_hz) {
-		char perr[512] = "cannot read its Python interpreter"; /* when none said */
-
-		e = pt_python__find(&p->py, &maps, pid, perr, sizeof(perr));
-		/* with --children the interpreter may be in the descendants
-		 * only (a launcher: mpirun, a shell): main() checks that one
-		 * process has it */
-		if (e && strict && !r->env.children && (r->want_py || r->cfg.nlines)) {
-			snprintf(err, errlen, "%s; %s", perr, py_hint(e));
-			e = e == -ENOMEM ? -ENOMEM : -EINVAL;
-			goto fail;
-		}
-		/* Sampling walks Python stacks: nothing to do without them.
-		 * The hint is for py: probes: a targets file without any
-		 * (native: probes, sampling only) has nothing to remove. */
-		if (e)
-			pt_vlog("proftrace: pid %d: no Python stacks: %s%s%s\n", pid, perr,
-				r->want_py ? "; " : "", r->want_py ? py_hint(e) : "");
-		p->have_py = !e;
-		if (p->have_py)
-			update_trampoline(p);
-	}
-	if (!strict && !n && !p->have_py) {
+	e = pt_run__py_find(p, &maps, strict, err, errlen);
+	if (e)
+		goto fail;
+	if (!strict && !n && !p->python.have) {
 		snprintf(err, errlen, "no CPython in it and no function the targets file names");
 		e = 1;
 		goto fail;
 	}
-	p->tmem.read = read_target;
-	p->tmem.ctx = &p->tracee.pid;
 	e = pt_run__new_view(r, &p->v, pt_run__on_step, p);
 	if (e || pt_run__grow_fstate(p) || pt_run__window_open(p)) {
 		snprintf(err, errlen, "out of memory");
@@ -705,7 +551,7 @@ static int use_agent(struct proc *p)
 	char err[512];
 	int e;
 
-	if (!p->have_py || !r->want_py ||
+	if (!p->python.have || !r->want_py ||
 	    (r->cfg.python_mode != PT_PYMODE_AUTO && r->cfg.python_mode != PT_PYMODE_AGENT))
 		return 0;
 	e = pt_run__agent_start(p, err, sizeof(err));
@@ -744,9 +590,9 @@ static int attach_proc(struct proc *p)
 
 	p->t_added = pt_now_ns(CLOCK_MONOTONIC);
 	pt_run__agents_alive(r); /* those started before: this one takes a while */
-	if (p->have_py)
-		pt_py_layout__offsets(&p->py.L, &po);
-	e = pt_attach__add_proc(r->att, p->idx, p->tracee.pid, p->have_py ? &po : NULL);
+	if (p->python.have)
+		pt_py_layout__offsets(&p->python.rt.L, &po);
+	e = pt_attach__add_proc(r->att, p->idx, p->tracee.pid, p->python.have ? &po : NULL);
 	if (e) {
 		pt_msg("proftrace: warning: cannot trace pid %d: %s\n", p->tracee.pid,
 		       strerror(-e));
@@ -755,15 +601,13 @@ static int attach_proc(struct proc *p)
 	e = pt_run__attach_gpu(p);
 	if (e)
 		return e;
-	if (p->have_py && start_python(p))
+	if (p->python.have && pt_run__py_start(p))
 		return -ENOMEM;
 	/* Sampling first: its window is then the whole run. */
-	if (sample_proc(p))
+	if (pt_run__py_sample(p))
 		return -ENOMEM;
-	if (probe_python(p, err, sizeof(err))) {
+	if (pt_run__py_probe(p, err, sizeof(err)))
 		pt_msg("proftrace: warning: pid %d: %s\n", p->tracee.pid, err);
-		p->py_why_not = "the frame evaluator could not be probed";
-	}
 	e = use_agent(p);
 	if (e)
 		return e;
@@ -802,21 +646,22 @@ static int attach_proc(struct proc *p)
 		   n == 1 ? "" : "s", p->tracee.pid, p->tracee.comm);
 	if (p->rank >= 0)
 		pt_appendf(line, sizeof(line), &at, " rank %d", p->rank);
-	if (p->py_probed)
-		pt_appendf(line, sizeof(line), &at, "; Python %s frames probed", p->py.version);
+	if (p->python.probed)
+		pt_appendf(line, sizeof(line), &at, "; Python %s frames probed",
+			   p->python.rt.version);
 	if (pt_run__agent_ok(p))
 		pt_appendf(line, sizeof(line), &at,
 			   "; Python %s agent hooks %u code object%s for %zu of %zu py: probe%s",
-			   p->py.version, p->agent.narm, p->agent.narm == 1 ? "" : "s", pyfound,
-			   npy, npy == 1 ? "" : "s");
+			   p->python.rt.version, p->agent.narm, p->agent.narm == 1 ? "" : "s",
+			   pyfound, npy, npy == 1 ? "" : "s");
 	else if (p->agent.handle)
 		pt_appendf(line, sizeof(line), &at, "; Python %s agent blocked (above)",
-			   p->py.version);
-	else if (npy && p->have_py && !strcmp(pt_run__py_timing(p), "sampled"))
+			   p->python.rt.version);
+	else if (npy && p->python.have && !strcmp(pt_run__py_timing(p), "sampled"))
 		pt_appendf(line, sizeof(line), &at,
 			   "; %zu py: probe%s timed from samples (no Python agent: above)", npy,
 			   npy == 1 ? "" : "s");
-	if (p->sampled)
+	if (p->python.sampled)
 		pt_appendf(line, sizeof(line), &at, "; stacks sampled at %u Hz", r->cfg.sample_hz);
 	if (p->gpu.join)
 		pt_appendf(line, sizeof(line), &at, "; GPU stream from the CUPTI shim");

@@ -23,8 +23,6 @@ void pt_run__free_proc(struct proc *p);
 int pt_run__attach_new(struct proc *p, size_t from);
 void pt_run__rescan(struct proc *p);
 int pt_run__open_sampler(struct run *r, char *err, size_t errlen);
-bool pt_run__py_exact(const struct proc *p);
-bool pt_run__want_py_probe(const struct run *r, const struct proc *p);
 const char *pt_run__py_timing(const struct proc *p);
 /* --children */
 void pt_run__scan_children(struct run *r, uint64_t now);

@@ -99,7 +99,8 @@ fail:
  * that are a function of the config are hooked. */
 static void take_candidates(struct proc *p, const uint64_t *codes, uint32_t n)
 {
-	struct pt_pytypes t = { .code_type = p->py.code_type, .unicode_type = p->py.unicode_type };
+	struct pt_pytypes t = { .code_type = p->python.rt.code_type,
+				.unicode_type = p->python.rt.unicode_type };
 	uint64_t *arm = pt_zalloc(n, sizeof(*arm));
 	uint32_t narm = 0;
 
@@ -114,13 +115,13 @@ static void take_candidates(struct proc *p, const uint64_t *codes, uint32_t n)
 
 		/* the segment is the target's: each address is read and type
 		 * checked here before anything is done with it */
-		if (pt_pycode__read_head(&p->tmem, &p->py.L, &t, codes[i], &c))
+		if (pt_pycode__read_head(&p->python.mem, &p->python.rt.L, &t, codes[i], &c))
 			continue;
 		rec.filename = c.filename_obj;
 		rec.name = c.name_obj;
 		rec.firstlineno = c.firstlineno;
 		pt_run__on_pycode(p, &rec);
-		fid = pt_pyprobe__fid(p->pyprobe, codes[i]);
+		fid = pt_pyprobe__fid(p->python.probe, codes[i]);
 		if (fid < p->nfs)
 			arm[narm++] = codes[i];
 	}
@@ -408,7 +409,7 @@ static int pep768_load(struct proc *p, char *err, size_t errlen)
 	e = pep768_script(p, lib, err, errlen);
 	if (!e) {
 		snprintf(script, sizeof(script), "%s/agent.py", p->agent.pep768_dir);
-		e = pt_pep768__exec(p->tracee.pid, p->py.runtime, script, err, errlen);
+		e = pt_pep768__exec(p->tracee.pid, p->python.rt.runtime, script, err, errlen);
 	}
 	if (e) {
 		pep768_cleanup(p);
@@ -416,7 +417,7 @@ static int pep768_load(struct proc *p, char *err, size_t errlen)
 	}
 	p->agent.pep768_asked = pt_now_ns(CLOCK_MONOTONIC);
 	pt_vlog("proftrace: pid %d: asked Python %s to load the agent (PEP 768)\n", p->tracee.pid,
-		p->py.version);
+		p->python.rt.version);
 	return 0;
 }
 
@@ -517,7 +518,7 @@ static int agent_start(struct proc *p, char *err, size_t errlen)
 			return e;
 		}
 		p->agent.loaded_by = p->agent.injected ? "inject" : loaded_before(p->tracee.pid);
-	} else if (e == -ENOENT && p->py.L.minor >= 14 && !p->agent.pep768_asked) {
+	} else if (e == -ENOENT && p->python.rt.L.minor >= 14 && !p->agent.pep768_asked) {
 		char why[512];
 
 		e = pep768_load(p, why, sizeof(why));
@@ -571,7 +572,8 @@ static int agent_start(struct proc *p, char *err, size_t errlen)
 	if (e)
 		goto fail;
 	pt_agent__set_options(p->agent.handle, r->cfg.py_trampolines ? 0 : PTAG_OPT_NO_TRAMPOLINES);
-	e = pt_agent__attach(p->agent.handle, specs, n, &p->py.L, pt_now_ns(CLOCK_MONOTONIC));
+	e = pt_agent__attach(p->agent.handle, specs, n, &p->python.rt.L,
+			     pt_now_ns(CLOCK_MONOTONIC));
 	free(specs);
 	free(spec_of);
 	if (e) {

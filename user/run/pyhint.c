@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "run.h"
+#include "pyproc.h"
 #include "pyhint.h"
 
 #include "aggregate/stacks.h"
@@ -149,7 +150,8 @@ static size_t slot_of(const struct pt_pyhint *h, uint64_t addr)
  * be read or is not a function (a module or class body). */
 static const struct cname *name_of(struct proc *p, struct pt_pyhint *h, uint64_t addr)
 {
-	struct pt_pytypes t = { .code_type = p->py.code_type, .unicode_type = p->py.unicode_type };
+	struct pt_pytypes t = { .code_type = p->python.rt.code_type,
+				.unicode_type = p->python.rt.unicode_type };
 	struct pt_pycode *c;
 	struct cname *e;
 
@@ -188,10 +190,11 @@ static const struct cname *name_of(struct proc *p, struct pt_pyhint *h, uint64_t
 	c = malloc(sizeof(*c));
 	if (!c)
 		return NULL;
-	if (!pt_pycode__read_head(&p->tmem, &p->py.L, &t, addr, c) &&
-	    (c->flags & PT_CO_OPTIMIZED) && !pt_pycode__read_names(&p->tmem, &p->py.L, &t, c)) {
-		if (p->pyprobe)
-			pt_pyprobe__qualname(p->pyprobe, c);
+	if (!pt_pycode__read_head(&p->python.mem, &p->python.rt.L, &t, addr, c) &&
+	    (c->flags & PT_CO_OPTIMIZED) &&
+	    !pt_pycode__read_names(&p->python.mem, &p->python.rt.L, &t, c)) {
+		if (p->python.probe)
+			pt_pyprobe__qualname(p->python.probe, c);
 		else if (!c->has_qualname)
 			snprintf(c->qualname, sizeof(c->qualname), "%s", c->name);
 		e->filename = strdup(c->filename);
@@ -370,7 +373,7 @@ static int why_of(struct proc *p, struct pt_pyhint *h, size_t si, bool final, ch
 	if (!hs->known && !k.n) {
 		/* no agent, and no sampled code of its module */
 		known_free(&k);
-		if (!final || !p->sampled)
+		if (!final || !p->python.sampled)
 			return 0;
 		snprintf(buf, len,
 			 "no code of module %s%s%s was sampled, and without the Python agent "
@@ -548,7 +551,7 @@ const char *pt_run__py_hint_why(struct proc *p, size_t spec)
 	uint64_t now = pt_now_ns(CLOCK_MONOTONIC);
 	struct pt_pyhint *h;
 
-	if (!p->have_py || !p->run->want_py)
+	if (!p->python.have || !p->run->want_py)
 		return NULL;
 	h = hint_of(p);
 	if (!h)
@@ -581,7 +584,7 @@ static int dry_candidates(struct proc *p, struct pt_agent **ap, uint64_t **codes
 	e = pt_run__py_pairs(p->run, &pairs, &spec_of, &npairs);
 	if (e)
 		goto out;
-	e = pt_agent__attach(*ap, pairs, npairs, &p->py.L, pt_now_ns(CLOCK_MONOTONIC));
+	e = pt_agent__attach(*ap, pairs, npairs, &p->python.rt.L, pt_now_ns(CLOCK_MONOTONIC));
 	free(pairs);
 	free(spec_of);
 	if (e) {
@@ -629,50 +632,36 @@ out:
 void pt_run__py_dry_run(struct proc *p)
 {
 	const struct pt_config *cfg = &p->run->cfg;
-	struct pt_pyprobe_opts o = { 0 };
 	struct pt_agent *a = NULL;
 	uint64_t *codes = NULL;
 	uint32_t n = 0;
 	char err[512];
 	int e;
 
-	if (!p->pyprobe) {
-		/* as at attach (procs.c start_python): names, < 3.11 from the source */
-		snprintf(p->proc_root, sizeof(p->proc_root), "/proc/%d/root", p->tracee.pid);
-		snprintf(p->proc_cwd, sizeof(p->proc_cwd), "/proc/%d/cwd", p->tracee.pid);
-		o.cfg = cfg;
-		o.res = p->res;
-		o.layout = &p->py.L;
-		o.types.code_type = p->py.code_type;
-		o.types.unicode_type = p->py.unicode_type;
-		o.mem = p->tmem;
-		o.root = p->proc_root;
-		o.cwd = p->proc_cwd;
-		p->pyprobe = pt_pyprobe__new(&o);
-		if (!p->pyprobe)
-			return;
-	}
+	/* as at attach: names, < 3.11 from the source */
+	if (pt_run__py_start(p))
+		return;
 	e = dry_candidates(p, &a, &codes, &n, err, sizeof(err));
 	if (e) {
 		for (size_t s = 0; s < cfg->nprobes; s++)
 			if (cfg->probes[s].kind == PT_PROBE_PY)
 				printf("%-40s python %s (%s): %s; found at attach, by code "
 				       "object\n",
-				       cfg->probes[s].text, p->py.version, p->py.path,
+				       cfg->probes[s].text, p->python.rt.version, p->python.rt.path,
 				       e == -ENOENT ? "no Python agent to ask now" : err);
 		return;
 	}
 	for (uint32_t i = 0; i < n; i++) {
-		struct pt_pytypes t = { .code_type = p->py.code_type,
-					.unicode_type = p->py.unicode_type };
+		struct pt_pytypes t = { .code_type = p->python.rt.code_type,
+					.unicode_type = p->python.rt.unicode_type };
 		struct pt_pycode *c = malloc(sizeof(*c));
 		bool added;
 
 		if (!c)
 			break;
-		if (!pt_pycode__read_head(&p->tmem, &p->py.L, &t, codes[i], c) &&
-		    !pt_pycode__read_names(&p->tmem, &p->py.L, &t, c))
-			pt_pyprobe__match(p->pyprobe, c, &added);
+		if (!pt_pycode__read_head(&p->python.mem, &p->python.rt.L, &t, codes[i], c) &&
+		    !pt_pycode__read_names(&p->python.mem, &p->python.rt.L, &t, c))
+			pt_pyprobe__match(p->python.probe, c, &added);
 		free(c);
 	}
 	hint_agent(p, a, codes, n, true); /* while the agent's lists are at hand */

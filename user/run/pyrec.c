@@ -33,7 +33,8 @@ static void set_py_slots(struct proc *p, uint64_t code, struct pt_py_code *val)
 	const struct pt_probe_spec *ps;
 	const char *names[PT_MAX_VALS] = { 0 };
 	int16_t slots[PT_MAX_VALS];
-	struct pt_pytypes t = { .code_type = p->py.code_type, .unicode_type = p->py.unicode_type };
+	struct pt_pytypes t = { .code_type = p->python.rt.code_type,
+				.unicode_type = p->python.rt.unicode_type };
 
 	for (int k = 0; k < PT_MAX_VALS; k++)
 		val->slot[k] = PT_PY_SLOT_NONE;
@@ -46,7 +47,8 @@ static void set_py_slots(struct proc *p, uint64_t code, struct pt_py_code *val)
 	ps = &p->run->cfg.probes[f->vals_spec];
 	for (unsigned int k = 0; k < ps->nvals && k < PT_MAX_VALS; k++)
 		names[k] = ps->vals[k].src == PT_VSRC_PYARG ? ps->vals[k].name : NULL;
-	if (pt_pycode__slots(&p->tmem, &p->py.L, &t, code, names, PT_MAX_VALS, slots) == 0)
+	if (pt_pycode__slots(&p->python.mem, &p->python.rt.L, &t, code, names, PT_MAX_VALS,
+			     slots) == 0)
 		memcpy(val->slot, slots, sizeof(slots));
 	for (unsigned int k = 0; k < ps->nvals && k < PT_MAX_VALS; k++)
 		if (names[k] && val->slot[k] < 0)
@@ -65,7 +67,7 @@ void pt_run__on_pycode(struct proc *p, const struct pt_rec_pycode *rec)
 				   .firstlineno = rec->firstlineno };
 	struct pt_py_code val;
 	bool added;
-	int64_t fid = pt_pyprobe__resolve(p->pyprobe, rec->code, &seen, &val, &added);
+	int64_t fid = pt_pyprobe__resolve(p->python.probe, rec->code, &seen, &val, &added);
 
 	/* out of memory: BPF keeps it pending, its calls are dropped;
 	 * gone: the object now there announces itself */
@@ -132,7 +134,7 @@ void pt_run__on_attr(struct proc *p, const struct pt_rec_attr *a)
 	char why[256];
 	int ret;
 
-	if (PT_FID_PROC(a->fid) != p->idx || fid >= p->nfs || !p->have_py)
+	if (PT_FID_PROC(a->fid) != p->idx || fid >= p->nfs || !p->python.have)
 		return;
 	f = pt_resolver__func(p->res, fid);
 	ps = f->vals_spec >= 0 ? &p->run->cfg.probes[f->vals_spec] : NULL;
@@ -141,10 +143,11 @@ void pt_run__on_attr(struct proc *p, const struct pt_rec_attr *a)
 	attr = ps->vals[a->k].attr;
 	/* the instance BPF saw helps find the name's key; if it was freed
 	 * and its memory reused meanwhile, the type alone must do */
-	ret = pt_pyattr__resolve_obj(&p->tmem, &p->py.L, a->obj, attr, &loc, why, sizeof(why));
+	ret = pt_pyattr__resolve_obj(&p->python.mem, &p->python.rt.L, a->obj, attr, &loc, why,
+				     sizeof(why));
 	if (ret != -EOPNOTSUPP && ret != -ENOENT && (ret || loc.type != a->obj_type))
-		ret = pt_pyattr__resolve(&p->tmem, &p->py.L, a->obj_type, attr, &loc, why,
-					 sizeof(why));
+		ret = pt_pyattr__resolve(&p->python.mem, &p->python.rt.L, a->obj_type, attr, &loc,
+					 why, sizeof(why));
 	if (ret == -EFAULT) { /* the type went away under us: ask again */
 		retry_attr(p, &key);
 		pt_vlog("proftrace: pid %d: %s.%s: %s (asking again)\n", p->tracee.pid, f->symbol,
@@ -189,7 +192,7 @@ void pt_run__on_attr(struct proc *p, const struct pt_rec_attr *a)
 bool pt_run__py_pending_fid(struct proc *p, const struct pt_rec *rec, uint32_t *fid)
 {
 	struct run *r = p->run;
-	uint32_t f = p->pyprobe ? pt_pyprobe__fid(p->pyprobe, rec->code) : PT_FID_PY_NONE;
+	uint32_t f = p->python.probe ? pt_pyprobe__fid(p->python.probe, rec->code) : PT_FID_PY_NONE;
 
 	if (f == PT_PYPROBE_GONE && rec->type == PT_REC_EXIT)
 		p->py_unresolved++; /* ours or not: unknown, and said so */

@@ -92,7 +92,7 @@ int pt_run__on_rec(void *ctx, const struct pt_rec *rec, size_t size)
 			p->dl_ns = rec->t_entry;
 		return 0;
 	case PT_REC_PYCODE:
-		if (p->pyprobe)
+		if (p->python.probe)
 			pt_run__on_pycode(p, (const struct pt_rec_pycode *)rec);
 		return 0;
 	case PT_REC_VALUES:

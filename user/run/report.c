@@ -77,7 +77,7 @@ static void print_dry_run_proc(struct proc *p)
 				printf("%-40s   alias %s\n", "", f->aliases[a]);
 		}
 		if (sp->kind == PT_PROBE_PY) {
-			if (!p->have_py)
+			if (!p->python.have)
 				printf("%-40s no CPython in this process\n", sp->text);
 			continue; /* below, all at once: the agent is asked once */
 		}
@@ -86,7 +86,7 @@ static void print_dry_run_proc(struct proc *p)
 			       "attached when loaded\n",
 			       sp->text, sp->object);
 	}
-	if (p->have_py && p->run->want_py)
+	if (p->python.have && p->run->want_py)
 		pt_run__py_dry_run(p);
 }
 
@@ -138,9 +138,9 @@ static void thread_names(const struct docsrc *d, struct pt_report_sampling *sp)
 		struct proc *p = d->r->procs.v[i];
 		struct pt_thrname_stats st;
 
-		if ((d->p && p != d->p) || !p->tn)
+		if ((d->p && p != d->p) || !p->python.tn)
 			continue;
-		pt_thrname__stats(p->tn, &st);
+		pt_thrname__stats(p->python.tn, &st);
 		sp->names_python += st.python;
 		sp->names_comm += st.comm;
 		if (st.failed && !err)
@@ -283,7 +283,7 @@ static int fill_rows(struct pt_report_lines_fn *l, struct proc *p, const struct 
 	size_t k = 0, srclen;
 	unsigned int first = l->first_line, last = l->last_line;
 
-	src = p && p->pyprobe ? pt_pyprobe__source(p->pyprobe, l->file, &srclen) : NULL;
+	src = p && p->python.probe ? pt_pyprobe__source(p->python.probe, l->file, &srclen) : NULL;
 	if (!src) {
 		char buf[PATH_MAX + 96];
 
@@ -507,9 +507,9 @@ static bool spec_has_objects(const struct docsrc *d, size_t s)
 static struct proc *py_proc(const struct docsrc *d)
 {
 	if (d->p)
-		return d->p->have_py ? d->p : NULL;
+		return d->p->python.have ? d->p : NULL;
 	for (size_t i = 0; i < d->r->procs.n; i++)
-		if (d->r->procs.v[i]->have_py)
+		if (d->r->procs.v[i]->python.have)
 			return d->r->procs.v[i];
 	return NULL;
 }
@@ -526,7 +526,7 @@ static void evaluator_functions(const struct proc *p, char *buf, size_t len)
 
 	buf[0] = 0;
 	for (uint32_t i = 0; p->agent.arm && i < p->agent.narm; i++) {
-		uint32_t fid = pt_pyprobe__fid(p->pyprobe, p->agent.arm[i]);
+		uint32_t fid = pt_pyprobe__fid(p->python.probe, p->agent.arm[i]);
 		const struct pt_func *f = pt_resolver__func(p->res, fid);
 
 		if (pt_agent__trampolined(p->agent.handle, i) || !f || !f->symbol)
@@ -584,20 +584,22 @@ static void fill_python(const struct docsrc *d, struct proc *p, struct pt_report
 			char *evalfns, size_t len)
 {
 	const struct run *r = d->r;
-	const struct pt_pyprobe_stats *ps = p->pyprobe ? pt_pyprobe__stats(p->pyprobe) : NULL;
+	const struct pt_pyprobe_stats *ps =
+		p->python.probe ? pt_pyprobe__stats(p->python.probe) : NULL;
 	const char *timing = pt_run__py_timing(p);
 	bool agent = pt_run__agent_ok(p);
 	bool exact = !strcmp(timing, "exact");
 	struct pt_counters c = { 0 };
 
-	pyrep->version = p->py.version;
-	pyrep->path = pt_tracee__view(p->tracee.root, p->py.path);
+	pyrep->version = p->python.rt.version;
+	pyrep->path = pt_tracee__view(p->tracee.root, p->python.rt.path);
 	pyrep->mechanism = agent ? "agent" : !strcmp(timing, "sampled") ? "sampled" : "evalframe";
-	pyrep->probe = r->att && p->py_probed ? pt_attach__py_probe(r->att) : NULL;
-	pyrep->perf_trampoline = p->tramp_checks && p->tramp_on == p->tramp_checks;
+	pyrep->probe = r->att && p->python.probed ? pt_attach__py_probe(r->att) : NULL;
+	pyrep->perf_trampoline =
+		p->python.tramp_checks && p->python.tramp_on == p->python.tramp_checks;
 	pyrep->timing = timing;
 	fill_agent(p, pyrep, evalfns, len);
-	if (p->py_probed) {
+	if (p->python.probed) {
 		if (r->att)
 			pt_attach__counters(r->att, &c);
 		pyrep->evalframe = true;
@@ -624,19 +626,19 @@ static void fill_python(const struct docsrc *d, struct proc *p, struct pt_report
 				  "return";
 	else if (p->agent.truncated[0])
 		pyrep->why = p->agent.truncated;
-	else if (p->py_why_not && !p->py_probed && !p->sampled)
-		pyrep->why = p->py_why_not;
+	else if (p->python.why_not && !p->python.probed && !p->python.sampled)
+		pyrep->why = p->python.why_not;
 	else if (r->cfg.python_mode == PT_PYMODE_SAMPLED)
 		pyrep->why = "python_mode sampled: py: functions are timed from stack samples "
 			     "only";
-	else if (p->py_probed && p->py.L.evalframe_all_calls)
+	else if (p->python.probed && p->python.rt.L.evalframe_all_calls)
 		pyrep->why = "python_mode evalframe: every Python call enters "
 			     "_PyEval_EvalFrameDefault on this version, each one trapped by the "
 			     "probe (named or not)";
-	else if (p->py_probed && exact)
+	else if (p->python.probed && exact)
 		pyrep->why = "python_mode evalframe: the perf trampoline was active at every "
 			     "check, every Python call enters _PyEval_EvalFrameDefault";
-	else if (p->py_probed)
+	else if (p->python.probed)
 		pyrep->why = "python_mode evalframe: this Python runs Python-to-Python calls "
 			     "inside the caller's _PyEval_EvalFrameDefault, only calls made from "
 			     "C code are seen";
@@ -644,7 +646,7 @@ static void fill_python(const struct docsrc *d, struct proc *p, struct pt_report
 		pyrep->why = p->agent.why ? p->agent.why : "no Python agent in the process";
 	if (!exact && r->cfg.python_mode != PT_PYMODE_SAMPLED)
 		pyrep->advice = HOW_EXACT;
-	else if (p->py_probed && p->py.L.evalframe_all_calls)
+	else if (p->python.probed && p->python.rt.L.evalframe_all_calls)
 		pyrep->advice = "python_mode auto with the agent costs only the named calls";
 	if (ps) {
 		pyrep->code_objects = ps->codes;

@@ -136,6 +136,24 @@ struct proc_agent {
 	bool foreign;
 };
 
+/* A process's Python part: written by pyproc.c only (found when the
+ * process is opened, set up as it is attached, freed with it). */
+struct proc_python {
+	bool have;		      /* it runs CPython (rt is valid) */
+	bool probed;		      /* its frame evaluator is probed */
+	bool sampled;		      /* its stacks are sampled */
+	struct pt_python rt;	      /* its interpreter: layout, version, where */
+	struct pt_pyprobe *probe;     /* code objects -> py: functions */
+	struct pt_pysym *sym;	      /* code objects -> labels and lines (sampled) */
+	struct pt_pythreads *threads; /* its Python thread names (sampled) */
+	struct pt_thrname *tn;	      /* what each sampled thread is called */
+	bool other_ns;		      /* in another PID namespace: tids differ inside */
+	char root[64], cwd[64];	      /* /proc/PID/root and cwd: its source files */
+	int tramp_checks, tramp_on;   /* perf trampoline: checks made, seen active */
+	struct pt_tmem mem;	      /* its memory, for what is read of its objects */
+	const char *why_not;	      /* have, but not probed or sampled: why */
+};
+
 /* What --metrics keeps of a process: written by metrics.c only. */
 struct proc_metrics {
 	struct pt_gpulive *gpulive; /* GPU busy and host-bound time, live */
@@ -147,10 +165,10 @@ struct proc_metrics {
  * attaching, attached or failed, execed, ended), moved by
  * pt_proc__set_state only. The booleans are properties, each set by one
  * part: the maps (rescan, dl_hooked, dl_tried: procs.c, rescan by
- * records.c), Python (have_py, py_probed, sampled, other_ns: procs.c),
- * and the parts of its own, each written by one file: the Python agent
- * (agent, struct proc_agent: pyagent.c), the GPU stream (gpu, struct
- * proc_gpu: gpustream.c), what --metrics keeps (metrics: metrics.c).
+ * records.c), and the parts of its own, each written by one file: its
+ * Python (python, struct proc_python: pyproc.c), the Python agent (agent,
+ * struct proc_agent: pyagent.c), the GPU stream (gpu, struct proc_gpu:
+ * gpustream.c), what --metrics keeps (metrics: metrics.c).
  */
 struct proc {
 	struct run *run;
@@ -174,22 +192,10 @@ struct proc {
 	bool dl_hooked;
 	bool dl_tried; /* a dynamic linker was seen: hooked or not, done */
 
-	/* py: probes */
-	bool have_py;	/* it runs CPython (py is valid) */
-	bool py_probed; /* its frame evaluator is probed */
-	bool sampled;	/* its stacks are sampled */
-	struct pt_python py;
-	struct pt_pyprobe *pyprobe;
-	struct pt_pysym *sym;
-	struct pt_pythreads *pyth; /* its Python thread names (sampled) */
-	struct pt_thrname *tn;	   /* what each sampled thread is called */
-	bool other_ns;		   /* in another PID namespace: tids differ inside */
-	char proc_root[64], proc_cwd[64];
-	int tramp_checks, tramp_on; /* perf trampoline: checks made, seen active */
-	uint64_t py_unresolved;	    /* calls of code freed before it could be read */
-	const char *py_why_not;	    /* have_py but not probed or sampled: why */
-	struct proc_agent agent;    /* pyagent.c's */
-	struct pt_pyhint *hint;	    /* py: probes that match nothing (pyhint.c) */
+	struct proc_python python; /* pyproc.c's */
+	uint64_t py_unresolved;	   /* calls of code freed before it could be read (pyrec.c) */
+	struct proc_agent agent;   /* pyagent.c's */
+	struct pt_pyhint *hint;	   /* py: probes that match nothing (pyhint.c) */
 
 	struct view v;
 	struct view *window_view;   /* --interval: the figures of the current window */
@@ -198,7 +204,6 @@ struct proc {
 	struct proc_gpu gpu;	     /* gpustream.c's */
 	struct proc_metrics metrics; /* metrics.c's */
 
-	struct pt_tmem tmem; /* its memory (frame slots of py: values) */
 	struct attr_retry *retries;
 	size_t nretries;
 };

@@ -45,11 +45,12 @@ static uint32_t inner_tid(int pid, uint32_t tid)
 static void name_thread(struct run *r, struct proc *p, uint32_t tid)
 {
 	char comm[64], name[PT_PYTHREADS_NAME_MAX];
-	uint32_t ns_tid = p->other_ns ? inner_tid(p->tracee.pid, tid) : tid;
+	uint32_t ns_tid = p->python.other_ns ? inner_tid(p->tracee.pid, tid) : tid;
 	bool own;
 
 	pt_tasks__comm(p->tracee.pid, tid, comm, sizeof(comm));
-	own = pt_thrname__name(p->tn, ns_tid, comm, pt_now_ns(CLOCK_MONOTONIC), name, sizeof(name));
+	own = pt_thrname__name(p->python.tn, ns_tid, comm, pt_now_ns(CLOCK_MONOTONIC), name,
+			       sizeof(name));
 	for (int k = 0; k < 1 + r->multi; k++) {
 		struct pt_stacks *st = k ? r->all.stk : p->v.stk;
 
@@ -80,7 +81,7 @@ int pt_run__on_sample(void *ctx, const struct pt_sample *s)
 	const struct pt_pysym_code *codes[PT_SAMPLE_MAX_FRAMES];
 	size_t before;
 
-	if (!p || !p->sampled)
+	if (!p || !p->python.sampled)
 		return 0;
 	/* without the agent, the first second of samples says which py:
 	 * probes' modules run, and what is there to name */
@@ -96,12 +97,12 @@ int pt_run__on_sample(void *ctx, const struct pt_sample *s)
 
 		if (!s->f[i].code)
 			continue; /* C-stack shim frame */
-		c = pt_pysym__code(p->sym, s->f[i].code);
+		c = pt_pysym__code(p->python.sym, s->f[i].code);
 		if (!c)
 			return 0; /* out of memory: the sample is lost */
 		if (c->hidden)
 			continue;
-		line = pt_pysym__line(p->sym, c, s->f[i].pos);
+		line = pt_pysym__line(p->python.sym, c, s->f[i].pos);
 		ss.unknown += !c->ok;
 		pt_pysym__label(c, line, r->labels[ss.n], sizeof(r->labels[0]));
 		r->sf[ss.n] = (struct pt_sframe){ .label = r->labels[ss.n],
@@ -120,7 +121,7 @@ int pt_run__on_sample(void *ctx, const struct pt_sample *s)
 		uint32_t fid = r->sf[i].fid;
 
 		if (fid != PT_SFID_NONE && fid < p->nfs && !p->fs[fid].last_line)
-			p->fs[fid].last_line = pt_pysym__last_line(p->sym, codes[i]);
+			p->fs[fid].last_line = pt_pysym__last_line(p->python.sym, codes[i]);
 	}
 	pt_stacks__add(p->v.stk, &ss);
 	if (r->multi) {

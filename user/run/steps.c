@@ -20,6 +20,7 @@
 #include "env.h"
 #include "calib.h"
 #include "proctable.h"
+#include "pyproc.h"
 #include "metrics.h"
 #include "gpustream.h"
 #include "view.h"
@@ -64,11 +65,11 @@ static int python_site(const struct run *r, const struct proc *p)
 	struct pt_agent *a;
 	char why[256];
 
-	if (!p->have_py || !r->want_py ||
+	if (!p->python.have || !r->want_py ||
 	    (m != PT_PYMODE_AUTO && m != PT_PYMODE_AGENT && m != PT_PYMODE_EVALFRAME))
 		return -1;
 	if (m == PT_PYMODE_AGENT ||
-	    (m == PT_PYMODE_AUTO && (r->env.inject || p->py.hexversion >= 0x030e0000)))
+	    (m == PT_PYMODE_AUTO && (r->env.inject || p->python.rt.hexversion >= 0x030e0000)))
 		return PT_SITE_AGENT;
 	if (m == PT_PYMODE_AUTO) {
 		/* without the agent, auto samples: nothing to measure */
@@ -80,7 +81,7 @@ static int python_site(const struct run *r, const struct proc *p)
 	/* 3.11+ calls Python functions inside one evaluator run: the frame
 	 * probe is used there only with the perf trampoline, which a fresh
 	 * interpreter would not have (the bench's figure then) */
-	if (p->py.hexversion >= 0x030b0000)
+	if (p->python.rt.hexversion >= 0x030b0000)
 		return -1;
 	return PT_SITE_FRAME;
 }
@@ -167,7 +168,7 @@ static int check_wide_probes(struct run *r)
 static struct proc *first_python(const struct run *r)
 {
 	for (size_t i = 0; i < r->procs.n; i++)
-		if (r->procs.v[i]->have_py)
+		if (r->procs.v[i]->python.have)
 			return r->procs.v[i];
 	return NULL;
 }
@@ -222,7 +223,7 @@ int pt_run__open(struct run *r, const struct pt_env *env)
 	if (e)
 		return e;
 	pyp = first_python(r);
-	r->py0 = pyp ? &pyp->py : NULL;
+	r->py0 = pyp ? &pyp->python.rt : NULL;
 	if (!pyp && r->env.children && (r->want_py || r->cfg.nlines)) {
 		pt_msg("proftrace: the targets file has py: probes, but no CPython runs in pid %d "
 		       "or "
