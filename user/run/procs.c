@@ -294,7 +294,7 @@ static void warn_py_timing(const struct proc *p)
 	if (!r->want_py || !p->python.have || pt_run__agent_ok(p) ||
 	    (p->python.probed && pt_run__py_exact(p)))
 		return;
-	if (p->agent.handle && p->agent.warned)
+	if (p->agent.state == PT_AGENT_BLOCKED || p->agent.state == PT_AGENT_LOST)
 		return; /* the agent is there and blocked: said with what blocks it */
 	if (r->cfg.python_mode == PT_PYMODE_SAMPLED)
 		return; /* asked for */

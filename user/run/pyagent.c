@@ -141,10 +141,10 @@ static void check_state(struct proc *p)
 	struct pt_agent_info in;
 
 	pt_agent__info(p->agent.handle, &in);
-	if (in.state == PTAG_STATE_ACTIVE)
-		p->agent.active = true;
-	if (in.conflict && !p->agent.warned) {
-		p->agent.warned = true;
+	if (in.state == PTAG_STATE_ACTIVE && p->agent.state == PT_AGENT_WAITING)
+		p->agent.state = PT_AGENT_TIMING;
+	if (in.conflict && p->agent.state != PT_AGENT_BLOCKED && p->agent.state != PT_AGENT_LOST) {
+		p->agent.state = PT_AGENT_BLOCKED;
 		/* its dormant reason adds to the text only once it went dormant */
 		bool dormant = in.state == PTAG_STATE_DORMANT && in.reason != PTAG_DORMANT_NEVER &&
 			       in.reason != PTAG_DORMANT_CONFLICT;
@@ -155,8 +155,8 @@ static void check_state(struct proc *p)
 		       p->tracee.pid, in.conflict_text, dormant ? " (" : "",
 		       dormant ? ptag_reason_name(in.reason) : "", dormant ? ")" : "");
 	}
-	if (in.hook_lost && !p->agent.lost_said) {
-		p->agent.lost_said = true;
+	if (in.hook_lost && p->agent.state != PT_AGENT_LOST) {
+		p->agent.state = PT_AGENT_LOST;
 		pt_msg("proftrace: warning: pid %d: another frame evaluator replaced the agent's: "
 		       "py: calls are not seen from now on\n",
 		       p->tracee.pid);
@@ -175,6 +175,7 @@ static bool agent_lost(struct proc *p)
 	if (!pt_agent__lost(p->agent.handle))
 		return false;
 	if (!p->agent.truncated[0]) {
+		p->agent.state = PT_AGENT_LOST;
 		snprintf(p->agent.truncated, sizeof(p->agent.truncated),
 			 "a read of its segment %s faulted at +%.3fs (its memory went from under "
 			 "us): proftrace stopped reading it, py: calls after that are not timed",
@@ -604,8 +605,7 @@ void pt_run__agent_stop(struct proc *p)
 
 bool pt_run__agent_ok(const struct proc *p)
 {
-	return p->agent.handle && p->agent.active && !p->agent.warned && !p->agent.lost_said &&
-	       !p->agent.truncated[0];
+	return p->agent.handle && p->agent.state == PT_AGENT_TIMING;
 }
 
 int pt_run__agent_start(struct proc *p, char *err, size_t errlen)

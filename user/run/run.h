@@ -116,13 +116,23 @@ struct proc_gpu {
 	int guard;	     /* util/sigbus.h guard of its ring, -1: none */
 };
 
+/* Where a process's agent stands, moved by pyagent.c: its named calls are
+ * timed exactly in TIMING only. BLOCKED and LOST were said when entered;
+ * LOST is final. */
+enum pt_agent_state {
+	PT_AGENT_WAITING, /* none yet, or its hooks not in yet */
+	PT_AGENT_TIMING,  /* its hooks in: the named calls timed */
+	PT_AGENT_BLOCKED, /* it cannot hook (another frame evaluator, ...) */
+	PT_AGENT_LOST,	  /* its hook replaced, or its segment gone from under us */
+};
+
 /* A process's Python agent: written by pyagent.c only. */
 struct proc_agent {
 	struct pt_agent *handle; /* NULL when it has none or it is not used */
 	char *why;		 /* why there is none, for the report (owned) */
 	uint32_t narm;		 /* code objects it was asked to hook */
 	uint64_t *arm;		 /* which, in arm[] order (owned) */
-	bool active, warned, lost_said;
+	enum pt_agent_state state;
 	const char *loaded_by;			    /* "environment" (at start), "pep768", "inject",
 						     * "earlier" (by an earlier proftrace) */
 	bool inject_tried, inject_failed, injected; /* --inject: asked, refused, done */
