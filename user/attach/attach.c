@@ -369,6 +369,8 @@ void pt_attach__end_proc(struct pt_attach *a, unsigned int pidx, int pid, bool d
 	pthread_t *t;
 	size_t n = 0;
 
+	if (!a)
+		return; /* no BPF object (opened, not attached): nothing to end */
 	/* Its hits are dropped from now on by the process check. */
 	if (bpf_map__update_elem(a->skel->maps.procs, &k, sizeof(k), &none, sizeof(none), BPF_ANY))
 		pt_vlog("proftrace: cannot end process %d in BPF (its late hits are counted)\n",
@@ -652,11 +654,15 @@ int pt_attach__ring_fd(const struct pt_attach *a)
 
 int pt_attach__drain(struct pt_attach *a)
 {
-	return ring_buffer__consume(a->rb);
+	return a ? ring_buffer__consume(a->rb) : 0;
 }
 
 void pt_attach__counters(const struct pt_attach *a, struct pt_counters *out)
 {
+	if (!a) {
+		memset(out, 0, sizeof(*out));
+		return;
+	}
 	/* .bss is mmap'ed: a plain read sees the BPF side's counters. */
 	memcpy(out, (const void *)&a->skel->bss->counters, sizeof(*out));
 }

@@ -55,7 +55,8 @@ int pt_attach__add_proc(struct pt_attach *a, unsigned int pidx, int pid,
 			const struct pt_py_offsets *py);
 /* pid (index pidx) exited or exec'ed: hits still in flight are dropped;
  * detach: its probes come off now (exec: the new image may map the same
- * files), else at pt_attach__free() (it exited: nothing left to hit). */
+ * files), else at pt_attach__free() (it exited: nothing left to hit).
+ * With a NULL (no BPF object: a run opened, not attached): nothing. */
 void pt_attach__end_proc(struct pt_attach *a, unsigned int pidx, int pid, bool detach);
 /* What to read at calls of fid (PT_FID_MAKE: process and local fid),
  * before its probes go in. 0 or -errno. */
@@ -105,7 +106,8 @@ size_t pt_attach__nattached(const struct pt_attach *a);
 
 /* fd to poll: readable after a forced wakeup (dlopen records). */
 int pt_attach__ring_fd(const struct pt_attach *a);
-/* Drain everything in the ring. Records consumed, or -errno. */
+/* Drain everything in the ring. Records consumed, or -errno. With a NULL (no
+ * BPF object: a run opened, not attached): 0, and its counters all 0. */
 int pt_attach__drain(struct pt_attach *a);
 void pt_attach__counters(const struct pt_attach *a, struct pt_counters *out);
 
