@@ -111,13 +111,11 @@ static void watch_procs(struct run *r, size_t from)
 			add_fd(r->ep, r->procs.v[i]->pidfd, TAG_PID + r->procs.v[i]->pos);
 }
 
-enum stop_reason { STOP_NONE, STOP_SIGNAL, STOP_DURATION, STOP_EXIT };
-
 /* The events epoll gave: a stop signal, the timer, the ring, a pidfd. */
-static enum stop_reason on_events(struct run *r, const struct epoll_event *evs, int n, int sfd,
-				  int tfd)
+enum pt_loop_stop pt_run__dispatch(struct run *r, const struct epoll_event *evs, int n, int sfd,
+				   int tfd)
 {
-	enum stop_reason stop = STOP_NONE;
+	enum pt_loop_stop stop = PT_LOOP_GO;
 
 	for (int i = 0; i < n; i++) {
 		uint32_t tag = evs[i].data.u32;
@@ -128,7 +126,7 @@ static enum stop_reason on_events(struct run *r, const struct epoll_event *evs, 
 		case TAG_SIG:
 			if (read(sfd, &si, sizeof(si)) == sizeof(si))
 				pt_vlog("proftrace: %s, stopping\n", strsignal((int)si.ssi_signo));
-			stop = STOP_SIGNAL;
+			stop = PT_LOOP_SIGNAL;
 			break;
 		case TAG_TIMER:
 			/* nothing to read on a spurious wakeup: fine */
@@ -201,9 +199,10 @@ static void drain_at_stop(struct run *r)
 		pt_run__gpu_finish(r->procs.v[i], pt_run__on_gpu_rec);
 }
 
-/* What the loop waits on: the stop signals, its timer, the probe ring,
- * the --metrics socket and the processes' pidfds. The files that open
- * them hand them over; only the loop registers them. */
+/* What the loop waits on: the stop signals, its timer, the probe ring
+ * (none without a BPF object: a run opened, not attached, as the unit
+ * tests make), the --metrics socket and the processes' pidfds. The files
+ * that open them hand them over; only the loop registers them. */
 static int open_fds(struct run *r, int *sfd, int *tfd)
 {
 	struct itimerspec its = { 0 };
@@ -218,7 +217,7 @@ static int open_fds(struct run *r, int *sfd, int *tfd)
 	its.it_value = its.it_interval;
 	timerfd_settime(*tfd, 0, &its, NULL);
 	if (add_fd(r->ep, *sfd, TAG_SIG) || add_fd(r->ep, *tfd, TAG_TIMER) ||
-	    add_fd(r->ep, pt_attach__ring_fd(r->att), TAG_RING) ||
+	    (r->att && add_fd(r->ep, pt_attach__ring_fd(r->att), TAG_RING)) ||
 	    (mfd >= 0 && add_fd(r->ep, mfd, TAG_METRICS)))
 		return -errno;
 	watch_procs(r, 0);
@@ -227,7 +226,7 @@ static int open_fds(struct run *r, int *sfd, int *tfd)
 
 int pt_run__loop(struct run *r)
 {
-	enum stop_reason stop = STOP_NONE;
+	enum pt_loop_stop stop = PT_LOOP_GO;
 	uint64_t last_rescan = pt_now_ns(CLOCK_MONOTONIC), deadline = 0;
 	struct status st = { .on = !r->env.quiet && isatty(STDERR_FILENO), .last_ns = last_rescan };
 	int sfd = -1, tfd = -1, e;
@@ -235,7 +234,7 @@ int pt_run__loop(struct run *r)
 	e = open_fds(r, &sfd, &tfd);
 	if (r->env.duration_s > 0)
 		deadline = r->t0_mono + (uint64_t)(r->env.duration_s * 1e9);
-	while (!e && stop == STOP_NONE) {
+	while (!e && stop == PT_LOOP_GO) {
 		struct epoll_event evs[8];
 		int n = epoll_wait(r->ep, evs, 8, 1000);
 		uint64_t now;
@@ -244,7 +243,7 @@ int pt_run__loop(struct run *r)
 			e = -errno;
 			break;
 		}
-		stop = on_events(r, evs, n > 0 ? n : 0, sfd, tfd);
+		stop = pt_run__dispatch(r, evs, n > 0 ? n : 0, sfd, tfd);
 		pt_attach__drain(r->att);
 		if (r->smp)
 			pt_sampler__drain(r->smp);
@@ -269,12 +268,12 @@ int pt_run__loop(struct run *r)
 				pt_msg("proftrace: its probes went with the old image: stopping "
 				       "(give "
 				       "--children to follow it into the new one)\n");
-			stop = STOP_EXIT;
+			stop = PT_LOOP_EXIT;
 		}
-		if (stop == STOP_NONE)
+		if (stop == PT_LOOP_GO)
 			rescan(r, now, &last_rescan);
-		if (deadline && now >= deadline && stop == STOP_NONE)
-			stop = STOP_DURATION;
+		if (deadline && now >= deadline && stop == PT_LOOP_GO)
+			stop = PT_LOOP_DURATION;
 		status_tick(r, &st, now);
 		pt_run__window_tick(r, now);
 	}
