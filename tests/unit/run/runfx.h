@@ -1,14 +1,16 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * What the run/ unit tests share to make real processes: a struct run's
- * config parsed from text, and children of the test that wait (killed
- * and reaped by the test), for pt_run__open_proc to inspect.
+ * config parsed from text, a targets file for pt_run__open, and children
+ * of the test that wait (killed and reaped by the test), for
+ * pt_run__open_proc to inspect.
  */
 #ifndef PT_TEST_RUNFX_H
 #define PT_TEST_RUNFX_H
 
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -30,6 +32,23 @@ static inline int runfx__config(struct run *r, const char *text)
 	if (e)
 		fprintf(stderr, "config: %s\n", err);
 	return e ? -1 : 0;
+}
+
+/* A targets file holding text, its path in path (a mkstemp template,
+ * "/tmp/pt-test-XXXXXX"): 0, or -1. The test unlinks it. */
+static inline int runfx__targets(char *path, const char *text)
+{
+	size_t len = strlen(text);
+	int fd = mkstemp(path);
+
+	if (fd < 0)
+		return -1;
+	if (write(fd, text, len) != (ssize_t)len) {
+		close(fd);
+		unlink(path);
+		return -1;
+	}
+	return close(fd) ? -1 : 0;
 }
 
 /* A child that waits until killed; -1 when fork fails. */
