@@ -13,7 +13,14 @@
  * the step counts, histogram (cumulative, le inclusive, +Inf, _sum and
  * _count), bucket times (step.other too), tokens (tokens=arg0: their sum
  * and rate) and events are the figures fed.
- * A later scrape sees the counters grown by what came since, never less.
+ * The ranked child also runs the CUPTI shim's segment (made with the
+ * shim's own writer, as tests/victims/victim_gpu_synth does), so its
+ * stream opens (pt_run__open_gpu) and the GPU families of the docs'
+ * second table have its series alone: busy time per device and over
+ * all, the steps' time and idle part, the host-bound share, fed through
+ * pt_run__metrics_gpu with records older than the 2 s lag.
+ * A later scrape sees the counters grown by what came since, never less
+ * (GPU records older than what is final are counted late, not added).
  * Anything but a GET gets 405; pt_run__metrics_free closes the port.
  * Calibration is off (PT_CALIBRATE=off): the probe cost family has no
  * series. Attaching needs BPF: tests/integration/test_metrics.py scrapes
@@ -41,13 +48,18 @@
 
 #include "attach/resolve.h"
 #include "bpf/proftrace.h"
+#include "gpu/gpuring.h"
 #include "run/env.h"
 #include "run/run.h"
 #include "run/calib.h"
 #include "run/funcs.h"
+#include "run/gpustream.h"
 #include "run/metrics.h"
 #include "run/records.h"
 #include "run/steps.h"
+#include "memseg.h"
+#include "ptgpu.h"
+#include "ring.h"
 #include "runfx.h"
 
 #define MS 1000000ull
@@ -83,10 +95,20 @@ struct fx {
 
 /* --- the children --- */
 
-/* Started by exec with RANK in its environment: says it is up on fd,
- * then waits to be killed. */
+/* Started by exec with RANK in its environment: makes the CUPTI shim's
+ * segment as the shim does (a sealed memfd of its name, published with
+ * its pid), says it is up on fd, then waits to be killed. */
 static int ranked_child_main(int fd)
 {
+	struct ptg_ring_params rp = { .nslots = 8, .strtab_size = 256, .pid = (uint32_t)getpid() };
+	size_t len = ptg_ring__size(rp.nslots, rp.strtab_size);
+	struct ptg_ring w;
+	void *mem = NULL;
+	int seg;
+
+	if (pt_memseg__create(PTGPU_MEMFD_NAME, len, &mem, &seg) ||
+	    ptg_ring__init(&w, mem, len, &rp))
+		return 1;
 	if (write(fd, "r", 1) != 1)
 		return 1;
 	close(fd);
@@ -214,9 +236,13 @@ static int setup(void **state)
 		x->step[i] = (uint32_t)s;
 		x->fwd[i] = (uint32_t)f;
 	}
-	/* as pt_run__attach: calibration (off here), then the port */
+	/* as pt_run__attach: calibration (off here), the GPU streams (the
+	 * ranked child has one), then the port */
 	setenv("PT_CALIBRATE", "off", 1);
 	pt_calib__get(&x->r.calib, NULL);
+	for (int i = 0; i < 2; i++)
+		if (pt_run__open_gpu(x->p[i]))
+			goto fail;
 	if (pt_run__metrics_open(&x->r) ||
 	    getsockname(pt_run__metrics_fd(&x->r), (struct sockaddr *)&sa, &len) ||
 	    sa.sin_family != AF_INET || !ntohs(sa.sin_port))
@@ -484,14 +510,54 @@ static double bucket(const struct fx *x, const char *body, int i, const char *b)
 	return value(body, "proftrace_bucket_seconds_total", l);
 }
 
+/* GPU work [s, e) of process i on device dev, as its ring gives it. */
+static void gpu(struct fx *x, int i, enum pt_gpu_kind kind, uint32_t dev, uint64_t s, uint64_t e)
+{
+	struct pt_gpu_rec g = { .kind = kind, .start_ns = s, .end_ns = e };
+
+	if (kind == PT_GPU_KERNEL)
+		g.kernel.device_id = dev;
+	else if (kind == PT_GPU_MEMCPY)
+		g.memcpy.device_id = dev;
+	else if (kind == PT_GPU_MEMSET)
+		g.memset.device_id = dev;
+	pt_run__metrics_gpu(x->p[i], &g);
+}
+
 /* Process 0: steps of 3 ms (1 ms of forward, 100 tokens), 20 ms (5 ms,
- * 200), 2.5 s (300); process 1: one of 15 ms (2 ms, 50). 18 records. */
+ * 200), 2.5 s (300); process 1: one of 15 ms (2 ms, 50). 18 records.
+ * Process 1's GPU work in its step [10, 25) ms: a kernel [12, 14) and a
+ * memset [20, 21) on device 0, a copy [13, 16) on device 1 (busy 3 ms
+ * each, 5 ms together: 10 ms of the step idle); an API call is no work.
+ * All of it long before the settle point (now - 2 s). */
 static void feed(struct fx *x)
 {
 	step(x, 0, 10 * MS, 13 * MS, 100, 11 * MS, 12 * MS);
 	step(x, 0, 20 * MS, 40 * MS, 200, 21 * MS, 26 * MS);
 	step(x, 0, 100 * MS, 2600 * MS, 300, 0, 0);
 	step(x, 1, 10 * MS, 25 * MS, 50, 12 * MS, 14 * MS);
+	gpu(x, 1, PT_GPU_API, 0, 11 * MS, 20 * MS);
+	gpu(x, 1, PT_GPU_KERNEL, 0, 12 * MS, 14 * MS);
+	gpu(x, 1, PT_GPU_MEMCPY, 1, 13 * MS, 16 * MS);
+	gpu(x, 1, PT_GPU_MEMSET, 0, 20 * MS, 21 * MS);
+}
+
+/* docs/metrics.md's GPU table */
+static const struct family gpu_families[] = {
+	{ "proftrace_gpu_busy_seconds_total", "counter" },
+	{ "proftrace_gpu_any_busy_seconds_total", "counter" },
+	{ "proftrace_gpu_step_seconds_total", "counter" },
+	{ "proftrace_gpu_step_idle_seconds_total", "counter" },
+	{ "proftrace_gpu_host_bound_share", "gauge" },
+	{ "proftrace_gpu_late_records_total", "counter" },
+};
+
+static double busy(const struct fx *x, const char *body, unsigned int dev)
+{
+	char l[600];
+
+	snprintf(l, sizeof(l), "%s,device=\"%u\"", x->labels[1], dev);
+	return value(body, "proftrace_gpu_busy_seconds_total", l);
 }
 
 static void test_exposition(void **state)
@@ -542,8 +608,29 @@ static void test_exposition(void **state)
 			   1e-6);
 	/* calibration off: typed, with no series */
 	assert_false(has_series(r.body, "proftrace_probe_overhead_seconds_total"));
-	/* no GPU stream in either */
-	assert_null(strstr(r.body, "proftrace_gpu_"));
+	/* the GPU families: process 1's series only (process 0 has no
+	 * stream) */
+	for (size_t i = 0; i < ARRAY_SIZE(gpu_families); i++) {
+		char key[1024];
+
+		if (strcmp(type_of(r.body, gpu_families[i].name, t, sizeof(t)),
+			   gpu_families[i].type))
+			fail_msg("%s: type '%s', docs/metrics.md says %s", gpu_families[i].name, t,
+				 gpu_families[i].type);
+		snprintf(key, sizeof(key), "%s{%s", gpu_families[i].name, x->labels[0]);
+		assert_null(strstr(r.body, key));
+	}
+	assert_float_equal(busy(x, r.body, 0), 0.003, 1e-9);
+	assert_float_equal(busy(x, r.body, 1), 0.003, 1e-9);
+	assert_float_equal(value(r.body, "proftrace_gpu_any_busy_seconds_total", x->labels[1]),
+			   0.005, 1e-9);
+	assert_float_equal(value(r.body, "proftrace_gpu_step_seconds_total", x->labels[1]), 0.015,
+			   1e-9);
+	assert_float_equal(value(r.body, "proftrace_gpu_step_idle_seconds_total", x->labels[1]),
+			   0.010, 1e-9);
+	assert_float_equal(value(r.body, "proftrace_gpu_host_bound_share", x->labels[1]), 0.666667,
+			   1e-9);
+	assert_true(value(r.body, "proftrace_gpu_late_records_total", x->labels[1]) == 0);
 	resp_free(&r);
 }
 
@@ -558,6 +645,11 @@ static void test_second_scrape(void **state)
 	feed(x);
 	scrape(x, &a);
 	step(x, 1, 30 * MS, 34 * MS, 10, 31 * MS, 32 * MS); /* 4 ms, 1 ms forward */
+	/* older than the point the first scrape settled, and than the GPU
+	 * union kept (10 s before it: the machine is up longer than 12 s):
+	 * the kernel is late, left out; the step is late too (the work of its
+	 * start is gone) and all idle */
+	gpu(x, 1, PT_GPU_KERNEL, 0, 31 * MS, 32 * MS);
 	scrape(x, &b);
 	check_format(b.body);
 	snprintf(host, sizeof(host), "host=\"%s\"", x->host);
@@ -586,6 +678,15 @@ static void test_second_scrape(void **state)
 	assert_float_equal(value(b.body, "proftrace_step_seconds_sum", x->labels[1]), 0.019, 1e-9);
 	assert_float_equal(bucket(x, b.body, 1, "engine.forward"), 0.003, 1e-9);
 	assert_float_equal(bucket(x, b.body, 1, "step.other"), 0.016, 1e-9);
+	assert_true(busy(x, b.body, 0) == busy(x, a.body, 0));
+	assert_true(busy(x, b.body, 1) == busy(x, a.body, 1));
+	assert_true(value(b.body, "proftrace_gpu_any_busy_seconds_total", x->labels[1]) ==
+		    value(a.body, "proftrace_gpu_any_busy_seconds_total", x->labels[1]));
+	assert_float_equal(value(b.body, "proftrace_gpu_step_seconds_total", x->labels[1]), 0.019,
+			   1e-9);
+	assert_float_equal(value(b.body, "proftrace_gpu_step_idle_seconds_total", x->labels[1]),
+			   0.014, 1e-9);
+	assert_true(value(b.body, "proftrace_gpu_late_records_total", x->labels[1]) == 2);
 	/* process 0 had nothing new: the same figures */
 	assert_true(value(b.body, "proftrace_step_seconds_sum", x->labels[0]) ==
 		    value(a.body, "proftrace_step_seconds_sum", x->labels[0]));
