@@ -242,12 +242,18 @@ static bool cache_read(struct pt_calib *c)
 	for (size_t i = 0; i < NROWS; i++) {
 		enum pt_site_kind kd = site_rows[i].kind;
 
+		/* [pair, self, measured]: a kind the calibration left at the
+		 * bench's figure says so, and stays "bench" in the reports */
 		k = cJSON_GetObjectItem(doc, pt_site_kind__str(kd));
-		if (!cJSON_IsArray(k) || cJSON_GetArraySize(k) != 2)
+		if (!cJSON_IsArray(k) || cJSON_GetArraySize(k) != 3 ||
+		    !cJSON_IsNumber(cJSON_GetArrayItem(k, 0)) ||
+		    !cJSON_IsNumber(cJSON_GetArrayItem(k, 1)) ||
+		    !cJSON_IsNumber(cJSON_GetArrayItem(k, 2)))
 			goto out;
 		c->pair_ns[kd] = cJSON_GetArrayItem(k, 0)->valuedouble;
 		c->self_ns[kd] = cJSON_GetArrayItem(k, 1)->valuedouble;
-		c->measured[kd] = site_rows[i].fn != NULL;
+		c->measured[kd] =
+			site_rows[i].fn != NULL && cJSON_GetArrayItem(k, 2)->valuedouble != 0;
 	}
 	ok = true;
 out:
@@ -269,9 +275,9 @@ static void cache_write(const struct pt_calib *c)
 	cJSON_AddNumberToObject(doc, "time", (double)time(NULL));
 	for (size_t i = 0; i < NROWS; i++) {
 		enum pt_site_kind kd = site_rows[i].kind;
-		double v[2] = { c->pair_ns[kd], c->self_ns[kd] };
+		double v[3] = { c->pair_ns[kd], c->self_ns[kd], c->measured[kd] ? 1 : 0 };
 
-		cJSON_AddItemToObject(doc, pt_site_kind__str(kd), cJSON_CreateDoubleArray(v, 2));
+		cJSON_AddItemToObject(doc, pt_site_kind__str(kd), cJSON_CreateDoubleArray(v, 3));
 	}
 	cache_put(CACHE_FILE, doc);
 	cJSON_Delete(doc);
