@@ -2,16 +2,17 @@
 /*
  * What the run/ unit tests of a process's Python part share: a live
  * CPython child of the test (Debian's python3.11, or a pyenv one) that
- * imported module ptmod (PYFX_MODULE, written into a folder of its own)
- * and called into it, then waits on its stdin; with the Python agent
- * preloaded (as `eval "$(proftrace env)"` starts a server) or the perf
- * trampoline on (PYTHONPERFSUPPORT=1) when asked. pyfx__stop kills and
- * reaps it and removes its files; should the test die first, the child
- * reads EOF on its stdin and exits by itself.
+ * imported module ptmod and package module ptpkg.mod (written into a
+ * folder of its own) and called into ptmod, then waits on its stdin; with
+ * the Python agent preloaded (as `eval "$(proftrace env)"` starts a
+ * server) or the perf trampoline on (PYTHONPERFSUPPORT=1) when asked.
+ * pyfx__stop kills and reaps it and removes its files; should the test
+ * die first, the child reads EOF on its stdin and exits by itself.
  */
 #ifndef PT_TEST_PYFX_H
 #define PT_TEST_PYFX_H
 
+#include <errno.h>
 #include <glob.h>
 #include <inttypes.h>
 #include <limits.h>
@@ -22,6 +23,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -46,20 +48,40 @@
 	"    pass\n"                                                                               \
 	"\n"                                                                                       \
 	"\n"                                                                                       \
+	"def schedule():\n"                                                                        \
+	"    pass\n"                                                                               \
+	"\n"                                                                                       \
+	"\n"                                                                                       \
 	"square = lambda v: v * v\n"
 #define PYFX_STEP_LINE 4
 #define PYFX_WORK_LINE 10
-/* its functions' code objects, as the child prints their addresses */
+
+/* ptpkg/__init__.py and ptpkg/mod.py: function run of module ptpkg.mod
+ * is at line 1. */
+#define PYFX_PKG_INIT                                                                              \
+	"def setup():\n"                                                                           \
+	"    pass\n"
+#define PYFX_PKG_MOD                                                                               \
+	"def run():\n"                                                                             \
+	"    pass\n"                                                                               \
+	"\n"                                                                                       \
+	"\n"                                                                                       \
+	"class Runner:\n"                                                                          \
+	"    def go(self):\n"                                                                      \
+	"        pass\n"
+#define PYFX_RUN_LINE 1
+
+/* ptmod's functions' code objects, as the child prints their addresses */
 #define PYFX_NCODES 6
 
-/* Its program (-c): ptmod imported from argv[1] and called, then
- * "ready", its version and the addresses of its functions' code objects
- * (id() in CPython) on stdout, then it blocks reading stdin (the GIL
- * released: the agent can take it). */
+/* Its program (-c): ptmod and ptpkg.mod imported from argv[1], ptmod
+ * called, then "ready", its version and the addresses of ptmod's
+ * functions' code objects (id() in CPython) on stdout, then it blocks
+ * reading stdin (the GIL released: the agent can take it). */
 #define PYFX_PROGRAM                                                                               \
 	"import sys\n"                                                                             \
 	"sys.path.insert(0, sys.argv[1])\n"                                                        \
-	"import ptmod\n"                                                                           \
+	"import ptmod, ptpkg.mod\n"                                                                \
 	"ptmod.Engine().step()\n"                                                                  \
 	"ptmod.work(1)\n"                                                                          \
 	"fs = (ptmod.Engine.__init__, ptmod.Engine.step, ptmod.Engine.stop, ptmod.work,\n"         \
@@ -71,7 +93,7 @@
 struct pyfx {
 	pid_t pid;	  /* -1: none */
 	int in;		  /* its stdin (closed at stop) */
-	char dir[64];	  /* the folder of ptmod.py */
+	char dir[64];	  /* the folder of ptmod.py and ptpkg/ */
 	char module[96];  /* dir/ptmod.py */
 	char version[32]; /* as it printed it: "3.11.2" */
 	unsigned int minor;
@@ -101,7 +123,10 @@ static inline const char *pyfx__agent(char *buf, size_t len)
 			return NULL;
 		*slash = 0;
 	}
-	snprintf(buf, len, "%s/libproftrace_agent.so", exe);
+	if (strlen(exe) + sizeof("/libproftrace_agent.so") > len)
+		return NULL;
+	strcpy(buf, exe);
+	strcat(buf, "/libproftrace_agent.so");
 	return access(buf, R_OK) ? NULL : buf;
 }
 
@@ -130,6 +155,7 @@ static inline const char *pyfx__pyenv(unsigned int minor, char *buf, size_t len)
 
 static inline void pyfx__stop(struct pyfx *c)
 {
+	static const char *const files[] = { "ptmod.py", "ptpkg/__init__.py", "ptpkg/mod.py" };
 	char path[160];
 
 	if (c->pid > 0) {
@@ -143,26 +169,33 @@ static inline void pyfx__stop(struct pyfx *c)
 	if (c->in >= 0)
 		close(c->in);
 	c->in = -1;
-	if (c->module[0])
-		unlink(c->module);
 	if (c->dir[0]) {
-		char cache[128];
-
-		snprintf(cache, sizeof(cache), "%s/__pycache__", c->dir);
-		if (!access(cache, F_OK)) {
-			glob_t g;
-
-			snprintf(path, sizeof(path), "%s/*", cache);
-			if (!glob(path, 0, NULL, &g)) {
-				for (size_t i = 0; i < g.gl_pathc; i++)
-					unlink(g.gl_pathv[i]);
-				globfree(&g);
-			}
-			rmdir(cache);
+		for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
+			snprintf(path, sizeof(path), "%s/%s", c->dir, files[i]);
+			unlink(path);
 		}
+		snprintf(path, sizeof(path), "%s/ptpkg", c->dir);
+		rmdir(path);
 		rmdir(c->dir);
 	}
 	c->module[0] = c->dir[0] = 0;
+}
+
+/* text into a new file dir/name: 0 or -1 */
+static inline int pyfx__write(const char *dir, const char *name, const char *text)
+{
+	char path[160];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	f = fopen(path, "w");
+	if (!f)
+		return -1;
+	if (fputs(text, f) < 0) {
+		fclose(f);
+		return -1;
+	}
+	return fclose(f) ? -1 : 0;
 }
 
 /* python started on PYFX_PROGRAM, with agent preloaded (NULL: none) and
@@ -170,11 +203,10 @@ static inline void pyfx__stop(struct pyfx *c)
  * on stderr; nothing left behind). */
 static inline int pyfx__start(struct pyfx *c, const char *python, const char *agent, bool perf)
 {
-	char preload[PATH_MAX + 16], line[512];
-	char *envp[4], *argv[6];
+	char preload[PATH_MAX + 16], line[512], pkg[96];
+	char *envp[4], *argv[7];
 	int pin[2], pout[2], k = 0, fd;
 	size_t got = 0;
-	FILE *f;
 
 	memset(c, 0, sizeof(*c));
 	c->pid = -1;
@@ -185,11 +217,11 @@ static inline int pyfx__start(struct pyfx *c, const char *python, const char *ag
 		return -1;
 	}
 	snprintf(c->module, sizeof(c->module), "%s/ptmod.py", c->dir);
-	f = fopen(c->module, "w");
-	if (!f || fputs(PYFX_MODULE, f) < 0 || fclose(f)) {
-		pyfx__stop(c);
-		return -1;
-	}
+	snprintf(pkg, sizeof(pkg), "%s/ptpkg", c->dir);
+	if (pyfx__write(c->dir, "ptmod.py", PYFX_MODULE) || mkdir(pkg, 0700) ||
+	    pyfx__write(c->dir, "ptpkg/__init__.py", PYFX_PKG_INIT) ||
+	    pyfx__write(c->dir, "ptpkg/mod.py", PYFX_PKG_MOD))
+		goto fail;
 	if (pipe(pin))
 		goto fail;
 	if (pipe(pout)) {
@@ -207,13 +239,15 @@ static inline int pyfx__start(struct pyfx *c, const char *python, const char *ag
 	if (perf)
 		envp[k++] = "PYTHONPERFSUPPORT=1";
 	envp[k] = NULL;
-	/* -s: no user site; PYTHON* variables are read (PYTHONPERFSUPPORT) */
+	/* -s: no user site; -B: no __pycache__ to remove; PYTHON* variables
+	 * are read (PYTHONPERFSUPPORT) */
 	argv[0] = (char *)python;
 	argv[1] = "-s";
-	argv[2] = "-c";
-	argv[3] = PYFX_PROGRAM;
-	argv[4] = c->dir;
-	argv[5] = NULL;
+	argv[2] = "-B";
+	argv[3] = "-c";
+	argv[4] = PYFX_PROGRAM;
+	argv[5] = c->dir;
+	argv[6] = NULL;
 	c->pid = fork();
 	if (c->pid == 0) {
 		dup2(pin[0], 0);

@@ -100,6 +100,16 @@ static int open_run(struct fx *x, int pid, const char *text)
 	return pt_run__open(&x->r, &env);
 }
 
+/* A pyenv python3.<minor> (said when there is none). */
+static const char *pyenv(unsigned int minor, char *buf, size_t len)
+{
+	const char *py = pyfx__pyenv(minor, buf, len);
+
+	if (!py)
+		print_message("skipped: no pyenv python3.%u\n", minor);
+	return py;
+}
+
 /* The run of a CPython child (python, or skipped when NULL), the one
  * process of it. */
 static struct proc *open_python(struct fx *x, const char *python, bool perf, const char *text)
@@ -112,6 +122,15 @@ static struct proc *open_python(struct fx *x, const char *python, bool perf, con
 	return x->r.procs.v[0];
 }
 
+/* Debian's python3.11 is there (said when not). */
+static bool debian(void)
+{
+	if (!access(PYFX_DEBIAN, X_OK))
+		return true;
+	print_message("skipped: no %s\n", PYFX_DEBIAN);
+	return false;
+}
+
 static const char step_py[] = "step py:ptmod.Engine.step\n";
 
 static void test_found_debian(void **state)
@@ -119,7 +138,7 @@ static void test_found_debian(void **state)
 	struct fx *x = *state;
 	struct proc *p;
 
-	if (access(PYFX_DEBIAN, X_OK))
+	if (!debian())
 		skip();
 	p = open_python(x, PYFX_DEBIAN, false, step_py);
 	assert_true(x->r.want_py);
@@ -147,7 +166,7 @@ static void test_found_pyenv312(void **state)
 {
 	struct fx *x = *state;
 	char buf[PATH_MAX];
-	struct proc *p = open_python(x, pyfx__pyenv(12, buf, sizeof(buf)), false, step_py);
+	struct proc *p = open_python(x, pyenv(12, buf, sizeof(buf)), false, step_py);
 
 	if (!p)
 		skip();
@@ -165,7 +184,7 @@ static void test_found_for_sampling_only(void **state)
 	struct fx *x = *state;
 	struct proc *p;
 
-	if (access(PYFX_DEBIAN, X_OK))
+	if (!debian())
 		skip();
 	p = open_python(x, PYFX_DEBIAN, false, "step native:exe:Py_RunMain\n");
 	assert_false(x->r.want_py);
@@ -179,7 +198,7 @@ static void test_not_looked_for_without_need(void **state)
 	struct fx *x = *state;
 	struct proc *p;
 
-	if (access(PYFX_DEBIAN, X_OK))
+	if (!debian())
 		skip();
 	p = open_python(x, PYFX_DEBIAN, false, "set sample_hz 0\nstep native:exe:Py_RunMain\n");
 	assert_false(p->python.have);
@@ -216,7 +235,7 @@ static void test_not_python_with_py_probes(void **state)
 	struct proc *q = (struct proc *)1;
 	char err[2048];
 
-	if (access(PYFX_DEBIAN, X_OK))
+	if (!debian())
 		skip();
 	open_python(x, PYFX_DEBIAN, false, step_py);
 	x->other = runfx__child();
@@ -241,7 +260,7 @@ static void test_py_start_once(void **state)
 	struct proc *p;
 	char want[64];
 
-	if (access(PYFX_DEBIAN, X_OK))
+	if (!debian())
 		skip();
 	p = open_python(x, PYFX_DEBIAN, false, step_py);
 	assert_int_equal(pt_run__py_start(p), 0);
@@ -262,7 +281,7 @@ static void test_exact_debian311(void **state)
 	struct fx *x = *state;
 	struct proc *p;
 
-	if (access(PYFX_DEBIAN, X_OK))
+	if (!debian())
 		skip();
 	p = open_python(x, PYFX_DEBIAN, false, step_py);
 	assert_false(p->python.rt.L.evalframe_all_calls);
@@ -280,7 +299,7 @@ static void test_exact_pyenv310(void **state)
 {
 	struct fx *x = *state;
 	char buf[PATH_MAX];
-	struct proc *p = open_python(x, pyfx__pyenv(10, buf, sizeof(buf)), false, step_py);
+	struct proc *p = open_python(x, pyenv(10, buf, sizeof(buf)), false, step_py);
 
 	if (!p)
 		skip();
@@ -299,7 +318,7 @@ static void test_trampoline_pyenv312_on(void **state)
 {
 	struct fx *x = *state;
 	char buf[PATH_MAX];
-	struct proc *p = open_python(x, pyfx__pyenv(12, buf, sizeof(buf)), true, step_py);
+	struct proc *p = open_python(x, pyenv(12, buf, sizeof(buf)), true, step_py);
 
 	if (!p)
 		skip();
@@ -318,7 +337,7 @@ static void test_trampoline_pyenv312_off(void **state)
 {
 	struct fx *x = *state;
 	char buf[PATH_MAX];
-	struct proc *p = open_python(x, pyfx__pyenv(12, buf, sizeof(buf)), false, step_py);
+	struct proc *p = open_python(x, pyenv(12, buf, sizeof(buf)), false, step_py);
 
 	if (!p)
 		skip();
@@ -337,7 +356,7 @@ static void test_want_py_probe_evalframe(void **state)
 	struct fx *x = *state;
 	struct proc *p;
 
-	if (access(PYFX_DEBIAN, X_OK))
+	if (!debian())
 		skip();
 	p = open_python(x, PYFX_DEBIAN, false, "set python_mode evalframe\nstep py:ptmod::work\n");
 	assert_int_equal(x->r.cfg.python_mode, PT_PYMODE_EVALFRAME);
@@ -350,7 +369,7 @@ static void test_want_py_probe_auto(void **state)
 	struct fx *x = *state;
 	struct proc *p;
 
-	if (access(PYFX_DEBIAN, X_OK))
+	if (!debian())
 		skip();
 	p = open_python(x, PYFX_DEBIAN, false, step_py);
 	assert_int_equal(x->r.cfg.python_mode, PT_PYMODE_AUTO);
@@ -364,7 +383,7 @@ static void test_want_py_probe_no_py_probes(void **state)
 	struct fx *x = *state;
 	struct proc *p;
 
-	if (access(PYFX_DEBIAN, X_OK))
+	if (!debian())
 		skip();
 	p = open_python(x, PYFX_DEBIAN, false,
 			"set python_mode evalframe\nstep native:exe:Py_RunMain\n");
@@ -379,7 +398,7 @@ static void test_sample_without_sampler(void **state)
 	struct fx *x = *state;
 	struct proc *p;
 
-	if (access(PYFX_DEBIAN, X_OK))
+	if (!debian())
 		skip();
 	p = open_python(x, PYFX_DEBIAN, false, step_py);
 	assert_int_equal(pt_run__py_start(p), 0);
@@ -400,7 +419,7 @@ static void test_probe_not_wanted(void **state)
 	struct proc *p;
 	char err[256] = "";
 
-	if (access(PYFX_DEBIAN, X_OK))
+	if (!debian())
 		skip();
 	p = open_python(x, PYFX_DEBIAN, false, step_py);
 	assert_false(x->r.py_probe_wanted);
@@ -418,7 +437,7 @@ static void test_py_free(void **state)
 {
 	struct fx *x = *state;
 
-	if (access(PYFX_DEBIAN, X_OK))
+	if (!debian())
 		skip();
 	open_python(x, PYFX_DEBIAN, false, step_py);
 	assert_int_equal(pt_run__py_start(x->r.procs.v[0]), 0);
