@@ -402,8 +402,9 @@ gpu-check:
 	$(Q)PT_MAKE="$(MAKE)" PT_OUTPUT=$(OUTPUT) PT_PROFTRACE=$(BIN) PT_SHIM=$(SHIM) \
 		$(PYTHON) tests/gpu/gpu_check.py
 
-unit: $(UNIT_BINS) $(FIXTURES)
-	$(Q)PT_FIXTURES=$(OUTPUT)/fixtures ./tests/run-unit $(OUTPUT)/tests "$(T)"
+# the Python agent: tests/unit/run/test_pyhint preloads it into its children
+unit: $(UNIT_BINS) $(FIXTURES) $(AGENT)
+	$(Q)PT_FIXTURES=$(OUTPUT)/fixtures PT_AGENT=$(AGENT) ./tests/run-unit $(OUTPUT)/tests "$(T)"
 
 integration: $(BIN) $(VICTIMS) $(TOOLS) $(SHIM) $(AGENT)
 	$(Q)PT_PROFTRACE=$(BIN) PT_VICTIMS=$(OUTPUT)/victims PT_TOOLS=$(OUTPUT)/tests-tools \

@@ -102,8 +102,9 @@ struct pyfx {
 	uint64_t codes[PYFX_NCODES];
 };
 
-/* The Python agent: $PT_AGENT (make sets it), else the one make builds
- * beside this binary's folder (.output/tests/..); NULL when not there. */
+/* The Python agent (buf: PATH_MAX bytes): $PT_AGENT (make unit sets
+ * it), else the one make builds beside this binary's folder
+ * (.output/tests/..); NULL when not there. */
 static inline const char *pyfx__agent(char *buf, size_t len)
 {
 	const char *env = getenv("PT_AGENT");
@@ -111,8 +112,12 @@ static inline const char *pyfx__agent(char *buf, size_t len)
 	ssize_t n;
 	char *slash;
 
-	if (env && *env)
-		return access(env, R_OK) ? NULL : env;
+	if (env && *env) {
+		/* absolute: the child's LD_PRELOAD, whatever its folder */
+		if (len < PATH_MAX || !realpath(env, buf))
+			return NULL;
+		return access(buf, R_OK) ? NULL : buf;
+	}
 	n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
 	if (n <= 0)
 		return NULL;
