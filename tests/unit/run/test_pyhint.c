@@ -2,29 +2,37 @@
 /*
  * run/pyhint.c: py: probes that match nothing, why, and the closest
  * names, on runs opened by pt_run__open on live CPython children of this
- * test (pyfx.h: module ptmod imported and called), no BPF object.
+ * test (pyfx.h: module ptmod and package module ptpkg.mod imported), no
+ * BPF object.
  *
  * --dry-run (pt_run__py_dry_run) with the Python agent preloaded asks it
- * what it would hook: each probe that matches is listed with the
- * function, its file and first line, "(the agent hooks it at attach)";
- * each that matches nothing with "matches nothing now:" and why, as
- * docs/targets.md says it: a misspelled method or function gets the
- * closest qualified names of its module (a method named without its
- * class too: its Class.method spelling among them; anonymous code
- * never), a wrong module that it is not imported (both readings of a
- * dotted one), a class named as a function that it is a class. The
- * agent is left dormant: a second dry run lists the same. On Debian's
- * 3.11, and pyenv's 3.10 (names from the source) and 3.12
- * (sys.monitoring) where present. Without the agent the dry run says
- * there is none to ask, per py: probe.
+ * what it would hook, on stdout, one line per py: probe (none for a
+ * native: one): a probe that matches with the function, its file and
+ * first line, "(the agent hooks it at attach)" (a dotted one read as a
+ * function of module ptpkg.mod too); one that matches nothing with
+ * "matches nothing now:" and why, as docs/targets.md says it: a
+ * misspelled method or function gets the closest qualified names of its
+ * module (five at most, anonymous code never; a method named without its
+ * class has its Class.method spelling among them), a wrong module that it
+ * is not imported (neither reading's, for a dotted one), a class named as
+ * a function that it is a class, a dotted probe whose two modules are
+ * imported both spellings. Nothing is said on stderr, nothing hooked, and
+ * the agent is left free: another proftrace right after lists the same.
+ * On Debian's 3.11, and pyenv's 3.10 (names from the source) and 3.12
+ * (sys.monitoring), skipped where absent. Without the agent the dry run
+ * says, per py: probe, that there is none to ask.
  *
- * pt_run__py_hint_why gives the reason for the report: the same, after a
- * dry run; none for a probe that matched, a native: probe, a run
- * without py: probes, or, without the agent and samples, when nothing
- * can be said. pt_run__py_hint_agent says each reason once on stderr
- * (file:line:col, a warning when there are closest names), from the
- * candidates alone when the agent gave no lists (only what ran is then
- * known). pt_run__py_hint_free drops what was learnt.
+ * pt_run__py_hint_why gives the reason for the report: the dry run's;
+ * none for a probe that matched, a native: probe, a run without py:
+ * probes, or, without the agent and samples, when nothing can be said.
+ * pt_run__py_hint_agent says each reason once on stderr (file:line:col,
+ * a warning with the closest names), from the candidates alone when the
+ * agent gave no lists (only what ran is then known). pt_run__py_hint_free
+ * drops what was learnt.
+ *
+ * Not here (they need the BPF sampler): the reasons worked out from
+ * sampled stacks (pt_run__py_hint_samples, "no code of module ... was
+ * sampled").
  */
 #include <errno.h>
 #include <setjmp.h>

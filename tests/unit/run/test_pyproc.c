@@ -5,8 +5,9 @@
  * and waits; tests/unit/run/runfx.h: a fork of this binary), no BPF
  * object (r->att and r->smp NULL, as before attaching).
  *
- * Opened on Debian's python3.11 with py: probes, CPython is found (its
- * version the one the interpreter printed, its layout that minor's); a
+ * Opened on Debian's python3.11 (and pyenv's 3.12) with py: probes,
+ * CPython is found (its version the one the interpreter printed, its
+ * layout that minor's, its memory read through its pid); a
  * native-only targets file looks for it too (sampling wants its stacks)
  * but not with `set sample_hz 0`. A process without CPython has none:
  * no error without py: probes, an error naming the fix when strict with
@@ -19,9 +20,10 @@
  * frame probe is wanted with `set python_mode evalframe` and py: probes
  * only; pt_run__py_probe does nothing when it is not wanted, nor
  * pt_run__py_sample without a sampler; pt_run__py_free (through
- * pt_run__free) frees what was set up. The pyenv interpreters are
- * skipped where absent. Attaching the frame probe and the sampler needs
- * BPF: tests/integration.
+ * pt_run__free) frees what was set up without a crash (a leak shows in
+ * `make asan`'s build of this test). The pyenv interpreters are skipped
+ * where absent. Attaching the frame probe and the sampler needs BPF:
+ * tests/integration.
  */
 #include <errno.h>
 #include <setjmp.h>
