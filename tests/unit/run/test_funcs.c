@@ -26,6 +26,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -97,6 +98,7 @@ static pid_t child_loading(const char *lib, int *go)
 		return -1;
 	pid = fork();
 	if (pid == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL); /* not left behind by a crash */
 		close(in[1]);
 		close(ack[0]);
 		if (read(in[0], &c, 1) == 1) {
@@ -213,11 +215,12 @@ static int setup_one(void **state)
 		return -1;
 	fixture_lib(lib);
 	x->child = child_loading(lib, x->go);
+	*state = x;
 	if (x->child < 0 || pt_run__open_proc(&x->r, x->child, true, &x->p, err, sizeof(err))) {
 		fprintf(stderr, "open_proc: %s\n", err);
+		runfx__reap(x->child); /* no teardown after a failed setup */
 		return -1;
 	}
-	*state = x;
 	return 0;
 }
 
@@ -402,14 +405,16 @@ static int setup_multi(void **state)
 	x->child[0] = child_with(NULL);
 	x->child[1] = child_with(lib);
 	if (!x->path || x->child[0] < 0 || x->child[1] < 0)
-		return -1;
+		goto fail;
 	env.pid = env.pids[0] = x->child[0];
 	env.pids[1] = x->child[1];
 	env.npids = 2;
 	env.targets = x->path;
 	env.quiet = true;
-	if (pt_run__open(&x->r, &env) || x->r.procs.n != 2)
-		return -1;
+	if (pt_run__open(&x->r, &env) || x->r.procs.n != 2) {
+		pt_run__free(&x->r);
+		goto fail;
+	}
 	for (int i = 0; i < 2; i++) {
 		x->step[i] = fid_of(x->r.procs.v[i], "funcs_step");
 		x->fwd[i] = fid_of(x->r.procs.v[i], "funcs_fwd");
@@ -417,6 +422,12 @@ static int setup_multi(void **state)
 	}
 	*state = x;
 	return 0;
+fail: /* no teardown after a failed setup */
+	runfx__reap(x->child[0]);
+	runfx__reap(x->child[1]);
+	if (x->path)
+		unlink(x->path);
+	return -1;
 }
 
 static int teardown_multi(void **state)

@@ -222,6 +222,7 @@ static int open_with(void **state, double interval_s)
 	x->child = runfx__child();
 	if (x->child < 0 || pt_run__open_proc(&x->r, x->child, true, &x->p, err, sizeof(err))) {
 		fprintf(stderr, "open_proc: %s\n", err);
+		runfx__reap(x->child); /* no teardown after a failed setup */
 		return -1;
 	}
 	x->step = x->fwd = -1;
@@ -234,7 +235,11 @@ static int open_with(void **state, double interval_s)
 			x->fwd = (int)i;
 	}
 	*state = x;
-	return x->step >= 0 && x->fwd >= 0 ? 0 : -1;
+	if (x->step >= 0 && x->fwd >= 0)
+		return 0;
+	pt_run__free_proc(x->p);
+	runfx__reap(x->child);
+	return -1;
 }
 
 static int setup_window(void **state)
