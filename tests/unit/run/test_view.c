@@ -101,6 +101,7 @@ static void to_window(void *ctx, const struct pt_rec *r)
 
 /* What the step callback saw. */
 struct seen {
+	size_t nbuckets; /* the config's */
 	unsigned int n;
 	struct pt_step last;
 	uint64_t last_fwd_ns; /* bucket 0 */
@@ -112,7 +113,7 @@ static void on_step(void *ctx, const struct pt_step *s)
 
 	w->n++;
 	w->last = *s;
-	w->last_fwd_ns = s->bucket_ns ? s->bucket_ns[0] : 0;
+	w->last_fwd_ns = w->nbuckets ? s->bucket_ns[0] : 0;
 }
 
 /* ---- a view ---- */
@@ -127,6 +128,7 @@ static void test_new_view(void **state)
 
 	assert_non_null(r);
 	assert_int_equal(runfx__config(r, conf), 0);
+	w.nbuckets = r->cfg.nbuckets;
 	assert_int_equal(pt_run__new_view(r, &v, on_step, &w), 0);
 	assert_non_null(v.agg);
 	assert_non_null(v.runs);
