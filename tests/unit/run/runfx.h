@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -54,9 +55,15 @@ static inline int runfx__targets(char *path, const char *text)
 /* A child that waits until killed; -1 when fork fails. */
 static inline pid_t runfx__child(void)
 {
-	pid_t pid = fork();
+	pid_t parent = getpid(), pid = fork();
 
 	if (pid == 0) {
+		/* dies with the test: a test that crashes before its teardown
+		 * would leave it holding run-unit's output pipe, which never
+		 * ends then */
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		if (getppid() != parent)
+			_exit(0);
 		for (;;)
 			pause();
 	}
