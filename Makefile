@@ -136,13 +136,16 @@ $(BIN): $(BIN_OBJS) $(LIBPT)
 	$(Q)$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
 
 # ---- unit tests (cmocka): one driver per module, linked with libpt.a ----
-# (test_shim, test_gpuring and test_metrics have rules of their own, below)
+# (test_shim, test_gpuring and SHIM_RING_TESTS have rules of their own, below)
+# Tests whose children make the CUPTI shim's segment with the shim's own
+# writer (no CUPTI): --metrics with a GPU stream, a process's GPU stream.
+SHIM_RING_TESTS := tests/unit/run/test_metrics.c tests/unit/run/test_gpustream.c
 define unit_rule
 $(OUTPUT)/tests/$(basename $(notdir $(1))): $(1) $(LIBPT) | $(OUTPUT)/tests
 	$$(call msg,TEST-CC,$$@)
 	$$(Q)$$(CC) $$(CFLAGS) $$(INCLUDES) $$(LDFLAGS) $$< $$(LIBPT) $$(LDLIBS) -lcmocka -o $$@
 endef
-$(foreach t,$(filter-out %/test_shim.c %/test_gpuring.c %/test_metrics.c tests/unit/agent/%,$(UNIT_SRCS)),$(eval $(call unit_rule,$(t))))
+$(foreach t,$(filter-out %/test_shim.c %/test_gpuring.c $(SHIM_RING_TESTS) tests/unit/agent/%,$(UNIT_SRCS)),$(eval $(call unit_rule,$(t))))
 
 # ---- tools for the integration tests (linked like the unit tests) ----
 $(OUTPUT)/tests-tools/%: tests/tools/%.c $(LIBPT) | $(OUTPUT)/tests-tools
@@ -285,11 +288,13 @@ $(OUTPUT)/tests/test_gpuring: tests/unit/gpu/test_gpuring.c shim/ring.c shim/rin
 	$(call msg,TEST-CC,$@)
 	$(Q)$(CC) $(CFLAGS) $(INCLUDES) -Ishim $(LDFLAGS) $< shim/ring.c $(LIBPT) $(LDLIBS) -lcmocka -o $@
 
-# --metrics with a GPU stream: a child of the test makes the shim's segment
-# with the shim's own writer (no CUPTI).
-$(OUTPUT)/tests/test_metrics: tests/unit/run/test_metrics.c tests/unit/run/runfx.h shim/ring.c shim/ring.h shim/ptgpu.h shim/memseg.h $(LIBPT) | $(OUTPUT)/tests
-	$(call msg,TEST-CC,$@)
-	$(Q)$(CC) $(CFLAGS) $(INCLUDES) -Ishim $(LDFLAGS) $< shim/ring.c $(LIBPT) $(LDLIBS) -lcmocka -o $@
+# SHIM_RING_TESTS: linked with the shim's ring writer, as test_gpuring.
+define shim_ring_rule
+$(OUTPUT)/tests/$(basename $(notdir $(1))): $(1) tests/unit/run/runfx.h shim/ring.c shim/ring.h shim/ptgpu.h shim/memseg.h $(LIBPT) | $(OUTPUT)/tests
+	$$(call msg,TEST-CC,$$@)
+	$$(Q)$$(CC) $$(CFLAGS) $$(INCLUDES) -Ishim $$(LDFLAGS) $$< shim/ring.c $$(LIBPT) $$(LDLIBS) -lcmocka -o $$@
+endef
+$(foreach t,$(SHIM_RING_TESTS),$(eval $(call shim_ring_rule,$(t))))
 
 # ---- fuzzing (libFuzzer): one harness per reader of target-controlled input ----
 # Each harness links only its module, so a finding points at one file.
