@@ -678,8 +678,7 @@ static void test_write_outputs(void **state)
 	free(md);
 }
 
-/* -p A,B: one document with each process's section, in the order given
- * (and pt_run__view_doc gives each the same). */
+/* -p A,B: one document with each process's section, in the order given. */
 static void test_write_two_processes(void **state)
 {
 	struct fx *x = *state;
@@ -706,10 +705,23 @@ static void test_write_two_processes(void **state)
 	assert_true(num(item(cJSON_GetArrayItem(procs, 1), "meta"), "pid") == x->child2);
 	assert_true(num(item(cJSON_GetArrayItem(procs, 1), "stats"), "steps") == 0);
 	cJSON_Delete(doc);
-	/* each process's document is of the view it is given */
+}
+
+/* -p A,B: each process's document is of the view it is given (each
+ * built once, as the reports are: a view's runs are finished with it). */
+static void test_view_doc_two(void **state)
+{
+	struct fx *x = *state;
+	cJSON *doc;
+
+	open_run(x, in_tmp(x, "out"), true, false, false);
+	assert_int_equal(pt_run__open_output(&x->r), 0);
+	attach(x);
+	run_steps(x); /* A's */
 	for (size_t i = 0; i < 2; i++) {
 		struct proc *p = x->r.procs.v[i];
 
+		pt_agg__finish(p->v.agg);
 		doc = pt_run__view_doc(&x->r, p, &p->v);
 		assert_non_null(doc);
 		assert_true(num(item(doc, "meta"), "pid") == p->tracee.pid);
@@ -817,6 +829,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_output_not_writable, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_output_default, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_view_doc, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_view_doc_two, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_write_outputs, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_write_two_processes, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_write_fallback, setup, teardown),
