@@ -28,12 +28,13 @@
  * it, and the shim sees it detached. pt_run__runs_cuda sees CUDA's
  * library mapped.
  *
- * Not here: --inject (loading the shim into a CUDA process: ptrace and the
- * built shim, tests/integration test_gpu_inject); a process in another
- * PID namespace (pt_run__gpu_record's thread ids mapped: a PID namespace
- * to make, tests/integration test_gpu's container case and
- * tests/unit/gpu/test_nstid); the records as the loop routes them
- * (pt_run__on_gpu_rec is the callback here, BPF's records are not).
+ * Not here: --inject (loading the shim into a CUDA process: ptrace, CUDA
+ * and the built shim, tests/integration test_gpu_late); a process in
+ * another PID namespace (pt_run__gpu_record's thread ids mapped: a PID
+ * namespace to make, tests/integration test_gpu_ns and
+ * tests/unit/gpu/test_nstid); the drains as the loop calls them each tick
+ * and at the stop (pt_run__on_gpu_rec is the callback here, the loop's
+ * ticks need BPF: tests/integration test_gpu).
  */
 #include <errno.h>
 #include <fcntl.h>
