@@ -194,9 +194,9 @@ static void control(void)
 static int make_segment(enum seg_kind kind)
 {
 	struct ptg_ring_params p = { .nslots = 256, .strtab_size = 4096 };
-	void *mem;
+	void *mem = NULL;
 	size_t size;
-	int fd;
+	int fd = -1;
 
 	if (kind == SEG_NONE)
 		return 0;
@@ -593,8 +593,8 @@ static void test_parent_segment(void **state)
 	struct ptg_ring mine;
 	struct proc *p;
 	size_t size = ptg_ring__size(prm.nslots, prm.strtab_size);
-	void *mem;
-	int fd;
+	void *mem = NULL;
+	int fd = -1;
 
 	prm.pid = (uint32_t)getpid();
 	assert_int_equal(pt_memseg__create(PTGPU_MEMFD_NAME, size, &mem, &fd), 0);
