@@ -76,7 +76,8 @@ VICTIMS := $(patsubst tests/victims/%.c,$(OUTPUT)/victims/%,$(filter-out tests/v
 VICTIMS += $(patsubst tests/victims/%.cc,$(OUTPUT)/victims/%,$(wildcard tests/victims/*.cc))
 
 FIXTURES := $(OUTPUT)/fixtures/elf_pie $(OUTPUT)/fixtures/elf_nopie \
-	    $(OUTPUT)/fixtures/elf_stripped $(OUTPUT)/fixtures/libelf_fixture.so
+	    $(OUTPUT)/fixtures/elf_stripped $(OUTPUT)/fixtures/libelf_fixture.so \
+	    $(OUTPUT)/fixtures/elf_static
 
 # Helpers the integration tests run (checkers fed by a live interpreter).
 TOOL_SRCS := $(wildcard tests/tools/*.c)
@@ -161,6 +162,10 @@ $(OUTPUT)/fixtures/elf_nopie: tests/fixtures/elf_fixture.c | $(OUTPUT)/fixtures
 	$(Q)$(CC) -O1 -g -fno-pie -no-pie -Wl,--disable-new-dtags,-rpath,/opt/fx-old $< -o $@
 $(OUTPUT)/fixtures/elf_stripped: $(OUTPUT)/fixtures/elf_pie
 	$(Q)strip -s $< -o $@
+# static: it maps no file but itself, so the only folders it loads
+# libraries from are its own and the system's (run/prearm.c's search)
+$(OUTPUT)/fixtures/elf_static: tests/fixtures/elf_fixture.c | $(OUTPUT)/fixtures
+	$(Q)$(CC) -O1 -g -static $< -o $@
 # -Ttext-segment: an ET_DYN whose st_value != file offset, so a resolver that
 # treats st_value as the offset fails; the version script gives fx_versioned
 # two versions.
