@@ -152,18 +152,9 @@ static pid_t child_with(const char *lib)
 static const char *targets(const char *text)
 {
 	static char path[64];
-	int fd;
 
-	strcpy(path, "/tmp/pt-test-funcs-XXXXXX");
-	fd = mkstemp(path);
-	if (fd < 0)
-		return NULL;
-	if (write(fd, text, strlen(text)) != (ssize_t)strlen(text)) {
-		close(fd);
-		return NULL;
-	}
-	close(fd);
-	return path;
+	snprintf(path, sizeof(path), "/tmp/pt-test-funcs-XXXXXX");
+	return runfx__targets(path, text) ? NULL : path;
 }
 
 /* p's local fid of symbol, -1: not resolved in p */

@@ -284,17 +284,14 @@ static int setup(void **state)
 	static const char text[] = "step native:exe:gs_victim_step\n"
 				   "bucket eng.fwd native:exe:gs_victim_forward\n";
 	struct fx *x = calloc(1, sizeof(*x));
-	int fd;
 
 	if (!x)
 		return -1;
 	x->child = x->other = -1;
 	x->to = x->from = -1;
 	snprintf(x->targets, sizeof(x->targets), "/tmp/pt-test-gpustream-XXXXXX");
-	fd = mkstemp(x->targets);
-	if (fd < 0 || write(fd, text, sizeof(text) - 1) != sizeof(text) - 1)
+	if (runfx__targets(x->targets, text))
 		return -1;
-	close(fd);
 	memset(&got, 0, sizeof(got));
 	*state = x;
 	return 0;

@@ -81,15 +81,12 @@ static int open_run(void **state, double duration_s)
 	static const char text[] = "step native:exe:loop_victim\n";
 	struct fx *x = calloc(1, sizeof(*x));
 	struct pt_env env = { 0 };
-	int fd;
 
 	if (!x)
 		return -1;
 	snprintf(x->path, sizeof(x->path), "/tmp/pt-test-loop-XXXXXX");
-	fd = mkstemp(x->path);
-	if (fd < 0 || write(fd, text, sizeof(text) - 1) != sizeof(text) - 1)
+	if (runfx__targets(x->path, text))
 		return -1;
-	close(fd);
 	sigemptyset(&x->stop);
 	sigaddset(&x->stop, SIGINT);
 	sigaddset(&x->stop, SIGTERM);

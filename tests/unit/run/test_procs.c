@@ -98,17 +98,14 @@ static void stop_end(struct fx *x);
 static int setup(void **state)
 {
 	struct fx *x = calloc(1, sizeof(*x));
-	int fd;
 
 	if (!x)
 		return -1;
 	x->child = x->other = -1;
 	x->cmd = x->ack = -1;
 	snprintf(x->path, sizeof(x->path), "/tmp/pt-test-procs-XXXXXX");
-	fd = mkstemp(x->path);
-	if (fd < 0 || write(fd, conf, sizeof(conf) - 1) != sizeof(conf) - 1)
+	if (runfx__targets(x->path, conf))
 		return -1;
-	close(fd);
 	*state = x;
 	return 0;
 }

@@ -33,19 +33,10 @@ __attribute__((noinline)) void session_victim(void)
 /* A targets file with text in it: its path (static), or NULL. */
 static const char *targets(const char *text)
 {
-	static char path[] = "/tmp/pt-test-session-XXXXXX";
-	int fd;
+	static char path[64];
 
-	strcpy(path, "/tmp/pt-test-session-XXXXXX");
-	fd = mkstemp(path);
-	if (fd < 0)
-		return NULL;
-	if (write(fd, text, strlen(text)) != (ssize_t)strlen(text)) {
-		close(fd);
-		return NULL;
-	}
-	close(fd);
-	return path;
+	snprintf(path, sizeof(path), "/tmp/pt-test-session-XXXXXX");
+	return runfx__targets(path, text) ? NULL : path;
 }
 
 static void env_for(struct pt_env *env, int pid, const char *path)

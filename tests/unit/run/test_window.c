@@ -114,16 +114,13 @@ static int open_run(void **state, double interval_s, bool two)
 	struct fx *x = calloc(1, sizeof(*x));
 	struct pt_env env = { 0 };
 	uint64_t now = pt_now_ns(CLOCK_MONOTONIC);
-	int fd;
 
 	if (!x)
 		return -1;
 	snprintf(x->targets, sizeof(x->targets), "/tmp/pt-test-window-XXXXXX");
 	snprintf(x->out, sizeof(x->out), "/tmp/pt-test-window-out-XXXXXX");
-	fd = mkstemp(x->targets);
-	if (fd < 0 || write(fd, text, sizeof(text) - 1) != sizeof(text) - 1 || !mkdtemp(x->out))
+	if (runfx__targets(x->targets, text) || !mkdtemp(x->out))
 		return -1;
-	close(fd);
 	x->child = runfx__child();
 	x->child2 = two ? runfx__child() : -1;
 	if (x->child < 0 || (two && x->child2 < 0))
