@@ -276,6 +276,20 @@ static void test_py_start_once(void **state)
 	assert_ptr_equal(p->python.probe, first);
 }
 
+/* p's perf-trampoline checks, at open and after one recheck: each one
+ * counted, seen on each time when on, and p exact only then. */
+static void assert_rechecked(struct proc *p, bool on)
+{
+	assert_false(p->python.rt.L.evalframe_all_calls);
+	for (int n = 1; n <= 2; n++) {
+		if (n == 2)
+			pt_run__py_recheck(p);
+		assert_int_equal(p->python.tramp_checks, n);
+		assert_int_equal(p->python.tramp_on, on ? n : 0);
+		assert_int_equal(pt_run__py_exact(p), on);
+	}
+}
+
 /* 3.11 runs Python-to-Python calls inside one evaluator run, and has no
  * perf trampoline: not exact, each recheck one more check. */
 static void test_exact_debian311(void **state)
@@ -286,14 +300,7 @@ static void test_exact_debian311(void **state)
 	if (!debian())
 		skip();
 	p = open_python(x, PYFX_DEBIAN, false, step_py);
-	assert_false(p->python.rt.L.evalframe_all_calls);
-	assert_int_equal(p->python.tramp_checks, 1); /* at open */
-	assert_int_equal(p->python.tramp_on, 0);
-	assert_false(pt_run__py_exact(p));
-	pt_run__py_recheck(p);
-	assert_int_equal(p->python.tramp_checks, 2);
-	assert_int_equal(p->python.tramp_on, 0);
-	assert_false(pt_run__py_exact(p));
+	assert_rechecked(p, false);
 }
 
 /* 3.10: every Python call enters the evaluator; nothing to check. */
@@ -324,14 +331,7 @@ static void test_trampoline_pyenv312_on(void **state)
 
 	if (!p)
 		skip();
-	assert_false(p->python.rt.L.evalframe_all_calls);
-	assert_int_equal(p->python.tramp_checks, 1);
-	assert_int_equal(p->python.tramp_on, 1);
-	assert_true(pt_run__py_exact(p));
-	pt_run__py_recheck(p);
-	assert_int_equal(p->python.tramp_checks, 2);
-	assert_int_equal(p->python.tramp_on, 2);
-	assert_true(pt_run__py_exact(p));
+	assert_rechecked(p, true);
 }
 
 /* 3.12 without it: checked, not on, not exact. */
@@ -343,13 +343,7 @@ static void test_trampoline_pyenv312_off(void **state)
 
 	if (!p)
 		skip();
-	assert_int_equal(p->python.tramp_checks, 1);
-	assert_int_equal(p->python.tramp_on, 0);
-	assert_false(pt_run__py_exact(p));
-	pt_run__py_recheck(p);
-	assert_int_equal(p->python.tramp_checks, 2);
-	assert_int_equal(p->python.tramp_on, 0);
-	assert_false(pt_run__py_exact(p));
+	assert_rechecked(p, false);
 }
 
 /* The frame probe: with python_mode evalframe and py: probes only. */
