@@ -52,6 +52,17 @@ static inline int runfx__targets(char *path, const char *text)
 	return close(fd) ? -1 : 0;
 }
 
+/* A function of the test binary for a targets file to name
+ * (native:exe:NAME): noinline with a body, so a child of the test has the
+ * symbol to resolve. Used at file scope: RUNFX_VICTIM(name); */
+#define RUNFX_VICTIM(name)                                                                         \
+	__attribute__((noinline)) void name(void);                                                 \
+	__attribute__((noinline)) void name(void)                                                  \
+	{                                                                                          \
+		asm volatile("");                                                                  \
+	}                                                                                          \
+	extern int runfx__victim_##name
+
 /* A child that waits until killed; -1 when fork fails. */
 static inline pid_t runfx__child(void)
 {

@@ -47,20 +47,9 @@
 
 /* What the targets files name in the children (this binary): noinline
  * with a body, so the symbols are there to resolve. */
-__attribute__((noinline)) void funcs_step(void)
-{
-	asm volatile("");
-}
-
-__attribute__((noinline)) void funcs_fwd(void)
-{
-	asm volatile("");
-}
-
-__attribute__((noinline)) void funcs_bwd(void)
-{
-	asm volatile("");
-}
+RUNFX_VICTIM(funcs_step);
+RUNFX_VICTIM(funcs_fwd);
+RUNFX_VICTIM(funcs_bwd);
 
 /* a step with values, two buckets, one in a library the child loads
  * later, and a py: bucket (no CPython here: its functions come through

@@ -74,15 +74,8 @@
 
 /* What the targets file names in the child (this binary): noinline with
  * a body, so the symbols are there to resolve. */
-__attribute__((noinline)) void gs_victim_step(void)
-{
-	asm volatile("");
-}
-
-__attribute__((noinline)) void gs_victim_forward(void)
-{
-	asm volatile("");
-}
+RUNFX_VICTIM(gs_victim_step);
+RUNFX_VICTIM(gs_victim_forward);
 
 /* ---- the child: the CUPTI shim's side ---- */
 

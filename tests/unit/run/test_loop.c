@@ -47,10 +47,7 @@
 
 /* What the targets file names in the child (this binary): noinline with
  * a body, so the symbol is there to resolve. */
-__attribute__((noinline)) void loop_victim(void)
-{
-	asm volatile("");
-}
+RUNFX_VICTIM(loop_victim);
 
 struct fx {
 	struct run r;

@@ -65,15 +65,8 @@
 #define MS 1000000ull
 
 /* What the targets file names in the children (this binary). */
-__attribute__((noinline)) void metrics_step(void)
-{
-	asm volatile("");
-}
-
-__attribute__((noinline)) void metrics_forward(void)
-{
-	asm volatile("");
-}
+RUNFX_VICTIM(metrics_step);
+RUNFX_VICTIM(metrics_forward);
 
 static const char conf[] = "step native:exe:metrics_step tokens=arg0\n"
 			   "bucket engine.forward native:exe:metrics_forward\n";

@@ -58,10 +58,7 @@
 #include "runfx.h"
 
 /* What a probe names in the forked child (this binary). */
-__attribute__((noinline)) void prearm_victim(void)
-{
-	asm volatile("");
-}
+RUNFX_VICTIM(prearm_victim);
 
 struct fx {
 	char dir[64];		 /* the test's folder: the libraries, the copies */

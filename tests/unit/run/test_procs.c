@@ -70,10 +70,7 @@
 
 /* What the targets file names in the children (this binary): noinline
  * with a body, so the symbol is there to resolve. */
-__attribute__((noinline)) void procs_victim(void)
-{
-	asm volatile("");
-}
+RUNFX_VICTIM(procs_victim);
 
 static const char conf[] = "step native:exe:procs_victim\n";
 

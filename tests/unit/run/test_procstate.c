@@ -27,10 +27,7 @@
 
 /* What the targets file names in the child (this binary): noinline with
  * a body, so the symbol is there to resolve. */
-__attribute__((noinline)) void procstate_victim(void)
-{
-	asm volatile("");
-}
+RUNFX_VICTIM(procstate_victim);
 
 static const char conf[] = "step native:exe:procstate_victim\n";
 

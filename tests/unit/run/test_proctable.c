@@ -28,10 +28,7 @@
 #include "runfx.h"
 
 /* What the targets file names in the children (this binary). */
-__attribute__((noinline)) void proctable_victim(void)
-{
-	asm volatile("");
-}
+RUNFX_VICTIM(proctable_victim);
 
 static const char conf[] = "step native:exe:proctable_victim\n";
 

@@ -48,10 +48,7 @@
 
 /* What a native-only targets file names in a fork of this binary:
  * noinline with a body, so the symbol is there to resolve. */
-__attribute__((noinline)) void pyproc_victim(void)
-{
-	asm volatile("");
-}
+RUNFX_VICTIM(pyproc_victim);
 
 struct fx {
 	struct run r;

@@ -41,15 +41,8 @@
 
 /* What the targets file names in the children (this binary): noinline
  * with a body, so the symbols are there to resolve. */
-__attribute__((noinline)) void records_step(void)
-{
-	asm volatile("");
-}
-
-__attribute__((noinline)) void records_forward(void)
-{
-	asm volatile("");
-}
+RUNFX_VICTIM(records_step);
+RUNFX_VICTIM(records_forward);
 
 static const char conf[] = "step   native:exe:records_step\n"
 			   "bucket engine.forward native:exe:records_forward\n";

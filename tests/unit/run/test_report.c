@@ -73,15 +73,8 @@
 
 /* What the targets file names in the children (this binary): noinline
  * with a body, so the symbols are there to resolve. */
-__attribute__((noinline)) void rep_victim_step(void)
-{
-	asm volatile("");
-}
-
-__attribute__((noinline)) void rep_victim_forward(void)
-{
-	asm volatile("");
-}
+RUNFX_VICTIM(rep_victim_step);
+RUNFX_VICTIM(rep_victim_forward);
 
 static const char conf[] = "step native:exe:rep_victim_step\n"
 			   "bucket eng.fwd native:exe:rep_victim_forward\n"

@@ -25,10 +25,7 @@
 
 /* What the targets file names in the child (this binary): noinline with
  * a body, so the symbol is there to resolve. */
-__attribute__((noinline)) void session_victim(void)
-{
-	asm volatile("");
-}
+RUNFX_VICTIM(session_victim);
 
 /* A targets file with text in it: its path (static), or NULL. */
 static const char *targets(const char *text)

@@ -41,15 +41,8 @@
 
 /* What the targets files name in the child (this binary): noinline with
  * a body, so the symbols are there to resolve. */
-__attribute__((noinline)) void view_step(void)
-{
-	asm volatile("");
-}
-
-__attribute__((noinline)) void view_fwd(void)
-{
-	asm volatile("");
-}
+RUNFX_VICTIM(view_step);
+RUNFX_VICTIM(view_fwd);
 
 static const char conf[] = "step native:exe:view_step tokens=arg0\n"
 			   "bucket a.fwd native:exe:view_fwd\n"

@@ -49,15 +49,8 @@
 
 /* What the targets file names in the child (this binary): noinline with
  * a body, so the symbols are there to resolve. */
-__attribute__((noinline)) void win_victim_step(void)
-{
-	asm volatile("");
-}
-
-__attribute__((noinline)) void win_victim_forward(void)
-{
-	asm volatile("");
-}
+RUNFX_VICTIM(win_victim_step);
+RUNFX_VICTIM(win_victim_forward);
 
 struct fx {
 	struct run r;
