@@ -432,6 +432,13 @@ struct pt_sample_counters {
 	__u64 lost;	    /* records not written: ring full */
 	__u64 no_storage;   /* thread storage could not be created: not sampled */
 	__u64 tstate_walks; /* thread-state list searches (cache misses) */
+	/* thread states that could not be read (a page not mapped at that
+	 * moment): the sample or interval is kept, its stack unknown
+	 * (PT_SAMPLEF_UNREADABLE) */
+	__u64 tstate_unreadable;
+	/* switch-outs of threads without a Python thread state: their time
+	 * off the CPU is not counted (idle native workers) */
+	__u64 offcpu_not_python;
 };
 
 #if defined(__STDC_VERSION__) && __STDC_VERSION__ >= 201112L
@@ -439,7 +446,7 @@ _Static_assert(sizeof(struct pt_sample_frame) == 16, "pt_sample_frame is part of
 _Static_assert(sizeof(struct pt_sample) ==
 		       PT_SAMPLE_HDR_SIZE + PT_SAMPLE_MAX_FRAMES * sizeof(struct pt_sample_frame),
 	       "pt_sample is part of the ABI");
-_Static_assert(sizeof(struct pt_sample_counters) == 40, "pt_sample_counters is part of the ABI");
+_Static_assert(sizeof(struct pt_sample_counters) == 56, "pt_sample_counters is part of the ABI");
 _Static_assert(sizeof(struct pt_py_offsets) == 160, "pt_py_offsets is part of the ABI");
 _Static_assert(sizeof(struct pt_bpf_proc) == 168, "pt_bpf_proc is part of the ABI");
 _Static_assert(sizeof(struct pt_rec) == 48, "pt_rec is part of the ABI");

@@ -35,6 +35,7 @@ const volatile bool offcpu = true;
  * its thread_id only once it runs its bootstrap, and a long negative cache
  * would hide its first samples. A search reads two words per thread. */
 #define RECHECK_NS 10000000ull
+#define PF_EXITING 0x00000004 /* include/linux/sched.h: a macro, not in BTF */
 
 struct pt_sample_counters counters = {};
 /* The sampled processes: tgid -> where its interpreter's state is, its
@@ -84,15 +85,6 @@ struct {
 	__uint(max_entries, 8 << 20); /* resized by user space */
 } samples SEC(".maps");
 
-static __always_inline __u64 rd_ptr(__u64 addr)
-{
-	__u64 v = 0;
-
-	if (bpf_probe_read_user(&v, sizeof(v), (const void *)addr))
-		return 0;
-	return v;
-}
-
 static __always_inline __u64 fsbase_of(struct task_struct *t)
 {
 	return BPF_CORE_READ(t, thread.fsbase);
@@ -101,46 +93,90 @@ static __always_inline __u64 fsbase_of(struct task_struct *t)
 struct tstate_ctx {
 	__u64 ts, fs, found;
 	__u32 o_id, o_next;
+	bool unreadable;
 };
 
 /* One thread state of the interpreter's list (a bpf_loop callback, as
- * walk_cb). */
+ * walk_cb). A read that fails ends the search as unreadable, not as
+ * "no thread state": a read cannot fault a page in, so one being migrated
+ * or compacted reads as missing for a moment, and a thread taken for one
+ * without Python loses its time off the CPU. */
 static long tstate_cb(__u64 i, struct tstate_ctx *c)
 {
+	__u64 id, next;
+
 	if (!c->ts)
 		return 1;
-	if (rd_ptr(c->ts + c->o_id) == c->fs) {
+	if (bpf_probe_read_user(&id, sizeof(id), (const void *)(c->ts + c->o_id))) {
+		c->unreadable = true;
+		return 1;
+	}
+	if (id == c->fs) {
 		c->found = c->ts;
 		return 1;
 	}
-	c->ts = rd_ptr(c->ts + c->o_next);
+	if (bpf_probe_read_user(&next, sizeof(next), (const void *)(c->ts + c->o_next))) {
+		c->unreadable = true;
+		return 1;
+	}
+	c->ts = next;
 	return 0;
 }
 
-/* The thread state whose thread_id is fs, or 0. */
-static __always_inline __u64 find_tstate(const struct pt_sample_proc *p, __u64 fs)
+/* The thread state whose thread_id is fs, or 0 (*unreadable: the list
+ * could not be read to its end). */
+static __always_inline __u64 find_tstate(const struct pt_sample_proc *p, __u64 fs, bool *unreadable)
 {
 	const struct pt_py_offsets *L = &p->py;
-	__u64 interp = rd_ptr(p->runtime + L->runtime_interp_head);
 	struct tstate_ctx c = { .fs = fs, .o_id = L->tstate_thread_id, .o_next = L->tstate_next };
+	__u64 interp;
 
 	__sync_fetch_and_add(&counters.tstate_walks, 1);
+	if (bpf_probe_read_user(&interp, sizeof(interp),
+				(const void *)(p->runtime + L->runtime_interp_head)) ||
+	    (interp && bpf_probe_read_user(&c.ts, sizeof(c.ts),
+					   (const void *)(interp + L->interp_tstate_head)))) {
+		*unreadable = true;
+		return 0;
+	}
 	if (!interp)
 		return 0;
-	c.ts = rd_ptr(interp + L->interp_tstate_head);
 	bpf_loop(MAX_THREADS, tstate_cb, &c, 0);
+	*unreadable = c.unreadable;
 	return c.found;
 }
 
-/* The current thread's thread state, through its cache entry. */
+/* The current thread's thread state, through its cache entry; 0 with
+ * *unreadable set when it could not be told (then no "not Python" is
+ * cached: the next sample asks again). A cached thread state that cannot
+ * be read is looked for in the list again: it may have been freed (a
+ * thread past its Python part: not found, no longer a Python thread), or
+ * its page may be briefly unmapped (a page migrated or compacted: the
+ * search fails on it too, unreadable). */
 static __always_inline __u64 tstate_of(const struct pt_sample_proc *p, struct pt_sample_thread *ts,
-				       __u64 fs, __u64 now)
+				       struct task_struct *t, __u64 now, bool *unreadable)
 {
-	if (ts->tstate && rd_ptr(ts->tstate + p->py.tstate_thread_id) == fs)
+	__u64 id, fs;
+
+	*unreadable = false;
+	/* Exiting: past its Python part, and its memory may be gone already
+	 * (after exit_mm every read fails). */
+	if (t->flags & PF_EXITING)
+		return 0;
+	fs = fsbase_of(t);
+	if (ts->tstate &&
+	    !bpf_probe_read_user(&id, sizeof(id),
+				 (const void *)(ts->tstate + p->py.tstate_thread_id)) &&
+	    id == fs)
 		return ts->tstate;
 	if (!ts->tstate && ts->checked_ns && now - ts->checked_ns < RECHECK_NS)
 		return 0;
-	ts->tstate = find_tstate(p, fs);
+	ts->tstate = find_tstate(p, fs, unreadable);
+	if (*unreadable) {
+		ts->checked_ns = 0;
+		__sync_fetch_and_add(&counters.tstate_unreadable, 1);
+		return 0;
+	}
 	ts->checked_ns = now;
 	return ts->tstate;
 }
@@ -195,7 +231,7 @@ static long walk_cb(__u64 i, struct walk_ctx *c)
  * frame, C-stack shim frames (3.12+) included with code 0 for user space
  * to skip. */
 static __always_inline void walk(const struct pt_py_offsets *L, struct pt_sample *s, __u8 *buf,
-				 __u64 tstate)
+				 __u64 tstate, bool unreadable)
 {
 	struct walk_ctx c = { .s = s,
 			      .buf = buf,
@@ -211,12 +247,18 @@ static __always_inline void walk(const struct pt_py_offsets *L, struct pt_sample
 
 	s->nframes = 0;
 	if (!tstate) {
-		s->flags |= PT_SAMPLEF_NOT_PYTHON;
+		/* unreadable: a thread of unknown kind, its stack unknown */
+		s->flags |= unreadable ? PT_SAMPLEF_UNREADABLE : PT_SAMPLEF_NOT_PYTHON;
 		return;
 	}
-	c.frame = rd_ptr(tstate + L->tstate_frame);
-	if (L->cframe_frame >= 0 && c.frame)
-		c.frame = rd_ptr(c.frame + L->cframe_frame);
+	if (bpf_probe_read_user(&c.frame, sizeof(c.frame),
+				(const void *)(tstate + L->tstate_frame)) ||
+	    (L->cframe_frame >= 0 && c.frame &&
+	     bpf_probe_read_user(&c.frame, sizeof(c.frame),
+				 (const void *)(c.frame + L->cframe_frame)))) {
+		s->flags |= PT_SAMPLEF_UNREADABLE;
+		return;
+	}
 	bpf_loop(PT_SAMPLE_MAX_FRAMES, walk_cb, &c, 0);
 	if (c.frame)
 		s->flags |= PT_SAMPLEF_TRUNCATED;
@@ -243,6 +285,8 @@ int pt_sample(struct bpf_perf_event_data *ctx)
 	struct pt_sample_thread *ts;
 	struct pt_sample_proc *p;
 	__u32 zero = 0, tgid = id >> 32;
+	bool unreadable;
+	__u64 tstate;
 
 	/* inherited events follow fork()ed children too: not ours */
 	p = proc_of(tgid);
@@ -265,7 +309,8 @@ int pt_sample(struct bpf_perf_event_data *ctx)
 	sc->s.periods = pt_sampleclock__periods(now, ts->t_in, &ts->grid, period_ns, offcpu);
 	sc->s.weight = sc->s.periods * period_ns;
 	sc->s.flags = 0;
-	walk(&p->py, &sc->s, sc->frame, tstate_of(p, ts, fsbase_of(task), now));
+	tstate = tstate_of(p, ts, task, now, &unreadable);
+	walk(&p->py, &sc->s, sc->frame, tstate, unreadable);
 	__sync_fetch_and_add(&counters.samples, 1);
 	send(&sc->s);
 	return 0;
@@ -279,7 +324,8 @@ int BPF_PROG(pt_switch, bool preempt, struct task_struct *prev, struct task_stru
 	struct pt_sample_proc *p;
 	struct scratch *sc;
 	__u32 zero = 0, tgid;
-	__u64 now;
+	__u64 now, tstate;
+	bool unreadable;
 
 	if (!offcpu)
 		return 0;
@@ -329,11 +375,14 @@ int BPF_PROG(pt_switch, bool preempt, struct task_struct *prev, struct task_stru
 	ts->s.tid = prev->pid;
 	ts->s.flags = 0;
 	ts->s.periods = 0;
-	walk(&p->py, &ts->s, sc->frame, tstate_of(p, ts, fsbase_of(prev), now));
+	tstate = tstate_of(p, ts, prev, now, &unreadable);
+	walk(&p->py, &ts->s, sc->frame, tstate, unreadable);
 	/* Threads without Python frames (pools of native workers) sleep
 	 * most of the time: their idle time is not host time of the server. */
-	if (ts->s.flags & PT_SAMPLEF_NOT_PYTHON)
+	if (ts->s.flags & PT_SAMPLEF_NOT_PYTHON) {
+		__sync_fetch_and_add(&counters.offcpu_not_python, 1);
 		return 0;
+	}
 	ts->t_out = now;
 	return 0;
 }

@@ -22,6 +22,14 @@ go, runs its part until the deadline, then waits for exit):
                   ASCII and longer than a comm (15 bytes): blocked in a
                   pipe read from go to the deadline, off the CPU
 
+And one thread without Python, started at go: a pthread of libc's own
+whose start routine is sleep(1) (through ctypes, so no Python code and no
+thread state are ever in it): off the CPU for a second, then gone. Its
+time off the CPU is no host time of the program's; proftrace counts its
+switch-out (meta.sampling.off_cpu_not_python) and gives it no row. The
+truth's "native_sleeper" says whether it was started (false where ctypes
+cannot).
+
 Truth JSON: python, pid, seconds, per_thread: {name: {tid (its
 native_id, the OS thread id, in the process's own PID namespace), cpu_ns
 (time.thread_time_ns from go to the deadline, the thread's
@@ -30,6 +38,7 @@ CLOCK_THREAD_CPUTIME_ID, which the cpu-clock perf event counts), wall_ns
 """
 import argparse
 import concurrent.futures
+import ctypes
 import json
 import os
 import sys
@@ -85,6 +94,20 @@ class Poller(threading.Thread):
         end.wait()
 
 
+def native_sleeper():
+    """A libc thread running sleep(1) and nothing else; its pthread_t, or
+    None where it cannot be made."""
+    try:
+        libc = ctypes.CDLL(None)
+        t = ctypes.c_ulong()
+        start = ctypes.cast(libc.sleep, ctypes.c_void_p)
+        if libc.pthread_create(ctypes.byref(t), None, start, ctypes.c_void_p(1)):
+            return None
+        return t
+    except (OSError, AttributeError):
+        return None
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--truth", required=True)
@@ -103,6 +126,7 @@ def main():
     deadline[0] = now() + int(a.seconds * 1e9)
     t0, c0 = now(), cpu()
     go.set()
+    sleeper = native_sleeper()
     time.sleep(max(0.0, (deadline[0] - now()) / 1e9))
     os.write(wfd, b"x")
     book("MainThread", t0, c0)
@@ -113,12 +137,15 @@ def main():
         time.sleep(0.01)
     with open(a.truth, "w") as f:
         json.dump({"python": sys.version.split()[0], "pid": os.getpid(),
-                   "seconds": a.seconds, "per_thread": truth}, f, indent=1, ensure_ascii=False)
+                   "seconds": a.seconds, "per_thread": truth,
+                   "native_sleeper": sleeper is not None}, f, indent=1, ensure_ascii=False)
     print("done", flush=True)
     sys.stdin.readline()
     end.set()
     bg.join()
     poller.join()
+    if sleeper is not None:
+        ctypes.CDLL(None).pthread_join(sleeper, None)
     fut.result()
     pool.shutdown()
     return 0

@@ -324,10 +324,10 @@ static int add_flame(struct pt_stacks *st, const struct pt_stacks_sample *s,
 	if (s->flags & PT_SAMPLEF_TRUNCATED)
 		st->path[np++] = "[truncated: deeper than 128 frames]";
 	else if (s->flags & PT_SAMPLEF_UNREADABLE)
-		st->path[np++] = "[unreadable frame]";
+		st->path[np++] = n ? "[unreadable frame]" : "[stack unreadable]";
 	for (size_t i = n; i-- > 0;)
 		st->path[np++] = s->f[i].label;
-	if (!n)
+	if (!n && !(s->flags & PT_SAMPLEF_UNREADABLE))
 		st->path[np++] = s->flags & PT_SAMPLEF_NO_STACK
 					 ? "[stack unknown: asleep since attach]"
 				 : s->flags & PT_SAMPLEF_NOT_PYTHON ? "[not a Python thread]"

@@ -88,7 +88,7 @@ struct pt_report_sampling {
 	const struct pt_report_thread *threads; /* sorted by wall time, longest first */
 	size_t nthreads;
 	uint64_t samples, on_ns, off_ns, intervals;
-	uint64_t python_samples, no_frames, not_python;
+	uint64_t python_samples, no_frames, not_python, not_python_out;
 	uint64_t truncated, unreadable, unknown_frames, lost;
 	uint64_t threads_merged; /* past the row limit: in the "other threads" row */
 	/* on-CPU samples whose timer missed periods (steal), and the time of

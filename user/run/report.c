@@ -217,13 +217,15 @@ static int build_sampling(const struct docsrc *d, struct pt_report_sampling *sp,
 	sp->python_samples = t->python_samples;
 	sp->no_frames = t->no_frames;
 	sp->not_python = t->not_python;
+	sp->not_python_out = ss.bpf.offcpu_not_python;
 	sp->truncated = t->truncated;
 	sp->unreadable = t->unreadable;
 	sp->unknown_frames = t->unknown_frames;
 	sp->threads_merged = t->threads_merged;
 	sp->late_samples = t->late_samples;
 	sp->late_ns = t->late_ns;
-	sp->lost = ss.bpf.lost + ss.bad_records;
+	/* not written (ring full), not taken (no thread storage), not read */
+	sp->lost = ss.bpf.lost + ss.bpf.no_storage + ss.bad_records;
 	/* threads created later inherit their event: count what was seen */
 	sp->threads_sampled = n > ss.threads ? (unsigned int)n : ss.threads;
 	sp->threads_failed = ss.threads_failed;

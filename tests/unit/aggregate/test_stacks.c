@@ -494,7 +494,9 @@ static void test_late_sample(void **state)
 }
 
 /* Which pseudo frame an empty or cut stack gets; truncation wins over an
- * unreadable frame (the outer frames are missing either way). */
+ * unreadable frame (the outer frames are missing either way). A thread
+ * whose thread state could not be read (no frames, unreadable) is neither
+ * "not a Python thread" nor "no Python frame": its stack is unknown. */
 static void test_flame_pseudo_frames(void **state)
 {
 	static const struct sample_opts both = { .flags = PT_SAMPLEF_TRUNCATED |
@@ -514,6 +516,7 @@ static void test_flame_pseudo_frames(void **state)
 	ADD0(st, 4, 5000, &nostack);
 	ADD0(st, 5, 6000, NULL);
 	ADD0(st, 5, 7000, &OFF);
+	ADD0(st, 6, 8000, &off_unread);
 	assert_folded(st, "tid 1;[truncated: deeper than 128 frames];Sched.run (sched.py:20) 1\n"
 			  "tid 2;[unreadable frame];Engine.step (engine.py:10);"
 			  "Sched.run (sched.py:20);[off-cpu] 2\n"
@@ -521,7 +524,9 @@ static void test_flame_pseudo_frames(void **state)
 			  "tid 3;[not a Python thread];[off-cpu] 4\n"
 			  "tid 4;[stack unknown: asleep since attach];[off-cpu] 5\n"
 			  "tid 5;[no Python frame] 6\n"
-			  "tid 5;[no Python frame];[off-cpu] 7\n");
+			  "tid 5;[no Python frame];[off-cpu] 7\n"
+			  "tid 6;[stack unreadable];[off-cpu] 8\n");
+	assert_int_equal(pt_stacks__totals(st)->unreadable, 3);
 	pt_stacks__free(st);
 }
 

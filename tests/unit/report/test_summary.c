@@ -874,6 +874,7 @@ static const struct pt_report_sampling sampling = {
 	.python_samples = 1400,
 	.no_frames = 100,
 	.not_python = 13,
+	.not_python_out = 21,
 	.truncated = 2,
 	.unreadable = 4,
 	.unknown_frames = 5,
@@ -1015,10 +1016,11 @@ static void test_sampling_meta(void **state)
 	assert_true(cJSON_IsObject(s));
 	CHECK_KEYS(s, "hz", "period_ns", "mechanism", "threads", "samples", "on_cpu_ms",
 		   "off_cpu_ms", "wall_ms", "off_cpu_intervals", "python_samples",
-		   "no_python_frames", "not_python_thread", "truncated_stacks", "unreadable_stacks",
-		   "unknown_frames", "threads_merged", "late_samples", "late_ms", "lost_samples",
-		   "threads_sampled", "threads_failed", "host_steal_ms", "host_steal_share",
-		   "thread_names", "proftrace_threads", "outputs");
+		   "no_python_frames", "not_python_thread", "off_cpu_not_python",
+		   "truncated_stacks", "unreadable_stacks", "unknown_frames", "threads_merged",
+		   "late_samples", "late_ms", "lost_samples", "threads_sampled", "threads_failed",
+		   "host_steal_ms", "host_steal_share", "thread_names", "proftrace_threads",
+		   "outputs");
 	check_num(s, "hz", 997);
 	check_num(s, "period_ns", 1003009);
 	check_str(s, "mechanism",
@@ -1029,6 +1031,7 @@ static void test_sampling_meta(void **state)
 	check_num(s, "python_samples", 1400);
 	check_num(s, "no_python_frames", 100);
 	check_num(s, "not_python_thread", 13);
+	check_num(s, "off_cpu_not_python", 21);
 	check_num(s, "truncated_stacks", 2);
 	check_num(s, "unreadable_stacks", 4);
 	check_num(s, "unknown_frames", 5);
