@@ -142,10 +142,12 @@ void pt_run__on_attr(struct proc *p, const struct pt_rec_attr *a)
 		return;
 	attr = ps->vals[a->k].attr;
 	/* the instance BPF saw helps find the name's key; if it was freed
-	 * and its memory reused meanwhile, the type alone must do */
+	 * and its memory reused meanwhile, the type alone must do, whatever
+	 * the object there now says (even "cannot have it": that is about
+	 * its own type, loc.type, set once its type was read) */
 	ret = pt_pyattr__resolve_obj(&p->python.mem, &p->python.rt.L, a->obj, attr, &loc, why,
 				     sizeof(why));
-	if (ret != -EOPNOTSUPP && ret != -ENOENT && (ret || loc.type != a->obj_type))
+	if ((ret && ret != -EOPNOTSUPP && ret != -ENOENT) || loc.type != a->obj_type)
 		ret = pt_pyattr__resolve(&p->python.mem, &p->python.rt.L, a->obj_type, attr, &loc,
 					 why, sizeof(why));
 	if (ret == -EFAULT) { /* the type went away under us: ask again */
