@@ -146,7 +146,19 @@ $(OUTPUT)/tests/$(basename $(notdir $(1))): $(1) $(LIBPT) | $(OUTPUT)/tests
 	$$(call msg,TEST-CC,$$@)
 	$$(Q)$$(CC) $$(CFLAGS) $$(INCLUDES) $$(LDFLAGS) $$< $$(LIBPT) $$(LDLIBS) -lcmocka -o $$@
 endef
-$(foreach t,$(filter-out %/test_shim.c %/test_gpuring.c $(SHIM_RING_TESTS) tests/unit/agent/%,$(UNIT_SRCS)),$(eval $(call unit_rule,$(t))))
+# Tests of what run/ writes into BPF's maps, without BPF: attach.c's map
+# writes named in MAP_WRAPS are wrapped (-Wl,--wrap: the BPF side is the
+# I/O here), and the test's __wrap_ functions record them.
+MAP_WRAP_TESTS := tests/unit/run/test_pyrec.c
+MAP_WRAPS := pt_attach__py_code pt_attach__attr_loc pt_attach__attr_forget
+define map_wrap_rule
+$(OUTPUT)/tests/$(basename $(notdir $(1))): $(1) $(LIBPT) | $(OUTPUT)/tests
+	$$(call msg,TEST-CC,$$@)
+	$$(Q)$$(CC) $$(CFLAGS) $$(INCLUDES) $$(LDFLAGS) $$(foreach f,$$(MAP_WRAPS),-Wl,--wrap=$$(f)) \
+		$$< $$(LIBPT) $$(LDLIBS) -lcmocka -o $$@
+endef
+$(foreach t,$(filter-out %/test_shim.c %/test_gpuring.c $(SHIM_RING_TESTS) $(MAP_WRAP_TESTS) tests/unit/agent/%,$(UNIT_SRCS)),$(eval $(call unit_rule,$(t))))
+$(foreach t,$(MAP_WRAP_TESTS),$(eval $(call map_wrap_rule,$(t))))
 
 # ---- tools for the integration tests (linked like the unit tests) ----
 $(OUTPUT)/tests-tools/%: tests/tools/%.c $(LIBPT) | $(OUTPUT)/tests-tools

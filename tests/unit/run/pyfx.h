@@ -75,19 +75,21 @@
 #define PYFX_NCODES 6
 
 /* Its program (-c): ptmod and ptpkg.mod imported from argv[1], ptmod
- * called, then "ready", its version and the addresses of ptmod's
- * functions' code objects (id() in CPython) on stdout, then it blocks
- * reading stdin (the GIL released: the agent can take it). */
+ * called (the Engine it stepped kept), then "ready", its version, the
+ * addresses of ptmod's functions' code objects, of class Engine and of
+ * that Engine (id() in CPython) on stdout, then it blocks reading stdin
+ * (the GIL released: the agent can take it). */
 #define PYFX_PROGRAM                                                                               \
 	"import sys\n"                                                                             \
 	"sys.path.insert(0, sys.argv[1])\n"                                                        \
 	"import ptmod, ptpkg.mod\n"                                                                \
-	"ptmod.Engine().step()\n"                                                                  \
+	"e = ptmod.Engine()\n"                                                                     \
+	"e.step()\n"                                                                               \
 	"ptmod.work(1)\n"                                                                          \
 	"fs = (ptmod.Engine.__init__, ptmod.Engine.step, ptmod.Engine.stop, ptmod.work,\n"         \
 	"      ptmod.serve, ptmod.square)\n"                                                       \
 	"print('ready', '%d.%d.%d' % sys.version_info[:3], *[id(f.__code__) for f in fs],\n"       \
-	"      flush=True)\n"                                                                      \
+	"      id(ptmod.Engine), id(e), flush=True)\n"                                             \
 	"sys.stdin.read()\n"
 
 struct pyfx {
@@ -100,6 +102,8 @@ struct pyfx {
 	/* the code objects of Engine.__init__, Engine.step, Engine.stop,
 	 * work, serve and square (a lambda), in its memory */
 	uint64_t codes[PYFX_NCODES];
+	/* class Engine, and an instance of it that lives on (its n is 1) */
+	uint64_t engine_type, engine;
 };
 
 /* The Python agent (buf: PATH_MAX bytes): $PT_AGENT (make unit sets
@@ -269,7 +273,7 @@ static inline int pyfx__start(struct pyfx *c, const char *python, const char *ag
 		close(pout[0]);
 		goto fail;
 	}
-	/* "ready 3.X.Y CODE...\n", within 30 s */
+	/* "ready 3.X.Y CODE... ENGINE_TYPE ENGINE\n", within 30 s */
 	while (got < sizeof(line) - 1 && !memchr(line, '\n', got)) {
 		struct pollfd p = { .fd = pout[0], .events = POLLIN };
 		ssize_t n;
@@ -284,10 +288,10 @@ static inline int pyfx__start(struct pyfx *c, const char *python, const char *ag
 	close(pout[0]);
 	line[got] = 0;
 	if (sscanf(line,
-		   "ready %31s %" SCNu64 " %" SCNu64 " %" SCNu64 " %" SCNu64 " %" SCNu64
-		   " %" SCNu64,
+		   "ready %31s %" SCNu64 " %" SCNu64 " %" SCNu64 " %" SCNu64 " %" SCNu64 " %" SCNu64
+		   " %" SCNu64 " %" SCNu64,
 		   c->version, &c->codes[0], &c->codes[1], &c->codes[2], &c->codes[3], &c->codes[4],
-		   &c->codes[5]) != 1 + PYFX_NCODES ||
+		   &c->codes[5], &c->engine_type, &c->engine) != 3 + PYFX_NCODES ||
 	    sscanf(c->version, "3.%u.", &c->minor) != 1) {
 		fprintf(stderr, "pyfx: %s did not say ready: '%s'\n", python, line);
 		goto fail;
