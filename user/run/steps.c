@@ -6,6 +6,7 @@
  * prints its own one-line error and returns 0 or -errno (-PT_EUSAGE: the
  * user's to fix, exit 2).
  */
+#include <ctype.h>
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
@@ -86,6 +87,19 @@ static int python_site(const struct run *r, const struct proc *p)
 	return PT_SITE_FRAME;
 }
 
+/* Does an error line name pid already (as a number of its own)? Then no
+ * "pid N:" goes before it. */
+static bool names_pid(const char *err, int pid)
+{
+	char num[16];
+	size_t n = (size_t)snprintf(num, sizeof(num), "%d", pid);
+
+	for (const char *q = strstr(err, num); q; q = strstr(q + 1, num))
+		if ((q == err || !isdigit((unsigned char)q[-1])) && !isdigit((unsigned char)q[n]))
+			return true;
+	return false;
+}
+
 /* The processes named with -p: each must be there and match the config. */
 static int open_named(struct run *r)
 {
@@ -101,7 +115,7 @@ static int open_named(struct run *r)
 		}
 		if (!e)
 			continue;
-		if (r->env.npids > 1 && e != -ENOMEM && !strstr(err, "pid"))
+		if (r->env.npids > 1 && e != -ENOMEM && !names_pid(err, r->env.pids[i]))
 			pt_msg("proftrace: pid %d: %s\n", r->env.pids[i], err);
 		else
 			pt_msg("proftrace: %s\n", err);
