@@ -137,7 +137,8 @@ $(BIN): $(BIN_OBJS) $(LIBPT)
 	$(Q)$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
 
 # ---- unit tests (cmocka): one driver per module, linked with libpt.a ----
-# (test_shim, test_gpuring and SHIM_RING_TESTS have rules of their own, below)
+# (test_shim, test_gpuring, SHIM_RING_TESTS and test_pyagent have rules of
+# their own, below)
 # Tests whose children make the CUPTI shim's segment with the shim's own
 # writer (no CUPTI): --metrics with a GPU stream, a process's GPU stream.
 SHIM_RING_TESTS := tests/unit/run/test_metrics.c tests/unit/run/test_gpustream.c
@@ -157,7 +158,7 @@ $(OUTPUT)/tests/$(basename $(notdir $(1))): $(1) $(LIBPT) | $(OUTPUT)/tests
 	$$(Q)$$(CC) $$(CFLAGS) $$(INCLUDES) $$(LDFLAGS) $$(foreach f,$$(MAP_WRAPS),-Wl,--wrap=$$(f)) \
 		$$< $$(LIBPT) $$(LDLIBS) -lcmocka -o $$@
 endef
-$(foreach t,$(filter-out %/test_shim.c %/test_gpuring.c $(SHIM_RING_TESTS) $(MAP_WRAP_TESTS) tests/unit/agent/%,$(UNIT_SRCS)),$(eval $(call unit_rule,$(t))))
+$(foreach t,$(filter-out %/test_shim.c %/test_gpuring.c $(SHIM_RING_TESTS) $(MAP_WRAP_TESTS) %/test_pyagent.c tests/unit/agent/%,$(UNIT_SRCS)),$(eval $(call unit_rule,$(t))))
 $(foreach t,$(MAP_WRAP_TESTS),$(eval $(call map_wrap_rule,$(t))))
 
 # ---- tools for the integration tests (linked like the unit tests) ----
@@ -312,6 +313,14 @@ $(OUTPUT)/tests/$(basename $(notdir $(1))): $(1) tests/unit/run/runfx.h shim/rin
 	$$(Q)$$(CC) $$(CFLAGS) $$(INCLUDES) -Ishim $$(LDFLAGS) $$< shim/ring.c $$(LIBPT) $$(LDLIBS) -lcmocka -o $$@
 endef
 $(foreach t,$(SHIM_RING_TESTS),$(eval $(call shim_ring_rule,$(t))))
+
+# A process's Python agent on live children, without BPF: the two calls
+# into BPF on its way (the uprobes on the agent's sites, the answer for a
+# code object the agent found) are stood in for by the test (--wrap).
+$(OUTPUT)/tests/test_pyagent: tests/unit/run/test_pyagent.c tests/unit/run/runfx.h tests/unit/run/pyfx.h $(LIBPT) | $(OUTPUT)/tests
+	$(call msg,TEST-CC,$@)
+	$(Q)$(CC) $(CFLAGS) $(INCLUDES) -Ishim $(LDFLAGS) -Wl,--wrap=pt_attach__agent \
+		-Wl,--wrap=pt_attach__py_code $< $(LIBPT) $(LDLIBS) -lcmocka -o $@
 
 # ---- fuzzing (libFuzzer): one harness per reader of target-controlled input ----
 # Each harness links only its module, so a finding points at one file.
