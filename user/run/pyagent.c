@@ -143,6 +143,14 @@ static void check_state(struct proc *p)
 	pt_agent__info(p->agent.handle, &in);
 	if (in.state == PTAG_STATE_ACTIVE && p->agent.state == PT_AGENT_WAITING)
 		p->agent.state = PT_AGENT_TIMING;
+	/* first: the agent writes a conflict with a replaced hook, which is
+	 * said as the loss only */
+	if (in.hook_lost && p->agent.state != PT_AGENT_LOST) {
+		p->agent.state = PT_AGENT_LOST;
+		pt_msg("proftrace: warning: pid %d: another frame evaluator replaced the agent's: "
+		       "py: calls are not seen from now on\n",
+		       p->tracee.pid);
+	}
 	if (in.conflict && p->agent.state != PT_AGENT_BLOCKED && p->agent.state != PT_AGENT_LOST) {
 		p->agent.state = PT_AGENT_BLOCKED;
 		/* its dormant reason adds to the text only once it went dormant */
@@ -154,12 +162,6 @@ static void check_state(struct proc *p)
 		       "counted\n",
 		       p->tracee.pid, in.conflict_text, dormant ? " (" : "",
 		       dormant ? ptag_reason_name(in.reason) : "", dormant ? ")" : "");
-	}
-	if (in.hook_lost && p->agent.state != PT_AGENT_LOST) {
-		p->agent.state = PT_AGENT_LOST;
-		pt_msg("proftrace: warning: pid %d: another frame evaluator replaced the agent's: "
-		       "py: calls are not seen from now on\n",
-		       p->tracee.pid);
 	}
 }
 

@@ -33,7 +33,7 @@
  * pt_run__agent_tick is the heartbeat (at the now given) and the state:
  * a conflict is said once and blocks, with the agent's dormant reason
  * when it went dormant for another cause; a replaced hook is said once,
- * and the process is lost for good. A segment whose
+ * as the loss only, and the process is lost for good. A segment whose
  * memory goes from under us is said once (by a tick, or by the stop when
  * a heartbeat met it since), lost, not written again, and what the agent
  * said last is kept. pt_run__agents_alive heartbeats a started agent;
@@ -1301,6 +1301,32 @@ static void test_blocked_then_lost(void **state)
 	assert_false(pt_run__agent_ok(p));
 }
 
+/* The agent's frame evaluator replaced while timing, written as the agent
+ * writes it (the loss counted, then the conflict that says it): said
+ * once, as the loss; lost. */
+static void test_hook_replaced(void **state)
+{
+	struct fx *x = *state;
+	struct proc *p = open_fake(x, FAKE_AGENT);
+	char err[512], want[512], *out;
+	struct ptag_header *h;
+
+	if (!p)
+		skip();
+	assert_int_equal(start(p, err, sizeof(err), &out), 0);
+	free(out);
+	h = segment(x, x->child);
+	ST(h->hook_lost, 1);
+	write_conflict(h, PTAG_CONFLICT_EVAL_FRAME,
+		       "another frame evaluator (PEP 523) replaced the agent's");
+	out = ticks(p, 2);
+	lost_said(want, sizeof(want), x->child);
+	assert_string_equal(out, want);
+	free(out);
+	assert_int_equal(p->agent.state, PT_AGENT_LOST);
+	assert_false(pt_run__agent_ok(p));
+}
+
 /* A conflict there at attach: the start says it (the agent's dormant
  * reason with it when it went dormant for another cause than the
  * conflict) and returns at once, the process blocked and its agent kept
@@ -1531,6 +1557,7 @@ int main(void)
 		T(test_fake_agent_times),
 		T(test_start_waits_for_the_arm),
 		T(test_blocked_then_lost),
+		T(test_hook_replaced),
 		T(test_blocked_at_start),
 		T(test_segment_without_library),
 		T(test_library_without_sites),
