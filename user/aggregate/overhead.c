@@ -106,6 +106,8 @@ void pt_ovh__free(struct pt_ovh *o)
 		free(o->th[i]);
 	free(o->th);
 	free(o->fn);
+	for (size_t i = 0; o->fst && i < o->cap; i++)
+		pt_dist__free(&o->fst[i].corrected);
 	free(o->fst);
 	free(o->bucket_cost);
 	pt_dist__free(&o->steps);
@@ -250,6 +252,12 @@ static void ovh_exit(struct pt_ovh *o, struct othread *t, const struct pt_rec *r
 	fs->calls++;
 	fs->cost_ns += fn->self + (nested > 0 ? nested : 0);
 	if (paired) {
+		double corr =
+			(double)(r->t_exit - r->t_entry) - fn->self - (nested > 0 ? nested : 0);
+
+		/* out of memory, only this call is missing from it */
+		if (r->t_exit >= r->t_entry)
+			(void)pt_dist__add(&fs->corrected, corr > 0 ? (uint64_t)corr : 0);
 		for (uint64_t m = fn->bmask; m; m &= m - 1) {
 			unsigned int b = __builtin_ctzll(m);
 

@@ -58,6 +58,9 @@ struct pt_ovh_opts {
 struct pt_ovh_func {
 	uint64_t calls;
 	double cost_ns; /* sum over its calls of self_ns + nested pair_ns */
+	/* each call whose entry was seen: its time less its cost (never
+	 * below 0), for a corrected minimum and median per function */
+	struct pt_dist corrected;
 };
 
 struct pt_ovh;

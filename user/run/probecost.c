@@ -86,11 +86,21 @@ static void doc_functions(const struct view *v, const struct pt_report *rep, cJS
 		if (!of || isnan(calls) || isnan(total)) {
 			cJSON_AddNullToObject(f, "corrected_total_ms");
 			cJSON_AddNullToObject(f, "corrected_mean_ms");
+			cJSON_AddNullToObject(f, "corrected_min_ms");
+			cJSON_AddNullToObject(f, "corrected_p50_ms");
 			continue;
 		}
 		add_corrected(f, "corrected_total_ms", total, of->cost_ns);
 		add_corrected(f, "corrected_mean_ms", calls ? total / calls : NAN,
 			      calls ? of->cost_ns / calls : 0);
+		/* per call, from the calls whose entry was seen: the fastest
+		 * one is the one nothing else got in the way of */
+		add_corrected(f, "corrected_min_ms",
+			      of->corrected.count ? (double)of->corrected.min / 1e6 : NAN, 0);
+		add_corrected(f, "corrected_p50_ms",
+			      of->corrected.count ? pt_dist__quantile(&of->corrected, 0.5) / 1e6
+						  : NAN,
+			      0);
 	}
 }
 

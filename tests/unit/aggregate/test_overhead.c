@@ -109,6 +109,19 @@ static void test_call_mode(void **state)
 	assert_true(f->cost_ns == 6 * 300);
 	f = pt_ovh__func(ovh, 0);
 	assert_true(f->cost_ns == 3 * 7300);
+	/* per call, each less its own cost: fid 2's two kinds of calls (5 and
+	 * 10 us, self 300), the bucket call (30 us less 2000 and the fid-2
+	 * pair inside), the step (100 us less 7300) */
+	f = pt_ovh__func(ovh, 2);
+	assert_int_equal(f->corrected.count, 6);
+	assert_int_equal(f->corrected.min, 4700);
+	assert_int_equal(f->corrected.max, 9700);
+	f = pt_ovh__func(ovh, 1);
+	assert_int_equal(f->corrected.count, 3);
+	assert_int_equal(f->corrected.min, 27000);
+	assert_int_equal(f->corrected.max, 27000);
+	f = pt_ovh__func(ovh, 0);
+	assert_int_equal(f->corrected.min, 92700);
 	assert_int_equal(pt_ovh__hits(ovh, PT_SITE_EMULATED), 9);
 	assert_int_equal(pt_ovh__hits(ovh, PT_SITE_SSTEP), 3);
 	assert_null(pt_ovh__func(ovh, 3));
@@ -191,6 +204,8 @@ static void test_unknown_and_lost(void **state)
 	/* an exit without its entry: a call, its own self, nothing nested */
 	pt_ovh__record(ovh, &r);
 	assert_true(pt_ovh__func(ovh, 2)->cost_ns == 300);
+	/* its time is not known whole: no corrected time per call */
+	assert_int_equal(pt_ovh__func(ovh, 2)->corrected.count, 0);
 	/* undeclared fids, other record types, NULL: ignored */
 	r.fid = 99;
 	pt_ovh__record(ovh, &r);
