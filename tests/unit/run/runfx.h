@@ -90,4 +90,52 @@ static inline void runfx__reap(pid_t pid)
 	}
 }
 
+/* What is said on a file descriptor (1 or 2) while a test listens:
+ * runfx__hear, then runfx__heard gives it back. */
+struct runfx_ear {
+	FILE *tmp;
+	int fd, saved;
+};
+
+/* fd into a temporary file: 0, or -1 (fd untouched). */
+static inline int runfx__hear(struct runfx_ear *e, int fd)
+{
+	e->fd = fd;
+	e->tmp = tmpfile();
+	if (!e->tmp)
+		return -1;
+	fflush(stdout);
+	fflush(stderr);
+	e->saved = dup(fd);
+	if (e->saved < 0 || dup2(fileno(e->tmp), fd) != fd) {
+		if (e->saved >= 0)
+			close(e->saved);
+		fclose(e->tmp);
+		return -1;
+	}
+	return 0;
+}
+
+/* fd back, and what it got (malloc'ed, NUL-terminated; NULL: out of
+ * memory or unreadable). */
+static inline char *runfx__heard(struct runfx_ear *e)
+{
+	char *out = NULL;
+	off_t n;
+
+	fflush(stdout);
+	fflush(stderr);
+	dup2(e->saved, e->fd);
+	close(e->saved);
+	n = lseek(fileno(e->tmp), 0, SEEK_END);
+	if (n >= 0)
+		out = calloc(1, (size_t)n + 1);
+	if (out && pread(fileno(e->tmp), out, (size_t)n, 0) != n) {
+		free(out);
+		out = NULL;
+	}
+	fclose(e->tmp);
+	return out;
+}
+
 #endif

@@ -301,37 +301,18 @@ static struct ptag_header *segment(struct fx *x, int pid)
 
 /* ---- what is said ---- */
 
-struct cap {
-	FILE *tmp;
-	int saved;
-};
-
 /* stderr into a temporary file, until said(). */
-static void hear(struct cap *c)
+static void hear(struct runfx_ear *c)
 {
-	c->tmp = tmpfile();
-	assert_non_null(c->tmp);
-	fflush(stderr);
-	c->saved = dup(2);
-	assert_true(c->saved >= 0);
-	assert_int_equal(dup2(fileno(c->tmp), 2), 2);
+	assert_int_equal(runfx__hear(c, 2), 0);
 }
 
 /* stderr back, and what it got (malloc'ed). */
-static char *said(struct cap *c)
+static char *said(struct runfx_ear *c)
 {
-	off_t n;
-	char *out;
+	char *out = runfx__heard(c);
 
-	fflush(stderr);
-	assert_int_equal(dup2(c->saved, 2), 2);
-	close(c->saved);
-	n = lseek(fileno(c->tmp), 0, SEEK_END);
-	assert_true(n >= 0);
-	out = calloc(1, (size_t)n + 1);
 	assert_non_null(out);
-	assert_int_equal(pread(fileno(c->tmp), out, (size_t)n, 0), n);
-	fclose(c->tmp);
 	return out;
 }
 
@@ -352,7 +333,7 @@ static size_t nlines(const char *s)
 /* pt_run__agent_start, what it said on stderr in *out (malloc'ed). */
 static int start(struct proc *p, char *err, size_t errlen, char **out)
 {
-	struct cap c;
+	struct runfx_ear c;
 	int e;
 
 	hear(&c);
@@ -408,7 +389,7 @@ static void test_no_agent(void **state)
 	struct fx *x = *state;
 	struct proc *p = open_python(x, PYFX_DEBIAN, false, py_conf);
 	char err[512], want[512], *out;
-	struct cap c;
+	struct runfx_ear c;
 	int e;
 
 	if (!p)
@@ -551,7 +532,7 @@ static void test_heartbeats(void **state)
 	const struct ptag_header *h;
 	char err[512], *out;
 	uint64_t now, before;
-	struct cap c;
+	struct runfx_ear c;
 
 	if (!p)
 		skip();
@@ -581,7 +562,7 @@ static void test_stop_detaches(void **state)
 	const struct ptag_header *h;
 	char err[512], *out;
 	uint64_t seq;
-	struct cap c;
+	struct runfx_ear c;
 
 	if (!p)
 		skip();
@@ -613,7 +594,7 @@ static void test_stopped_process_waits(void **state)
 	struct proc *p = open_python(x, PYFX_DEBIAN, true, py_conf);
 	struct timespec ts = { 0, 10 * MS };
 	char err[512], want[512], *out;
-	struct cap c;
+	struct runfx_ear c;
 
 	if (!p)
 		skip();
@@ -852,7 +833,7 @@ static void test_lost_said_once(void **state)
 	const struct ptag_header *h;
 	char err[512], *out;
 	uint64_t hb, now;
-	struct cap c;
+	struct runfx_ear c;
 
 	if (!p)
 		skip();
@@ -890,7 +871,7 @@ static void test_lost_said_by_stop(void **state)
 	struct fx *x = *state;
 	struct proc *p = open_python(x, PYFX_DEBIAN, true, py_conf);
 	char err[512], *out;
-	struct cap c;
+	struct runfx_ear c;
 
 	if (!p)
 		skip();
@@ -949,7 +930,7 @@ static void test_pep768_not_yet(void **state)
 	struct fx *x = *state;
 	struct proc *p = open_python(x, PYFX_DEBIAN, false, py_conf);
 	char link[128], *out;
-	struct cap c;
+	struct runfx_ear c;
 
 	if (!p)
 		skip();
@@ -977,7 +958,7 @@ static void test_pep768_loaded(void **state)
 	struct fx *x = *state;
 	struct proc *p = open_python(x, PYFX_DEBIAN, true, py_conf);
 	char want[128], *out;
-	struct cap c;
+	struct runfx_ear c;
 
 	if (!p)
 		skip();
@@ -1011,7 +992,7 @@ static void test_pep768_failed(void **state)
 	struct proc *p = open_python(x, PYFX_DEBIAN, false, py_conf);
 	const char *why = "the agent could not be loaded through PEP 768: OSError: no?such?file";
 	char path[128], want[256], *out;
-	struct cap c;
+	struct runfx_ear c;
 	FILE *f;
 
 	if (!p)
@@ -1198,7 +1179,7 @@ static void lost_said(char *buf, size_t len, pid_t pid)
 /* What ticks say. */
 static char *ticks(struct proc *p, int n)
 {
-	struct cap c;
+	struct runfx_ear c;
 
 	hear(&c);
 	for (int i = 0; i < n; i++)

@@ -55,6 +55,7 @@
 #include "run/run.h"
 #include "run/steps.h"
 #include "pyfx.h"
+#include "runfx.h"
 
 struct fx {
 	struct run r;
@@ -132,37 +133,18 @@ static struct proc *open_python(struct fx *x, const char *python, bool with_agen
 	return x->r.procs.v[0];
 }
 
-struct cap {
-	FILE *tmp;
-	int saved;
-};
-
 /* fd (1 or 2) into a temporary file, until cap_end. */
-static void cap_start(struct cap *c, int fd)
+static void cap_start(struct runfx_ear *c, int fd)
 {
-	c->tmp = tmpfile();
-	assert_non_null(c->tmp);
-	fflush(fd == 1 ? stdout : stderr);
-	c->saved = dup(fd);
-	assert_true(c->saved >= 0);
-	assert_int_equal(dup2(fileno(c->tmp), fd), fd);
+	assert_int_equal(runfx__hear(c, fd), 0);
 }
 
 /* fd back, and what it got (malloc'ed, NUL-terminated). */
-static char *cap_end(struct cap *c, int fd)
+static char *cap_end(struct runfx_ear *c)
 {
-	off_t n;
-	char *out;
+	char *out = runfx__heard(c);
 
-	fflush(fd == 1 ? stdout : stderr);
-	assert_int_equal(dup2(c->saved, fd), fd);
-	close(c->saved);
-	n = lseek(fileno(c->tmp), 0, SEEK_END);
-	assert_true(n >= 0);
-	out = calloc(1, (size_t)n + 1);
 	assert_non_null(out);
-	assert_int_equal(pread(fileno(c->tmp), out, (size_t)n, 0), n);
-	fclose(c->tmp);
 	return out;
 }
 
@@ -170,14 +152,14 @@ static char *cap_end(struct cap *c, int fd)
  * wanted), each malloc'ed. */
 static char *capture(void (*fn)(struct proc *), struct proc *p, char **err)
 {
-	struct cap o, e;
+	struct runfx_ear o, e;
 	char *out, *text;
 
 	cap_start(&o, 1);
 	cap_start(&e, 2);
 	fn(p);
-	text = cap_end(&e, 2);
-	out = cap_end(&o, 1);
+	text = cap_end(&e);
+	out = cap_end(&o);
 	if (err)
 		*err = text;
 	else

@@ -59,6 +59,7 @@
 #include "run/steps.h"
 #include "util/log.h"
 #include "pyfx.h"
+#include "runfx.h"
 
 struct pt_attach;
 
@@ -159,8 +160,8 @@ struct fx {
 	struct pyfx py[2];
 	struct proc *p[2];
 	char path[64];
-	FILE *err; /* stderr while captured */
-	int saved; /* stderr's fd then */
+	struct runfx_ear ear; /* stderr while captured (hearing) */
+	bool hearing;
 };
 
 static int setup(void **state)
@@ -171,7 +172,6 @@ static int setup(void **state)
 		return -1;
 	for (int i = 0; i < 2; i++)
 		x->py[i].pid = x->py[i].in = -1;
-	x->saved = -1;
 	nwrites = 0;
 	attr_loc_ret = 0;
 	pt_log__set_verbose(0);
@@ -183,11 +183,8 @@ static int teardown(void **state)
 {
 	struct fx *x = *state;
 
-	if (x->saved >= 0) { /* a test failed while capturing */
-		dup2(x->saved, 2);
-		close(x->saved);
-		fclose(x->err);
-	}
+	if (x->hearing) /* a test failed while capturing */
+		free(runfx__heard(&x->ear));
 	pt_log__set_verbose(0);
 	if (x->opened)
 		pt_run__free(&x->r);
@@ -237,31 +234,18 @@ static void open_run(struct fx *x, int n, const char *text, bool start)
 /* stderr into a temporary file, until err_end. */
 static void err_start(struct fx *x)
 {
-	x->err = tmpfile();
-	assert_non_null(x->err);
-	fflush(stderr);
-	x->saved = dup(2);
-	assert_true(x->saved >= 0);
-	assert_int_equal(dup2(fileno(x->err), 2), 2);
+	assert_int_equal(runfx__hear(&x->ear, 2), 0);
+	x->hearing = true;
 }
 
 /* stderr back, and what it got (malloc'ed). */
 static char *err_end(struct fx *x)
 {
-	long n;
 	char *out;
 
-	fflush(stderr);
-	assert_int_equal(dup2(x->saved, 2), 2);
-	close(x->saved);
-	x->saved = -1;
-	n = lseek(fileno(x->err), 0, SEEK_END);
-	assert_true(n >= 0);
-	out = calloc(1, (size_t)n + 1);
+	x->hearing = false;
+	out = runfx__heard(&x->ear);
 	assert_non_null(out);
-	assert_int_equal(pread(fileno(x->err), out, (size_t)n, 0), n);
-	fclose(x->err);
-	x->err = NULL;
 	return out;
 }
 

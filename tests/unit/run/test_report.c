@@ -343,36 +343,17 @@ static void names_in(const char *dir, char *buf, size_t len)
 
 /* ---- capturing stdout or stderr ---- */
 
-struct capture {
-	int fd, saved;
-	FILE *f;
-};
-
-static void capture_start(struct capture *c, int fd)
+static void capture_start(struct runfx_ear *c, int fd)
 {
-	c->fd = fd;
-	c->f = tmpfile();
-	assert_non_null(c->f);
-	fflush(stdout);
-	fflush(stderr);
-	c->saved = dup(fd);
-	assert_true(c->saved >= 0);
-	assert_true(dup2(fileno(c->f), fd) == fd);
+	assert_int_equal(runfx__hear(c, fd), 0);
 }
 
 /* What was written meanwhile (the caller frees it). */
-static char *capture_end(struct capture *c)
+static char *capture_end(struct runfx_ear *c)
 {
-	char *text = calloc(1, 1 << 20);
+	char *text = runfx__heard(c);
 
-	fflush(stdout);
-	fflush(stderr);
-	dup2(c->saved, c->fd);
-	close(c->saved);
 	assert_non_null(text);
-	rewind(c->f);
-	(void)!fread(text, 1, (1 << 20) - 1, c->f);
-	fclose(c->f);
 	return text;
 }
 
@@ -400,7 +381,7 @@ static void test_output_created(void **state)
 static void test_output_symlink(void **state)
 {
 	struct fx *x = *state;
-	struct capture c;
+	struct runfx_ear c;
 	char *said, names[256];
 
 	assert_int_equal(mkdir(in_tmp(x, "real"), 0700), 0);
@@ -629,7 +610,7 @@ static void test_write_outputs(void **state)
 	struct fx *x = *state;
 	const char *out = in_tmp(x, "out");
 	char names[256], path[PATH_MAX], digits[32], *md, *printed;
-	struct capture c;
+	struct runfx_ear c;
 	cJSON *doc, *again;
 
 	open_run(x, out, false, true, false);
@@ -730,7 +711,7 @@ static void test_write_fallback(void **state)
 	struct fx *x = *state;
 	const char *out = in_tmp(x, "out");
 	char names[256], fb[256], want[PATH_MAX], *said;
-	struct capture c;
+	struct runfx_ear c;
 
 	assert_int_equal(mkdir(in_tmp(x, "fb"), 0700), 0);
 	setenv("TMPDIR", in_tmp(x, "fb"), 1);
@@ -763,7 +744,7 @@ static void test_dry_run(void **state)
 	struct fx *x = *state;
 	const struct pt_func *fn;
 	struct proc *p;
-	struct capture c;
+	struct runfx_ear c;
 	char *text, want[512];
 
 	open_run(x, NULL, false, false, true);
@@ -794,7 +775,7 @@ static void test_dry_run(void **state)
 static void test_dry_run_two(void **state)
 {
 	struct fx *x = *state;
-	struct capture c;
+	struct runfx_ear c;
 	char *text, *a, *b, want[64];
 
 	open_run(x, NULL, true, false, true);

@@ -914,44 +914,25 @@ static void test_trampoline_left_out(void **state)
 
 /* ---- py: probes that match nothing, from the samples ---- */
 
-struct cap {
-	FILE *tmp;
-	int saved;
-};
-
 /* stderr into a temporary file, until cap_end. */
-static void cap_start(struct cap *c)
+static void cap_start(struct runfx_ear *c)
 {
-	c->tmp = tmpfile();
-	assert_non_null(c->tmp);
-	fflush(stderr);
-	c->saved = dup(2);
-	assert_true(c->saved >= 0);
-	assert_int_equal(dup2(fileno(c->tmp), 2), 2);
+	assert_int_equal(runfx__hear(c, 2), 0);
 }
 
 /* stderr back, and what it got (malloc'ed). */
-static char *cap_end(struct cap *c)
+static char *cap_end(struct runfx_ear *c)
 {
-	off_t n;
-	char *out;
+	char *out = runfx__heard(c);
 
-	fflush(stderr);
-	assert_int_equal(dup2(c->saved, 2), 2);
-	close(c->saved);
-	n = lseek(fileno(c->tmp), 0, SEEK_END);
-	assert_true(n >= 0);
-	out = calloc(1, (size_t)n + 1);
 	assert_non_null(out);
-	assert_int_equal(pread(fileno(c->tmp), out, (size_t)n, 0), n);
-	fclose(c->tmp);
 	return out;
 }
 
 /* pt_run__on_sample(s) and what it said on stderr (malloc'ed). */
 static char *on_sample_said(struct fx *x, const struct pt_sample *s)
 {
-	struct cap c;
+	struct runfx_ear c;
 
 	cap_start(&c);
 	assert_int_equal(pt_run__on_sample(&x->r, s), 0);

@@ -204,34 +204,20 @@ static int open_run(struct fx *x, const struct pt_env *env)
 
 /* ---- what is said on stderr ---- */
 
-struct capture {
-	int saved;
-	FILE *f;
-};
-
-static void capture_start(struct capture *c)
+static void capture_start(struct runfx_ear *c)
 {
-	c->f = tmpfile();
-	assert_non_null(c->f);
-	fflush(stderr);
-	c->saved = dup(STDERR_FILENO);
-	assert_true(c->saved >= 0);
-	assert_true(dup2(fileno(c->f), STDERR_FILENO) == STDERR_FILENO);
+	assert_int_equal(runfx__hear(c, STDERR_FILENO), 0);
 }
 
-/* What was said meanwhile (static). */
-static const char *capture_end(struct capture *c)
+/* What was said meanwhile (static: the last capture's). */
+static const char *capture_end(struct runfx_ear *c)
 {
 	static char text[16384];
-	size_t n;
+	char *said = runfx__heard(c);
 
-	fflush(stderr);
-	dup2(c->saved, STDERR_FILENO);
-	close(c->saved);
-	rewind(c->f);
-	n = fread(text, 1, sizeof(text) - 1, c->f);
-	text[n] = 0;
-	fclose(c->f);
+	assert_non_null(said);
+	snprintf(text, sizeof(text), "%s", said);
+	free(said);
 	return text;
 }
 
@@ -248,7 +234,7 @@ static void one_line(const char *text)
  * (static). */
 static const char *open_fails(struct fx *x, const struct pt_env *env)
 {
-	struct capture c;
+	struct runfx_ear c;
 	const char *said;
 	int e;
 
@@ -900,7 +886,7 @@ static void test_attach_stopped(void **state)
 	const char *out = in_tmp(x, "new/out"), *said;
 	struct sigaction pipe_act;
 	struct pt_env *env;
-	struct capture c;
+	struct runfx_ear c;
 	struct stat st;
 
 	targets(x, conf);
@@ -939,7 +925,7 @@ static void test_attach_output_refused(void **state)
 	pid_t pid = child(x, 0);
 	const char *said;
 	struct pt_env *env;
-	struct capture c;
+	struct runfx_ear c;
 
 	targets(x, conf);
 	assert_int_equal(mkdir(in_tmp(x, "real"), 0700), 0);
