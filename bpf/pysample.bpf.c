@@ -149,10 +149,7 @@ static __always_inline __u64 find_tstate(const struct pt_sample_proc *p, __u64 f
 /* The current thread's thread state, through its cache entry; 0 with
  * *unreadable set when it could not be told (then no "not Python" is
  * cached: the next sample asks again). A cached thread state that cannot
- * be read is looked for in the list again: it may have been freed (a
- * thread past its Python part: not found, no longer a Python thread), or
- * its page may be briefly unmapped (a page migrated or compacted: the
- * search fails on it too, unreadable). */
+ * be read, or is another thread's now, is looked for in the list again. */
 static __always_inline __u64 tstate_of(const struct pt_sample_proc *p, struct pt_sample_thread *ts,
 				       struct task_struct *t, __u64 now, bool *unreadable)
 {
@@ -173,11 +170,13 @@ static __always_inline __u64 tstate_of(const struct pt_sample_proc *p, struct pt
 		return 0;
 	had = ts->tstate;
 	ts->tstate = find_tstate(p, fs, unreadable);
-	/* A thread seen with a thread state and not found in the list now
-	 * (its own check failed too): not taken for one without Python, whose
-	 * time off the CPU would be dropped, but told as unreadable. Never
-	 * seen in a run here; twice in CI a Python thread's whole interval
-	 * off the CPU went missing, each the second after its first. */
+	/* A thread seen with a thread state and not found in the list now:
+	 * told as unreadable this once (its interval off the CPU is kept,
+	 * stack unknown), not taken for one without Python (its interval
+	 * dropped); the next look, not found, is "not Python". Never met in a
+	 * run here (counted: 0); in CI and once in make test, a Python
+	 * thread's whole interval off the CPU went missing, the second after
+	 * its first switch in, which this would keep. */
 	if (had && !ts->tstate)
 		*unreadable = true;
 	if (*unreadable) {
