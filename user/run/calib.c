@@ -561,20 +561,21 @@ static const char agent_script[] =
 	"import os, sys, time\n"
 	"now = time.perf_counter_ns\n"
 	"D = {}\n"
-	"def pt_cal_named(n=0, ins=None):\n"
+	"T_IN = 0\n"
+	"def pt_cal_named(n=0):\n"
+	"    global T_IN\n"
 	"    t0 = now()\n"
 	"    for i in range(n):\n"
 	"        D[i & 63] = i\n"
-	"    if ins is not None:\n"
-	"        ins.append(now() - t0)\n"
+	"    T_IN = now() - t0\n"
 	"def pt_cal_other():\n"
 	"    pass\n"
-	"def pt_cal_plain(n=0, ins=None):\n"
+	"def pt_cal_plain(n=0):\n"
+	"    global T_IN\n"
 	"    t0 = now()\n"
 	"    for i in range(n):\n"
 	"        D[i & 63] = i\n"
-	"    if ins is not None:\n"
-	"        ins.append(now() - t0)\n"
+	"    T_IN = now() - t0\n"
 	"BODY = 100\n"
 	"def twin(n, gap):\n"
 	"    dn, dp, dni, dpi = [], [], [], []\n"
@@ -585,8 +586,9 @@ static const char agent_script[] =
 	"            while g1 - g0 < gap:\n"
 	"                g1 = now()\n"
 	"            t = now()\n"
-	"            f(BODY, di)\n"
+	"            f(BODY)\n"
 	"            d.append(now() - t)\n"
+	"            di.append(T_IN)\n"
 	"    for d in (dn, dp, dni):\n"
 	"        d.sort()\n"
 	"    return dn[n // 2] - dp[n // 2], dni[n // 2]\n"
@@ -673,12 +675,14 @@ static bool least_of(struct child *ch, const char *keys, int n, double *v)
  * least cost of the rounds is kept: a median over 5 rounds let three
  * disturbed ones say 5 us (once in CI on 3.10, once here on 3.8). The
  * self share is the child's median of the named calls less their own
- * inside median (the median over the rounds: the child's is over all
- * of them), the same calls seen from both sides; against the twin's call
- * it moved with the speed between the rounds, 0 to the whole pair. The
- * script works 100 ms first with no call: proftrace's own work right
- * after its attach would fall on the first calls. *cost, *inside; false:
- * a line missing. */
+ * inside median (first statement to last clock read, kept in a global
+ * so that little runs after it; the median over the rounds, as the
+ * child's is over all of them): the same calls seen from both sides.
+ * Against the twin's call it moved with the speed between the rounds, 0
+ * to the whole pair. The script works 100 ms first with no call:
+ * proftrace's own work right after its attach would fall on the first
+ * calls. *cost, *inside; false: a line missing, or no round cost
+ * anything (never timed). */
 #define TWIN_ROUNDS 7
 
 static int cmp_double(const void *x, const void *y)
@@ -704,9 +708,13 @@ static bool twin_cost(struct child *ch, double *cost, double *inside)
 			return false;
 		c = strtod(line + 2, &end);
 		v[r] = strtod(end, NULL);
-		if (c < *cost)
+		/* a round that cost nothing was not timed (the agent not
+		 * armed yet): not a cost */
+		if (c > 0 && c < *cost)
 			*cost = c;
 	}
+	if (*cost == 1e300)
+		return false;
 	qsort(v, TWIN_ROUNDS, sizeof(v[0]), cmp_double);
 	*inside = v[TWIN_ROUNDS / 2];
 	return true;
