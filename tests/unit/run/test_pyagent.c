@@ -342,6 +342,21 @@ static int start(struct proc *p, char *err, size_t errlen, char **out)
 	return e;
 }
 
+/* A process of Debian's 3.11 with the agent preloaded, its agent started
+ * for py_conf (nothing in it refused); the test is skipped without that
+ * Python. */
+static struct proc *started(struct fx *x)
+{
+	struct proc *p = open_python(x, PYFX_DEBIAN, true, py_conf);
+	char err[512], *out;
+
+	if (!p)
+		skip();
+	assert_int_equal(start(p, err, sizeof(err), &out), 0);
+	free(out);
+	return p;
+}
+
 /* A failed start: e, the same text kept for the report, no agent. */
 static void assert_refused(struct proc *p, int want, const char *err, int e)
 {
@@ -528,16 +543,12 @@ static void test_trampolines_off(void **state)
 static void test_heartbeats(void **state)
 {
 	struct fx *x = *state;
-	struct proc *p = open_python(x, PYFX_DEBIAN, true, py_conf);
+	struct proc *p = started(x);
 	const struct ptag_header *h;
-	char err[512], *out;
+	char *out;
 	uint64_t now, before;
 	struct runfx_ear c;
 
-	if (!p)
-		skip();
-	assert_int_equal(start(p, err, sizeof(err), &out), 0);
-	free(out);
 	h = segment(x, x->py.pid);
 	hear(&c);
 	now = pt_now_ns(CLOCK_MONOTONIC) + 7;
@@ -558,16 +569,12 @@ static void test_heartbeats(void **state)
 static void test_stop_detaches(void **state)
 {
 	struct fx *x = *state;
-	struct proc *p = open_python(x, PYFX_DEBIAN, true, py_conf);
+	struct proc *p = started(x);
 	const struct ptag_header *h;
-	char err[512], *out;
+	char *out;
 	uint64_t seq;
 	struct runfx_ear c;
 
-	if (!p)
-		skip();
-	assert_int_equal(start(p, err, sizeof(err), &out), 0);
-	free(out);
 	h = segment(x, x->py.pid);
 	seq = LD(h->attach_seq);
 	hear(&c);
@@ -829,16 +836,12 @@ static void assert_lost_said(struct fx *x, struct proc *p, const char *out)
 static void test_lost_said_once(void **state)
 {
 	struct fx *x = *state;
-	struct proc *p = open_python(x, PYFX_DEBIAN, true, py_conf);
+	struct proc *p = started(x);
 	const struct ptag_header *h;
-	char err[512], *out;
+	char *out;
 	uint64_t hb, now;
 	struct runfx_ear c;
 
-	if (!p)
-		skip();
-	assert_int_equal(start(p, err, sizeof(err), &out), 0);
-	free(out);
 	h = segment(x, x->py.pid);
 	hb = LD(h->heartbeat_ns);
 	lose_segment(x);
@@ -869,14 +872,10 @@ static void test_lost_said_once(void **state)
 static void test_lost_said_by_stop(void **state)
 {
 	struct fx *x = *state;
-	struct proc *p = open_python(x, PYFX_DEBIAN, true, py_conf);
-	char err[512], *out;
+	struct proc *p = started(x);
+	char *out;
 	struct runfx_ear c;
 
-	if (!p)
-		skip();
-	assert_int_equal(start(p, err, sizeof(err), &out), 0);
-	free(out);
 	lose_segment(x);
 	hear(&c);
 	pt_run__agents_alive(&x->r);
