@@ -159,6 +159,11 @@ static const struct pt_segment_kind agent_segment = {
 		"(3.14+: proftrace loads it itself)",
 };
 
+const struct pt_segment_kind *pt_agent__segment_kind(void)
+{
+	return &agent_segment;
+}
+
 int pt_agent__open(struct pt_agent **out, int pid, char *err, size_t errlen)
 {
 	struct pt_agent *a = calloc(1, sizeof(*a));

@@ -18,6 +18,7 @@
 #include "shim/ptagent.h"
 
 struct pt_agent;
+struct pt_segment_kind;
 
 /* What the segment says, copied out and checked. */
 struct pt_agent_info {
@@ -54,6 +55,9 @@ int pt_agent__check(const void *mem, size_t len, struct pt_agent_info *out, char
  * files (util/segment.h). -ENOENT: none (err says how to get one), -EPERM:
  * a memfd of its name that it did not make, -EPROTO, -errno. */
 int pt_agent__open(struct pt_agent **out, int pid, char *err, size_t errlen);
+/* What the agent's segment is (util/segment.h): for a reader of its own,
+ * a test's. */
+const struct pt_segment_kind *pt_agent__segment_kind(void);
 /* The same over a mapped image (tests, fuzzing); not unmapped at close. */
 int pt_agent__open_mem(struct pt_agent **out, void *mem, size_t len, char *err, size_t errlen);
 void pt_agent__close(struct pt_agent *a);

@@ -101,6 +101,7 @@ struct runfx_ear {
 static inline int runfx__hear(struct runfx_ear *e, int fd)
 {
 	e->fd = fd;
+	e->saved = -1;
 	e->tmp = tmpfile();
 	if (!e->tmp)
 		return -1;

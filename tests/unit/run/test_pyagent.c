@@ -272,16 +272,6 @@ static struct proc *open_python(struct fx *x, const char *python, bool with_agen
 	return p;
 }
 
-static const struct pt_segment_kind agent_kind = {
-	.name = PTAG_MEMFD_NAME,
-	.magic = PTAG_MAGIC,
-	.magic_len = PTAG_MAGIC_LEN,
-	.pid_off = offsetof(struct ptag_header, agent_pid),
-	.min = PTAG_SIZE,
-	.max = PTAG_SIZE,
-	.what = "Python agent",
-};
-
 /* The agent's segment in pid, as the agent and proftrace write it: the
  * test's own mapping (closed at teardown). */
 static struct ptag_header *segment(struct fx *x, int pid)
@@ -289,7 +279,7 @@ static struct ptag_header *segment(struct fx *x, int pid)
 	char err[512];
 
 	if (!x->seg_open) {
-		if (pt_segment__open(&x->seg, pid, &agent_kind, err, sizeof(err)))
+		if (pt_segment__open(&x->seg, pid, pt_agent__segment_kind(), err, sizeof(err)))
 			fail_msg("%s", err);
 		x->seg_open = true;
 	}
