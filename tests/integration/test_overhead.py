@@ -325,14 +325,13 @@ def test_corrected_twin_engine():
     pair_ns of the named calls nested in them (8 in a step, 4 in forward)
     as calibrated for this run, to the nanosecond; corrected medians at
     most the raw ones; and within 10% of the twin (a gross error: a unit,
-    a sign). Printed, not held: how far each corrected median and total
-    is from the twin. In a quiet hour here every function came within
-    0.0-0.9% on all seven interpreters (raw 0.2-2.9%), the totals within
-    1.1% (docs/summary.md#overhead); at others the calibration, taken
-    just before the run, met this VM's vCPUs at another speed than the
-    run did (a named call 1.1 to 5 us), and the corrected figures were
-    1-4% off. So 1% is what the model gives, not what this machine lets
-    a test hold. Sampling off: the sampler's cost falls on both twins."""
+    a sign). Printed, not held: how far each corrected median is from the
+    twin: functions with no named call inside within 1%, those with them
+    0.5-3.3% above (a named call costs its caller more in an engine than
+    the calibration's empty function every 5 us: docs/summary.md#overhead).
+    A calibration against a twin came within 1% in a quiet hour here, and
+    up to 4-25% off in a loaded one (CI's sanitizer run), so it is not in.
+    Sampling off: the sampler's cost falls on both twins."""
     import test_agent as ta
     fresh_calibration()
     ran, table = [], []
@@ -354,7 +353,9 @@ def test_corrected_twin_engine():
                 eq(calls, t["twins"]["twin_named"][name]["calls"], "%s %s calls" % (label, name))
                 taken = (f["total_ms"] - f["corrected_total_ms"]) * 1e6
                 want = calls * (own + nested * pair)
-                assert abs(taken - want) <= 2 + 1e-6 * want, (
+                # pair_ns and self_ns are printed to the ns: half a ns
+                # per figure per call, and the ms figures' 6 decimals
+                assert abs(taken - want) <= 0.5 * calls * (1 + nested) + 2, (
                     "%s %s: the correction took out %.0f ns, %d calls of self %d + %d x pair %d "
                     "are %.0f" % (label, name, taken, calls, own, nested, pair, want))
                 lo = plain[name]["inside"]["p50_ns"] / 1e6

@@ -547,51 +547,22 @@ out:
 
 /*
  * The Python agent's named call, on the target's own interpreter (the
- * cost differs by version: sys.monitoring on 3.12+, a trampoline per named
- * function before): a script of ours run by that interpreter with the
- * agent preloaded times a named function and its unnamed twin in turn
- * while a child proftrace times the named one through the agent (py:
- * probe; 't' lines, twin_cost). The frame probe traps on every call, a
- * twin's too: its calls of an empty function are timed unattached, then
- * under the child ('a'/'b'), and its cost on a frame no probe names is the
- * same measurement on a second, unnamed function ('c'/'d').
+ * cost differs by version: sys.monitoring on 3.12+, a frame evaluator
+ * before): a script of ours run by that interpreter with the agent
+ * preloaded times calls of an empty function, unattached, then while a
+ * child proftrace times them through the agent (py: probe). The frame
+ * probe's cost on a frame no probe names (it traps on every call) is the
+ * same measurement on a second, unnamed function: lines 'a'/'b' time the
+ * named one, 'c'/'d' the other.
  */
 /* clang-format off */
 static const char agent_script[] =
 	"import os, sys, time\n"
 	"now = time.perf_counter_ns\n"
-	"D = {}\n"
-	"T_IN = 0\n"
-	"def pt_cal_named(n=0):\n"
-	"    global T_IN\n"
-	"    t0 = now()\n"
-	"    for i in range(n):\n"
-	"        D[i & 63] = i\n"
-	"    T_IN = now() - t0\n"
+	"def pt_cal_named():\n"
+	"    pass\n"
 	"def pt_cal_other():\n"
 	"    pass\n"
-	"def pt_cal_plain(n=0):\n"
-	"    global T_IN\n"
-	"    t0 = now()\n"
-	"    for i in range(n):\n"
-	"        D[i & 63] = i\n"
-	"    T_IN = now() - t0\n"
-	"BODY = 100\n"
-	"def twin(n, gap):\n"
-	"    dn, dp, dni, dpi = [], [], [], []\n"
-	"    for i in range(n):\n"
-	"        two = ((pt_cal_named, dn, dni), (pt_cal_plain, dp, dpi))\n"
-	"        for f, d, di in (two if i % 2 else two[::-1]):\n"
-	"            g0 = g1 = now()\n"
-	"            while g1 - g0 < gap:\n"
-	"                g1 = now()\n"
-	"            t = now()\n"
-	"            f(BODY)\n"
-	"            d.append(now() - t)\n"
-	"            di.append(T_IN)\n"
-	"    for d in (dn, dp, dni):\n"
-	"        d.sort()\n"
-	"    return dn[n // 2] - dp[n // 2], dni[n // 2]\n"
 	"def loop(n, f):\n"
 	"    best = 1e18\n"
 	"    for k in range(100):\n"
@@ -607,15 +578,6 @@ static const char agent_script[] =
 	"    return best\n"
 	"print('ready', os.getpid(), flush=True)\n"
 	"for line in sys.stdin:\n"
-	"    if line[0] == 'w':\n"
-	"        g0 = now()\n"
-	"        while now() - g0 < 100000000:\n"
-	"            pass\n"
-	"        print('w', flush=True)\n"
-	"        continue\n"
-	"    if line[0] == 't':\n"
-	"        print('t %.1f %.1f' % twin(200, 100000), flush=True)\n"
-	"        continue\n"
 	"    f = pt_cal_named if line[0] in 'ab' else pt_cal_other\n"
 	"    print(line[0], '%.3f' % loop(20, f), flush=True)\n";
 /* clang-format on */
@@ -651,72 +613,6 @@ static bool least_of(struct child *ch, const char *keys, int n, double *v)
 			if (x < v[j])
 				v[j] = x;
 		}
-	return true;
-}
-
-/* The agent's named call, attached: the helper times a named function
- * and an identical unnamed one (its twin) in turn, each doing 100 dict
- * stores (a few us of Python) after 100 us of the caller's work, and says
- * the median named call less the median twin call, and the named one's
- * median time from its first statement to its last clock read ('t'
- * lines). Twins in turn see the same vCPU speed, where an unattached run
- * before and an attached one after may not; medians are what a typical
- * call costs. Measured on this VM (3.12): a named call costs 1.0 us after
- * 5 us of other work, 1.2 after 100 us, 1.6 after 1 ms, each hit colder
- * the longer the gap; with a body it costs more again (the traps leave
- * the interpreter's caches colder, and the body pays inside the call).
- * The least of chunks of empty calls 5 us apart (the frame probe's way,
- * below) said 0.94 us, and the functions of an engine came out 0.5-2%
- * above their unnamed twins (tests/victims/pytwin.py); this way, 1.1-1.5
- * us.
- *
- * Each round is 200 calls of each in 40 ms; what got in their way (the
- * child still busy after its attach, another process) only adds, so the
- * least cost of the rounds is kept: a median over 5 rounds let three
- * disturbed ones say 5 us (once in CI on 3.10, once here on 3.8). The
- * self share is the child's median of the named calls less their own
- * inside median (first statement to last clock read, kept in a global
- * so that little runs after it; the median over the rounds, as the
- * child's is over all of them): the same calls seen from both sides.
- * Against the twin's call it moved with the speed between the rounds, 0
- * to the whole pair. The script works 100 ms first with no call:
- * proftrace's own work right after its attach would fall on the first
- * calls. *cost, *inside; false: a line missing, or no round cost
- * anything (never timed). */
-#define TWIN_ROUNDS 7
-
-static int cmp_double(const void *x, const void *y)
-{
-	double a = *(const double *)x, b = *(const double *)y;
-
-	return (a > b) - (a < b);
-}
-
-static bool twin_cost(struct child *ch, double *cost, double *inside)
-{
-	double v[TWIN_ROUNDS];
-	char line[512];
-
-	*cost = 1e300;
-	if (write(ch->in, "w\n", 2) != 2 || !read_line(ch, "w", line, sizeof(line), 60000))
-		return false;
-	for (int r = 0; r < TWIN_ROUNDS; r++) {
-		char *end;
-		double c;
-
-		if (write(ch->in, "t\n", 2) != 2 || !read_line(ch, "t ", line, sizeof(line), 60000))
-			return false;
-		c = strtod(line + 2, &end);
-		v[r] = strtod(end, NULL);
-		/* a round that cost nothing was not timed (the agent not
-		 * armed yet): not a cost */
-		if (c > 0 && c < *cost)
-			*cost = c;
-	}
-	if (*cost == 1e300)
-		return false;
-	qsort(v, TWIN_ROUNDS, sizeof(v[0]), cmp_double);
-	*inside = v[TWIN_ROUNDS / 2];
 	return true;
 }
 
@@ -769,12 +665,13 @@ static int measure_python(struct pt_calib *c, const char *python, enum pt_site_k
 	}
 	e = -EIO;
 	snprintf(pidbuf, sizeof(pidbuf), "%.15s", line + 6);
-	/* the frame probe's baselines, before anything is attached (it
-	 * traps on every call, so a twin cannot be the baseline) */
-	if (frame) {
-		double v[2];
+	/* the baselines, before anything is attached: on 3.8-3.11 the
+	 * agent's frame evaluator sees every call once it is on, named or
+	 * not, as the frame probe traps on every call */
+	{
+		double v[2] = { -1, -1 }; /* -1: not measured (no frame probe) */
 
-		if (!least_of(&helper, "ac", ROUNDS, v))
+		if (!least_of(&helper, frame ? "ac" : "a", ROUNDS, v))
 			goto out;
 		a = v[0];
 		ua = v[1];
@@ -791,21 +688,13 @@ static int measure_python(struct pt_calib *c, const char *python, enum pt_site_k
 		goto out;
 	}
 	e = -EIO;
-	if (frame) {
-		double v[2];
+	{
+		double v[2] = { -1, -1 };
 
-		if (!least_of(&helper, "bd", ROUNDS, v))
+		if (!least_of(&helper, frame ? "bd" : "b", ROUNDS, v))
 			goto out;
 		b = v[0];
 		ub = v[1];
-	} else {
-		double cost, inside;
-
-		if (!twin_cost(&helper, &cost, &inside))
-			goto out;
-		/* set_cost's self share: the child's median less this */
-		a = inside;
-		b = inside + cost;
 	}
 	reap(&helper, false);
 	reap(&pt, false);
