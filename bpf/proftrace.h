@@ -110,6 +110,7 @@ enum pt_rec_type {
 	PT_REC_ATTR = 10,  /* struct pt_rec_attr: where does this type keep that attribute? */
 	PT_REC_TEXIT = 11, /* a thread (tid) of a traced process that hit a probe ended:
 			    * the last record of that thread; t_entry its time */
+	PT_REC_USTACK = 12, /* struct pt_ustack: a sample's native registers and stack */
 };
 
 /*
@@ -379,9 +380,15 @@ struct pt_counters {
 
 struct pt_sample_frame {
 	__u64 code;
-	__s32 pos; /* f_lasti (< 3.11), or instruction pointer - first instruction */
-	__u32 pad;
+	__s32 pos;   /* f_lasti (< 3.11), or instruction pointer - first instruction */
+	__u32 flags; /* PT_SFRAME_* */
 };
+
+/* The frame is the first one a call of _PyEval_EvalFrameDefault runs
+ * (3.11's is_entry): the mixed stacks' boundary between C eval calls.
+ * Not set before 3.11 (every frame is one) nor on 3.12+ (shim frames,
+ * code 0, mark the boundary). */
+#define PT_SFRAME_ENTRY 0x1
 
 struct pt_sample {
 	__u32 type; /* PT_REC_SAMPLE or PT_REC_OFFCPU */
@@ -404,6 +411,50 @@ struct pt_sample {
 #define PT_SAMPLEF_TRUNCATED 0x2  /* deeper than PT_SAMPLE_MAX_FRAMES: outer frames cut */
 #define PT_SAMPLEF_UNREADABLE 0x4 /* the walk stopped at a frame it could not read */
 #define PT_SAMPLEF_NO_STACK 0x8	  /* off-CPU since before attach: stack unknown */
+#define PT_SAMPLEF_NATIVE 0x10	  /* its PT_REC_USTACK (same tid and t) came just before */
+
+/*
+ * Native stacks (`set native_frames on`): at an on-CPU sample, the
+ * thread's user registers and the top of its user stack, copied as they
+ * are, in a record of their own sent just before the sample's (same tid,
+ * same t; a thread cannot run between the two). User space unwinds the
+ * copy with the process's .eh_frame (sample/unwind.h): distro builds have
+ * no frame pointers, and BPF cannot walk CFI cheaply.
+ */
+#define PT_USTACK_MAX 16384 /* bytes of stack copied from sp up, at most */
+
+enum pt_ureg {
+	PT_UREG_IP,
+	PT_UREG_SP,
+	PT_UREG_BP,
+	PT_UREG_BX,
+	PT_UREG_R12,
+	PT_UREG_R13,
+	PT_UREG_R14,
+	PT_UREG_R15,
+	PT_UREG_AX,
+	PT_UREG_CX,
+	PT_UREG_DX,
+	PT_UREG_SI,
+	PT_UREG_DI,
+	PT_UREG_R8,
+	PT_UREG_R9,
+	PT_UREG_R10,
+	PT_UREG_R11,
+	PT_UREGS
+};
+
+struct pt_ustack {
+	__u32 type; /* PT_REC_USTACK */
+	__u32 len;  /* bytes of data: the stack from regs[PT_UREG_SP] up */
+	__u32 pid;
+	__u32 tid;
+	__u64 t; /* the sample's t */
+	__u64 regs[PT_UREGS];
+	__u8 data[PT_USTACK_MAX];
+};
+
+#define PT_USTACK_HDR_SIZE 160 /* offsetof(struct pt_ustack, data) */
 
 /* Per-thread state of the sampler (task storage; user space reads it at
  * the end to close intervals of threads still off the CPU). */
@@ -446,6 +497,8 @@ _Static_assert(sizeof(struct pt_sample_frame) == 16, "pt_sample_frame is part of
 _Static_assert(sizeof(struct pt_sample) ==
 		       PT_SAMPLE_HDR_SIZE + PT_SAMPLE_MAX_FRAMES * sizeof(struct pt_sample_frame),
 	       "pt_sample is part of the ABI");
+_Static_assert(sizeof(struct pt_ustack) == PT_USTACK_HDR_SIZE + PT_USTACK_MAX,
+	       "pt_ustack is part of the ABI");
 _Static_assert(sizeof(struct pt_sample_counters) == 56, "pt_sample_counters is part of the ABI");
 _Static_assert(sizeof(struct pt_py_offsets) == 160, "pt_py_offsets is part of the ABI");
 _Static_assert(sizeof(struct pt_bpf_proc) == 168, "pt_bpf_proc is part of the ABI");

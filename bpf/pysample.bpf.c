@@ -228,7 +228,7 @@ static long walk_cb(__u64 i, struct walk_ctx *c)
 		code = 0;
 	c->s->f[i & (PT_SAMPLE_MAX_FRAMES - 1)].code = code;
 	c->s->f[i & (PT_SAMPLE_MAX_FRAMES - 1)].pos = (__s32)pos;
-	c->s->f[i & (PT_SAMPLE_MAX_FRAMES - 1)].pad = 0;
+	c->s->f[i & (PT_SAMPLE_MAX_FRAMES - 1)].flags = 0;
 	c->frame = back;
 	c->n = (__u32)i + 1;
 	return 0;
