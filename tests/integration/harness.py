@@ -283,3 +283,36 @@ def late_ms(s):
     period for each late sample is the bound used."""
     sp = s["meta"]["sampling"]
     return sp["late_samples"] * sp["period_ns"] / 1e6
+
+
+def python_include(python):
+    """The C headers' folder of interpreter python (sysconfig's include)."""
+    p = subprocess.run([python, "-c", "import sysconfig; print(sysconfig.get_paths()['include'])"],
+                       capture_output=True, timeout=30)
+    inc = p.stdout.decode().strip()
+    if p.returncode != 0 or not os.path.exists(os.path.join(inc, "Python.h")):
+        raise Skip("no Python.h for %s (%s)" % (python, inc or p.stderr.decode().strip()))
+    return inc
+
+
+def build_pyext(python, name, outdir, cflags=("-O1",)):
+    """tests/victims/pyext/NAME.c built against python's headers into
+    OUTDIR/NAME.so (importable as NAME with OUTDIR on sys.path); its path."""
+    so = os.path.join(outdir, name + ".so")
+    cc = subprocess.run(["gcc", "-shared", "-fPIC"] + list(cflags) +
+                        ["-I", python_include(python), "-o", so,
+                         os.path.join(ROOT, "tests", "victims", "pyext", name + ".c")],
+                        capture_output=True, timeout=60)
+    eq(cc.returncode, 0, "building %s for %s: %s" % (name, python, cc.stderr.decode()))
+    return so
+
+
+# As a distribution builds an extension: -O2, no frame pointers (the
+# unwinder needs .eh_frame, kept by default), not stripped (.symtab names
+# ptnative's static functions).
+PTNATIVE_CFLAGS = ("-O2", "-fomit-frame-pointer")
+
+
+def build_ptnative(python, outdir):
+    """tests/victims/pyext/ptnative.c for python: OUTDIR/ptnative.so."""
+    return build_pyext(python, "ptnative", outdir, PTNATIVE_CFLAGS)
