@@ -1,0 +1,162 @@
+# SPDX-License-Identifier: BSD-2-Clause
+"""Mixed native/Python stacks with known native time, for `set
+native_frames on` (tests/integration/test_mixed_stacks.py) and the bench's
+native_frames rows (bench/run.py).
+
+Runs unchanged on CPython 3.8 to 3.13: standard library and ptnative,
+tests/victims/pyext/ptnative.c built for the interpreter that runs this
+(harness.build_ptnative), its path given with --ext or $PTNATIVE.
+
+Each step, in the main thread:
+  python_part(py_ns)        a busy loop in Python: no native frame of ours
+  native_part(native_ns)    ptnative.spin(native_ns): the stack reads
+                            step -> native_part -> spin -> ptn_spin_outer
+                            -> ptn_spin_inner -> ptn_leaf
+  callback_part(cb_ns)      ptnative.call(callback, cb_ns), callback
+                            calling ptnative.spin(cb_ns): step ->
+                            callback_part -> call -> ptn_callback ->
+                            callback -> spin -> ... -> ptn_leaf
+
+Protocol (as pylines.py): print "ready <pid>", wait for one line on stdin
+("go"), run --steps steps, write the truth file, exit 0 (3 if stdin hits
+EOF first). With --hold, print "done" after writing the truth and wait
+for one more line before exiting, so the driver stops proftrace while
+the process (and its mappings, which native frames are named from) is
+still there.
+
+Truth JSON: python, pid, tid, ext (the .so's path), steps, wall_ns (go to
+the last step's end), cpu_ns (the same span of this thread's CPU time),
+step {calls, wall_ns, cpu_ns}, and for each kind of spin, "native"
+(native_part's) and "callback" (callback's): {calls, spun_ns (what
+ptn_leaf measured on its own clock, inside every frame of the path),
+outer_ns (time.perf_counter_ns around the ptnative.spin call), cpu_ns
+(time.thread_time_ns around that, the clock the cpu-clock perf event
+counts; the CPU clock read outside the wall one, so a preemption in it
+is in both)}, and "python" {calls, wall_ns, cpu_ns} of python_part.
+"""
+import argparse
+import json
+import os
+import sys
+import threading
+import time
+
+now = time.perf_counter_ns
+cpu = time.thread_time_ns
+ptnative = None
+truth = {}
+
+
+def kind(name):
+    return truth.setdefault(name, {"calls": 0, "spun_ns": 0, "outer_ns": 0, "cpu_ns": 0})
+
+
+def timed_spin(name, ns):
+    k = kind(name)
+    c0 = cpu()
+    t0 = now()
+    spun = ptnative.spin(ns)
+    t1 = now()
+    c1 = cpu()
+    k["calls"] += 1
+    k["spun_ns"] += spun
+    k["outer_ns"] += t1 - t0
+    k["cpu_ns"] += c1 - c0
+
+
+def python_part(ns):
+    k = truth.setdefault("python", {"calls": 0, "wall_ns": 0, "cpu_ns": 0})
+    c0 = cpu()
+    t0 = now()
+    end = t0 + ns
+    x = 0
+    while now() < end:
+        x += 1
+    k["wall_ns"] += now() - t0
+    k["cpu_ns"] += cpu() - c0
+    k["calls"] += 1
+    return x
+
+
+def native_part(ns):
+    timed_spin("native", ns)
+
+
+def callback(ns):
+    timed_spin("callback", ns)
+
+
+def callback_part(ns):
+    ptnative.call(callback, ns)
+
+
+def step(py_ns, native_ns, cb_ns):
+    python_part(py_ns)
+    native_part(native_ns)
+    callback_part(cb_ns)
+
+
+def load(path):
+    """ptnative from the .so at path (named ptnative.so: imported by name)."""
+    global ptnative
+    sys.path.insert(0, os.path.dirname(os.path.abspath(path)))
+    import ptnative as m
+    if os.path.abspath(m.__file__) != os.path.abspath(path):
+        raise SystemExit("pymixed: imported %s, not %s" % (m.__file__, path))
+    ptnative = m
+
+
+def run(steps, py_ns, native_ns, cb_ns):
+    st = {"calls": 0, "wall_ns": 0, "cpu_ns": 0}
+    for name in ("native", "callback"):
+        kind(name)
+    c0 = cpu()
+    t0 = now()
+    for _ in range(steps):
+        sc = cpu()
+        s0 = now()
+        step(py_ns, native_ns, cb_ns)
+        st["wall_ns"] += now() - s0
+        st["cpu_ns"] += cpu() - sc
+        st["calls"] += 1
+    wall = now() - t0
+    return {"python": truth.get("python"), "native": truth["native"],
+            "callback": truth["callback"], "step": st, "steps": steps, "wall_ns": wall,
+            "cpu_ns": cpu() - c0}
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--ext", default=os.environ.get("PTNATIVE"),
+                    help="ptnative.so built for this interpreter (default $PTNATIVE)")
+    ap.add_argument("--truth")
+    ap.add_argument("--steps", type=int, default=100)
+    ap.add_argument("--py-ms", type=float, default=4.0)
+    ap.add_argument("--native-ms", type=float, default=8.0)
+    ap.add_argument("--callback-ms", type=float, default=6.0)
+    ap.add_argument("--hold", action="store_true")
+    a = ap.parse_args()
+    if not a.ext:
+        ap.error("--ext PATH (or $PTNATIVE): ptnative.so built for this interpreter")
+    load(a.ext)
+    ptnative.spin(1000)  # warm: the first call's lazy binding is not in a step
+    sys.stdout.write("ready %d\n" % os.getpid())
+    sys.stdout.flush()
+    if not sys.stdin.readline():
+        return 3
+    t = run(a.steps, int(a.py_ms * 1e6), int(a.native_ms * 1e6), int(a.callback_ms * 1e6))
+    t.update({"python_version": sys.version.split()[0], "executable": sys.executable,
+              "pid": os.getpid(), "tid": threading.get_native_id(),
+              "ext": os.path.abspath(a.ext)})
+    if a.truth:
+        with open(a.truth, "w") as f:
+            json.dump(t, f, indent=1)
+    if a.hold:
+        sys.stdout.write("done\n")
+        sys.stdout.flush()
+        sys.stdin.readline()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
