@@ -19,8 +19,8 @@ import subprocess
 import tempfile
 import time
 
-from harness import PROFTRACE, ROOT, Proc, Skip, bracket, bucket, eq, func, helper_segment, \
-    profile, victim, within, write_conf
+from harness import PROFTRACE, ROOT, Proc, Skip, bracket, bucket, build_pyext, eq, func, \
+    helper_segment, profile, victim, within, write_conf
 import test_python as tp
 
 AGENT = os.path.abspath(os.environ.get("PT_AGENT", os.path.join(ROOT, ".output",
@@ -610,13 +610,7 @@ def test_agent_other_frame_evaluator_left_alone():
     times the program keeps its evaluator, which saw every frame."""
     python = tp.pyenv_python(10)
     tmp = tempfile.mkdtemp(prefix="pt-it-")
-    inc = subprocess.run([python, "-c", "import sysconfig; print(sysconfig.get_paths()"
-                          "['include'])"], capture_output=True, timeout=30).stdout.decode().strip()
-    so = os.path.join(tmp, "other_eval.so")
-    cc = subprocess.run(["gcc", "-shared", "-fPIC", "-O1", "-I", inc, "-o", so,
-                         os.path.join(ROOT, "tests", "victims", "pyext", "other_eval.c")],
-                        capture_output=True, timeout=60)
-    eq(cc.returncode, 0, "building other_eval: " + cc.stderr.decode())
+    build_pyext(python, "other_eval", tmp)
     script = OTHER_EVAL_VICTIM % (tmp, os.path.join(ROOT, "tests", "victims"))
     s, err = _run_beside_other_tool(python, tmp, script, "evaluator ", "evaluator True True")
     py = s["meta"]["python"]
