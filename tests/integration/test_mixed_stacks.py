@@ -1,0 +1,470 @@
+# SPDX-License-Identifier: BSD-2-Clause
+"""Mixed native/Python stacks (`set native_frames on`) against the truth of
+tests/victims/pymixed.py and tests/victims/pytorch_mixed.py.
+
+With native_frames on, each on-CPU sample unwinds the native frames too
+and the interpreter's own C frames are replaced by the Python frames they
+run. Labels: a Python frame "qualname (file.py:line)" as before; a native
+frame "<demangled symbol> (<module basename>)", or "<module
+basename>+0x<hex offset>" where no symbol covers the pc; never a frame of
+the interpreter itself (the python executable, libpython) nor of
+proftrace's own libraries (libproftrace_*).
+
+pymixed.py, on every CPython on the machine (pyenv 3.8, 3.10-3.13,
+Debian's 3.11; those absent are skipped, saying so), with ptnative.so
+built for that interpreter -O2 -fomit-frame-pointer (harness.build_ptnative:
+.eh_frame only, the unwinder's way through code without frame pointers):
+  (a) every stack through ptn_leaf is one of the two paths, root to leaf,
+      frames in this order (others may sit between; no Python frame after
+      the path's last Python frame):
+        step, native_part, spin, ptn_spin_outer, ptn_spin_inner, ptn_leaf
+        step, callback_part, call, ptn_callback, callback, spin,
+          ptn_spin_outer, ptn_spin_inner, ptn_leaf
+      and below ptn_leaf only native frames (libc's clock_gettime, the
+      vDSO): SAMPLES_BELOW_LEAF;
+  (b) the on-CPU weight of each path against the victim's CPU time around
+      its spins (SPIN_TOL below);
+  (c) no frame of the interpreter, no _PyEval_EvalFrameDefault, no
+      libproftrace_ module;
+  (d) with `set native_frames off` no native frame at all, ptnative's
+      spins sampled in native_part / callback as today.
+
+pytorch_mixed.py on Debian's 3.11 with python3-torch 1.13 (skipped
+without it): the stacks of Linear.forward go through the libtorch frames
+TORCH_LINEAR_PATH (why each: there), and the on-CPU weight of the
+forward's stacks with native frames below the model's first
+Module._call_impl is the victim's in-forward CPU time (TORCH_TOL).
+
+Tolerances (a sampled weight is whole 1 ms samples of CPU time):
+- SPIN_TOL: a path's on-CPU weight W ms is a count of samples. Taken as a
+  Poisson count (the worst case: the cpu-clock timer is periodic in the
+  thread's CPU time, so each spin of L ms really gets floor or ceil of L
+  samples), its standard deviation is sqrt(W) samples; 4 sigma is
+  4 * sqrt(W) ms: 113 ms of native_part's 800 ms, 98 ms of callback's
+  600 ms at the default 100 steps (a quarter of that would fail with
+  one spin in 7 missing). Plus, for samples where the unwinder stopped
+  early (no way from ptn_leaf up to step: counted by proftrace, see
+  incomplete_ms), one period each; plus the host's steal during the run
+  (harness.host_steal_ms: the sample timer ticks through a steal shorter
+  than its period, the victim's CPU clock does not). The truth's cpu_ns
+  also holds each spin call's own Python-side cost (argument parsing, two
+  clock reads, ~2 us a call: 0.2 ms over 100 calls), inside the bound.
+- TORCH_TOL: the same 4 sigma + incomplete + steal, plus 5% of the
+  forward's time for what runs in it with no native frame below a Python
+  one: six module calls' Python (~50 us a forward on 3.11) against ~70 ms
+  of reference BLAS here and still >= 1 ms with an optimised BLAS.
+"""
+import os
+import re
+import signal
+import subprocess
+import tempfile
+
+from harness import (ROOT, Skip, build_ptnative, eq, host_steal_ms, proftrace, proftrace_done,
+                     read_run, stop, victim, with_agent, write_conf)
+import test_sampling as ts
+
+VICTIM = os.path.join(ROOT, "tests", "victims", "pymixed.py")
+TORCH_VICTIM = os.path.join(ROOT, "tests", "victims", "pytorch_mixed.py")
+CONF = "step py:pymixed::step\nset sample_hz 1000\nset native_frames %s\n"
+TORCH_CONF = "step py:pytorch_mixed::step\nset sample_hz 1000\nset native_frames on\n"
+SIGMAS = 4.0
+TORCH_PY_REL = 0.05
+
+# root -> leaf, each a frame label prefix ("qualname (file.py:" for Python)
+NATIVE_PATH = ("step (pymixed.py:", "native_part (pymixed.py:", "spin (ptnative",
+               "ptn_spin_outer (ptnative", "ptn_spin_inner (ptnative", "ptn_leaf (ptnative")
+CALLBACK_PATH = ("step (pymixed.py:", "callback_part (pymixed.py:", "call (ptnative",
+                 "ptn_callback (ptnative", "callback (pymixed.py:", "spin (ptnative",
+                 "ptn_spin_outer (ptnative", "ptn_spin_inner (ptnative", "ptn_leaf (ptnative")
+
+# What one nn.Linear's forward runs through on Debian 12 (python3-torch
+# 1.13.0, CPU; libtorch_cpu.so.1.13 links the reference libblas.so.3,
+# /usr/lib/x86_64-linux-gnu/blas/libblas.so.3.11.0, and oneDNN, which
+# float32 linear does not use), as `perf record --call-graph dwarf` of
+# pytorch_mixed.py showed it, each exported (nm -D --defined-only | c++filt),
+# so named from .dynsym (libtorch_cpu has no .symtab):
+#   Linear.forward (linear.py:114)        F.linear(input, self.weight, self.bias)
+#   [libtorch_python: torch._C._nn.linear's binding, a static function: unnamed]
+#   at::_ops::linear::call                the operator's dispatcher entry
+#   [libtorch_cpu+0x...: the CompositeImplicitAutograd kernel wrapper, static]
+#   at::native::linear                    bias given, 2-D input: addmm
+#   at::_ops::addmm::call                 dispatch of addmm
+#   [2 static frames: the autograd (VariableType) kernel; under no_grad it
+#    only redispatches]
+#   at::_ops::addmm::redispatch           to the CPU kernel
+#   [2 static frames: the structured kernel's wrapper]
+#   at::native::structured_addmm_out_cpu::impl
+#   [2 static frames: addmm_impl_cpu_, at::native::cpublas::gemm]
+#   sgemm_ (libblas.so.3.11.0)            the matrix product, most of the time
+# Modules are matched by prefix (libtorch_cpu.so.1.13.0 is the mapped file,
+# libtorch_cpu.so.1.13 its soname), symbols with or without parameters.
+TORCH_LINEAR_PATH = (("Linear.forward (linear.py:", None),
+                     ("at::_ops::linear::call", "libtorch_cpu.so"),
+                     ("at::native::linear", "libtorch_cpu.so"),
+                     ("at::_ops::addmm::call", "libtorch_cpu.so"),
+                     ("at::_ops::addmm::redispatch", "libtorch_cpu.so"),
+                     ("at::native::structured_addmm_out_cpu::impl", "libtorch_cpu.so"),
+                     ("sgemm_", "libblas.so"))
+
+PY_FRAME = re.compile(r" \([^()]*:\d+\)$")
+INTERPRETER_MODULE = re.compile(r"^(lib)?python\d")
+
+
+def interpreter(label):
+    """(label, python) by label ("3.8" ... "3.13" from pyenv, "debian-3.11")."""
+    if label == "debian-3.11":
+        return label, ts.debian_python()
+    return label, ts.pyenv_python(int(label.split(".")[1]))
+
+
+# --- stacks.folded --------------------------------------------------------
+
+
+def read_folded(out):
+    """[(frames, weight us)] of out/stacks.folded; frames[0] the thread root."""
+    rows = []
+    with open(os.path.join(out, "stacks.folded"), encoding="utf-8") as f:
+        for raw in f:
+            line = raw.rstrip("\n")
+            frames, sep, w = line.rpartition(" ")
+            assert sep and frames and w.isdigit(), "stacks.folded: bad line %r" % line
+            rows.append((frames.split(";"), int(w)))
+    assert rows, "stacks.folded is empty (%s)" % out
+    return rows
+
+
+def kind(label):
+    """'python', 'pseudo' ([off-cpu] and the like) or 'native'."""
+    if label.startswith("[") and label.endswith("]"):
+        return "pseudo"
+    if PY_FRAME.search(label):
+        return "python"
+    return "native"
+
+
+def native_parts(label):
+    """(symbol or None, module) of a native frame's label."""
+    if label.endswith(")") and " (" in label:
+        i = label.rfind(" (")
+        return label[:i], label[i + 2:-1]
+    m = re.match(r"^(.*)\+0x[0-9a-f]+$", label)
+    return None, m.group(1) if m else label
+
+
+def on_cpu(frames):
+    return frames[-1] != "[off-cpu]"
+
+
+def find_path(frames, path):
+    """Indices of path's prefixes in frames, in order, or None."""
+    at, k = [], 1
+    for want in path:
+        while k < len(frames) and not frames[k].startswith(want):
+            k += 1
+        if k == len(frames):
+            return None
+        at.append(k)
+        k += 1
+    return at
+
+
+def show(rows, limit=12):
+    """Folded lines for a failure message, the heaviest first."""
+    rows = sorted(rows, key=lambda r: -r[1])
+    return "\n  ".join("%s %d" % (";".join(f), w) for f, w in rows[:limit]) + \
+        ("\n  ... %d more" % (len(rows) - limit) if len(rows) > limit else "")
+
+
+def incomplete_ms(s):
+    """Sampled time where the native unwinder stopped early: those samples
+    lack the path's upper frames, so they are no path's weight."""
+    sm = s["meta"]["sampling"]
+    # TODO(native_frames): the count of samples whose native unwind
+    # stopped before reaching the interpreter's frames; named here
+    # meta.sampling.native_incomplete, 0 until the summary has it
+    n = sm.get("native_incomplete")
+    return (n or 0) * sm["period_ns"] / 1e6
+
+
+def spin_tol(want_ms, s):
+    return SIGMAS * max(want_ms, 1.0) ** 0.5 + incomplete_ms(s) + s.get("_steal_ms", 0.0)
+
+
+# --- runs -----------------------------------------------------------------
+
+
+def run(python, script, conf_text, args=(), env=None):
+    """Attach to script under python with conf_text, go, stop proftrace
+    with SIGINT once the victim said done (still alive: its mappings can
+    be read), then let it exit. Returns (summary with "_out" and
+    "_steal_ms", truth, proftrace stderr, folded rows)."""
+    tmp = tempfile.mkdtemp(prefix="pt-it-")
+    truth_path = os.path.join(tmp, "truth.json")
+    conf = write_conf(tmp, conf_text)
+    out = os.path.join(tmp, "out")
+    v = victim([python, script], "--truth", truth_path, "--hold", *args, env=env)
+    pt = None
+    steal0 = host_steal_ms()
+    try:
+        pt = proftrace(v.pid, conf, out)
+        try:
+            pt.wait_line("proftrace: attached", "err", timeout=90)
+        except AssertionError:
+            try:  # a refused targets file: its error line comes just before the exit
+                rc = pt.p.wait(5)
+            except subprocess.TimeoutExpired:
+                raise
+            raise AssertionError("proftrace did not attach (exit %d) with the targets file:\n"
+                                 "%s\nit said:\n%s" % (rc, conf_text, pt.rest("err"))) from None
+        v.send("go\n")
+        v.wait_line("done", timeout=120)
+        pt.p.send_signal(signal.SIGINT)
+        err = proftrace_done(pt)
+        v.send("exit\n")
+        assert v.wait(30) == 0, "victim failed"
+    finally:
+        stop(v, pt)
+    s, t = read_run(out, truth_path)
+    s["_steal_ms"] = host_steal_ms() - steal0
+    return s, t, err, read_folded(out)
+
+
+def env_for(extra=None):
+    env = dict(os.environ)
+    env.pop("PYTHONPERFSUPPORT", None)  # perf trampolines: native frames of their own
+    env.update(extra or {})
+    return with_agent(env)
+
+
+def run_mixed(python, native_frames):
+    tmp = tempfile.mkdtemp(prefix="pt-ptnative-")
+    so = build_ptnative(python, tmp)
+    return run(python, VICTIM, CONF % native_frames, ("--ext", so), env_for())
+
+
+# --- checks ---------------------------------------------------------------
+
+
+def check_no_interpreter(rows, label):
+    """(c): no native frame of the interpreter or of proftrace's libraries."""
+    bad = []
+    for frames, w in rows:
+        for f in frames[1:]:
+            if "_PyEval_EvalFrameDefault" in f:
+                bad.append((frames, w))
+                break
+            if kind(f) != "native":
+                continue
+            _, mod = native_parts(f)
+            if INTERPRETER_MODULE.match(mod) or mod.startswith("libproftrace_"):
+                bad.append((frames, w))
+                break
+    assert not bad, "%s: %d stacks with a frame of the interpreter or of proftrace:\n  %s" % (
+        label, len(bad), show(bad))
+
+
+def check_paths(s, t, rows, label):
+    """(a) and (b). Returns the table lines."""
+    leaf = [(f, w) for f, w in rows if any(x.startswith("ptn_leaf (ptnative") for x in f)]
+    assert leaf, "%s: no stack through ptn_leaf (ptnative...); the heaviest stacks:\n  %s" % (
+        label, show(rows))
+    weight = {"native": 0, "callback": 0}
+    stray = []
+    for frames, w in leaf:
+        hit = None
+        for name, path in (("callback", CALLBACK_PATH), ("native", NATIVE_PATH)):
+            at = find_path(frames, path)
+            if at is None:
+                continue
+            # the path's last Python frame is the last Python frame of the
+            # stack, and below ptn_leaf only native frames (clock_gettime)
+            last_py = max(i for i in at if kind(frames[i]) == "python")
+            if any(kind(x) == "python" for x in frames[last_py + 1:]):
+                continue
+            if any(kind(x) not in ("native", "pseudo") for x in frames[at[-1] + 1:]):
+                continue
+            hit = name
+            break
+        if hit is None:
+            stray.append((frames, w))
+        elif on_cpu(frames):
+            weight[hit] += w
+    stray_ms = sum(w for f, w in stray if on_cpu(f)) / 1000.0
+    inc = incomplete_ms(s)
+    assert stray_ms <= inc, (
+        "%s: %.1f ms on the CPU in stacks through ptn_leaf that are neither path (the unwinder's "
+        "early stops allow %.1f ms: meta.sampling.native_incomplete %r):\n  %s\nwant, root to leaf:"
+        "\n  %s\n  %s" % (label, stray_ms, inc, s["meta"]["sampling"].get("native_incomplete"),
+                          show(stray), " ... ".join(NATIVE_PATH), " ... ".join(CALLBACK_PATH)))
+    table = []
+    for name in ("native", "callback"):
+        tr = t[name]
+        want = tr["cpu_ns"] / 1e6
+        got = weight[name] / 1000.0
+        tol = spin_tol(want, s)
+        table.append("  %-8s %3d spins  spun %7.1f ms  around %7.1f ms  CPU %7.1f ms  "
+                     "sampled on-CPU %7.1f ms  diff %+6.1f (tolerance %.1f)" % (
+                         name, tr["calls"], tr["spun_ns"] / 1e6, tr["outer_ns"] / 1e6, want, got,
+                         got - want, tol))
+    sm = s["meta"]["sampling"]
+    text = "\n".join(table)
+    for name, line in zip(("native", "callback"), table):
+        want = t[name]["cpu_ns"] / 1e6
+        got = weight[name] / 1000.0
+        assert abs(got - want) <= spin_tol(want, s), (
+            "%s: %s path's on-CPU weight off the victim's CPU time:\n%s\nsamples %d, lost %d, "
+            "unreadable %d, native_incomplete %r, host steal %.0f ms; heaviest stacks through "
+            "ptn_leaf:\n  %s" % (label, name, text, sm["samples"], sm["lost_samples"],
+                                 sm["unreadable_stacks"], sm.get("native_incomplete"),
+                                 s["_steal_ms"], show(leaf)))
+    return table
+
+
+def check_on(python, label):
+    s, t, _, rows = run_mixed(python, "on")
+    check_no_interpreter(rows, label)
+    table = check_paths(s, t, rows, label)
+    print("%s: native_frames on, %d steps, %.0f ms\n%s" % (
+        label, t["steps"], t["wall_ns"] / 1e6, "\n".join(table)))
+
+
+def check_off(python, label):
+    """(d): as today, whatever the default is."""
+    s, t, _, rows = run_mixed(python, "off")
+    native = [(f, w) for f, w in rows if any(kind(x) == "native" for x in f[1:])]
+    assert not native, "%s: native_frames off, %d stacks with native frames:\n  %s" % (
+        label, len(native), show(native))
+    for name, frame in (("native", "native_part (pymixed.py:"),
+                        ("callback", "callback (pymixed.py:")):
+        got = sum(w for f, w in rows if on_cpu(f) and f[-1].startswith(frame)) / 1000.0
+        want = t[name]["cpu_ns"] / 1e6
+        assert abs(got - want) <= spin_tol(want, s), (
+            "%s: native_frames off, on-CPU weight of stacks ending in %s %.1f ms, the victim's "
+            "spins %.1f ms (tolerance %.1f):\n  %s" % (
+                label, frame, got, want, spin_tol(want, s), show(rows)))
+
+
+def _on(label):
+    label, python = interpreter(label)
+    check_on(python, label)
+
+
+def _off(label):
+    label, python = interpreter(label)
+    check_off(python, label)
+
+
+def test_mixed_py38():
+    _on("3.8")
+
+
+def test_mixed_py310():
+    _on("3.10")
+
+
+def test_mixed_py311():
+    _on("3.11")
+
+
+def test_mixed_py312():
+    _on("3.12")
+
+
+def test_mixed_py313():
+    _on("3.13")
+
+
+def test_mixed_debian_py311():
+    _on("debian-3.11")
+
+
+def test_mixed_off_py38():
+    _off("3.8")
+
+
+def test_mixed_off_py312():
+    _off("3.12")
+
+
+def test_mixed_off_debian_py311():
+    _off("debian-3.11")
+
+
+# --- torch ----------------------------------------------------------------
+
+
+def torch_python():
+    python = ts.debian_python()
+    p = subprocess.run([python, "-c", "import torch"], capture_output=True, timeout=120)
+    if p.returncode != 0:
+        raise Skip("torch not importable by %s (apt install python3-torch): %s" % (
+            python, p.stderr.decode(errors="replace").strip().splitlines()[-1:]))
+    return python
+
+
+def torch_match(frame, want):
+    """frame is want = (prefix or symbol, module prefix or None for Python)."""
+    name, mod = want
+    if mod is None:
+        return frame.startswith(name)
+    if kind(frame) != "native":
+        return False
+    sym, m = native_parts(frame)
+    return sym is not None and m.startswith(mod) and (sym == name or sym.startswith(name + "("))
+
+
+def find_torch_path(frames):
+    k = 1
+    at = []
+    for want in TORCH_LINEAR_PATH:
+        while k < len(frames) and not torch_match(frames[k], want):
+            k += 1
+        if k == len(frames):
+            return None
+        at.append(k)
+        k += 1
+    return at
+
+
+def test_mixed_torch_debian_py311():
+    python = torch_python()
+    s, t, _, rows = run(python, TORCH_VICTIM, TORCH_CONF, (), env_for())
+    check_no_interpreter(rows, "torch")
+    fw_cpu = t["forward"]["cpu_ns"] / 1e6
+    linear = [(f, w) for f, w in rows if any(x.startswith("Linear.forward (linear.py:")
+                                             for x in f)]
+    assert linear, "torch: no stack through Linear.forward; the heaviest:\n  %s" % show(rows)
+    sgemm = [(f, w) for f, w in linear if find_torch_path(f) is not None]
+    assert sgemm, ("torch: no stack under Linear.forward goes through, in order:\n  %s\n"
+                   "stacks under Linear.forward, the heaviest:\n  %s" % (
+                       "\n  ".join("%s (%s)" % w if w[1] else w[0] for w in TORCH_LINEAR_PATH),
+                       show(linear)))
+    # the forward: from the model's first Module._call_impl under step
+    fwd_native = fwd_py = 0
+    for frames, w in rows:
+        if not on_cpu(frames):
+            continue
+        st = find_path(frames, ("step (pytorch_mixed.py:", "Module._call_impl (module.py:"))
+        if st is None:
+            continue
+        if any(kind(x) == "native" for x in frames[st[1] + 1:]):
+            fwd_native += w
+        else:
+            fwd_py += w
+    got = fwd_native / 1000.0
+    sg = sum(w for f, w in sgemm if on_cpu(f)) / 1000.0
+    tol = spin_tol(fw_cpu, s) + TORCH_PY_REL * fw_cpu
+    sm = s["meta"]["sampling"]
+    table = ("  forward calls %d, truth wall %.1f ms, CPU %.1f ms\n"
+             "  sampled on-CPU under forward: with native frames below %.1f ms, Python only "
+             "%.1f ms; through sgemm_ (the path) %.1f ms\n"
+             "  diff %+.1f ms (tolerance %.1f); samples %d, native_incomplete %r, steal %.0f ms"
+             % (t["forward"]["calls"], t["forward"]["wall_ns"] / 1e6, fw_cpu, got,
+                fwd_py / 1000.0, sg, got - fw_cpu, tol, sm["samples"],
+                sm.get("native_incomplete"), s["_steal_ms"]))
+    print("torch %s (Debian 3.11):\n%s" % (t["torch"], table))
+    assert abs(got - fw_cpu) <= tol, (
+        "torch: on-CPU weight of the forward with native frames below, against the victim's "
+        "in-forward CPU time:\n%s\nheaviest forward stacks:\n  %s" % (table, show(linear)))
+    eq(t["forward"]["calls"], t["steps"], "forward calls")
