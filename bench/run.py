@@ -5,9 +5,8 @@ Every figure is measured in this invocation, against a baseline run in the
 same invocation, and printed as a ratio. No assertions: speed lives here,
 correctness in `make test`.
 
-Environment: PT_BENCH_ONLY=probes,python,agent,sampling,agg,shim,inject,memory,cxx,attach
-runs only those
-sections; PT_BENCH_REPEAT runs per median (3); PT_BENCH_SAMPLE_S seconds of
+Environment: PT_BENCH_ONLY=probes,python,agent,sampling,native,agg,shim,inject,memory,cxx,
+attach runs only those sections; PT_BENCH_REPEAT runs per median (3); PT_BENCH_SAMPLE_S seconds of
 work per sampling run (3); PT_BENCH_SAMPLE_PY interpreters for the sampling
 tables by minor version ("11,10": Debian's 3.11, pyenv's 3.10, the newest
 CPython Debian's austin can read; 12 and 13 from pyenv).
@@ -705,6 +704,156 @@ def sampling_tables():
           "Deep rows: the same work %d recursive calls deeper." % SAMPLE_DEEP)
 
 
+
+# ---- mixed native/Python stacks: `set native_frames` on vs off ----
+
+MIXED = os.path.join(ROOT, "tests", "victims", "pymixed.py")
+MIXED_STEPS = 110  # pymixed's default step: 4 ms Python + 8 + 6 ms in ptnative: ~2 s
+
+
+def mixed_conf(native):
+    # as sample_conf: samples only (`lines` because a targets file needs
+    # something to profile), at 1 kHz, native frames on or off ("" leaves
+    # the line out: Python frames only, for a proftrace without the key)
+    conf = "lines py:pymixed::step\nset python_mode sampled\nset sample_hz 1000\n"
+    return conf + ("set native_frames %s\n" % native if native else "")
+
+
+def attach_error(msg):
+    """proftrace's error line out of start_proftrace's RuntimeError."""
+    i = msg.find("error: ")
+    msg = msg[i + 7:] if i >= 0 else msg
+    return msg.split(" (hint")[0].split("\\n")[0].strip()[:120]
+
+
+def mixed_run(python, so, native):
+    """pymixed's steps with no tool (native None) or proftrace at 1 kHz with
+    native_frames native. Returns {elapsed_ns, cpu_ns (the victim's, from
+    its truth), tool_cpu_ns, samples, leaf_ms (on-CPU ms through ptn_leaf)},
+    or {"error": why} when proftrace did not attach."""
+    tmp = tempfile.mkdtemp(prefix="pt-bench-")
+    truth = os.path.join(tmp, "truth.json")
+    b = subprocess.Popen([python, MIXED, "--ext", so, "--steps", str(MIXED_STEPS), "--truth",
+                          truth, "--hold"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                         bufsize=0)
+    t = None
+    res = {}
+    try:
+        pid = int(readline(b.stdout, "ready").split()[1])
+        if native is not None:
+            try:
+                t = start_proftrace(pid, mixed_conf(native), tmp)
+            except RuntimeError as e:  # e.g. a proftrace without native_frames
+                return {"error": str(e)}
+        tool0 = cpu_ticks_ns(t.pid) if t else 0
+        b.stdin.write(b"go\n")
+        b.stdin.flush()
+        readline(b.stdout, "done", timeout=300)
+        res["tool_cpu_ns"] = cpu_ticks_ns(t.pid) - tool0 if t else 0
+        with open(truth) as f:
+            tr = json.load(f)
+        res["elapsed_ns"], res["cpu_ns"] = tr["wall_ns"], tr["cpu_ns"]
+        b.stdin.write(b"exit\n")
+        b.stdin.flush()
+        b.wait(30)
+        if t:
+            t.wait(60)
+            out = os.path.join(tmp, "out")
+            with open(os.path.join(out, "summary.json")) as f:
+                res["samples"] = json.load(f)["meta"]["sampling"]["samples"]
+            leaf = 0
+            with open(os.path.join(out, "stacks.folded"), errors="replace") as f:
+                for ln in f:
+                    frames, _, w = ln.rstrip("\n").rpartition(" ")
+                    if ";ptn_leaf (" in frames and not frames.endswith(";[off-cpu]"):
+                        leaf += int(w)
+            res["leaf_ms"] = leaf / 1000.0
+        return res
+    finally:
+        for p in (b, t):
+            if p and p.poll() is None:
+                p.kill()
+                p.wait()
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def native_frames_table():
+    """1 kHz sampling with native frames unwound (`set native_frames on`)
+    vs Python frames only (off) vs no tool, on a workload whose stacks
+    hold native frames (tests/victims/pymixed.py with ptnative)."""
+    sys.path.insert(0, os.path.join(ROOT, "tests", "integration"))
+    from harness import build_ptnative
+    configs = [("no tool", None), ("proftrace 1000 Hz, native_frames off", "off"),
+               ("proftrace 1000 Hz, native_frames on", "on")]
+    rows = []
+    notes = []
+    for label, python in sample_pythons()[:1]:
+        tmp = tempfile.mkdtemp(prefix="pt-bench-ext-")
+        try:
+            so = build_ptnative(python, tmp)
+        except Exception as e:  # harness.Skip (no headers) or a failed build
+            notes.append("%s: ptnative not built: %s" % (label, e))
+            continue
+        runs = {c[0]: [] for c in configs}
+        errors = {}
+        conf_of = {}
+        # interleaved, as the sampling table: load lands on every row alike
+        for _ in range(REPEAT):
+            for name, native in configs:
+                if name in errors:
+                    continue
+                r = mixed_run(python, so, conf_of.get(name, native))
+                if "error" in r and native == "off" and "native_frames" in r["error"]:
+                    # a proftrace without the key: off is what it always does
+                    conf_of[name] = ""
+                    notes.append("native_frames off: this proftrace does not know the key "
+                                 "(%s); the off row ran without the line, Python frames "
+                                 "only." % attach_error(r["error"]))
+                    r = mixed_run(python, so, "")
+                if "error" in r:
+                    errors[name] = attach_error(r["error"])
+                    continue
+                runs[name].append(r)
+        shutil.rmtree(tmp, ignore_errors=True)
+        base = runs["no tool"]
+        if not base:
+            notes.append("%s: the workload did not run" % label)
+            continue
+        be = statistics.median(r["elapsed_ns"] for r in base)
+        bc = statistics.median(r["cpu_ns"] for r in base)
+        for name, native in configs:
+            rs = runs[name]
+            first = label if name == "no tool" else ""
+            if name in errors:
+                rows.append([first, name, "did not attach: " + errors[name].replace("|", "/"),
+                             "", "", "", "", ""])
+                continue
+            e = statistics.median(r["elapsed_ns"] for r in rs)
+            c = statistics.median(r["cpu_ns"] for r in rs)
+            rec = ""
+            if native is not None:
+                rec = "%d samples, %.0f ms through ptn_leaf" % (
+                    statistics.median(r["samples"] for r in rs),
+                    statistics.median(r["leaf_ms"] for r in rs))
+            tc = statistics.median(r["tool_cpu_ns"] for r in rs)
+            rows.append([first, name, "%.3f" % (e / 1e9), "%.3fx" % (e / be), "%.3f" % (c / 1e9),
+                         "%.3fx" % (c / bc), "%.2f" % (tc / 1e9) if native is not None else "", rec])
+    table("Stack sampling with native frames: slowdown of Python calling a C extension "
+          "(pymixed, %d steps, median of %d, interleaved)" % (MIXED_STEPS, REPEAT),
+          ["interpreter", "sampler", "elapsed s", "elapsed / no tool", "CPU s",
+           "CPU / no tool", "sampler's own CPU s", "recorded"], rows)
+    print("\nThe victim (tests/victims/pymixed.py, ptnative built -O2 -fomit-frame-pointer: "
+          "no frame pointers, .eh_frame) runs steps of 4 ms of Python, 8 ms in "
+          "ptnative.spin and 6 ms in a Python callback called from C that spins again; "
+          "elapsed and CPU are its own clocks (perf_counter, its thread's CPU time) from go "
+          "to its last step. proftrace: `python_mode sampled`, 1 kHz, `set native_frames` "
+          "on or off; on unwinds each sample's native frames too (ptn_leaf's time is "
+          "through ptn_leaf, 0 when off). A proftrace that does not know native_frames "
+          "says so in its row.")
+    for note in notes:
+        print("\n" + note)
+
+
 def table(title, head, rows):
     print("\n### " + title + "\n")
     print("| " + " | ".join(head) + " |")
@@ -960,8 +1109,8 @@ def attach_table():
           ("program", "values", "verify ms", "insns processed"), rows)
 
 
-SECTIONS = ("probes", "python", "agent", "sampling", "agg", "shim", "inject", "memory", "cxx",
-            "attach")
+SECTIONS = ("probes", "python", "agent", "sampling", "native", "agg", "shim", "inject", "memory",
+            "cxx", "attach")
 
 
 def main():
@@ -984,6 +1133,8 @@ def main():
         agent_tables()
     if "sampling" in want:
         sampling_tables()
+    if "native" in want:
+        native_frames_table()
     if "agg" in want:
         agg = subprocess.run([os.path.join(BENCH, "agg_bench")], capture_output=True, text=True)
         print("\n### Aggregator (synthetic stream, no BPF)\n")
