@@ -24,7 +24,7 @@ CFLAGS += -std=gnu11 -D_GNU_SOURCE -Wall -Wextra -Wno-unused-parameter -Wno-miss
 	  -MMD -MP -DPT_VERSION='"$(VERSION)"' $(SANFLAGS)
 # Includes name their folder: "aggregate/agg.h", "bpf/proftrace.h".
 INCLUDES := -I$(OUTPUT) -I. -Iuser
-LDLIBS := -lbpf -lelf -lz -lcjson -lm -lcapstone -lstdc++ -lprotobuf-c
+LDLIBS := -lbpf -ldw -lelf -lz -lcjson -lm -lcapstone -lstdc++ -lprotobuf-c
 LDFLAGS += $(SANFLAGS)
 
 ifeq ($(V),1)

@@ -2,7 +2,7 @@
 # Install every Debian package the build, the tests, the bench and the demo
 # need. Idempotent and quick when everything is there already.
 set -eu
-pkgs=(make gcc clang llvm libbpf-dev bpftool libelf-dev zlib1g-dev libcjson-dev
+pkgs=(make gcc clang llvm libbpf-dev bpftool libelf-dev libdw-dev zlib1g-dev libcjson-dev
       libcmocka-dev libcapstone-dev pkg-config binutils python3 bpftrace util-linux
       python3-line-profiler austin prometheus libprotobuf-c-dev golang-go clang-format)
 missing=()
