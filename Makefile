@@ -77,7 +77,8 @@ VICTIMS += $(patsubst tests/victims/%.cc,$(OUTPUT)/victims/%,$(wildcard tests/vi
 
 FIXTURES := $(OUTPUT)/fixtures/elf_pie $(OUTPUT)/fixtures/elf_nopie \
 	    $(OUTPUT)/fixtures/elf_stripped $(OUTPUT)/fixtures/libelf_fixture.so \
-	    $(OUTPUT)/fixtures/elf_static
+	    $(OUTPUT)/fixtures/elf_static $(OUTPUT)/fixtures/unwind_fixture \
+	    $(OUTPUT)/fixtures/unwind_fixture_dyn
 
 # Helpers the integration tests run (checkers fed by a live interpreter).
 TOOL_SRCS := $(wildcard tests/tools/*.c)
@@ -179,6 +180,14 @@ $(OUTPUT)/fixtures/elf_stripped: $(OUTPUT)/fixtures/elf_pie
 # libraries from are its own and the system's (run/prearm.c's search)
 $(OUTPUT)/fixtures/elf_static: tests/fixtures/elf_fixture.c | $(OUTPUT)/fixtures
 	$(Q)$(CC) -O1 -g -static $< -o $@
+# the native unwinder's ground truth: no frame pointers, CFI only, as
+# distro builds are
+$(OUTPUT)/fixtures/unwind_fixture: tests/fixtures/unwind_fixture.c | $(OUTPUT)/fixtures
+	$(Q)$(CC) -O2 -g -fomit-frame-pointer -fasynchronous-unwind-tables $< -o $@
+# the same with .dynsym only (-rdynamic, stripped), fx_leaf not exported
+$(OUTPUT)/fixtures/unwind_fixture_dyn: tests/fixtures/unwind_fixture.c | $(OUTPUT)/fixtures
+	$(Q)$(CC) -O2 -fomit-frame-pointer -fasynchronous-unwind-tables -rdynamic -DFX_HIDE_LEAF $< -o $@
+	$(Q)strip -s $@
 # -Ttext-segment: an ET_DYN whose st_value != file offset, so a resolver that
 # treats st_value as the offset fails; the version script gives fx_versioned
 # two versions.
