@@ -3,7 +3,8 @@
  * pt_unwind on real stacks: a child stopped where we know its call chain
  * (tests/fixtures/unwind_fixture.c, no frame pointers), its registers and
  * stack copied as the sampler copies them, and unwound from the copy;
- * copies cut short, zero registers and garbage end without a crash;
+ * copies cut short, zero registers and garbage end without a crash; a
+ * library dlopen'ed late found by reading the maps again;
  * names only from symbols that cover the pc (.dynsym only); CPython's
  * eval loop and interpreter told apart (Debian's python3.11 and a pyenv
  * one, when there); and the cost per 20-frame stack.
@@ -64,8 +65,9 @@ static void fixture(const char *name, char *out)
 }
 
 /* Start argv with its stdout on a pipe, wait for its first line: then it
- * is where the test wants it (spinning). */
-static pid_t start(char *const argv[])
+ * is where the test wants it (spinning). *out: the pipe, kept open for
+ * more lines; NULL: closed. */
+static pid_t start_out(char *const argv[], int *out)
 {
 	int fd[2];
 	char buf[64];
@@ -85,10 +87,18 @@ static pid_t start(char *const argv[])
 	close(fd[1]);
 	kids[nkids++] = pid;
 	n = read(fd[0], buf, sizeof(buf));
-	close(fd[0]);
+	if (out)
+		*out = fd[0];
+	else
+		close(fd[0]);
 	assert_true(n > 0);
 	usleep(20000); /* well inside its loop */
 	return pid;
+}
+
+static pid_t start(char *const argv[])
+{
+	return start_out(argv, NULL);
 }
 
 /* Stop c->pid (seize and interrupt: it stays stopped until we let go),
@@ -286,6 +296,49 @@ static void test_dynsym_only(void **state)
 	pt_unwind__free(u);
 }
 
+/* A library dlopen'ed after the unwinder read the maps: its pcs are in
+ * no module until the maps are read again, which the first such pc does
+ * (no sooner than 100 ms after the last read). */
+static void test_dlopen(void **state)
+{
+	static struct child c;
+	char exe[PATH_MAX], lib[PATH_MAX], buf[16];
+	char *argv[] = { exe, "dl", lib, NULL };
+	struct pt_unwind_frame f[MAXF];
+	struct pt_unwind_stats st;
+	enum pt_unwind_end end;
+	struct pt_unwind *u;
+	size_t n;
+	int out;
+
+	fixture("unwind_fixture", exe);
+	fixture("libunwind_fixture.so", lib);
+	memset(&c, 0, sizeof(c));
+	c.pid = start_out(argv, &out); /* "waiting": nothing loaded yet */
+	u = open_unwind(c.pid, NULL);
+	kill(c.pid, SIGUSR1);
+	assert_true(read(out, buf, sizeof(buf)) > 0); /* "in leaf" */
+	close(out);
+	usleep(150000);
+	stop_copy(&c);
+	n = pt_unwind__stack(u, c.pid, c.regs, c.stack, c.len, f, MAXF, &end);
+	dump(f, n, end);
+	assert_true(n >= 5);
+	for (size_t i = 0; i < 3; i++) {
+		assert_string_equal(f[i].sym, chain[i]);
+		assert_string_equal(f[i].module, "libunwind_fixture.so");
+	}
+	assert_string_equal(f[3].sym, "fx_lib_entry");
+	assert_int_equal(end, PT_UNWIND_END_BOTTOM);
+	pt_unwind__stats(u, &st);
+	assert_int_equal(st.reports, 2);
+	/* known now: no more reads */
+	pt_unwind__stack(u, c.pid, c.regs, c.stack, c.len, f, MAXF, &end);
+	pt_unwind__stats(u, &st);
+	assert_int_equal(st.reports, 2);
+	pt_unwind__free(u);
+}
+
 /* Untrusted copies end, whatever they hold. */
 static void test_garbage(void **state)
 {
@@ -439,6 +492,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_root, kill_kids),
 		cmocka_unit_test_teardown(test_short_copy, kill_kids),
 		cmocka_unit_test_teardown(test_dynsym_only, kill_kids),
+		cmocka_unit_test_teardown(test_dlopen, kill_kids),
 		cmocka_unit_test_teardown(test_garbage, kill_kids),
 		cmocka_unit_test(test_demangle),
 		cmocka_unit_test_teardown(test_python_debian, kill_kids),
