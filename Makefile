@@ -78,7 +78,8 @@ VICTIMS += $(patsubst tests/victims/%.cc,$(OUTPUT)/victims/%,$(wildcard tests/vi
 FIXTURES := $(OUTPUT)/fixtures/elf_pie $(OUTPUT)/fixtures/elf_nopie \
 	    $(OUTPUT)/fixtures/elf_stripped $(OUTPUT)/fixtures/libelf_fixture.so \
 	    $(OUTPUT)/fixtures/elf_static $(OUTPUT)/fixtures/unwind_fixture \
-	    $(OUTPUT)/fixtures/unwind_fixture_dyn $(OUTPUT)/fixtures/libunwind_fixture.so
+	    $(OUTPUT)/fixtures/unwind_fixture_dyn $(OUTPUT)/fixtures/libunwind_fixture.so \
+	    $(OUTPUT)/fixtures/libproftrace_unwind_fixture.so
 
 # Helpers the integration tests run (checkers fed by a live interpreter).
 TOOL_SRCS := $(wildcard tests/tools/*.c)
@@ -191,6 +192,9 @@ $(OUTPUT)/fixtures/unwind_fixture_dyn: tests/fixtures/unwind_fixture.c | $(OUTPU
 # the same chain in a library the fixture dlopens late (maps read again)
 $(OUTPUT)/fixtures/libunwind_fixture.so: tests/fixtures/unwind_fixture.c | $(OUTPUT)/fixtures
 	$(Q)$(CC) -O2 -g -fomit-frame-pointer -fasynchronous-unwind-tables -fPIC -shared -DFX_LIB $< -o $@
+# named as proftrace's own helpers are (PT_UNWIND_OWN)
+$(OUTPUT)/fixtures/libproftrace_unwind_fixture.so: $(OUTPUT)/fixtures/libunwind_fixture.so
+	$(Q)cp $< $@
 # -Ttext-segment: an ET_DYN whose st_value != file offset, so a resolver that
 # treats st_value as the offset fails; the version script gives fx_versioned
 # two versions.
