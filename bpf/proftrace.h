@@ -98,18 +98,18 @@ struct pt_bpf_proc {
 };
 
 enum pt_rec_type {
-	PT_REC_ENTRY = 1,  /* a probed function was entered */
-	PT_REC_EXIT = 2,   /* it returned: t_entry..t_exit is the whole call */
-	PT_REC_DLOPEN = 3, /* the dynamic linker changed the link map */
-	PT_REC_PYCODE = 4, /* a Python code object not seen before started: code */
-	PT_REC_SAMPLE = 5, /* struct pt_sample: on-CPU Python stack (pysample.bpf.c) */
-	PT_REC_OFFCPU = 6, /* struct pt_sample: a thread's off-CPU interval */
-	PT_REC_VALUES = 7, /* struct pt_rec_vals: values read at a call's entry or exit */
-	PT_REC_FORK = 8,   /* a traced process forked: pid the parent, tid the child's pid */
-	PT_REC_EXEC = 9,   /* a traced process (pid) replaced its image: exec */
-	PT_REC_ATTR = 10,  /* struct pt_rec_attr: where does this type keep that attribute? */
-	PT_REC_TEXIT = 11, /* a thread (tid) of a traced process that hit a probe ended:
-			    * the last record of that thread; t_entry its time */
+	PT_REC_ENTRY = 1,   /* a probed function was entered */
+	PT_REC_EXIT = 2,    /* it returned: t_entry..t_exit is the whole call */
+	PT_REC_DLOPEN = 3,  /* the dynamic linker changed the link map */
+	PT_REC_PYCODE = 4,  /* a Python code object not seen before started: code */
+	PT_REC_SAMPLE = 5,  /* struct pt_sample: on-CPU Python stack (pysample.bpf.c) */
+	PT_REC_OFFCPU = 6,  /* struct pt_sample: a thread's off-CPU interval */
+	PT_REC_VALUES = 7,  /* struct pt_rec_vals: values read at a call's entry or exit */
+	PT_REC_FORK = 8,    /* a traced process forked: pid the parent, tid the child's pid */
+	PT_REC_EXEC = 9,    /* a traced process (pid) replaced its image: exec */
+	PT_REC_ATTR = 10,   /* struct pt_rec_attr: where does this type keep that attribute? */
+	PT_REC_TEXIT = 11,  /* a thread (tid) of a traced process that hit a probe ended:
+			     * the last record of that thread; t_entry its time */
 	PT_REC_USTACK = 12, /* struct pt_ustack: a sample's native registers and stack */
 };
 
@@ -490,6 +490,9 @@ struct pt_sample_counters {
 	/* switch-outs of threads without a Python thread state: their time
 	 * off the CPU is not counted (idle native workers) */
 	__u64 offcpu_not_python;
+	/* native stacks sent (PT_REC_USTACK) and their bytes in all */
+	__u64 ustacks;
+	__u64 ustack_bytes;
 };
 
 #if defined(__STDC_VERSION__) && __STDC_VERSION__ >= 201112L
@@ -499,7 +502,7 @@ _Static_assert(sizeof(struct pt_sample) ==
 	       "pt_sample is part of the ABI");
 _Static_assert(sizeof(struct pt_ustack) == PT_USTACK_HDR_SIZE + PT_USTACK_MAX,
 	       "pt_ustack is part of the ABI");
-_Static_assert(sizeof(struct pt_sample_counters) == 56, "pt_sample_counters is part of the ABI");
+_Static_assert(sizeof(struct pt_sample_counters) == 72, "pt_sample_counters is part of the ABI");
 _Static_assert(sizeof(struct pt_py_offsets) == 160, "pt_py_offsets is part of the ABI");
 _Static_assert(sizeof(struct pt_bpf_proc) == 168, "pt_bpf_proc is part of the ABI");
 _Static_assert(sizeof(struct pt_rec) == 48, "pt_rec is part of the ABI");

@@ -28,6 +28,9 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
 const volatile __u64 period_ns = 1000000; /* one on-CPU sample: sampleclock.h */
 const volatile bool offcpu = true;
+/* set native_frames on: each on-CPU sample sends its registers and the
+ * top of its user stack (struct pt_ustack) for user space to unwind */
+const volatile bool native = false;
 
 #define FRAME_BUF 128	/* >= frame_size, checked by user space */
 #define MAX_THREADS 256 /* thread states searched per interpreter */
@@ -79,6 +82,20 @@ struct {
 	__type(key, __u32);
 	__type(value, struct scratch);
 } scratch SEC(".maps");
+
+/* A native stack being copied: a page more than the record can hold,
+ * since the verifier bounds each page's read by its size alone. */
+struct ucopy {
+	struct pt_ustack u;
+	__u8 slack[4096];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct ucopy);
+} ucopy SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
@@ -193,7 +210,7 @@ struct walk_ctx {
 	struct pt_sample *s;
 	__u8 *buf;
 	__u64 frame, mask, adaptive;
-	__u32 rd, o_code, o_back, o_lasti, o_ip, o_owner, cstack;
+	__u32 rd, o_code, o_back, o_lasti, o_ip, o_owner, cstack, o_entry;
 	__u32 n;
 };
 
@@ -228,7 +245,8 @@ static long walk_cb(__u64 i, struct walk_ctx *c)
 		code = 0;
 	c->s->f[i & (PT_SAMPLE_MAX_FRAMES - 1)].code = code;
 	c->s->f[i & (PT_SAMPLE_MAX_FRAMES - 1)].pos = (__s32)pos;
-	c->s->f[i & (PT_SAMPLE_MAX_FRAMES - 1)].flags = 0;
+	c->s->f[i & (PT_SAMPLE_MAX_FRAMES - 1)].flags =
+		c->o_entry && buf[c->o_entry & (FRAME_BUF - 1)] ? PT_SFRAME_ENTRY : 0;
 	c->frame = back;
 	c->n = (__u32)i + 1;
 	return 0;
@@ -250,7 +268,10 @@ static __always_inline void walk(const struct pt_py_offsets *L, struct pt_sample
 			      .o_lasti = L->frame_lasti,
 			      .o_ip = L->frame_ip,
 			      .o_owner = L->frame_owner,
-			      .cstack = L->owner_cstack };
+			      .cstack = L->owner_cstack,
+			      /* 3.11: bool is_entry, the byte before owner */
+			      .o_entry =
+				      L->minor == 11 && L->frame_owner ? L->frame_owner - 1 : 0 };
 
 	s->nframes = 0;
 	if (!tstate) {
@@ -281,6 +302,89 @@ static __always_inline void send(struct pt_sample *s)
 	if (bpf_ringbuf_output(&samples, s, PT_SAMPLE_HDR_SIZE + n * sizeof(s->f[0]),
 			       BPF_RB_NO_WAKEUP))
 		__sync_fetch_and_add(&counters.lost, 1);
+}
+
+struct ucopy_ctx {
+	struct ucopy *c;
+	__u64 sp;
+	__u32 len;
+};
+
+/* One piece of the stack: from where the copy is up to the end of its
+ * page (a page not mapped ends the copy where the stack ends, without
+ * losing what was read before it). A bpf_loop callback. */
+static long ucopy_cb(__u64 i, struct ucopy_ctx *c)
+{
+	__u64 at = c->sp + c->len;
+	__u64 off = c->len, n = 4096 - (at & 4095); /* 64-bit: checked in place */
+
+	if (off >= PT_USTACK_MAX)
+		return 1;
+	if (n > PT_USTACK_MAX - off)
+		n = PT_USTACK_MAX - off;
+	/* n <= 4096 already, but the verifier cannot tell, and the compiler
+	 * would drop a check it can prove (or fold it with the next into one
+	 * on a copy of n): hidden from the compiler, one check each */
+	asm volatile("" : "+r"(n));
+	if (n > 4096)
+		return 1;
+	asm volatile("" : "+r"(n));
+	if (!n)
+		return 1;
+	if (bpf_probe_read_user(c->c->u.data + (off & (PT_USTACK_MAX - 1)), n, (const void *)at))
+		return 1;
+	c->len = off + n;
+	return 0;
+}
+
+/* The thread's user registers (where it entered the kernel: the same
+ * whether the timer interrupted user code or a system call) and up to
+ * PT_USTACK_MAX bytes of its stack, sent ahead of its sample. */
+static __always_inline bool send_ustack(struct task_struct *task, __u32 pid, __u32 tid, __u64 t)
+{
+	struct pt_regs *r = (struct pt_regs *)bpf_task_pt_regs(task);
+	struct ucopy_ctx cc = {};
+	__u32 zero = 0, len;
+	struct ucopy *c;
+
+	c = bpf_map_lookup_elem(&ucopy, &zero);
+	if (!c || !r)
+		return false;
+	c->u.type = PT_REC_USTACK;
+	c->u.pid = pid;
+	c->u.tid = tid;
+	c->u.t = t;
+	c->u.regs[PT_UREG_IP] = BPF_CORE_READ(r, ip);
+	c->u.regs[PT_UREG_SP] = BPF_CORE_READ(r, sp);
+	c->u.regs[PT_UREG_BP] = BPF_CORE_READ(r, bp);
+	c->u.regs[PT_UREG_BX] = BPF_CORE_READ(r, bx);
+	c->u.regs[PT_UREG_R12] = BPF_CORE_READ(r, r12);
+	c->u.regs[PT_UREG_R13] = BPF_CORE_READ(r, r13);
+	c->u.regs[PT_UREG_R14] = BPF_CORE_READ(r, r14);
+	c->u.regs[PT_UREG_R15] = BPF_CORE_READ(r, r15);
+	c->u.regs[PT_UREG_AX] = BPF_CORE_READ(r, ax);
+	c->u.regs[PT_UREG_CX] = BPF_CORE_READ(r, cx);
+	c->u.regs[PT_UREG_DX] = BPF_CORE_READ(r, dx);
+	c->u.regs[PT_UREG_SI] = BPF_CORE_READ(r, si);
+	c->u.regs[PT_UREG_DI] = BPF_CORE_READ(r, di);
+	c->u.regs[PT_UREG_R8] = BPF_CORE_READ(r, r8);
+	c->u.regs[PT_UREG_R9] = BPF_CORE_READ(r, r9);
+	c->u.regs[PT_UREG_R10] = BPF_CORE_READ(r, r10);
+	c->u.regs[PT_UREG_R11] = BPF_CORE_READ(r, r11);
+	cc.c = c;
+	cc.sp = c->u.regs[PT_UREG_SP];
+	bpf_loop(PT_USTACK_MAX / 4096 + 1, ucopy_cb, &cc, 0);
+	len = cc.len;
+	if (len > PT_USTACK_MAX)
+		len = PT_USTACK_MAX;
+	c->u.len = len;
+	if (bpf_ringbuf_output(&samples, &c->u, PT_USTACK_HDR_SIZE + len, BPF_RB_NO_WAKEUP)) {
+		__sync_fetch_and_add(&counters.lost, 1);
+		return false;
+	}
+	__sync_fetch_and_add(&counters.ustacks, 1);
+	__sync_fetch_and_add(&counters.ustack_bytes, len);
+	return true;
 }
 
 SEC("perf_event")
@@ -319,6 +423,8 @@ int pt_sample(struct bpf_perf_event_data *ctx)
 	tstate = tstate_of(p, ts, task, now, &unreadable);
 	walk(&p->py, &sc->s, sc->frame, tstate, unreadable);
 	__sync_fetch_and_add(&counters.samples, 1);
+	if (native && send_ustack(task, sc->s.pid, sc->s.tid, now))
+		sc->s.flags |= PT_SAMPLEF_NATIVE;
 	send(&sc->s);
 	return 0;
 }

@@ -51,6 +51,16 @@ static int on_rec(void *ctx, void *data, size_t size)
 	struct pt_sampler *s = ctx;
 	const struct pt_sample *r = data;
 
+	if (size >= sizeof(uint32_t) && r->type == PT_REC_USTACK) {
+		const struct pt_ustack *u = data;
+
+		if (size < PT_USTACK_HDR_SIZE || u->len > PT_USTACK_MAX ||
+		    size < PT_USTACK_HDR_SIZE + u->len || !s->o.on_ustack) {
+			s->st.bad_records++;
+			return 0;
+		}
+		return s->o.on_ustack(s->o.ctx, u);
+	}
 	if (size < PT_SAMPLE_HDR_SIZE || r->nframes > PT_SAMPLE_MAX_FRAMES ||
 	    size < PT_SAMPLE_HDR_SIZE + r->nframes * sizeof(r->f[0])) {
 		s->st.bad_records++;
@@ -97,6 +107,7 @@ int pt_sampler__open(struct pt_sampler **out, const struct pt_sampler_opts *o, c
 	}
 	s->skel->rodata->period_ns = 1000000000ull / o->hz;
 	s->skel->rodata->offcpu = o->offcpu;
+	s->skel->rodata->native = o->native;
 	bpf_program__set_autoload(s->skel->progs.pt_switch, o->offcpu);
 	e = bpf_map__set_max_entries(s->skel->maps.samples, o->ringbuf_mb << 20);
 	if (!e)

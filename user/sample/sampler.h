@@ -19,9 +19,14 @@ struct pt_sampler_opts {
 	unsigned int hz;
 	bool offcpu;
 	unsigned int ringbuf_mb;
+	/* each on-CPU sample with its native registers and stack */
+	bool native;
 	/* Called per record (struct pt_sample, size bytes, nframes checked
 	 * against size); return non-zero to stop draining. */
 	int (*on_sample)(void *ctx, const struct pt_sample *s);
+	/* Called per native stack (len checked against size), just before
+	 * the sample of the same tid and t that it belongs to. */
+	int (*on_ustack)(void *ctx, const struct pt_ustack *u);
 	void *ctx;
 };
 
