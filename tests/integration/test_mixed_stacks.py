@@ -179,12 +179,15 @@ def show(rows, limit=12):
 def incomplete_ms(s):
     """Sampled time where the native unwinder stopped early: those samples
     lack the path's upper frames, so they are no path's weight."""
-    sm = s["meta"]["sampling"]
-    # TODO(native_frames): the count of samples whose native unwind
-    # stopped before reaching the interpreter's frames; named here
-    # meta.sampling.native_incomplete, 0 until the summary has it
-    n = sm.get("native_incomplete")
-    return (n or 0) * sm["period_ns"] / 1e6
+    return not_whole(s) * s["meta"]["sampling"]["period_ns"] / 1e6
+
+
+def not_whole(s):
+    """Samples not merged whole (meta.sampling.native_frames): the unwind
+    stopped early (partial), did not pair up with the Python frames
+    (mismatched), or never reached proftrace (missing)."""
+    nf = s["meta"]["sampling"].get("native_frames") or {}
+    return nf.get("partial", 0) + nf.get("mismatched", 0) + nf.get("missing", 0)
 
 
 def spin_tol(want_ms, s):
@@ -294,8 +297,8 @@ def check_paths(s, t, rows, label):
     inc = incomplete_ms(s)
     assert stray_ms <= inc, (
         "%s: %.1f ms on the CPU in stacks through ptn_leaf that are neither path (the unwinder's "
-        "early stops allow %.1f ms: meta.sampling.native_incomplete %r):\n  %s\nwant, root to leaf:"
-        "\n  %s\n  %s" % (label, stray_ms, inc, s["meta"]["sampling"].get("native_incomplete"),
+        "early stops allow %.1f ms: native_frames partial+mismatched+missing %r):\n  %s\nwant, root to leaf:"
+        "\n  %s\n  %s" % (label, stray_ms, inc, not_whole(s),
                           show(stray), " ... ".join(NATIVE_PATH), " ... ".join(CALLBACK_PATH)))
     table = []
     for name in ("native", "callback"):
@@ -314,9 +317,9 @@ def check_paths(s, t, rows, label):
         got = weight[name] / 1000.0
         assert abs(got - want) <= spin_tol(want, s), (
             "%s: %s path's on-CPU weight off the victim's CPU time:\n%s\nsamples %d, lost %d, "
-            "unreadable %d, native_incomplete %r, host steal %.0f ms; heaviest stacks through "
+            "unreadable %d, not merged whole %r, host steal %.0f ms; heaviest stacks through "
             "ptn_leaf:\n  %s" % (label, name, text, sm["samples"], sm["lost_samples"],
-                                 sm["unreadable_stacks"], sm.get("native_incomplete"),
+                                 sm["unreadable_stacks"], not_whole(s),
                                  s["_steal_ms"], show(leaf)))
     return table
 
@@ -459,10 +462,10 @@ def test_mixed_torch_debian_py311():
     table = ("  forward calls %d, truth wall %.1f ms, CPU %.1f ms\n"
              "  sampled on-CPU under forward: with native frames below %.1f ms, Python only "
              "%.1f ms; through sgemm_ (the path) %.1f ms\n"
-             "  diff %+.1f ms (tolerance %.1f); samples %d, native_incomplete %r, steal %.0f ms"
+             "  diff %+.1f ms (tolerance %.1f); samples %d, not merged whole %r, steal %.0f ms"
              % (t["forward"]["calls"], t["forward"]["wall_ns"] / 1e6, fw_cpu, got,
                 fwd_py / 1000.0, sg, got - fw_cpu, tol, sm["samples"],
-                sm.get("native_incomplete"), s["_steal_ms"]))
+                not_whole(s), s["_steal_ms"]))
     print("torch %s (Debian 3.11):\n%s" % (t["torch"], table))
     assert abs(got - fw_cpu) <= tol, (
         "torch: on-CPU weight of the forward with native frames below, against the victim's "

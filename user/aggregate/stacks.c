@@ -40,7 +40,7 @@ struct pt_stacks {
 #define OTHER_NAME "other threads"
 
 /* Room for the thread label, pseudo frames, the frames and the leaf. */
-#define PATH_MAX_FRAMES (PT_SAMPLE_MAX_FRAMES + 4)
+#define PATH_MAX_FRAMES (PT_STACKS_MAX_FRAMES + 4)
 
 struct pt_stacks *pt_stacks__new(void)
 {
@@ -268,9 +268,9 @@ static int add_line(struct fn *f, uint32_t line, const struct pt_stacks_sample *
  * outermost frame (the walk goes innermost to outermost). */
 static int count_funcs(struct pt_stacks *st, const struct pt_stacks_sample *s)
 {
-	size_t outer[PT_SAMPLE_MAX_FRAMES];
-	size_t n = s->n < PT_SAMPLE_MAX_FRAMES ? s->n : PT_SAMPLE_MAX_FRAMES;
-	uint32_t fids[PT_SAMPLE_MAX_FRAMES];
+	size_t outer[PT_STACKS_MAX_FRAMES];
+	size_t n = s->n < PT_STACKS_MAX_FRAMES ? s->n : PT_STACKS_MAX_FRAMES;
+	uint32_t fids[PT_STACKS_MAX_FRAMES];
 	size_t nf = 0;
 
 	st->nsample++;
@@ -309,7 +309,7 @@ static int add_flame(struct pt_stacks *st, const struct pt_stacks_sample *s,
 		     const struct pt_stacks_thread *t)
 {
 	char root[96];
-	size_t np = 0, n = s->n < PT_SAMPLE_MAX_FRAMES ? s->n : PT_SAMPLE_MAX_FRAMES;
+	size_t np = 0, n = s->n < PT_STACKS_MAX_FRAMES ? s->n : PT_STACKS_MAX_FRAMES;
 	uint64_t held;
 
 	if (!s->weight_ns)

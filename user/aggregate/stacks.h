@@ -39,6 +39,10 @@ struct pt_sframe {
 
 #define PT_SFID_NONE UINT32_MAX
 
+/* Frames of one sample at most: its Python frames (PT_SAMPLE_MAX_FRAMES)
+ * and as many native ones between and under them (native_frames on). */
+#define PT_STACKS_MAX_FRAMES 256
+
 /* The leaf frame of every off-CPU stack in the flame tree: the on-CPU
  * view is the tree without the stacks that end in it (pt_flame__copy()). */
 #define PT_STACKS_OFFCPU "[off-cpu]"

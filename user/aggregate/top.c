@@ -174,8 +174,8 @@ static struct pt_top_line *line_of(struct pt_top *t, struct fnrec *r, uint32_t l
 
 int pt_top__add(struct pt_top *t, const struct pt_stacks_sample *s)
 {
-	size_t n = s->n < PT_SAMPLE_MAX_FRAMES ? s->n : PT_SAMPLE_MAX_FRAMES;
-	uint32_t seen[PT_SAMPLE_MAX_FRAMES];
+	size_t n = s->n < PT_STACKS_MAX_FRAMES ? s->n : PT_STACKS_MAX_FRAMES;
+	uint32_t seen[PT_STACKS_MAX_FRAMES];
 	size_t nseen = 0;
 	bool oom = false;
 

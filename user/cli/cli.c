@@ -13,7 +13,7 @@
 static const char usage[] =
 	"Usage: proftrace -p PID[,PID...] [--children] [--targets FILE|NAME] [-d SEC] [-o "
 	"DIR|FILE]\n"
-	"                 [--rate HZ] [--format FMT] [--json] [-v] [-q]\n"
+	"                 [--rate HZ] [--native] [--format FMT] [--json] [-v] [-q]\n"
 	"                 [--gpu auto|on|off] [--trace [--trace-max-events N]] [--dry-run]\n"
 	"                 [--max-probes N]\n"
 	"                 [--inject [--inject-wait MS] [--inject-epoll]]\n"
@@ -50,6 +50,10 @@ static const char usage[] =
 	"                       --format) is that one output alone\n"
 	"  -r, --rate HZ        stack samples per second per thread, 1-10000 (default\n"
 	"                       1000, or the targets file's set sample_hz)\n"
+	"  -n, --native         stack samples show native frames too (C extensions,\n"
+	"                       libtorch, libc: unwound with their .eh_frame) under\n"
+	"                       the Python frames that run them; the targets file's\n"
+	"                       set native_frames on\n"
 	"  -f, --format FMT     write one file (-o FILE): flamegraph (flame.svg), raw\n"
 	"                       (stacks.folded, folded stacks) or pprof (profile.pb.gz)\n"
 	"  -i, --idle           -o FILE.svg draws wall time, idle (off-CPU) stacks too,\n"
@@ -93,9 +97,9 @@ static const char usage[] =
 	"  -h, --help           this text\n"
 	"\n"
 	"  py-spy's flags: -p/--pid, -d/--duration, -o/--output, -r/--rate, -f/--format,\n"
-	"  -s/--subprocesses, -i/--idle work; --nonblocking is what proftrace does\n"
-	"  anyway (the process is never stopped); the others say what to use\n"
-	"  instead. `proftrace record ...` is `proftrace ...`.\n"
+	"  -s/--subprocesses, -i/--idle, -n/--native work; --nonblocking is what\n"
+	"  proftrace does anyway (the process is never stopped); the others say what\n"
+	"  to use instead. `proftrace record ...` is `proftrace ...`.\n"
 	"\n"
 	"  env                  (alone) print the environment to start a server with, so\n"
 	"                       its Python functions are timed exactly and its GPU seen:\n"
@@ -326,10 +330,6 @@ static const struct {
 	const char *arg;
 	const char *hint;
 } pyspy_hints[] = {
-	{ "--native", "py-spy's --native: proftrace samples Python frames; time native "
-		      "functions exactly with native: probes in a targets file (docs/targets.md)" },
-	{ "-n", "py-spy's -n (--native): proftrace samples Python frames; time native "
-		"functions exactly with native: probes in a targets file (docs/targets.md)" },
 	{ "--gil", "py-spy's --gil: proftrace samples every thread on and off the CPU; time "
 		   "waiting for the GIL is off-CPU time (the [off-cpu] frames of flame.svg)" },
 	{ "-g", "py-spy's -g (--gil): proftrace samples every thread on and off the CPU; time "
@@ -412,7 +412,7 @@ int pt_cli__parse(struct pt_env *env, int argc, char **argv)
 		{ "output", required_argument, NULL, 'o' },
 		{ "json", no_argument, NULL, 'j' },
 		{ "verbose", no_argument, NULL, 'v' },
-		{ "dry-run", no_argument, NULL, 'n' },
+		{ "dry-run", no_argument, NULL, 'D' },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "list-targets", no_argument, NULL, 'L' },
 		{ "gpu", required_argument, NULL, 'G' },
@@ -425,6 +425,7 @@ int pt_cli__parse(struct pt_env *env, int argc, char **argv)
 		{ "metrics", required_argument, NULL, 'P' },
 		{ "interval", required_argument, NULL, 'N' },
 		{ "rate", required_argument, NULL, 'r' },
+		{ "native", no_argument, NULL, 'x' },
 		{ "format", required_argument, NULL, 'f' },
 		{ "subprocesses", no_argument, NULL, 'C' },
 		{ "idle", no_argument, NULL, 'i' },
@@ -446,7 +447,7 @@ int pt_cli__parse(struct pt_env *env, int argc, char **argv)
 	} else if (argc >= 2 && pyspy_hint(argv[1])) {
 		return -EINVAL;
 	}
-	while (!e && (c = getopt_long(argc, argv, ":p:t:d:o:r:f:sivqh", opts, NULL)) != -1) {
+	while (!e && (c = getopt_long(argc, argv, ":p:t:d:o:r:f:sivqhn", opts, NULL)) != -1) {
 		switch (c) {
 		case 'p':
 			e = parse_pids(env, optarg);
@@ -470,7 +471,11 @@ int pt_cli__parse(struct pt_env *env, int argc, char **argv)
 		case 'v':
 			env->verbose++;
 			break;
-		case 'n':
+		case 'n': /* py-spy's -n */
+		case 'x':
+			env->native = true;
+			break;
+		case 'D':
 			env->dry_run = true;
 			break;
 		case 'T':

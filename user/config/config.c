@@ -47,6 +47,7 @@ enum set_key {
 	KEY_KV_BINS,
 	KEY_RUN_GAP_MS,
 	KEY_WARMUP_RUNS,
+	KEY_NATIVE_FRAMES,
 	NR_KEYS,
 };
 
@@ -64,11 +65,14 @@ static const char *const key_names[NR_KEYS] = {
 	[KEY_KV_BINS] = "kv_bins",
 	[KEY_RUN_GAP_MS] = "run_gap_ms",
 	[KEY_WARMUP_RUNS] = "warmup_runs",
+	[KEY_NATIVE_FRAMES] = "native_frames",
 };
 
 #define KNOWN_KEYS                                                                                 \
 	"warmup_steps, ringbuf_mb, poll_ms, prologue_skip, ringbuf_wakeup, py_session, "           \
-	"py_trampolines, sample_hz, python_mode, kv_len_reduce, kv_bins, run_gap_ms, warmup_runs"
+	"py_trampolines, sample_hz, python_mode, kv_len_reduce, kv_bins, run_gap_ms, "             \
+	"warmup_runs, "                                                                            \
+	"native_frames"
 
 static const char *const keywords[] = { "step", "bucket", "set", "lines", "count" };
 
@@ -957,6 +961,11 @@ static int set_py_trampolines(struct parser *p, const struct tok *v, const char 
 	return set_onoff(p, v, what, &p->cfg->py_trampolines);
 }
 
+static int set_native_frames(struct parser *p, const struct tok *v, const char *what)
+{
+	return set_onoff(p, v, what, &p->cfg->native_frames);
+}
+
 static int (*const set_fns[NR_KEYS])(struct parser *p, const struct tok *v, const char *what) = {
 	[KEY_WARMUP_STEPS] = set_warmup_steps,
 	[KEY_RINGBUF_MB] = set_ringbuf_mb,
@@ -971,6 +980,7 @@ static int (*const set_fns[NR_KEYS])(struct parser *p, const struct tok *v, cons
 	[KEY_KV_BINS] = set_kv_bins,
 	[KEY_RUN_GAP_MS] = set_run_gap_ms,
 	[KEY_WARMUP_RUNS] = set_warmup_runs,
+	[KEY_NATIVE_FRAMES] = set_native_frames,
 };
 
 static int parse_set(struct parser *p)

@@ -188,6 +188,26 @@ static void build_sampling(struct jb *b, cJSON *meta, const struct pt_report_met
 		jb_null(b, o, "host_steal_ms");
 		jb_null(b, o, "host_steal_share");
 	}
+	if (sp->native) {
+		cJSON *nat = add_obj(b, o, "native_frames");
+
+		if (nat) {
+			uint64_t n = sp->nat_stacks ? sp->nat_stacks : 1;
+
+			jb_num(b, nat, "stacks", (double)sp->nat_stacks);
+			jb_num(b, nat, "whole", (double)sp->nat_whole);
+			jb_num(b, nat, "partial", (double)sp->nat_partial);
+			jb_num(b, nat, "mismatched", (double)sp->nat_mismatched);
+			jb_num(b, nat, "missing", (double)sp->nat_missing);
+			jb_num(b, nat, "frames", (double)sp->nat_frames);
+			jb_num(b, nat, "unnamed_frames", (double)sp->nat_unnamed);
+			jb_num(b, nat, "stack_bytes_mean", (double)(sp->nat_bytes / n));
+			jb_num(b, nat, "unwind_us_mean",
+			       round6((double)sp->nat_unwind_ns / n / 1e3));
+		}
+	} else {
+		jb_null(b, o, "native_frames");
+	}
 	names = add_obj(b, o, "thread_names");
 	if (names) {
 		jb_num(b, names, "python", (double)sp->names_python);

@@ -105,6 +105,11 @@ struct pt_report_sampling {
 	uint64_t names_python, names_comm;
 	const char *names_why;
 	const char *folded, *svg, *svg_wall; /* file names written, or NULL */
+	/* native_frames on (else native is false): how the samples' native
+	 * stacks were merged (user/sample/mixed.h) */
+	bool native;
+	uint64_t nat_stacks, nat_whole, nat_partial, nat_mismatched, nat_missing;
+	uint64_t nat_frames, nat_unnamed, nat_bytes, nat_unwind_ns;
 	/* what the hypervisor took from this machine's CPUs from attach to
 	 * the end (util/steal.h), and its share of duration x CPUs; ok:
 	 * known (else null) */

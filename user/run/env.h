@@ -44,6 +44,7 @@ struct pt_env {
 	const char *metrics;	     /* --metrics HOST:PORT: Prometheus text while attached */
 	double interval_s;	     /* --interval SEC: a window summary every SEC; 0: none */
 	unsigned int rate_hz;	     /* --rate HZ: samples per second; 0: the targets file's */
+	bool native;		     /* --native: set native_frames on */
 	/* --max-probes N: functions one native: probe may take; 0: 1000 */
 	unsigned long max_probes;
 	/* -o x.svg or --format: output is that one file (output: its path;

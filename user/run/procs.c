@@ -351,7 +351,9 @@ int pt_run__open_sampler(struct run *r, char *err, size_t errlen)
 	so.hz = r->cfg.sample_hz;
 	so.offcpu = true;
 	so.ringbuf_mb = r->cfg.ringbuf_mb;
+	so.native = r->cfg.native_frames;
 	so.on_sample = pt_run__on_sample;
+	so.on_ustack = pt_run__on_ustack;
 	so.ctx = r;
 	return pt_sampler__open(&r->smp, &so, err, errlen);
 }

@@ -23,6 +23,7 @@
 #include "python/python.h"
 #include "python/pythreads.h"
 #include "sample/pysym.h"
+#include "sample/unwind.h"
 #include "sample/sampler.h"
 #include "sample/thrname.h"
 #include "util/log.h"
@@ -153,6 +154,17 @@ int pt_run__py_sample(struct proc *p)
 		return 0;
 	}
 	p->python.sampled = true;
+	if (r->cfg.native_frames) {
+		struct pt_unwind_opts uo = { .pid = p->tracee.pid, .root = p->python.root };
+
+		/* its libraries through its root: a container's are not ours */
+		snprintf(p->python.root, sizeof(p->python.root), "/proc/%d/root", p->tracee.pid);
+		if (pt_unwind__new(&p->python.unw, &uo, err, sizeof(err)) == -ENOMEM)
+			return -ENOMEM;
+		if (!p->python.unw)
+			pt_msg("proftrace: warning: no native frames in pid %d's stacks: %s\n",
+			       p->tracee.pid, err);
+	}
 	return 0;
 }
 
@@ -176,6 +188,7 @@ int pt_run__py_probe(struct proc *p, char *err, size_t errlen)
 void pt_run__py_free(struct proc *p)
 {
 	pt_pysym__free(p->python.sym);
+	pt_unwind__free(p->python.unw);
 	pt_thrname__free(p->python.tn);
 	pt_pythreads__free(p->python.threads);
 	pt_pyprobe__free(p->python.probe);

@@ -229,6 +229,16 @@ static int build_sampling(const struct docsrc *d, struct pt_report_sampling *sp,
 	/* threads created later inherit their event: count what was seen */
 	sp->threads_sampled = n > ss.threads ? (unsigned int)n : ss.threads;
 	sp->threads_failed = ss.threads_failed;
+	sp->native = r->cfg.native_frames;
+	sp->nat_stacks = r->nstat.stacks;
+	sp->nat_whole = r->nstat.whole;
+	sp->nat_partial = r->nstat.partial;
+	sp->nat_mismatched = r->nstat.mismatched;
+	sp->nat_missing = r->nstat.missing;
+	sp->nat_frames = r->nstat.frames;
+	sp->nat_unnamed = r->nstat.unnamed;
+	sp->nat_bytes = r->nstat.bytes;
+	sp->nat_unwind_ns = r->nstat.unwind_ns;
 	host_steal(r, sp);
 	thread_names(d, sp);
 	sp->folded = "stacks.folded";

@@ -33,6 +33,7 @@
 #include "python/agent.h"
 #include "python/pycode.h"
 #include "python/python.h"
+#include "sample/unwind.h"
 #include "util/util.h"
 
 #include "calib.h"
@@ -78,6 +79,7 @@ struct pt_ovh;
 struct pt_pyhint;
 struct pt_pyprobe;
 struct pt_pysym;
+struct pt_unwind;
 struct pt_pythreads;
 struct pt_resolver;
 struct pt_sampler;
@@ -161,7 +163,29 @@ struct proc_python {
 	char root[64], cwd[64];	      /* /proc/PID/root and cwd: its source files */
 	int tramp_checks, tramp_on;   /* perf trampoline: checks made, seen active */
 	struct pt_tmem mem;	      /* its memory, for what is read of its objects */
+	struct pt_unwind *unw;	      /* its native stacks (native_frames on), or NULL */
 	const char *why_not;	      /* have, but not probed or sampled: why */
+};
+
+/* A sample's native stack, unwound, until its sample comes (samples.c). */
+#define RUN_NAT_SLOTS 64
+#define RUN_NAT_FRAMES 128
+
+struct run_nat {
+	bool used;
+	uint32_t tid;
+	uint64_t t;
+	size_t n;
+	enum pt_unwind_end end;
+	struct pt_unwind_frame f[RUN_NAT_FRAMES];
+};
+
+struct run_nat_stats {
+	uint64_t stacks;		     /* on-CPU samples shown with native frames */
+	uint64_t whole, partial, mismatched; /* how they met: sample/mixed.h */
+	uint64_t missing;		     /* sent with one, shown without (see samples.c) */
+	uint64_t frames, unnamed;	     /* native frames shown; with no symbol */
+	uint64_t bytes, unwind_ns;	     /* stack copied; user time unwinding */
 };
 
 /* What --metrics keeps of a process: written by metrics.c only. */
@@ -286,6 +310,11 @@ struct run {
 	/* scratch of one sample: its frames and their labels, merged fids */
 	struct pt_sframe *sf, *msf;
 	char (*labels)[256];
+	/* native_frames on: samples' native stacks until their samples come,
+	 * and what became of them (meta.sampling.native_frames) */
+	struct run_nat *nat;
+	size_t nat_next;
+	struct run_nat_stats nstat;
 
 	/* --trace: trace.json's events */
 	struct pt_trace *trace;

@@ -3,7 +3,9 @@
  * Stack samples of a run: each frame named and given its line (sample/
  * pysym), then into the stacks of its process and of the merged view.
  */
+#include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 
 #include "run.h"
 #include "proctable.h"
@@ -15,7 +17,9 @@
 #include "attach/resolve.h"
 #include "bpf/proftrace.h"
 #include "python/pythreads.h"
+#include "sample/mixed.h"
 #include "sample/pysym.h"
+#include "sample/unwind.h"
 #include "sample/thrname.h"
 #include "util/tasks.h"
 #include "util/util.h"
@@ -64,6 +68,144 @@ static void name_thread(struct run *r, struct proc *p, uint32_t tid)
 	}
 }
 
+/* A native stack of tid at t, unwound, until its sample comes: the two
+ * records of one sample come in order, but other CPUs' records can come
+ * between them. A slot per thread in flight; the oldest is reused. */
+static struct run_nat *nat_slot(struct run *r, uint32_t tid)
+{
+	struct run_nat *v;
+
+	if (!r->nat) {
+		r->nat = calloc(RUN_NAT_SLOTS, sizeof(*r->nat));
+		if (!r->nat)
+			return NULL;
+	}
+	for (size_t i = 0; i < RUN_NAT_SLOTS; i++)
+		if (r->nat[i].used && r->nat[i].tid == tid)
+			return &r->nat[i];
+	for (size_t i = 0; i < RUN_NAT_SLOTS; i++)
+		if (!r->nat[i].used)
+			return &r->nat[i];
+	/* its sample will not find it: counted missing then */
+	v = &r->nat[r->nat_next++ % RUN_NAT_SLOTS];
+	return v;
+}
+
+int pt_run__on_ustack(void *ctx, const struct pt_ustack *u)
+{
+	struct run *r = ctx;
+	struct proc *p = pt_proctable__find(&r->procs, u->pid);
+	struct run_nat *n;
+	uint64_t t0;
+
+	if (!p || !p->python.sampled || !p->python.unw)
+		return 0;
+	n = nat_slot(r, u->tid);
+	if (!n)
+		return 0; /* out of memory: its sample is counted missing */
+	t0 = pt_now_ns(CLOCK_MONOTONIC);
+	n->n = pt_unwind__stack(p->python.unw, u->tid, (const uint64_t *)u->regs, u->data, u->len,
+				n->f, RUN_NAT_FRAMES, &n->end);
+	r->nstat.unwind_ns += pt_now_ns(CLOCK_MONOTONIC) - t0;
+	r->nstat.bytes += u->len;
+	n->tid = u->tid;
+	n->t = u->t;
+	n->used = true;
+	return 0;
+}
+
+/* The native stack of sample s, taken from its slot; NULL: not there. */
+static const struct run_nat *nat_take(struct run *r, const struct pt_sample *s)
+{
+	for (size_t i = 0; r->nat && i < RUN_NAT_SLOTS; i++) {
+		struct run_nat *n = &r->nat[i];
+
+		if (n->used && n->tid == s->tid) {
+			n->used = false;
+			if (n->t == s->t)
+				return n;
+			break;
+		}
+	}
+	r->nstat.missing++;
+	return NULL;
+}
+
+/* Python frame f of a sample as frame ss->n: its name and line. 1: left
+ * out (a shim or trampoline frame), -ENOMEM: the sample is lost. */
+static int py_frame(struct run *r, struct proc *p, const struct pt_sample_frame *f,
+		    struct pt_stacks_sample *ss, const struct pt_pysym_code **codes)
+{
+	const struct pt_pysym_code *c;
+	unsigned int line;
+
+	if (!f->code)
+		return 1; /* C-stack shim frame */
+	c = pt_pysym__code(p->python.sym, f->code);
+	if (!c)
+		return -ENOMEM;
+	if (c->hidden)
+		return 1;
+	line = pt_pysym__line(p->python.sym, c, f->pos);
+	ss->unknown += !c->ok;
+	pt_pysym__label(c, line, r->labels[ss->n], sizeof(r->labels[0]));
+	r->sf[ss->n] = (struct pt_sframe){ .label = r->labels[ss->n],
+					   .fid = c->fid,
+					   .line = line,
+					   .key = c->key,
+					   .qualname = c->qualname,
+					   .filename = c->filename,
+					   .first_line = c->firstlineno,
+					   .last_line = c->last_line };
+	codes[ss->n++] = c;
+	return 0;
+}
+
+/* Native frame nf as frame ss->n. Its function and module name it in the
+ * top tables (no py: function, no line). */
+static void native_frame(struct run *r, const struct pt_unwind_frame *nf,
+			 struct pt_stacks_sample *ss, const struct pt_pysym_code **codes)
+{
+	char *label = r->labels[ss->n];
+
+	pt_mixed__label(nf, label, sizeof(r->labels[0]));
+	r->sf[ss->n] = (struct pt_sframe){ .label = label,
+					   .fid = PT_SFID_NONE,
+					   .key = pt_mixed__key(label),
+					   .qualname = nf->sym ? nf->sym : label,
+					   .filename = nf->module ? nf->module : "" };
+	codes[ss->n++] = NULL;
+	r->nstat.frames++;
+	r->nstat.unnamed += !nf->sym;
+}
+
+/* The frames of s, Python and native merged (sample/mixed.h). */
+static int mixed_frames(struct run *r, struct proc *p, const struct pt_sample *s,
+			const struct run_nat *nat, struct pt_stacks_sample *ss,
+			const struct pt_pysym_code **codes)
+{
+	struct pt_mixed_ref refs[PT_STACKS_MAX_FRAMES];
+	size_t n = s->nframes < PT_SAMPLE_MAX_FRAMES ? s->nframes : PT_SAMPLE_MAX_FRAMES;
+	enum pt_mixed_how how;
+	size_t nr;
+
+	nr = pt_mixed__merge(p->python.rt.L.minor, s->f, n, nat->f, nat->n, nat->end, refs,
+			     PT_STACKS_MAX_FRAMES, &how);
+	r->nstat.stacks++;
+	r->nstat.whole += how == PT_MIXED_WHOLE;
+	r->nstat.partial += how == PT_MIXED_PARTIAL;
+	r->nstat.mismatched += how == PT_MIXED_MISMATCH;
+	for (size_t k = 0; k < nr; k++) {
+		if (refs[k].native) {
+			native_frame(r, &nat->f[refs[k].i], ss, codes);
+			continue;
+		}
+		if (py_frame(r, p, &s->f[refs[k].i], ss, codes) < 0)
+			return -ENOMEM;
+	}
+	return 0;
+}
+
 /* A stack sample: names and lines for its frames, then into the stacks
  * of its process (and the merged ones). */
 int pt_run__on_sample(void *ctx, const struct pt_sample *s)
@@ -78,7 +220,8 @@ int pt_run__on_sample(void *ctx, const struct pt_sample *s)
 							  : 0,
 				       .flags = s->flags,
 				       .f = r->sf };
-	const struct pt_pysym_code *codes[PT_SAMPLE_MAX_FRAMES];
+	const struct pt_pysym_code *codes[PT_STACKS_MAX_FRAMES];
+	const struct run_nat *nat = NULL;
 	size_t before;
 
 	if (!p || !p->python.sampled)
@@ -91,36 +234,22 @@ int pt_run__on_sample(void *ctx, const struct pt_sample *s)
 	before = pt_resolver__nfuncs(p->res);
 	if (!pt_stacks__has_thread(p->v.stk, s->tid))
 		name_thread(r, p, s->tid);
-	for (uint32_t i = 0; i < s->nframes && i < PT_SAMPLE_MAX_FRAMES; i++) {
-		const struct pt_pysym_code *c;
-		unsigned int line;
-
-		if (!s->f[i].code)
-			continue; /* C-stack shim frame */
-		c = pt_pysym__code(p->python.sym, s->f[i].code);
-		if (!c)
+	if (s->flags & PT_SAMPLEF_NATIVE)
+		nat = nat_take(r, s);
+	if (nat) {
+		if (mixed_frames(r, p, s, nat, &ss, codes))
 			return 0; /* out of memory: the sample is lost */
-		if (c->hidden)
-			continue;
-		line = pt_pysym__line(p->python.sym, c, s->f[i].pos);
-		ss.unknown += !c->ok;
-		pt_pysym__label(c, line, r->labels[ss.n], sizeof(r->labels[0]));
-		r->sf[ss.n] = (struct pt_sframe){ .label = r->labels[ss.n],
-						  .fid = c->fid,
-						  .line = line,
-						  .key = c->key,
-						  .qualname = c->qualname,
-						  .filename = c->filename,
-						  .first_line = c->firstlineno,
-						  .last_line = c->last_line };
-		codes[ss.n++] = c;
+	} else {
+		for (uint32_t i = 0; i < s->nframes && i < PT_SAMPLE_MAX_FRAMES; i++)
+			if (py_frame(r, p, &s->f[i], &ss, codes) < 0)
+				return 0; /* out of memory: the sample is lost */
 	}
 	if (pt_resolver__nfuncs(p->res) != before)
 		pt_run__sync_py_funcs(p);
 	for (size_t i = 0; i < ss.n; i++) {
 		uint32_t fid = r->sf[i].fid;
 
-		if (fid != PT_SFID_NONE && fid < p->nfs && !p->fs[fid].last_line)
+		if (codes[i] && fid != PT_SFID_NONE && fid < p->nfs && !p->fs[fid].last_line)
 			p->fs[fid].last_line = pt_pysym__last_line(p->python.sym, codes[i]);
 	}
 	pt_stacks__add(p->v.stk, &ss);

@@ -208,6 +208,8 @@ int pt_run__open(struct run *r, const struct pt_env *env)
 	/* --rate: the command line's over the file's */
 	if (!e && r->env.rate_hz)
 		r->cfg.sample_hz = r->env.rate_hz;
+	if (r->env.native)
+		r->cfg.native_frames = true;
 	if (e || pt_config__check_modes(&r->cfg, err, sizeof(err))) {
 		pt_msg("proftrace: %s\n", err);
 		return -PT_EUSAGE;
@@ -331,9 +333,9 @@ static int start_sampling(struct run *r)
 {
 	char err[2048];
 
-	r->sf = pt_zalloc(PT_SAMPLE_MAX_FRAMES, sizeof(*r->sf));
-	r->msf = pt_zalloc(PT_SAMPLE_MAX_FRAMES, sizeof(*r->msf));
-	r->labels = pt_zalloc(PT_SAMPLE_MAX_FRAMES, sizeof(*r->labels));
+	r->sf = pt_zalloc(PT_STACKS_MAX_FRAMES, sizeof(*r->sf));
+	r->msf = pt_zalloc(PT_STACKS_MAX_FRAMES, sizeof(*r->msf));
+	r->labels = pt_zalloc(PT_STACKS_MAX_FRAMES, sizeof(*r->labels));
 	if (r->multi)
 		r->all.stk = pt_stacks__new();
 	if (!r->sf || !r->msf || !r->labels || (r->multi && !r->all.stk))
@@ -466,6 +468,7 @@ void pt_run__free(struct run *r)
 	free(r->sf);
 	free(r->msf);
 	free(r->labels);
+	free(r->nat);
 	pt_trace__free(r->trace);
 	pt_outdir__close(r->out);
 	if (r->ep >= 0)

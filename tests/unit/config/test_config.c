@@ -574,27 +574,28 @@ static void test_err_set(void **state)
 			   "warmup_steps? known keys: warmup_steps, ringbuf_mb, poll_ms, "
 			   "prologue_skip, ringbuf_wakeup, py_session, py_trampolines, sample_hz, "
 			   "python_mode, "
-			   "kv_len_reduce, kv_bins, run_gap_ms, warmup_runs)");
+			   "kv_len_reduce, kv_bins, run_gap_ms, warmup_runs, native_frames)");
 	assert_parse_error("set POLL_MS 10\n",
 			   "t.conf:1:5: error: unknown key 'POLL_MS' (hint: did you mean "
 			   "poll_ms? known keys: warmup_steps, ringbuf_mb, poll_ms, "
 			   "prologue_skip, ringbuf_wakeup, py_session, py_trampolines, sample_hz, "
 			   "python_mode, "
-			   "kv_len_reduce, kv_bins, run_gap_ms, warmup_runs)");
+			   "kv_len_reduce, kv_bins, run_gap_ms, warmup_runs, native_frames)");
 	assert_parse_error(
 		"set verbosity 3\n",
 		"t.conf:1:5: error: unknown key 'verbosity' (hint: known keys: "
 		"warmup_steps, ringbuf_mb, poll_ms, prologue_skip, ringbuf_wakeup, "
 		"py_session, py_trampolines, sample_hz, python_mode, kv_len_reduce, kv_bins, "
-		"run_gap_ms, warmup_runs)");
+		"run_gap_ms, warmup_runs, native_frames)");
 	assert_parse_error("set poll_ms 10\nstep native:exe:f\nset poll_ms 10\n",
 			   "t.conf:3:5: error: key set twice 'poll_ms' "
 			   "(hint: first set at line 1; keep one)");
-	assert_parse_error("set\n",
-			   "t.conf:1:1: error: set has no key 'set' (hint: set <key> <value>; "
-			   "keys: warmup_steps, ringbuf_mb, poll_ms, prologue_skip, "
-			   "ringbuf_wakeup, py_session, py_trampolines, sample_hz, "
-			   "python_mode, kv_len_reduce, kv_bins, run_gap_ms, warmup_runs)");
+	assert_parse_error(
+		"set\n",
+		"t.conf:1:1: error: set has no key 'set' (hint: set <key> <value>; "
+		"keys: warmup_steps, ringbuf_mb, poll_ms, prologue_skip, "
+		"ringbuf_wakeup, py_session, py_trampolines, sample_hz, "
+		"python_mode, kv_len_reduce, kv_bins, run_gap_ms, warmup_runs, native_frames)");
 	assert_parse_error("set poll_ms\n", "t.conf:1:5: error: missing value for key 'poll_ms' "
 					    "(hint: set poll_ms <value>)");
 	assert_parse_error("set poll_ms 10 ms\n",
@@ -884,7 +885,7 @@ static void test_sample_hz(void **state)
 			   "sample_hz? known keys: warmup_steps, ringbuf_mb, poll_ms, "
 			   "prologue_skip, ringbuf_wakeup, py_session, py_trampolines, sample_hz, "
 			   "python_mode, "
-			   "kv_len_reduce, kv_bins, run_gap_ms, warmup_runs)");
+			   "kv_len_reduce, kv_bins, run_gap_ms, warmup_runs, native_frames)");
 }
 
 static void test_python_mode(void **state)
@@ -976,12 +977,12 @@ static void test_load_fixture_errors(void **state)
 	assert_true(all_zero(&cfg, sizeof(cfg)));
 
 	assert_int_equal(pt_config__load(&cfg, FIXTURES "bad_key.conf", err, sizeof(err)), -EINVAL);
-	assert_string_equal(err,
-			    FIXTURES "bad_key.conf:4:6: error: unknown key 'ringbuf_MB' "
-				     "(hint: did you mean ringbuf_mb? known keys: warmup_steps, "
-				     "ringbuf_mb, poll_ms, prologue_skip, ringbuf_wakeup, "
-				     "py_session, py_trampolines, sample_hz, python_mode, "
-				     "kv_len_reduce, kv_bins, run_gap_ms, warmup_runs)");
+	assert_string_equal(err, FIXTURES
+			    "bad_key.conf:4:6: error: unknown key 'ringbuf_MB' "
+			    "(hint: did you mean ringbuf_mb? known keys: warmup_steps, "
+			    "ringbuf_mb, poll_ms, prologue_skip, ringbuf_wakeup, "
+			    "py_session, py_trampolines, sample_hz, python_mode, "
+			    "kv_len_reduce, kv_bins, run_gap_ms, warmup_runs, native_frames)");
 	assert_true(all_zero(&cfg, sizeof(cfg)));
 
 	assert_int_equal(pt_config__load(&cfg, FIXTURES "bad_py.conf", err, sizeof(err)), -EINVAL);
