@@ -490,9 +490,11 @@ struct pt_sample_counters {
 	/* switch-outs of threads without a Python thread state: their time
 	 * off the CPU is not counted (idle native workers) */
 	__u64 offcpu_not_python;
-	/* native stacks sent (PT_REC_USTACK) and their bytes in all */
+	/* native stacks sent (PT_REC_USTACK) and their bytes in all; those
+	 * not written (ring full: their samples go without) */
 	__u64 ustacks;
 	__u64 ustack_bytes;
+	__u64 ustack_lost;
 };
 
 #if defined(__STDC_VERSION__) && __STDC_VERSION__ >= 201112L
@@ -502,7 +504,7 @@ _Static_assert(sizeof(struct pt_sample) ==
 	       "pt_sample is part of the ABI");
 _Static_assert(sizeof(struct pt_ustack) == PT_USTACK_HDR_SIZE + PT_USTACK_MAX,
 	       "pt_ustack is part of the ABI");
-_Static_assert(sizeof(struct pt_sample_counters) == 72, "pt_sample_counters is part of the ABI");
+_Static_assert(sizeof(struct pt_sample_counters) == 80, "pt_sample_counters is part of the ABI");
 _Static_assert(sizeof(struct pt_py_offsets) == 160, "pt_py_offsets is part of the ABI");
 _Static_assert(sizeof(struct pt_bpf_proc) == 168, "pt_bpf_proc is part of the ABI");
 _Static_assert(sizeof(struct pt_rec) == 48, "pt_rec is part of the ABI");

@@ -379,7 +379,7 @@ static __always_inline bool send_ustack(struct task_struct *task, __u32 pid, __u
 		len = PT_USTACK_MAX;
 	c->u.len = len;
 	if (bpf_ringbuf_output(&samples, &c->u, PT_USTACK_HDR_SIZE + len, BPF_RB_NO_WAKEUP)) {
-		__sync_fetch_and_add(&counters.lost, 1);
+		__sync_fetch_and_add(&counters.ustack_lost, 1);
 		return false;
 	}
 	__sync_fetch_and_add(&counters.ustacks, 1);

@@ -234,7 +234,8 @@ static int build_sampling(const struct docsrc *d, struct pt_report_sampling *sp,
 	sp->nat_whole = r->nstat.whole;
 	sp->nat_partial = r->nstat.partial;
 	sp->nat_mismatched = r->nstat.mismatched;
-	sp->nat_missing = r->nstat.missing;
+	/* not written (ring full), or written and not there for its sample */
+	sp->nat_missing = r->nstat.missing + ss.bpf.ustack_lost;
 	sp->nat_frames = r->nstat.frames;
 	sp->nat_unnamed = r->nstat.unnamed;
 	sp->nat_bytes = r->nstat.bytes;
