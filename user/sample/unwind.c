@@ -195,7 +195,15 @@ static int adopt_module(Dwfl_Module *mod, void **userdata, const char *name, Dwa
 	if (!m)
 		return DWARF_CB_ABORT;
 	m->u = u;
-	m->base = intern(u, slash ? slash + 1 : name);
+	if (name[0] == '[' && strchr(name, ':')) {
+		/* libdw's "[vdso: 1234]": the pid is not the module's name */
+		char plain[64];
+
+		snprintf(plain, sizeof(plain), "%.*s]", (int)(strchr(name, ':') - name), name);
+		m->base = intern(u, plain);
+	} else {
+		m->base = intern(u, slash ? slash + 1 : name);
+	}
 	m->own = m->base && !strncmp(m->base, OWN_PREFIX, strlen(OWN_PREFIX));
 	m->next = u->mods;
 	u->mods = m;
