@@ -364,8 +364,8 @@ int pt_stacks__add(struct pt_stacks *st, const struct pt_stacks_sample *s)
 		tot->intervals++;
 	else if (s->flags & PT_SAMPLEF_NOT_PYTHON)
 		tot->not_python++;
-	else if (!s->n)
-		tot->no_frames++;
+	else if (s->n <= s->native)
+		tot->no_frames++; /* native frames only */
 	else
 		tot->python_samples++;
 	tot->truncated += !!(s->flags & PT_SAMPLEF_TRUNCATED);

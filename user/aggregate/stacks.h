@@ -58,6 +58,7 @@ struct pt_stacks_sample {
 	const struct pt_sframe *f; /* innermost first */
 	size_t n;
 	size_t unknown; /* frames among f whose code could not be read */
+	size_t native;	/* frames among f that are native (native_frames on) */
 };
 
 struct pt_stacks_time {

@@ -175,6 +175,7 @@ static void native_frame(struct run *r, const struct pt_unwind_frame *nf,
 					   .qualname = nf->sym ? nf->sym : label,
 					   .filename = nf->module ? nf->module : "" };
 	codes[ss->n++] = NULL;
+	ss->native++;
 	r->nstat.frames++;
 	r->nstat.unnamed += !nf->sym;
 }

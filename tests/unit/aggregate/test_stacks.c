@@ -47,6 +47,7 @@ struct sample_opts {
 	bool offcpu;
 	uint32_t flags;
 	size_t unknown;
+	size_t native;
 };
 
 static int add_n(struct pt_stacks *st, uint32_t tid, uint64_t weight_ns,
@@ -60,6 +61,7 @@ static int add_n(struct pt_stacks *st, uint32_t tid, uint64_t weight_ns,
 		.f = f,
 		.n = n,
 		.unknown = o ? o->unknown : 0,
+		.native = o ? o->native : 0,
 	};
 
 	return pt_stacks__add(st, &s);
@@ -190,6 +192,23 @@ static void feed_example(struct pt_stacks *st)
 	ADD(st, 7, MS, &unread, RUN20);
 	ADD(st, 7, MS, NULL, RUN20, STEP10, MOD1);
 	ADD(st, 7, 400, &OFF, STEP10, MOD1);
+}
+
+/* native_frames on: a Python thread's sample with native frames only (in
+ * a C library, no Python frame yet) is one without Python frames; with
+ * both kinds it is a Python sample */
+static void test_native_only_no_python_frame(void **state)
+{
+	struct pt_stacks *st = new_st();
+	static const struct sample_opts one = { .native = 1 }, two = { .native = 2 };
+	const struct pt_stacks_totals *t;
+
+	ADD(st, 7, MS, &two, RUN20, STEP10);
+	ADD(st, 7, MS, &one, RUN20, STEP10);
+	t = pt_stacks__totals(st);
+	assert_int_equal(t->no_frames, 1);
+	assert_int_equal(t->python_samples, 1);
+	pt_stacks__free(st);
 }
 
 static void test_threads_and_totals(void **state)
@@ -818,6 +837,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_new_free_empty),
 		cmocka_unit_test(test_threads_and_totals),
+		cmocka_unit_test(test_native_only_no_python_frame),
 		cmocka_unit_test(test_totals_by_flag),
 		cmocka_unit_test(test_func_once_per_sample),
 		cmocka_unit_test(test_fid_none_ignored),
