@@ -64,8 +64,7 @@ static void test_per_frame(void **state)
 	const int k[] = { N, N, I, E, O, I, E, I, E, I, N };
 	enum pt_mixed_how how;
 
-	assert_string_equal(merge(10, f, 3, k, 11, PT_UNWIND_END_BOTTOM, &how),
-			    "n0 n1 p0 p1 p2");
+	assert_string_equal(merge(10, f, 3, k, 11, PT_UNWIND_END_BOTTOM, &how), "n0 n1 p0 p1 p2");
 	assert_int_equal(how, PT_MIXED_WHOLE);
 }
 
