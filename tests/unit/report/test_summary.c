@@ -1007,6 +1007,43 @@ static void test_sampling_off(void **state)
 	cJSON_Delete(doc);
 }
 
+/* native_frames on: how the native stacks went, the means per stack */
+static void test_sampling_native(void **state)
+{
+	struct fixture *fx = *state;
+	struct pt_report_sampling sp = sampling;
+	struct pt_report r = fx->r;
+	const cJSON *n;
+	cJSON *doc;
+
+	sp.native = true;
+	sp.nat_stacks = 1000;
+	sp.nat_whole = 990;
+	sp.nat_partial = 7;
+	sp.nat_mismatched = 3;
+	sp.nat_missing = 4;
+	sp.nat_frames = 12000;
+	sp.nat_unnamed = 300;
+	sp.nat_bytes = 14000000 + 999;
+	sp.nat_unwind_ns = 97500000;
+	r.meta.sampling = &sp;
+	doc = pt_summary__build(&r);
+	assert_non_null(doc);
+	n = item(item(item(doc, "meta"), "sampling"), "native_frames");
+	CHECK_KEYS(n, "stacks", "whole", "partial", "mismatched", "missing", "frames",
+		   "unnamed_frames", "stack_bytes_mean", "unwind_us_mean");
+	check_num(n, "stacks", 1000);
+	check_num(n, "whole", 990);
+	check_num(n, "partial", 7);
+	check_num(n, "mismatched", 3);
+	check_num(n, "missing", 4);
+	check_num(n, "frames", 12000);
+	check_num(n, "unnamed_frames", 300);
+	check_num(n, "stack_bytes_mean", 14000);
+	check_num(n, "unwind_us_mean", 97.5);
+	cJSON_Delete(doc);
+}
+
 static void test_sampling_meta(void **state)
 {
 	struct fixture *fx = *state;
@@ -1019,8 +1056,9 @@ static void test_sampling_meta(void **state)
 		   "no_python_frames", "not_python_thread", "off_cpu_not_python",
 		   "truncated_stacks", "unreadable_stacks", "unknown_frames", "threads_merged",
 		   "late_samples", "late_ms", "lost_samples", "threads_sampled", "threads_failed",
-		   "host_steal_ms", "host_steal_share", "thread_names", "proftrace_threads",
-		   "outputs");
+		   "host_steal_ms", "host_steal_share", "native_frames", "thread_names",
+		   "proftrace_threads", "outputs");
+	check_null(s, "native_frames"); /* native_frames off */
 	check_num(s, "hz", 997);
 	check_num(s, "period_ns", 1003009);
 	check_str(s, "mechanism",
@@ -2244,6 +2282,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_emitters, setup_fed, teardown),
 		cmocka_unit_test_setup_teardown(test_report_md_agrees, setup_fed, teardown),
 		cmocka_unit_test_setup_teardown(test_sampling_off, setup_fed, teardown),
+		cmocka_unit_test_setup_teardown(test_sampling_native, setup_fed, teardown),
 		cmocka_unit_test_setup_teardown(test_sampling_meta, setup_fed, teardown),
 		cmocka_unit_test_setup_teardown(test_sampling_functions, setup_fed, teardown),
 		cmocka_unit_test_setup_teardown(test_lines, setup_fed, teardown),
