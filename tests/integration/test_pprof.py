@@ -31,6 +31,10 @@ def func_name(frame):
     m = re.match(r"^(.*) \((.*):(\d+)\)$", frame)
     if m and not m.group(2).startswith("tid "):
         return m.group(1)
+    # a native frame, "symbol (library)": the library is its file
+    m = re.match(r"^(.*) \(([^ :()]+)\)$", frame)
+    if m:
+        return m.group(1)
     return frame
 
 

@@ -155,8 +155,16 @@ void pt_pprof__split_frame(const char *frame, char *buf, size_t len, const char 
 	if (!open)
 		return;
 	colon = strrchr(open, ':');
-	if (!colon)
+	if (!colon) {
+		/* "name (file)": a native frame's library, a Python frame
+		 * whose line is unknown; not "thread (tid 123)" */
+		if (strchr(open + 2, ' ') || !strncmp(open + 2, "tid ", 4) || n - (open - buf) < 4)
+			return;
+		*open = '\0';
+		buf[n - 1] = '\0';
+		*file = open + 2;
 		return;
+	}
 	*line = strtol(colon + 1, &end, 10);
 	if (end != buf + n - 1 || *line < 0) {
 		*line = 0;

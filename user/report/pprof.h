@@ -26,8 +26,9 @@ struct pt_pprof_opts {
 
 /* 0 or -errno. */
 int pt_pprof__write(const struct pt_flame *fl, FILE *f, const struct pt_pprof_opts *o);
-/* Split a folded frame "name (file:line)" into its parts (pointers into a
- * copy in buf): line 0 and file NULL when it has none. */
+/* Split a folded frame "name (file:line)", or "name (file)" (a native
+ * frame's library), into its parts (pointers into a copy in buf): line 0
+ * and file NULL when it has none. */
 void pt_pprof__split_frame(const char *frame, char *buf, size_t len, const char **name,
 			   const char **file, long *line);
 

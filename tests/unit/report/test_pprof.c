@@ -40,6 +40,23 @@ static void test_split(void **state)
 	assert_int_equal(line, 3);
 	pt_pprof__split_frame("g (a.py:x)", buf, sizeof(buf), &name, &file, &line);
 	assert_string_equal(name, "g (a.py:x)");
+	/* a native frame: its library, no line; a C++ name's own parentheses */
+	pt_pprof__split_frame("at::native::linear(at::Tensor const&) (libtorch_cpu.so.1.13.0)", buf,
+			      sizeof(buf), &name, &file, &line);
+	assert_string_equal(name, "at::native::linear(at::Tensor const&)");
+	assert_string_equal(file, "libtorch_cpu.so.1.13.0");
+	assert_int_equal(line, 0);
+	pt_pprof__split_frame("__vdso_clock_gettime ([vdso])", buf, sizeof(buf), &name, &file,
+			      &line);
+	assert_string_equal(name, "__vdso_clock_gettime");
+	assert_string_equal(file, "[vdso]");
+	/* not a library: a thread, words, nothing between the parentheses */
+	pt_pprof__split_frame("f (two words)", buf, sizeof(buf), &name, &file, &line);
+	assert_string_equal(name, "f (two words)");
+	assert_null(file);
+	pt_pprof__split_frame("f ()", buf, sizeof(buf), &name, &file, &line);
+	assert_string_equal(name, "f ()");
+	assert_null(file);
 }
 
 static const char *str(const Perftools__Profiles__Profile *p, int64_t i)
