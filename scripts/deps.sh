@@ -4,7 +4,11 @@
 set -eu
 pkgs=(make gcc clang llvm libbpf-dev bpftool libelf-dev libdw-dev zlib1g-dev libcjson-dev
       libcmocka-dev libcapstone-dev pkg-config binutils python3 bpftrace util-linux
-      python3-line-profiler austin prometheus libprotobuf-c-dev golang-go clang-format)
+      python3-line-profiler austin prometheus libprotobuf-c-dev golang-go clang-format
+      python3-dev python3-torch)
+# python3-dev: headers for the C extension the mixed-stack tests build
+# (tests/victims/pyext/ptnative.c); python3-torch (CPU, ~350 MB with its
+# libraries): a real PyTorch process for test_mixed_stacks' torch test
 missing=()
 for p in "${pkgs[@]}"; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
