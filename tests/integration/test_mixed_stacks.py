@@ -348,6 +348,19 @@ def check_off(python, label):
                 label, frame, got, want, spin_tol(want, s), show(rows)))
 
 
+def test_mixed_default_debian_py311():
+    """Native frames are on by default: a targets file that does not say
+    (and proftrace without --native) gives the same merged stacks."""
+    label, python = interpreter("debian-3.11")
+    tmp = tempfile.mkdtemp(prefix="pt-ptnative-")
+    so = build_ptnative(python, tmp)
+    s, t, _, rows = run(python, VICTIM, "step py:pymixed::step\n", ("--ext", so), env_for())
+    nf = s["meta"]["sampling"]["native_frames"]
+    assert nf and nf["stacks"] > 0, ("native frames by default", nf)
+    check_no_interpreter(rows, label)
+    check_paths(s, t, rows, label)
+
+
 def _on(label):
     label, python = interpreter(label)
     check_on(python, label)

@@ -13,7 +13,7 @@
 static const char usage[] =
 	"Usage: proftrace -p PID[,PID...] [--children] [--targets FILE|NAME] [-d SEC] [-o "
 	"DIR|FILE]\n"
-	"                 [--rate HZ] [--native] [--format FMT] [--json] [-v] [-q]\n"
+	"                 [--rate HZ] [--no-native] [--format FMT] [--json] [-v] [-q]\n"
 	"                 [--gpu auto|on|off] [--trace [--trace-max-events N]] [--dry-run]\n"
 	"                 [--max-probes N]\n"
 	"                 [--inject [--inject-wait MS] [--inject-epoll]]\n"
@@ -50,10 +50,11 @@ static const char usage[] =
 	"                       --format) is that one output alone\n"
 	"  -r, --rate HZ        stack samples per second per thread, 1-10000 (default\n"
 	"                       1000, or the targets file's set sample_hz)\n"
-	"  -n, --native         stack samples show native frames too (C extensions,\n"
-	"                       libtorch, libc: unwound with their .eh_frame) under\n"
-	"                       the Python frames that run them; the targets file's\n"
-	"                       set native_frames on\n"
+	"      --no-native      Python frames only in stack samples (by default they\n"
+	"                       show native frames too: C extensions, libtorch, BLAS,\n"
+	"                       libc, unwound with their .eh_frame, under the Python\n"
+	"                       frames that run them); the targets file's set\n"
+	"                       native_frames off. -n, --native (py-spy's): on\n"
 	"  -f, --format FMT     write one file (-o FILE): flamegraph (flame.svg), raw\n"
 	"                       (stacks.folded, folded stacks) or pprof (profile.pb.gz)\n"
 	"  -i, --idle           -o FILE.svg draws wall time, idle (off-CPU) stacks too,\n"
@@ -426,6 +427,7 @@ int pt_cli__parse(struct pt_env *env, int argc, char **argv)
 		{ "interval", required_argument, NULL, 'N' },
 		{ "rate", required_argument, NULL, 'r' },
 		{ "native", no_argument, NULL, 'x' },
+		{ "no-native", no_argument, NULL, 'y' },
 		{ "format", required_argument, NULL, 'f' },
 		{ "subprocesses", no_argument, NULL, 'C' },
 		{ "idle", no_argument, NULL, 'i' },
@@ -473,7 +475,10 @@ int pt_cli__parse(struct pt_env *env, int argc, char **argv)
 			break;
 		case 'n': /* py-spy's -n */
 		case 'x':
-			env->native = true;
+			env->native = 1;
+			break;
+		case 'y':
+			env->native = -1;
 			break;
 		case 'D':
 			env->dry_run = true;

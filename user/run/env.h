@@ -44,7 +44,7 @@ struct pt_env {
 	const char *metrics;	     /* --metrics HOST:PORT: Prometheus text while attached */
 	double interval_s;	     /* --interval SEC: a window summary every SEC; 0: none */
 	unsigned int rate_hz;	     /* --rate HZ: samples per second; 0: the targets file's */
-	bool native;		     /* --native: set native_frames on */
+	int native; /* --native 1, --no-native -1: over set native_frames; 0: the file's */
 	/* --max-probes N: functions one native: probe may take; 0: 1000 */
 	unsigned long max_probes;
 	/* -o x.svg or --format: output is that one file (output: its path;

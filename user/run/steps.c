@@ -209,7 +209,7 @@ int pt_run__open(struct run *r, const struct pt_env *env)
 	if (!e && r->env.rate_hz)
 		r->cfg.sample_hz = r->env.rate_hz;
 	if (r->env.native)
-		r->cfg.native_frames = true;
+		r->cfg.native_frames = r->env.native > 0;
 	if (e || pt_config__check_modes(&r->cfg, err, sizeof(err))) {
 		pt_msg("proftrace: %s\n", err);
 		return -PT_EUSAGE;

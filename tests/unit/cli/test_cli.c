@@ -155,13 +155,16 @@ static void test_pyspy_hints(void **state)
 	/* inside a group of short options */
 	assert_int_equal(PARSE(&env, "-p", "1", "-qg"), -EINVAL);
 	said_one_line("py-spy's -g (--gil)");
-	/* py-spy's -n, --native: native frames, as there */
+	/* py-spy's -n, --native: native frames, as there (on by default:
+	 * over a targets file's off); --no-native: Python frames only */
 	assert_int_equal(PARSE(&env, "-p", "1", "--native"), 0);
-	assert_true(env.native);
+	assert_int_equal(env.native, 1);
 	assert_int_equal(PARSE(&env, "-p", "1", "-qn"), 0);
-	assert_true(env.native);
+	assert_int_equal(env.native, 1);
+	assert_int_equal(PARSE(&env, "-p", "1", "--no-native"), 0);
+	assert_int_equal(env.native, -1);
 	assert_int_equal(PARSE(&env, "-p", "1"), 0);
-	assert_false(env.native);
+	assert_int_equal(env.native, 0);
 	assert_int_equal(PARSE(&env, "top", "-p", "1"), -EINVAL);
 	said_one_line("py-spy's top: proftrace has no live view");
 	assert_int_equal(PARSE(&env, "dump", "--pid", "1"), -EINVAL);
