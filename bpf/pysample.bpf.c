@@ -423,7 +423,10 @@ int pt_sample(struct bpf_perf_event_data *ctx)
 	tstate = tstate_of(p, ts, task, now, &unreadable);
 	walk(&p->py, &sc->s, sc->frame, tstate, unreadable);
 	__sync_fetch_and_add(&counters.samples, 1);
-	if (native && send_ustack(task, sc->s.pid, sc->s.tid, now))
+	/* Python threads only: a pool of native workers (OpenMP spinning
+	 * on-CPU while it waits) would fill the ring with stacks no Python
+	 * frame is over, at 8-16 KiB each */
+	if (native && tstate && send_ustack(task, sc->s.pid, sc->s.tid, now))
 		sc->s.flags |= PT_SAMPLEF_NATIVE;
 	send(&sc->s);
 	return 0;
