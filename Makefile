@@ -348,7 +348,7 @@ FUZZ_CFLAGS := -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=
 # One harness per reader of target-controlled input: the module(s) it links
 # (only those, so a finding points at one file) and any extra libraries.
 FUZZ_NAMES := maps elf config pycode pyline folded gpuring pyattr agent pyoffsets pysrc regions \
-	      gpulive gpujoin escape
+	      gpulive gpujoin escape ustack
 FUZZ_SRCS_maps := user/attach/maps.c
 FUZZ_SRCS_elf := user/attach/elfsyms.c
 FUZZ_LIBS_elf := -lelf
@@ -381,6 +381,11 @@ FUZZ_SRCS_gpulive := user/aggregate/gpulive.c
 # the same records into the end-of-run join, bounded so that it folds
 FUZZ_SRCS_gpujoin := user/aggregate/gpu.c user/aggregate/dist.c user/util/demangle.c
 FUZZ_LIBS_gpujoin := -lm -lstdc++
+# a sample's native registers and stack (the target's bytes) through the
+# unwinder (on the fuzzer's own mappings) and the merge with Python frames
+FUZZ_SRCS_ustack := user/sample/unwind.c user/sample/mixed.c user/util/demangle.c
+FUZZ_LIBS_ustack := -ldw -lelf -lstdc++
+FUZZ_ARGS_ustack := -max_len=20000
 # what every message escapes (targets files' and targets' bytes) for the terminal
 FUZZ_SRCS_escape := user/util/escape.c
 # libFuzzer caps inputs near the largest seed (13 KB for ELF); let them

@@ -42,7 +42,8 @@ static bool group(unsigned int minor, const struct pt_sample_frame *f, size_t n,
 			i++; /* the shim ends its eval call's group */
 			break;
 		}
-		put(o, (uint32_t)i, false);
+		if (f[i].code) /* 0 before 3.12: unreadable, one call all the same */
+			put(o, (uint32_t)i, false);
 		if (minor < 11 || (minor == 11 && (f[i].flags & PT_SFRAME_ENTRY))) {
 			i++;
 			break;

@@ -141,6 +141,18 @@ static void test_mismatch(void **state)
 	assert_int_equal(how, PT_MIXED_MISMATCH);
 }
 
+/* Before 3.12 a frame with code 0 is one that could not be read, not a
+ * shim: never shown, but still its own eval call (found by the fuzzer) */
+static void test_unreadable_code_before_312(void **state)
+{
+	const struct pt_sample_frame f[] = { { .code = 0xa }, { .code = 0 }, { .code = 0xc } };
+	const int k[] = { N, E, E, E };
+	enum pt_mixed_how how;
+
+	assert_string_equal(merge(10, f, 3, k, 4, PT_UNWIND_END_BOTTOM, &how), "n0 p0 p2");
+	assert_int_equal(how, PT_MIXED_WHOLE);
+}
+
 /* A thread without Python frames: its native frames alone; and the
  * output bounded by max */
 static void test_native_only_and_max(void **state)
@@ -185,7 +197,7 @@ int main(void)
 		cmocka_unit_test(test_per_frame), cmocka_unit_test(test_entry_311),
 		cmocka_unit_test(test_shim_312),  cmocka_unit_test(test_partial),
 		cmocka_unit_test(test_mismatch),  cmocka_unit_test(test_native_only_and_max),
-		cmocka_unit_test(test_labels),
+		cmocka_unit_test(test_labels),	  cmocka_unit_test(test_unreadable_code_before_312),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
