@@ -1027,7 +1027,10 @@ static void build_top(struct jb *b, cJSON *root, const struct pt_report *r)
 			continue;
 		jb_str(b, e, "function", fns[i]->qualname);
 		jb_str(b, e, "file", fns[i]->filename);
-		jb_num(b, e, "first_line", fns[i]->first_line);
+		if (fns[i]->first_line)
+			jb_num(b, e, "first_line", fns[i]->first_line);
+		else /* a native function (its file is its library) */
+			jb_null(b, e, "first_line");
 		if (fns[i]->last_line)
 			jb_num(b, e, "last_line", fns[i]->last_line);
 		else

@@ -1359,6 +1359,56 @@ static void test_lines_emitter_wanted(void **state)
 	cJSON_Delete(doc);
 }
 
+/* A native function in `top` (native frames): no line, its library its
+ * file; report.md names it without a line */
+static void test_top_native(void **state)
+{
+	struct fixture *fx = *state;
+	struct pt_report r = fx->r;
+	struct pt_top *top = pt_top__new();
+	const struct pt_sframe fr[] = {
+		{ .label = "sgemm_ (libblas.so.3)",
+		  .fid = UINT32_MAX,
+		  .key = 7,
+		  .qualname = "sgemm_",
+		  .filename = "libblas.so.3" },
+		{ .label = "fwd (m.py:4)",
+		  .fid = UINT32_MAX,
+		  .line = 4,
+		  .key = 8,
+		  .qualname = "fwd",
+		  .filename = "/srv/m.py",
+		  .first_line = 3,
+		  .last_line = 5 },
+	};
+	struct pt_stacks_sample on = { .tid = 1, .weight_ns = MS, .f = fr, .n = 2, .native = 1 };
+	const cJSON *e;
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f;
+	cJSON *doc;
+
+	assert_non_null(top);
+	assert_int_equal(pt_top__add(top, &on), 0);
+	r.meta.sampling = &sampling;
+	r.top = top;
+	doc = pt_summary__build(&r);
+	assert_non_null(doc);
+	e = nth(item(item(doc, "top"), "functions"), 0);
+	check_str(e, "function", "sgemm_");
+	check_str(e, "file", "libblas.so.3");
+	check_null(e, "first_line");
+	check_null(e, "last_line");
+	f = open_memstream(&buf, &len);
+	assert_non_null(f);
+	assert_int_equal(pt_report_md__write(f, doc), 0);
+	fclose(f);
+	assert_non_null(strstr(buf, "| `sgemm_` (`libblas.so.3`) |"));
+	free(buf);
+	cJSON_Delete(doc);
+	pt_top__free(top);
+}
+
 /* `top` from a pt_top fed two known stacks: ranked by self on-CPU time,
  * shares of all on-CPU time sampled (1513 ms here), self and total apart;
  * meta.mode "sampling" without a targets file, and what report.md,
@@ -2288,6 +2338,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_lines, setup_fed, teardown),
 		cmocka_unit_test_setup_teardown(test_lines_emitter_wanted, setup_fed, teardown),
 		cmocka_unit_test_setup_teardown(test_top, setup_fed, teardown),
+		cmocka_unit_test_setup_teardown(test_top_native, setup_fed, teardown),
 		cmocka_unit_test_setup_teardown(test_values_stats, setup_fed, teardown),
 		cmocka_unit_test_setup_teardown(test_values_roles, setup_fed, teardown),
 		cmocka_unit_test_setup_teardown(test_values_kv_bins, setup_fed, teardown),
