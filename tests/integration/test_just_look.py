@@ -84,10 +84,10 @@ def top_line(s, name, line):
 
 
 def check_look(python, label):
-    # Python frames only: the truth is per Python function and line, whose
-    # self time includes the C it calls (time.thread_time's clock_gettime);
-    # with native frames (the default) that time is the C functions' own.
-    # Native frames by default: test_mixed_stacks.
+    # Python frames only (the default, said): the truth is per Python
+    # function and line, whose self time includes the C it calls
+    # (time.thread_time's clock_gettime); with native frames that time is
+    # the C functions' own (test_mixed_stacks)
     tmp, t, err = look(python, ("--no-native",))
     out = os.path.join(tmp, "out")
     for name in ("summary.json", "report.md", "lines.txt", "stacks.folded", "flame.svg",

@@ -197,7 +197,7 @@ def spin_tol(want_ms, s):
 # --- runs -----------------------------------------------------------------
 
 
-def run(python, script, conf_text, args=(), env=None):
+def run(python, script, conf_text, args=(), env=None, pt_args=()):
     """Attach to script under python with conf_text, go, stop proftrace
     with SIGINT once the victim said done (still alive: its mappings can
     be read), then let it exit. Returns (summary with "_out" and
@@ -210,7 +210,7 @@ def run(python, script, conf_text, args=(), env=None):
     pt = None
     steal0 = host_steal_ms()
     try:
-        pt = proftrace(v.pid, conf, out)
+        pt = proftrace(v.pid, conf, out, *pt_args)
         try:
             pt.wait_line("proftrace: attached", "err", timeout=90)
         except AssertionError:
@@ -348,15 +348,20 @@ def check_off(python, label):
                 label, frame, got, want, spin_tol(want, s), show(rows)))
 
 
-def test_mixed_default_debian_py311():
-    """Native frames are on by default: a targets file that does not say
-    (and proftrace without --native) gives the same merged stacks."""
+def test_mixed_cli_debian_py311():
+    """Off by default (a targets file that does not say: Python frames
+    only); --native on the command line turns it on over the file."""
     label, python = interpreter("debian-3.11")
     tmp = tempfile.mkdtemp(prefix="pt-ptnative-")
     so = build_ptnative(python, tmp)
-    s, t, _, rows = run(python, VICTIM, "step py:pymixed::step\n", ("--ext", so), env_for())
+    conf = "step py:pymixed::step\n"
+    s, _, _, rows = run(python, VICTIM, conf, ("--ext", so), env_for())
+    assert s["meta"]["sampling"]["native_frames"] is None, "off by default"
+    assert not [f for f, _ in rows if any(kind(x) == "native" for x in f[1:])], show(rows)
+    s, t, _, rows = run(python, VICTIM, conf + "set native_frames off\n", ("--ext", so),
+                        env_for(), ("--native",))
     nf = s["meta"]["sampling"]["native_frames"]
-    assert nf and nf["stacks"] > 0, ("native frames by default", nf)
+    assert nf and nf["stacks"] > 0, ("--native over the file's off", nf)
     check_no_interpreter(rows, label)
     check_paths(s, t, rows, label)
 

@@ -1109,7 +1109,6 @@ static void set_defaults(struct pt_config *cfg)
 	cfg->py_session = true;
 	cfg->py_trampolines = true;
 	cfg->sample_hz = 1000;
-	cfg->native_frames = true;
 	cfg->python_mode = PT_PYMODE_AUTO;
 	cfg->kv_reduce = PT_VFN_MEAN;
 	cfg->run_gap_ms = 1000;
