@@ -303,9 +303,9 @@ static int bind_rank(const GElf_Sym *sym)
  * export it, .dynsym; pyenv's keep .symtab: either is enough)? And its
  * sized code symbols sorted by address, for names by binary search:
  * libdw's dwfl_module_addrinfo looks at every symbol of the module each
- * time, about a millisecond in libtorch_cpu's 200,000, and a hot loop's
- * leaf pc is new at nearly every sample (measured: 823 us per stack on a
- * torch forward, against 12 us with a cached pc).
+ * time (libtorch_cpu 1.13 exports 67,436), and a hot loop's leaf pc is
+ * new at nearly every sample (measured: 823 us per stack on a torch
+ * forward, 97 us with this table).
  */
 static void check_interp(struct pt_umod *m, Dwfl_Module *mod)
 {
