@@ -156,11 +156,12 @@ def on_cpu(frames):
     return frames[-1] != "[off-cpu]"
 
 
-def find_path(frames, path):
-    """Indices of path's prefixes in frames, in order, or None."""
+def find_path(frames, path, match=str.startswith):
+    """Indices of the frames matching path's elements (match(frame, want):
+    a label prefix by default), in order, or None."""
     at, k = [], 1
     for want in path:
-        while k < len(frames) and not frames[k].startswith(want):
+        while k < len(frames) and not match(frames[k], want):
             k += 1
         if k == len(frames):
             return None
@@ -436,16 +437,7 @@ def torch_match(frame, want):
 
 
 def find_torch_path(frames):
-    k = 1
-    at = []
-    for want in TORCH_LINEAR_PATH:
-        while k < len(frames) and not torch_match(frames[k], want):
-            k += 1
-        if k == len(frames):
-            return None
-        at.append(k)
-        k += 1
-    return at
+    return find_path(frames, TORCH_LINEAR_PATH, torch_match)
 
 
 def test_mixed_torch_debian_py311():
