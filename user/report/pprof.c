@@ -15,6 +15,7 @@
 #include "aggregate/stacks.h"
 #include "pprof.h"
 #include "profile.pb-c.h"
+#include "util/util.h"
 
 typedef Perftools__Profiles__Profile Profile;
 typedef Perftools__Profiles__Sample Sample;
@@ -29,15 +30,6 @@ struct tab {
 	uint64_t *vals;
 	size_t n, cap; /* cap: power of two */
 };
-
-static uint64_t hash(const char *s)
-{
-	uint64_t h = 1469598103934665603ull;
-
-	for (; *s; s++)
-		h = (h ^ (unsigned char)*s) * 1099511628211ull;
-	return h;
-}
 
 /* Index of key, or *added set and ~0 when it is new (inserted with val). */
 static int tab_get(struct tab *t, const char *key, uint64_t val, uint64_t *out)
@@ -57,7 +49,7 @@ static int tab_get(struct tab *t, const char *key, uint64_t val, uint64_t *out)
 		for (size_t j = 0; j < t->cap; j++) {
 			if (!t->keys[j])
 				continue;
-			for (i = hash(t->keys[j]) & (cap - 1); k[i]; i = (i + 1) & (cap - 1))
+			for (i = pt_fnv1a(t->keys[j]) & (cap - 1); k[i]; i = (i + 1) & (cap - 1))
 				;
 			k[i] = t->keys[j];
 			v[i] = t->vals[j];
@@ -68,7 +60,7 @@ static int tab_get(struct tab *t, const char *key, uint64_t val, uint64_t *out)
 		t->vals = v;
 		t->cap = cap;
 	}
-	for (i = hash(key) & (t->cap - 1); t->keys[i]; i = (i + 1) & (t->cap - 1)) {
+	for (i = pt_fnv1a(key) & (t->cap - 1); t->keys[i]; i = (i + 1) & (t->cap - 1)) {
 		if (!strcmp(t->keys[i], key)) {
 			*out = t->vals[i];
 			return 0;

@@ -734,10 +734,8 @@ static void cache_kind(struct pt_calib *c, const cJSON *doc, enum pt_site_kind k
  * calibration-<kind>-<hash>.json */
 static void python_cache_path(const char *python, enum pt_site_kind kind, char *buf, size_t len)
 {
-	uint64_t h = 1469598103934665603ull;
+	uint64_t h = pt_fnv1a(python);
 
-	for (const char *s = python; *s; s++)
-		h = (h ^ (unsigned char)*s) * 1099511628211ull;
 	snprintf(buf, len, CACHE_DIR "/calibration-%s-%016llx.json", pt_site_kind__str(kind),
 		 (unsigned long long)h);
 }

@@ -4,6 +4,7 @@
 #include <stdio.h>
 
 #include "mixed.h"
+#include "util/util.h"
 
 struct out {
 	struct pt_mixed_ref *v;
@@ -118,9 +119,7 @@ void pt_mixed__label(const struct pt_unwind_frame *nf, char *buf, size_t len)
 
 uint64_t pt_mixed__key(const char *label)
 {
-	uint64_t h = 0xcbf29ce484222325ull; /* FNV-1a */
+	uint64_t h = pt_fnv1a(label);
 
-	for (const unsigned char *c = (const unsigned char *)label; *c; c++)
-		h = (h ^ *c) * 0x100000001b3ull;
 	return h ? h : 1; /* 0 says unknown */
 }

@@ -22,6 +22,7 @@
 
 #include "sample/unwind.h"
 #include "util/demangle.h"
+#include "util/util.h"
 
 #define EVAL_SYM "_PyEval_EvalFrameDefault"
 #define OWN_PREFIX "libproftrace_"
@@ -103,15 +104,6 @@ static uint64_t now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + ts.tv_nsec;
 }
 
-static uint64_t hash_str(const char *s)
-{
-	uint64_t h = 1469598103934665603ull;
-
-	for (; *s; s++)
-		h = (h ^ (unsigned char)*s) * 1099511628211ull;
-	return h;
-}
-
 /* Strings handed out stay valid until pt_unwind__free, across re-reports
  * that drop the modules libdw's own strings belong to: each distinct one
  * is copied once. NULL when out of memory. */
@@ -128,7 +120,7 @@ static const char *intern(struct pt_unwind *u, const char *s)
 		for (size_t j = 0; j < u->strcap; j++) {
 			if (!u->strs[j])
 				continue;
-			for (i = hash_str(u->strs[j]) & (cap - 1); n[i]; i = (i + 1) & (cap - 1))
+			for (i = pt_fnv1a(u->strs[j]) & (cap - 1); n[i]; i = (i + 1) & (cap - 1))
 				;
 			n[i] = u->strs[j];
 		}
@@ -136,7 +128,7 @@ static const char *intern(struct pt_unwind *u, const char *s)
 		u->strs = n;
 		u->strcap = cap;
 	}
-	for (i = hash_str(s) & (u->strcap - 1); u->strs[i]; i = (i + 1) & (u->strcap - 1))
+	for (i = pt_fnv1a(s) & (u->strcap - 1); u->strs[i]; i = (i + 1) & (u->strcap - 1))
 		if (!strcmp(u->strs[i], s))
 			return u->strs[i];
 	u->strs[i] = strdup(s);

@@ -78,6 +78,17 @@ static inline uint64_t pt_now_ns(clockid_t c)
 
 /* calloc that gives a real allocation for n == 0 too (so NULL always
  * means out of memory). */
+/* FNV-1a (64-bit) of the string s, without its NUL: table keys, cache
+ * file names. */
+static inline uint64_t pt_fnv1a(const char *s)
+{
+	uint64_t h = 0xcbf29ce484222325ull;
+
+	for (; *s; s++)
+		h = (h ^ (unsigned char)*s) * 0x100000001b3ull;
+	return h;
+}
+
 static inline void *pt_zalloc(size_t n, size_t size)
 {
 	return calloc(n ? n : 1, size);
