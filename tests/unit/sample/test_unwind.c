@@ -14,6 +14,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <setjmp.h>
+#include <stdbool.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -430,6 +431,21 @@ static void test_demangle(void **state)
 	assert_ptr_equal(pt_unwind__demangle(d, buf, sizeof(buf)), d);
 }
 
+/* A Python process unwound whole: down to the process's start. libdw may
+ * still try the outermost frame's caller, past the copy when the stack's
+ * top is within 16 KiB of the sample: COPY then, nothing lost (seen once
+ * in CI), so long as libc's start is among the frames. */
+static void check_bottom(const struct pt_unwind_frame *f, size_t n, enum pt_unwind_end end)
+{
+	bool start = false;
+
+	for (size_t i = 0; i < n; i++)
+		start |= f[i].sym && !strcmp(f[i].sym, "__libc_start_main");
+	if (end == PT_UNWIND_END_COPY && start)
+		return;
+	assert_int_equal(end, PT_UNWIND_END_BOTTOM);
+}
+
 /* A pure-Python loop: its leaf is the eval loop or the interpreter's
  * helpers, and _PyEval_EvalFrameDefault is on the stack. */
 static void python_kinds(const char *python)
@@ -472,7 +488,7 @@ static void python_kinds(const char *python)
 		else
 			assert_int_equal(f[i].kind, PT_UNWIND_NATIVE);
 	}
-	assert_int_equal(end, PT_UNWIND_END_BOTTOM);
+	check_bottom(f, n, end);
 	pt_unwind__free(u);
 }
 
@@ -517,7 +533,7 @@ static void test_cost(void **state)
 		n = pt_unwind__stack(u, c->pid, c->regs, c->stack, c->len, f, MAXF, &end);
 	clock_gettime(CLOCK_MONOTONIC, &b);
 	assert_int_equal(n, 20);
-	assert_int_equal(end, PT_UNWIND_END_BOTTOM);
+	check_bottom(f, n, end);
 	print_message("  %.0f ns per %zu-frame stack\n",
 		      ((b.tv_sec - a.tv_sec) * 1e9 + (b.tv_nsec - a.tv_nsec)) / rounds, n);
 	pt_unwind__free(u);
