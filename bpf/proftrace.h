@@ -459,11 +459,19 @@ struct pt_ustack {
 /* Per-thread state of the sampler (task storage; user space reads it at
  * the end to close intervals of threads still off the CPU). */
 struct pt_sample_thread {
-	__u64 tstate;	    /* cached PyThreadState *, 0: none found */
-	__u64 checked_ns;   /* when "none" was decided */
-	__u64 t_out;	    /* went off the CPU at, 0: on the CPU or not known */
-	__u64 t_in;	    /* came on the CPU at, 0: not seen since made */
-	__u64 grid;	    /* its last on-CPU sample's grid point (sampleclock.h) */
+	__u64 tstate;	  /* cached PyThreadState *, 0: none found */
+	__u64 checked_ns; /* when "none" was decided */
+	__u64 t_out;	  /* went off the CPU at, 0: on the CPU or not known */
+	__u64 t_in;	  /* came on the CPU at, 0: not seen since made */
+	__u64 grid;	  /* its last on-CPU sample's grid point (sampleclock.h) */
+	/* native frames off the CPU (pysample.bpf.c, pt_sys_exit): its user
+	 * ip and sp when it went off the CPU; its credit of time off the CPU
+	 * for native stacks (pysample.bpf.c, want_native); pending: s is a closed interval
+	 * that waits for its native stack, taken where the thread leaves its
+	 * system call */
+	__u64 out_ip, out_sp;
+	__u64 uncovered_ns;
+	__u64 pending;
 	struct pt_sample s; /* the stack it went off the CPU with */
 };
 
@@ -495,6 +503,14 @@ struct pt_sample_counters {
 	__u64 ustacks;
 	__u64 ustack_bytes;
 	__u64 ustack_lost;
+	/* off-CPU intervals given a native stack (also in ustacks); left
+	 * with their Python frames only: by the budget (shorter than a
+	 * period, while the thread's time off the CPU since its last one is
+	 * too), or because the thread came back other than through the
+	 * system call it left in (preempted, a page fault) */
+	__u64 offcpu_native;
+	__u64 offcpu_budget;
+	__u64 offcpu_moved;
 };
 
 #if defined(__STDC_VERSION__) && __STDC_VERSION__ >= 201112L
@@ -504,7 +520,7 @@ _Static_assert(sizeof(struct pt_sample) ==
 	       "pt_sample is part of the ABI");
 _Static_assert(sizeof(struct pt_ustack) == PT_USTACK_HDR_SIZE + PT_USTACK_MAX,
 	       "pt_ustack is part of the ABI");
-_Static_assert(sizeof(struct pt_sample_counters) == 80, "pt_sample_counters is part of the ABI");
+_Static_assert(sizeof(struct pt_sample_counters) == 104, "pt_sample_counters is part of the ABI");
 _Static_assert(sizeof(struct pt_py_offsets) == 160, "pt_py_offsets is part of the ABI");
 _Static_assert(sizeof(struct pt_bpf_proc) == 168, "pt_bpf_proc is part of the ABI");
 _Static_assert(sizeof(struct pt_rec) == 48, "pt_rec is part of the ABI");

@@ -387,6 +387,61 @@ static __always_inline bool send_ustack(struct task_struct *task, __u32 pid, __u
 	return true;
 }
 
+/* Off-CPU native stacks (pt_sys_exit). Does the interval just closed
+ * get one? The thread earns credit with its time off the CPU, and each
+ * copy spends one period of it: at most one copy per period off the CPU
+ * (as on-CPU sampling takes one per period on it), and every interval of
+ * a period or longer gets one. Shorter ones get one while credit lasts
+ * (a long sleep lends up to UCREDIT_MAX periods to the short blocks after
+ * it); those left without are counted. */
+#define UCREDIT_MAX 16
+
+static __always_inline bool want_native(struct pt_sample_thread *ts)
+{
+	__u64 c;
+
+	if (!ts->out_sp)
+		return false; /* not a Python thread with its registers at switch-out */
+	c = ts->uncovered_ns + ts->s.weight;
+	if (c > UCREDIT_MAX * period_ns)
+		c = UCREDIT_MAX * period_ns;
+	if (c < period_ns) {
+		ts->uncovered_ns = c;
+		__sync_fetch_and_add(&counters.offcpu_budget, 1);
+		return false;
+	}
+	ts->uncovered_ns = c - period_ns;
+	return true;
+}
+
+/* Is the thread still in the system call it went off the CPU in (its user
+ * registers as they were at switch-out)? */
+static __always_inline bool still_blocked(struct task_struct *task, struct pt_sample_thread *ts)
+{
+	struct pt_regs *r = (struct pt_regs *)bpf_task_pt_regs(task);
+
+	return r && BPF_CORE_READ(r, ip) == ts->out_ip && BPF_CORE_READ(r, sp) == ts->out_sp;
+}
+
+/* A closed interval that waits for its native stack, sent. task is the
+ * current task (its memory is the one mapped): if it is still in the
+ * system call it went off the CPU in, the stack is taken here; else it
+ * came back another way (preempted in user space, a page fault) and the
+ * interval goes with its Python frames. */
+static __always_inline void finish_pending(struct task_struct *task, struct pt_sample_thread *ts)
+{
+	if (!ts->pending)
+		return;
+	ts->pending = 0;
+	if (!still_blocked(task, ts)) {
+		__sync_fetch_and_add(&counters.offcpu_moved, 1);
+	} else if (send_ustack(task, ts->s.pid, ts->s.tid, ts->s.t)) {
+		ts->s.flags |= PT_SAMPLEF_NATIVE;
+		__sync_fetch_and_add(&counters.offcpu_native, 1);
+	}
+	send(&ts->s);
+}
+
 SEC("perf_event")
 int pt_sample(struct bpf_perf_event_data *ctx)
 {
@@ -412,6 +467,7 @@ int pt_sample(struct bpf_perf_event_data *ctx)
 		__sync_fetch_and_add(&counters.no_storage, 1);
 		return 0;
 	}
+	finish_pending(task, ts);
 	now = bpf_ktime_get_ns();
 	sc->s.type = PT_REC_SAMPLE;
 	sc->s.pid = id >> 32;
@@ -473,7 +529,10 @@ int BPF_PROG(pt_switch, bool preempt, struct task_struct *prev, struct task_stru
 			ts->s.weight = now - ts->t_out;
 			ts->t_out = 0;
 			__sync_fetch_and_add(&counters.offcpu, 1);
-			send(&ts->s);
+			if (native && want_native(ts))
+				ts->pending = 1; /* sent by pt_sys_exit */
+			else
+				send(&ts->s);
 		}
 	}
 	tgid = prev->tgid;
@@ -486,6 +545,7 @@ int BPF_PROG(pt_switch, bool preempt, struct task_struct *prev, struct task_stru
 		__sync_fetch_and_add(&counters.no_storage, 1);
 		return 0;
 	}
+	finish_pending(prev, ts);
 	ts->s.type = PT_REC_OFFCPU;
 	ts->s.pid = prev->tgid;
 	ts->s.tid = prev->pid;
@@ -500,5 +560,42 @@ int BPF_PROG(pt_switch, bool preempt, struct task_struct *prev, struct task_stru
 		return 0;
 	}
 	ts->t_out = now;
+	ts->out_sp = 0;
+	if (native && tstate) {
+		struct pt_regs *r = (struct pt_regs *)bpf_task_pt_regs(prev);
+
+		if (r) {
+			ts->out_ip = BPF_CORE_READ(r, ip);
+			ts->out_sp = BPF_CORE_READ(r, sp);
+		}
+	}
+	return 0;
+}
+
+/*
+ * Native frames off the CPU. A thread's user stack cannot change while
+ * it is off the CPU, but at switch-out the interval's length is not
+ * known, and copying at every switch would tax every GIL hand-off; at
+ * switch-in the length is known, but the memory mapped is the previous
+ * task's. So pt_switch keeps a closed interval that is to get a native
+ * stack (want_native) pending, and the copy is taken here, where the
+ * thread leaves the system call it went off the CPU in: its stack and
+ * registers are still those it blocked with (nothing has run in user
+ * space since; a signal's frame is pushed after this). Attached only with
+ * native frames on: the tracepoint puts every system call of the machine
+ * on the kernel's slower exit path.
+ */
+SEC("tp_btf/sys_exit")
+int BPF_PROG(pt_sys_exit, struct pt_regs *regs, long ret)
+{
+	struct pt_sample_thread *ts;
+	struct task_struct *task;
+
+	if (!proc_of(bpf_get_current_pid_tgid() >> 32))
+		return 0;
+	task = bpf_get_current_task_btf();
+	ts = bpf_task_storage_get(&threads, task, 0, 0);
+	if (ts)
+		finish_pending(task, ts);
 	return 0;
 }

@@ -192,18 +192,21 @@ static void build_sampling(struct jb *b, cJSON *meta, const struct pt_report_met
 		cJSON *nat = add_obj(b, o, "native_frames");
 
 		if (nat) {
-			uint64_t n = sp->nat_stacks ? sp->nat_stacks : 1;
+			const struct pt_report_native *v = &sp->nat;
+			uint64_t n = v->stacks ? v->stacks : 1;
 
-			jb_num(b, nat, "stacks", (double)sp->nat_stacks);
-			jb_num(b, nat, "whole", (double)sp->nat_whole);
-			jb_num(b, nat, "partial", (double)sp->nat_partial);
-			jb_num(b, nat, "mismatched", (double)sp->nat_mismatched);
-			jb_num(b, nat, "missing", (double)sp->nat_missing);
-			jb_num(b, nat, "frames", (double)sp->nat_frames);
-			jb_num(b, nat, "unnamed_frames", (double)sp->nat_unnamed);
-			jb_num(b, nat, "stack_bytes_mean", (double)(sp->nat_bytes / n));
-			jb_num(b, nat, "unwind_us_mean",
-			       round6((double)sp->nat_unwind_ns / n / 1e3));
+			jb_num(b, nat, "stacks", (double)v->stacks);
+			jb_num(b, nat, "offcpu_stacks", (double)v->offcpu);
+			jb_num(b, nat, "whole", (double)v->whole);
+			jb_num(b, nat, "partial", (double)v->partial);
+			jb_num(b, nat, "mismatched", (double)v->mismatched);
+			jb_num(b, nat, "missing", (double)v->missing);
+			jb_num(b, nat, "offcpu_budget", (double)v->offcpu_budget);
+			jb_num(b, nat, "offcpu_moved", (double)v->offcpu_moved);
+			jb_num(b, nat, "frames", (double)v->frames);
+			jb_num(b, nat, "unnamed_frames", (double)v->unnamed);
+			jb_num(b, nat, "stack_bytes_mean", (double)(v->bytes / n));
+			jb_num(b, nat, "unwind_us_mean", round6((double)v->unwind_ns / n / 1e3));
 		}
 	} else {
 		jb_null(b, o, "native_frames");

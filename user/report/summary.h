@@ -81,6 +81,21 @@ struct pt_report_thread {
 	uint64_t on_ns, off_ns;
 };
 
+/* Native frames in the samples (meta.sampling.native_frames): kept by
+ * user/run/samples.c as they are merged, the BPF counts added at the end. */
+struct pt_report_native {
+	uint64_t stacks;		     /* samples and intervals shown with native frames */
+	uint64_t offcpu;		     /* of those, intervals off the CPU */
+	uint64_t whole, partial, mismatched; /* how they met: sample/mixed.h */
+	uint64_t missing;		     /* sent with one, shown without */
+	uint64_t frames, unnamed;	     /* native frames shown; with no symbol */
+	uint64_t bytes, unwind_ns;	     /* stack copied; user time unwinding */
+	/* intervals off the CPU left with Python frames only: by the budget,
+	 * or the thread came back other than through its system call
+	 * (bpf/pysample.bpf.c) */
+	uint64_t offcpu_budget, offcpu_moved;
+};
+
 struct pt_report_sampling {
 	unsigned int hz;
 	uint64_t period_ns;
@@ -108,8 +123,7 @@ struct pt_report_sampling {
 	/* native_frames on (else native is false): how the samples' native
 	 * stacks were merged (user/sample/mixed.h) */
 	bool native;
-	uint64_t nat_stacks, nat_whole, nat_partial, nat_mismatched, nat_missing;
-	uint64_t nat_frames, nat_unnamed, nat_bytes, nat_unwind_ns;
+	struct pt_report_native nat;
 	/* what the hypervisor took from this machine's CPUs from attach to
 	 * the end (util/steal.h), and its share of duration x CPUs; ok:
 	 * known (else null) */

@@ -230,16 +230,11 @@ static int build_sampling(const struct docsrc *d, struct pt_report_sampling *sp,
 	sp->threads_sampled = n > ss.threads ? (unsigned int)n : ss.threads;
 	sp->threads_failed = ss.threads_failed;
 	sp->native = r->cfg.native_frames;
-	sp->nat_stacks = r->nstat.stacks;
-	sp->nat_whole = r->nstat.whole;
-	sp->nat_partial = r->nstat.partial;
-	sp->nat_mismatched = r->nstat.mismatched;
+	sp->nat = r->nstat;
 	/* not written (ring full), or written and not there for its sample */
-	sp->nat_missing = r->nstat.missing + ss.bpf.ustack_lost;
-	sp->nat_frames = r->nstat.frames;
-	sp->nat_unnamed = r->nstat.unnamed;
-	sp->nat_bytes = r->nstat.bytes;
-	sp->nat_unwind_ns = r->nstat.unwind_ns;
+	sp->nat.missing += ss.bpf.ustack_lost;
+	sp->nat.offcpu_budget = ss.bpf.offcpu_budget;
+	sp->nat.offcpu_moved = ss.bpf.offcpu_moved;
 	host_steal(r, sp);
 	thread_names(d, sp);
 	sp->folded = "stacks.folded";

@@ -33,6 +33,7 @@
 #include "python/agent.h"
 #include "python/pycode.h"
 #include "python/python.h"
+#include "report/summary.h"
 #include "sample/unwind.h"
 #include "util/util.h"
 
@@ -180,14 +181,6 @@ struct run_nat {
 	struct pt_unwind_frame f[RUN_NAT_FRAMES];
 };
 
-struct run_nat_stats {
-	uint64_t stacks;		     /* on-CPU samples shown with native frames */
-	uint64_t whole, partial, mismatched; /* how they met: sample/mixed.h */
-	uint64_t missing;		     /* sent with one, shown without (see samples.c) */
-	uint64_t frames, unnamed;	     /* native frames shown; with no symbol */
-	uint64_t bytes, unwind_ns;	     /* stack copied; user time unwinding */
-};
-
 /* What --metrics keeps of a process: written by metrics.c only. */
 struct proc_metrics {
 	struct pt_gpulive *gpulive; /* GPU busy and host-bound time, live */
@@ -314,7 +307,7 @@ struct run {
 	 * and what became of them (meta.sampling.native_frames) */
 	struct run_nat *nat;
 	size_t nat_next;
-	struct run_nat_stats nstat;
+	struct pt_report_native nstat; /* native frames: samples.c */
 
 	/* --trace: trace.json's events */
 	struct pt_trace *trace;

@@ -193,6 +193,7 @@ static int mixed_frames(struct run *r, struct proc *p, const struct pt_sample *s
 	nr = pt_mixed__merge(p->python.rt.L.minor, s->f, n, nat->f, nat->n, nat->end, refs,
 			     PT_STACKS_MAX_FRAMES, &how);
 	r->nstat.stacks++;
+	r->nstat.offcpu += s->type == PT_REC_OFFCPU;
 	r->nstat.whole += how == PT_MIXED_WHOLE;
 	r->nstat.partial += how == PT_MIXED_PARTIAL;
 	r->nstat.mismatched += how == PT_MIXED_MISMATCH;

@@ -35,8 +35,9 @@ struct pt_sampler {
 	struct ring_buffer *rb;
 	struct bpf_link **links; /* one per thread event */
 	size_t nlinks, cap;
-	struct bpf_link *sw; /* sched_switch */
-	struct thread *tids; /* threads given an event */
+	struct bpf_link *sw;   /* sched_switch */
+	struct bpf_link *sysx; /* sys_exit: native stacks off the CPU */
+	struct thread *tids;   /* threads given an event */
 	size_t ntids;
 	struct sproc *procs;
 	size_t nprocs;
@@ -109,6 +110,7 @@ int pt_sampler__open(struct pt_sampler **out, const struct pt_sampler_opts *o, c
 	s->skel->rodata->offcpu = o->offcpu;
 	s->skel->rodata->native = o->native;
 	bpf_program__set_autoload(s->skel->progs.pt_switch, o->offcpu);
+	bpf_program__set_autoload(s->skel->progs.pt_sys_exit, o->offcpu && o->native);
 	e = bpf_map__set_max_entries(s->skel->maps.samples, o->ringbuf_mb << 20);
 	if (!e)
 		e = pysample_bpf__load(s->skel);
@@ -259,6 +261,16 @@ int pt_sampler__attach(struct pt_sampler *s, char *err, size_t errlen)
 			return e;
 		}
 	}
+	if (s->o.offcpu && s->o.native) {
+		s->sysx = bpf_program__attach(s->skel->progs.pt_sys_exit);
+		if (!s->sysx) {
+			e = -errno;
+			snprintf(err, errlen,
+				 "cannot attach to sys_exit (native frames off the CPU): %s",
+				 strerror(-e));
+			return e;
+		}
+	}
 	return 0;
 }
 
@@ -379,6 +391,10 @@ static int close_interval(void *ctx, int tid)
 	if (bpf_map_lookup_elem(bpf_map__fd(c->s->skel->maps.threads), &pfd, v)) {
 		if (errno == ENOENT)
 			whole_window(c->s, c->p, tid, c->t_end, v);
+	} else if (v->pending && v->s.nframes <= PT_SAMPLE_MAX_FRAMES) {
+		/* closed, its native stack not taken before the end */
+		c->s->st.closed_at_end++;
+		c->s->o.on_sample(c->s->o.ctx, &v->s);
 	} else if (v->t_out && v->t_out < c->t_end && v->s.nframes <= PT_SAMPLE_MAX_FRAMES) {
 		v->s.t = c->t_end;
 		v->s.weight = c->t_end - v->t_out;
@@ -407,6 +423,8 @@ void pt_sampler__stop(struct pt_sampler *s, uint64_t t_end)
 	/* Detach first, so no interval is both in the ring and still open. */
 	bpf_link__destroy(s->sw);
 	s->sw = NULL;
+	bpf_link__destroy(s->sysx);
+	s->sysx = NULL;
 	for (size_t i = 0; i < s->nlinks; i++)
 		bpf_link__destroy(s->links[i]);
 	s->nlinks = 0;
@@ -441,6 +459,7 @@ void pt_sampler__free(struct pt_sampler *s)
 	if (!s)
 		return;
 	bpf_link__destroy(s->sw);
+	bpf_link__destroy(s->sysx);
 	for (size_t i = 0; i < s->nlinks; i++)
 		bpf_link__destroy(s->links[i]);
 	ring_buffer__free(s->rb);

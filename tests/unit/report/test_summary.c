@@ -1017,22 +1017,29 @@ static void test_sampling_native(void **state)
 	cJSON *doc;
 
 	sp.native = true;
-	sp.nat_stacks = 1000;
-	sp.nat_whole = 990;
-	sp.nat_partial = 7;
-	sp.nat_mismatched = 3;
-	sp.nat_missing = 4;
-	sp.nat_frames = 12000;
-	sp.nat_unnamed = 300;
-	sp.nat_bytes = 14000000 + 999;
-	sp.nat_unwind_ns = 97500000;
+	sp.nat = (struct pt_report_native){ .stacks = 1000,
+					    .offcpu = 200,
+					    .whole = 990,
+					    .partial = 7,
+					    .mismatched = 3,
+					    .missing = 4,
+					    .frames = 12000,
+					    .unnamed = 300,
+					    .bytes = 14000000 + 999,
+					    .unwind_ns = 97500000,
+					    .offcpu_budget = 55,
+					    .offcpu_moved = 6 };
 	r.meta.sampling = &sp;
 	doc = pt_summary__build(&r);
 	assert_non_null(doc);
 	n = item(item(item(doc, "meta"), "sampling"), "native_frames");
-	CHECK_KEYS(n, "stacks", "whole", "partial", "mismatched", "missing", "frames",
-		   "unnamed_frames", "stack_bytes_mean", "unwind_us_mean");
+	CHECK_KEYS(n, "stacks", "offcpu_stacks", "whole", "partial", "mismatched", "missing",
+		   "offcpu_budget", "offcpu_moved", "frames", "unnamed_frames", "stack_bytes_mean",
+		   "unwind_us_mean");
 	check_num(n, "stacks", 1000);
+	check_num(n, "offcpu_stacks", 200);
+	check_num(n, "offcpu_budget", 55);
+	check_num(n, "offcpu_moved", 6);
 	check_num(n, "whole", 990);
 	check_num(n, "partial", 7);
 	check_num(n, "mismatched", 3);
