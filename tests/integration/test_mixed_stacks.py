@@ -29,6 +29,15 @@ built for that interpreter -O2 -fomit-frame-pointer (harness.build_ptnative:
   (d) with `set native_frames off` no native frame at all, ptnative's
       spins sampled in native_part / callback as today.
 
+Off the CPU (pymixed.py --block-ms, --short-blocks): a block in the C
+extension (nanosleep, the GIL released) is an off-CPU interval whose
+stack reads step -> block_part -> block -> ptn_block_outer ->
+ptn_block_inner -> libc (BLOCK_PATH); its off-CPU weight is the victim's
+own clock around the sleep in ptn_block_inner (BLOCK_TOL). Blocks
+shorter than a period get native frames while the thread's credit lasts
+(bpf/pysample.bpf.c, want_native): some do, the rest are counted
+(offcpu_budget), and all their time is there either way.
+
 pytorch_mixed.py on Debian's 3.11 with python3-torch 1.13 (skipped
 without it): the stacks of Linear.forward go through the libtorch frames
 TORCH_LINEAR_PATH (why each: there), and the on-CPU weight of the
@@ -49,6 +58,13 @@ Tolerances (a sampled weight is whole 1 ms samples of CPU time):
   than its period, the victim's CPU clock does not). The truth's cpu_ns
   also holds each spin call's own Python-side cost (argument parsing, two
   clock reads, ~2 us a call: 0.2 ms over 100 calls), inside the bound.
+- BLOCK_TOL: an interval off the CPU is exact (two BPF clock reads at
+  the switches); the victim's clock around nanosleep holds it plus the
+  system call's way in and out and two clock reads (~5-20 us here):
+  0.2 ms a call is ten times that. Intervals that went without native
+  frames (offcpu_moved, missing) are under block_part with Python frames
+  only: the path and those hold the sleeps, and the path lies inside the
+  victim's clock around the call.
 - TORCH_TOL: the same 4 sigma + incomplete + steal, plus 5% of the
   forward's time for what runs in it with no native frame below a Python
   one: six module calls' Python (~50 us a forward on 3.11) against ~70 ms
@@ -106,6 +122,12 @@ TORCH_LINEAR_PATH = (("Linear.forward (linear.py:", None),
                      ("at::_ops::addmm::redispatch", "libtorch_cpu.so"),
                      ("at::native::structured_addmm_out_cpu::impl", "libtorch_cpu.so"),
                      ("sgemm_", "libblas.so"))
+
+BLOCK_PATH = ("step (pymixed.py:", "block_part (pymixed.py:", "block (ptnative",
+              "ptn_block_outer (ptnative", "ptn_block_inner (ptnative")
+SHORT_PATH = ("step (pymixed.py:", "short_part (pymixed.py:", "block (ptnative",
+              "ptn_block_outer (ptnative", "ptn_block_inner (ptnative")
+BLOCK_CALL_TOL_MS = 0.2
 
 PY_FRAME = re.compile(r" \([^()]*:\d+\)$")
 INTERPRETER_MODULE = re.compile(r"^(lib)?python\d")
@@ -347,6 +369,78 @@ def check_off(python, label):
             "%s: native_frames off, on-CPU weight of stacks ending in %s %.1f ms, the victim's "
             "spins %.1f ms (tolerance %.1f):\n  %s" % (
                 label, frame, got, want, spin_tol(want, s), show(rows)))
+
+
+def check_offcpu(python, label, block_ms=3.0, shorts=5, short_us=100.0, steps=60):
+    """Native frames off the CPU, against the victim's clock."""
+    tmp = tempfile.mkdtemp(prefix="pt-ptnative-")
+    so = build_ptnative(python, tmp)
+    s, t, _, rows = run(python, VICTIM, CONF % "on",
+                        ("--ext", so, "--steps", str(steps), "--block-ms", str(block_ms),
+                         "--short-blocks", str(shorts), "--short-us", str(short_us)),
+                        env_for())
+    check_no_interpreter(rows, label)
+    nf = s["meta"]["sampling"]["native_frames"]
+    off = [(f, w) for f, w in rows if not on_cpu(f)]
+
+    def below_native(frames, at):
+        # below ptn_block_inner: libc's frames only, then [off-cpu]
+        return all(kind(x) in ("native", "pseudo") for x in frames[at[-1] + 1:])
+
+    blk = [(f, w) for f, w in off if (lambda at: at and below_native(f, at))(
+        find_path(f, BLOCK_PATH))]
+    # under block_part off the CPU with no native frame: intervals that went
+    # without (missing, moved) or a preemption in block_part's own Python
+    py_only = sum(w for f, w in off if find_path(f, BLOCK_PATH[:2]) and
+                  not any(kind(x) == "native" for x in f[1:])) / 1000.0
+    got = sum(w for _, w in blk) / 1000.0
+    tb = t["block"]
+    want, around = tb["spun_ns"] / 1e6, tb["outer_ns"] / 1e6
+    lost = nf["offcpu_moved"] + nf["missing"]
+    tol = tb["calls"] * BLOCK_CALL_TOL_MS
+    table = ("  %s: %d blocks of %.1f ms: slept %.1f ms (victim; %.1f around the call), off the "
+             "CPU under the path %.1f ms (+%.1f Python frames only), diff %+.1f (tolerance "
+             "%.1f); native_frames %r" % (label, tb["calls"], block_ms, want, around, got,
+                                         py_only, got + py_only - want, tol, nf))
+    print(table)
+    assert blk, "%s: no off-CPU stack through %s; off-CPU stacks:\n  %s" % (
+        label, " ... ".join(BLOCK_PATH), show(off))
+    # every interval on the path lies inside the victim's clock around the
+    # call; the sleeps lie inside intervals with or without native frames
+    assert got <= around + tol and got + py_only >= want - tol, (
+        "%s: off-CPU weight of the blocks' native path against the victim's clock:\n%s\n"
+        "off-CPU stacks:\n  %s" % (label, table, show(off)))
+    assert nf["offcpu_stacks"] >= tb["calls"] - lost, (table, nf)
+    # the short blocks: all their time off the CPU under short_part, some
+    # with the native path, the others counted
+    ts_ = t["short"]
+    short_all = sum(w for f, w in off if find_path(f, SHORT_PATH[:2])) / 1000.0
+    short_nat = [(f, w) for f, w in off if find_path(f, SHORT_PATH)]
+    swant = ts_["spun_ns"] / 1e6
+    stol = ts_["calls"] * BLOCK_CALL_TOL_MS
+    print("  short blocks: %d of %.0f us, slept %.1f ms, off the CPU under short_part %.1f ms, "
+          "with native frames %.1f ms; offcpu_budget %d" % (
+              ts_["calls"], short_us, swant, short_all,
+              sum(w for _, w in short_nat) / 1000.0, nf["offcpu_budget"]))
+    assert swant - stol <= short_all <= swant + stol, (label, swant, short_all, show(off))
+    assert short_nat, "%s: no short block had native frames:\n  %s" % (label, show(off))
+    assert nf["offcpu_budget"] > 0, ("%s: every short block had native frames: no budget?" %
+                                     label, nf)
+
+
+def test_mixed_offcpu_debian_py311():
+    label, python = interpreter("debian-3.11")
+    check_offcpu(python, label)
+
+
+def test_mixed_offcpu_py38():
+    label, python = interpreter("3.8")
+    check_offcpu(python, label)
+
+
+def test_mixed_offcpu_py313():
+    label, python = interpreter("3.13")
+    check_offcpu(python, label)
 
 
 def test_mixed_cli_debian_py311():

@@ -16,6 +16,12 @@ Each step, in the main thread:
                             calling ptnative.spin(cb_ns): step ->
                             callback_part -> call -> ptn_callback ->
                             callback -> spin -> ... -> ptn_leaf
+  block_part(block_ns)      with --block-ms: ptnative.block(block_ns), off
+                            the CPU: step -> block_part -> block ->
+                            ptn_block_outer -> ptn_block_inner -> libc
+  short_part(n, ns)         with --short-blocks N: N blocks of --short-us
+                            each (shorter than a sampling period), the
+                            same path under short_part
 
 Protocol (as pylines.py): print "ready <pid>", wait for one line on stdin
 ("go"), run --steps steps, write the truth file, exit 0 (3 if stdin hits
@@ -32,7 +38,9 @@ ptn_leaf measured on its own clock, inside every frame of the path),
 outer_ns (time.perf_counter_ns around the ptnative.spin call), cpu_ns
 (time.thread_time_ns around that, the clock the cpu-clock perf event
 counts; the CPU clock read outside the wall one, so a preemption in it
-is in both)}, and "python" {calls, wall_ns, cpu_ns} of python_part.
+is in both)}, and "python" {calls, wall_ns, cpu_ns} of python_part;
+with blocks, "block" and "short" the same as the spins' (spun_ns: what
+ptn_block_inner slept on its own clock).
 """
 import argparse
 import json
@@ -97,10 +105,31 @@ def callback_part(ns):
     ptnative.call(callback, ns)
 
 
-def step(py_ns, native_ns, cb_ns):
+def block_part(ns):
+    c0 = cpu()
+    t0 = now()
+    slept = ptnative.block(ns)
+    t1 = now()
+    book("block", slept, t0, t1, c0, cpu())
+
+
+def short_part(n, ns):
+    for _ in range(n):
+        c0 = cpu()
+        t0 = now()
+        slept = ptnative.block(ns)
+        t1 = now()
+        book("short", slept, t0, t1, c0, cpu())
+
+
+def step(py_ns, native_ns, cb_ns, block_ns=0, shorts=0, short_ns=0):
     python_part(py_ns)
     native_part(native_ns)
     callback_part(cb_ns)
+    if block_ns:
+        block_part(block_ns)
+    if shorts:
+        short_part(shorts, short_ns)
 
 
 def load(path):
@@ -113,22 +142,23 @@ def load(path):
     ptnative = m
 
 
-def run(steps, py_ns, native_ns, cb_ns):
+def run(steps, py_ns, native_ns, cb_ns, block_ns=0, shorts=0, short_ns=0):
     st = {"calls": 0, "wall_ns": 0, "cpu_ns": 0}
-    for name in ("native", "callback"):
+    for name in ("native", "callback", "block", "short"):
         kind(name)
     c0 = cpu()
     t0 = now()
     for _ in range(steps):
         sc = cpu()
         s0 = now()
-        step(py_ns, native_ns, cb_ns)
+        step(py_ns, native_ns, cb_ns, block_ns, shorts, short_ns)
         st["wall_ns"] += now() - s0
         st["cpu_ns"] += cpu() - sc
         st["calls"] += 1
     wall = now() - t0
     return {"python": truth.get("python"), "native": truth["native"],
-            "callback": truth["callback"], "step": st, "steps": steps, "wall_ns": wall,
+            "callback": truth["callback"], "block": truth["block"], "short": truth["short"],
+            "step": st, "steps": steps, "wall_ns": wall,
             "cpu_ns": cpu() - c0}
 
 
@@ -141,17 +171,22 @@ def main():
     ap.add_argument("--py-ms", type=float, default=4.0)
     ap.add_argument("--native-ms", type=float, default=8.0)
     ap.add_argument("--callback-ms", type=float, default=6.0)
+    ap.add_argument("--block-ms", type=float, default=0.0)
+    ap.add_argument("--short-blocks", type=int, default=0)
+    ap.add_argument("--short-us", type=float, default=100.0)
     ap.add_argument("--hold", action="store_true")
     a = ap.parse_args()
     if not a.ext:
         ap.error("--ext PATH (or $PTNATIVE): ptnative.so built for this interpreter")
     load(a.ext)
     ptnative.spin(1000)  # warm: the first call's lazy binding is not in a step
+    ptnative.block(1000)
     sys.stdout.write("ready %d\n" % os.getpid())
     sys.stdout.flush()
     if not sys.stdin.readline():
         return 3
-    t = run(a.steps, int(a.py_ms * 1e6), int(a.native_ms * 1e6), int(a.callback_ms * 1e6))
+    t = run(a.steps, int(a.py_ms * 1e6), int(a.native_ms * 1e6), int(a.callback_ms * 1e6),
+            int(a.block_ms * 1e6), a.short_blocks, int(a.short_us * 1e3))
     t.update({"python_version": sys.version.split()[0], "executable": sys.executable,
               "pid": os.getpid(), "tid": threading.get_native_id(),
               "ext": os.path.abspath(a.ext)})

@@ -9,6 +9,10 @@
  *                     returns the ns it spun, on its own clock
  *   call(fn, *args)   calls fn(*args) through ptn_callback, so a stack
  *                     reads Python -> call -> Python -> spin -> ptn_leaf
+ *   block(ns)         sleeps ns off the CPU (nanosleep, the GIL released,
+ *                     as an extension's blocking call does) in
+ *                     ptn_block_outer -> ptn_block_inner -> libc's nanosleep;
+ *                     returns the ns it slept, on its own clock
  *
  * Built (harness.build_ptnative) with -O2 -fomit-frame-pointer, as a
  * distribution builds: no frame pointers, the unwinder needs .eh_frame
@@ -21,6 +25,7 @@
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <errno.h>
 #include <time.h>
 
 /* noclone too: an IPA clone (ptn_leaf.constprop.0) would change the name */
@@ -77,6 +82,27 @@ static PTN_NOINLINE unsigned long long ptn_spin_outer(unsigned long long ns)
 	return r;
 }
 
+static PTN_NOINLINE unsigned long long ptn_block_inner(unsigned long long ns)
+{
+	struct timespec ts = { .tv_sec = (time_t)(ns / 1000000000ull),
+			       .tv_nsec = (long)(ns % 1000000000ull) };
+	unsigned long long t0 = ptn_now(), r;
+
+	while (nanosleep(&ts, &ts) && errno == EINTR)
+		;
+	r = ptn_now() - t0;
+	asm volatile("" : "+r"(r));
+	return r;
+}
+
+static PTN_NOINLINE unsigned long long ptn_block_outer(unsigned long long ns)
+{
+	unsigned long long r = ptn_block_inner(ns);
+
+	asm volatile("" : "+r"(r));
+	return r;
+}
+
 static PTN_NOINLINE PyObject *ptn_callback(PyObject *fn, PyObject *args)
 {
 	PyObject *r = PyObject_Call(fn, args, NULL);
@@ -92,6 +118,19 @@ static PyObject *spin(PyObject *self, PyObject *args)
 	if (!PyArg_ParseTuple(args, "K", &ns))
 		return NULL;
 	return PyLong_FromUnsignedLongLong(ptn_spin_outer(ns));
+}
+
+static PyObject *block(PyObject *self, PyObject *args)
+{
+	unsigned long long ns, r;
+	PyThreadState *ts;
+
+	if (!PyArg_ParseTuple(args, "K", &ns))
+		return NULL;
+	ts = PyEval_SaveThread(); /* Py_BEGIN_ALLOW_THREADS */
+	r = ptn_block_outer(ns);
+	PyEval_RestoreThread(ts);
+	return PyLong_FromUnsignedLongLong(r);
 }
 
 static PyObject *call(PyObject *self, PyObject *args)
@@ -118,6 +157,7 @@ static PyObject *call(PyObject *self, PyObject *args)
 static PyMethodDef methods[] = {
 	{ "spin", spin, METH_VARARGS, "spin(ns): busy-loop ns in ptn_leaf; the ns spun" },
 	{ "call", call, METH_VARARGS, "call(fn, *args): fn(*args) through ptn_callback" },
+	{ "block", block, METH_VARARGS, "block(ns): sleep ns in ptn_block_inner; the ns slept" },
 	{ NULL, NULL, 0, NULL },
 };
 
