@@ -354,23 +354,25 @@ static __always_inline bool send_ustack(struct task_struct *task, __u32 pid, __u
 	c->u.pid = pid;
 	c->u.tid = tid;
 	c->u.t = t;
-	c->u.regs[PT_UREG_IP] = BPF_CORE_READ(r, ip);
-	c->u.regs[PT_UREG_SP] = BPF_CORE_READ(r, sp);
-	c->u.regs[PT_UREG_BP] = BPF_CORE_READ(r, bp);
-	c->u.regs[PT_UREG_BX] = BPF_CORE_READ(r, bx);
-	c->u.regs[PT_UREG_R12] = BPF_CORE_READ(r, r12);
-	c->u.regs[PT_UREG_R13] = BPF_CORE_READ(r, r13);
-	c->u.regs[PT_UREG_R14] = BPF_CORE_READ(r, r14);
-	c->u.regs[PT_UREG_R15] = BPF_CORE_READ(r, r15);
-	c->u.regs[PT_UREG_AX] = BPF_CORE_READ(r, ax);
-	c->u.regs[PT_UREG_CX] = BPF_CORE_READ(r, cx);
-	c->u.regs[PT_UREG_DX] = BPF_CORE_READ(r, dx);
-	c->u.regs[PT_UREG_SI] = BPF_CORE_READ(r, si);
-	c->u.regs[PT_UREG_DI] = BPF_CORE_READ(r, di);
-	c->u.regs[PT_UREG_R8] = BPF_CORE_READ(r, r8);
-	c->u.regs[PT_UREG_R9] = BPF_CORE_READ(r, r9);
-	c->u.regs[PT_UREG_R10] = BPF_CORE_READ(r, r10);
-	c->u.regs[PT_UREG_R11] = BPF_CORE_READ(r, r11);
+	/* r is a BTF pointer (bpf_task_pt_regs): plain loads, no helper
+	 * call per register; CO-RE still relocates each field */
+	c->u.regs[PT_UREG_IP] = r->ip;
+	c->u.regs[PT_UREG_SP] = r->sp;
+	c->u.regs[PT_UREG_BP] = r->bp;
+	c->u.regs[PT_UREG_BX] = r->bx;
+	c->u.regs[PT_UREG_R12] = r->r12;
+	c->u.regs[PT_UREG_R13] = r->r13;
+	c->u.regs[PT_UREG_R14] = r->r14;
+	c->u.regs[PT_UREG_R15] = r->r15;
+	c->u.regs[PT_UREG_AX] = r->ax;
+	c->u.regs[PT_UREG_CX] = r->cx;
+	c->u.regs[PT_UREG_DX] = r->dx;
+	c->u.regs[PT_UREG_SI] = r->si;
+	c->u.regs[PT_UREG_DI] = r->di;
+	c->u.regs[PT_UREG_R8] = r->r8;
+	c->u.regs[PT_UREG_R9] = r->r9;
+	c->u.regs[PT_UREG_R10] = r->r10;
+	c->u.regs[PT_UREG_R11] = r->r11;
 	cc.c = c;
 	cc.sp = c->u.regs[PT_UREG_SP];
 	bpf_loop(PT_USTACK_MAX / 4096 + 1, ucopy_cb, &cc, 0);
@@ -420,7 +422,7 @@ static __always_inline bool still_blocked(struct task_struct *task, struct pt_sa
 {
 	struct pt_regs *r = (struct pt_regs *)bpf_task_pt_regs(task);
 
-	return r && BPF_CORE_READ(r, ip) == ts->out_ip && BPF_CORE_READ(r, sp) == ts->out_sp;
+	return r && r->ip == ts->out_ip && r->sp == ts->out_sp;
 }
 
 /* A closed interval that waits for its native stack, sent. task is the
@@ -565,8 +567,8 @@ int BPF_PROG(pt_switch, bool preempt, struct task_struct *prev, struct task_stru
 		struct pt_regs *r = (struct pt_regs *)bpf_task_pt_regs(prev);
 
 		if (r) {
-			ts->out_ip = BPF_CORE_READ(r, ip);
-			ts->out_sp = BPF_CORE_READ(r, sp);
+			ts->out_ip = r->ip;
+			ts->out_sp = r->sp;
 		}
 	}
 	return 0;
