@@ -708,7 +708,9 @@ def sampling_tables():
 # ---- mixed native/Python stacks: `set native_frames` on vs off ----
 
 MIXED = os.path.join(ROOT, "tests", "victims", "pymixed.py")
-MIXED_STEPS = 110  # pymixed's default step: 4 ms Python + 8 + 6 ms in ptnative: ~2 s
+MIXED_STEPS = 100  # pymixed's default step: 4 ms Python + 8 + 6 ms in ptnative
+# and off the CPU in ptnative: a 3 ms block and five of 0.1 ms: ~2.2 s
+MIXED_BLOCKS = ("--block-ms", "3", "--short-blocks", "5", "--short-us", "100")
 
 
 def mixed_conf(native):
@@ -733,8 +735,8 @@ def mixed_run(python, so, native):
     or {"error": why} when proftrace did not attach."""
     tmp = tempfile.mkdtemp(prefix="pt-bench-")
     truth = os.path.join(tmp, "truth.json")
-    b = subprocess.Popen([python, MIXED, "--ext", so, "--steps", str(MIXED_STEPS), "--truth",
-                          truth, "--hold"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+    b = subprocess.Popen([python, MIXED, "--ext", so, "--steps", str(MIXED_STEPS), *MIXED_BLOCKS,
+                          "--truth", truth, "--hold"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                          bufsize=0)
     t = None
     res = {}
@@ -761,13 +763,17 @@ def mixed_run(python, so, native):
             out = os.path.join(tmp, "out")
             with open(os.path.join(out, "summary.json")) as f:
                 res["samples"] = json.load(f)["meta"]["sampling"]["samples"]
-            leaf = 0
+            leaf = block = 0
             with open(os.path.join(out, "stacks.folded"), errors="replace") as f:
                 for ln in f:
                     frames, _, w = ln.rstrip("\n").rpartition(" ")
-                    if ";ptn_leaf (" in frames and not frames.endswith(";[off-cpu]"):
+                    off = frames.endswith(";[off-cpu]")
+                    if ";ptn_leaf (" in frames and not off:
                         leaf += int(w)
+                    if ";ptn_block_inner (" in frames and off:
+                        block += int(w)
             res["leaf_ms"] = leaf / 1000.0
+            res["block_ms"] = block / 1000.0
         return res
     finally:
         for p in (b, t):
@@ -832,9 +838,10 @@ def native_frames_table():
             c = statistics.median(r["cpu_ns"] for r in rs)
             rec = ""
             if native is not None:
-                rec = "%d samples, %.0f ms through ptn_leaf" % (
-                    statistics.median(r["samples"] for r in rs),
-                    statistics.median(r["leaf_ms"] for r in rs))
+                rec = "%d samples, %.0f ms through ptn_leaf, %.0f ms off the CPU through " \
+                      "ptn_block_inner" % (statistics.median(r["samples"] for r in rs),
+                                           statistics.median(r["leaf_ms"] for r in rs),
+                                           statistics.median(r["block_ms"] for r in rs))
             tc = statistics.median(r["tool_cpu_ns"] for r in rs)
             rows.append([first, name, "%.3f" % (e / 1e9), "%.3fx" % (e / be), "%.3f" % (c / 1e9),
                          "%.3fx" % (c / bc), "%.2f" % (tc / 1e9) if native is not None else "", rec])
@@ -844,11 +851,14 @@ def native_frames_table():
            "CPU / no tool", "sampler's own CPU s", "recorded"], rows)
     print("\nThe victim (tests/victims/pymixed.py, ptnative built -O2 -fomit-frame-pointer: "
           "no frame pointers, .eh_frame) runs steps of 4 ms of Python, 8 ms in "
-          "ptnative.spin and 6 ms in a Python callback called from C that spins again; "
-          "elapsed and CPU are its own clocks (perf_counter, its thread's CPU time) from go "
+          "ptnative.spin and 6 ms in a Python callback called from C that spins again, "
+          "then off the CPU in ptnative.block (nanosleep, the GIL released) once for 3 ms "
+          "and five times for 0.1 ms; elapsed and CPU are its own clocks (perf_counter, its thread's CPU time) from go "
           "to its last step. proftrace: `python_mode sampled`, 1 kHz, `set native_frames` "
           "on or off; on unwinds each sample's native frames too (ptn_leaf's time is "
-          "through ptn_leaf, 0 when off). A proftrace that does not know native_frames "
+          "through ptn_leaf, 0 when off) and each interval off the CPU of a period or "
+          "longer, and shorter ones while the thread's credit lasts (the copy taken where "
+          "the thread leaves its system call, in its own time). A proftrace that does not know native_frames "
           "says so in its row.")
     for note in notes:
         print("\n" + note)
