@@ -470,7 +470,7 @@ struct pt_sample_thread {
 	 * that waits for its native stack, taken where the thread leaves its
 	 * system call */
 	__u64 out_ip, out_sp;
-	__u64 uncovered_ns;
+	__u64 ucredit_ns;
 	__u64 pending;
 	struct pt_sample s; /* the stack it went off the CPU with */
 };

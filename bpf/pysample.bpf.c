@@ -404,15 +404,15 @@ static __always_inline bool want_native(struct pt_sample_thread *ts)
 
 	if (!ts->out_sp)
 		return false; /* not a Python thread with its registers at switch-out */
-	c = ts->uncovered_ns + ts->s.weight;
+	c = ts->ucredit_ns + ts->s.weight;
 	if (c > UCREDIT_MAX * period_ns)
 		c = UCREDIT_MAX * period_ns;
 	if (c < period_ns) {
-		ts->uncovered_ns = c;
+		ts->ucredit_ns = c;
 		__sync_fetch_and_add(&counters.offcpu_budget, 1);
 		return false;
 	}
-	ts->uncovered_ns = c - period_ns;
+	ts->ucredit_ns = c - period_ns;
 	return true;
 }
 
@@ -532,7 +532,7 @@ int BPF_PROG(pt_switch, bool preempt, struct task_struct *prev, struct task_stru
 			ts->t_out = 0;
 			__sync_fetch_and_add(&counters.offcpu, 1);
 			if (native && want_native(ts))
-				ts->pending = 1; /* sent by pt_sys_exit */
+				ts->pending = 1; /* sent by finish_pending */
 			else
 				send(&ts->s);
 		}
