@@ -466,7 +466,7 @@ struct pt_sample_thread {
 	__u64 grid;	  /* its last on-CPU sample's grid point (sampleclock.h) */
 	/* native frames off the CPU (pysample.bpf.c, pt_sys_exit): its user
 	 * ip and sp when it went off the CPU; its credit of time off the CPU
-	 * for native stacks (pysample.bpf.c, want_native); pending: s is a closed interval
+	 * for native stacks (want_native); pending: s is a closed interval
 	 * that waits for its native stack, taken where the thread leaves its
 	 * system call */
 	__u64 out_ip, out_sp;
@@ -505,9 +505,9 @@ struct pt_sample_counters {
 	__u64 ustack_lost;
 	/* off-CPU intervals given a native stack (also in ustacks); left
 	 * with their Python frames only: by the budget (shorter than a
-	 * period, while the thread's time off the CPU since its last one is
-	 * too), or because the thread came back other than through the
-	 * system call it left in (preempted, a page fault) */
+	 * period, the thread's off-CPU credit spent), or because the thread
+	 * came back other than through the system call it blocked in
+	 * (preempted in user code, a page fault) */
 	__u64 offcpu_native;
 	__u64 offcpu_budget;
 	__u64 offcpu_moved;
