@@ -775,6 +775,107 @@ def sec_torch(env, name, extra=(), inject=False):
     return fn
 
 
+# native frames (docs/targets.md, "Native frames"): the torch victim's
+# stacks down into libtorch, cuBLAS and libcuda, on the CPU and off it
+NATIVE_CONF = "set sample_hz 1000\nset native_frames on\n"
+CUDA_LIBS = ("libcuda.so", "libcudart.so", "libcublas")
+
+
+def read_folded(out):
+    """[(frames, weight us)] of out/stacks.folded."""
+    rows = []
+    with open(os.path.join(out, "stacks.folded"), encoding="utf-8", errors="replace") as f:
+        for ln in f:
+            frames, _, w = ln.rstrip("\n").rpartition(" ")
+            if frames and w.isdigit():
+                rows.append((frames.split(";"), int(w)))
+    return rows
+
+
+def native_parts(label):
+    """(symbol or None, module) of a native frame's label "sym (module)" or
+    "module+0xOFF"; None for a Python frame "qualname (file.py:LINE)" or a
+    pseudo frame."""
+    if label.startswith("["):
+        return None
+    if label.endswith(")") and " (" in label:
+        i = label.rfind(" (")
+        mod = label[i + 2:-1]
+        if ":" in mod and mod.rsplit(":", 1)[1].isdigit():
+            return None  # a Python frame
+        return label[:i], mod
+    if "+0x" in label:
+        return None, label.split("+0x")[0]
+    return None
+
+
+def sec_native(env):
+    """Where the forward's host time goes, natively: Linear.forward ->
+    ... -> cuLaunchKernel (libcuda) on the CPU; the sampled step's sync
+    (Engine.sample's .item()) in libcuda, on the CPU (CUDA spins by default)
+    or off it."""
+    name = "native"
+
+    def fn(ctx, rows):
+        if not torch_ok(env, ctx):
+            row(rows, name, "PyTorch section", "skipped: %s" % env.torch, "-", True)
+            return
+        truth = os.path.join(env.tmp, name + ".truth.json")
+        out = os.path.join(env.tmp, name)
+        s, _, _, _ = attached_run(ctx, env, torch_cmd(env, truth, 300), env.pt_env(),
+                                  torch_conf() + NATIVE_CONF, out)
+        nf = s.get("meta", {}).get("sampling", {}).get("native_frames") or {}
+        row(rows, name, "stacks whole/partial/mismatch/missing",
+            "%s/%s/%s/%s of %s (%s off-CPU)" % (
+                nf.get("whole"), nf.get("partial"), nf.get("mismatched"), nf.get("missing"),
+                nf.get("stacks"), nf.get("offcpu_stacks")), "-", bool(nf.get("stacks")))
+        row(rows, name, "unwind per stack, copy", "%s us, %s B" % (
+            nf.get("unwind_us_mean"), nf.get("stack_bytes_mean")), "-", True)
+        st = read_folded(out)
+
+        def below(frames, prefix):
+            for i, x in enumerate(frames):
+                if x.startswith(prefix):
+                    return frames[i + 1:]
+            return None
+
+        def launches(rest):
+            return any((native_parts(x) or (None, ""))[1].startswith("libcuda.so") and
+                       ((native_parts(x) or ("", ""))[0] or "").startswith("cuLaunch")
+                       for x in rest)
+
+        fwd = [(f, w, below(f, "Linear.forward (")) for f, w in st]
+        fwd = [(f, w, r) for f, w, r in fwd if r is not None and f[-1] != "[off-cpu]"]
+        fwd_ms = sum(w for _, w, _ in fwd) / 1e3
+        hit = [(f, w) for f, w, r in fwd if launches(r)]
+        row(rows, name, "Linear.forward ... cuLaunch* (libcuda)", "%.1f of %.1f ms on-CPU" % (
+            sum(w for _, w in hit) / 1e3, fwd_ms), "> 0", bool(hit))
+        # what the forward's stacks end in, for the record
+        leaves = {}
+        for f, w, r in fwd:
+            leaves[f[-1]] = leaves.get(f[-1], 0) + w
+        top = sorted(leaves.items(), key=lambda kv: -kv[1])[:5]
+        print("gpu-check: native: Linear.forward's on-CPU leaves: %s" % "; ".join(
+            "%s %.1f ms" % (k[:80], v / 1e3) for k, v in top), flush=True)
+        if hit:
+            f, w = max(hit, key=lambda fw: fw[1])
+            print("gpu-check: native: the heaviest launch stack (%.1f ms): %s" % (
+                w / 1e3, ";".join(x[:60] for x in f)), flush=True)
+        smp = [(f, w) for f, w in st if below(f, "Engine.sample (") is not None]
+        cuda = [(f, w) for f, w in smp if any(
+            (native_parts(x) or (None, ""))[1].startswith(CUDA_LIBS) for x in f)]
+        on = sum(w for f, w in cuda if f[-1] != "[off-cpu]") / 1e3
+        off = sum(w for f, w in cuda if f[-1] == "[off-cpu]") / 1e3
+        row(rows, name, "Engine.sample in CUDA libraries (sync)",
+            "%.1f ms on-CPU, %.1f off (of %.1f)" % (on, off, sum(w for _, w in smp) / 1e3),
+            "> 0", on + off > 0)
+        if cuda:
+            f, w = max(cuda, key=lambda fw: fw[1])
+            print("gpu-check: native: the heaviest sync stack (%.1f ms): %s" % (
+                w / 1e3, ";".join(x[:60] for x in f)), flush=True)
+    return fn
+
+
 class Lines:
     """A child's stdout lines, read on a thread, waited for by prefix."""
 
@@ -1089,6 +1190,7 @@ def main():
         ("torch", 90, sec_torch(env, "torch")),
         ("graph", 90, sec_torch(env, "graph", ("--graph",))),
         ("tinject", 90, sec_torch(env, "tinject", inject=True)),
+        ("native", 90, sec_native(env)),
         ("cost", 150, sec_cost(env)),
         ("capture", 90, sec_capture(env)),
         ("why", 120, sec_why(env)),
