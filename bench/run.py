@@ -709,8 +709,9 @@ def sampling_tables():
 
 MIXED = os.path.join(ROOT, "tests", "victims", "pymixed.py")
 MIXED_STEPS = 100  # pymixed's default step: 4 ms Python + 8 + 6 ms in ptnative
-# and off the CPU in ptnative: a 3 ms block and five of 0.1 ms: ~2.2 s
-MIXED_BLOCKS = ("--block-ms", "3", "--short-blocks", "5", "--short-us", "100")
+# and off the CPU in ptnative: a 3 ms block and five of 0.1 ms, and 4 ms on
+# ptnative's worker thread (no Python) while it waits: ~2.6 s
+MIXED_BLOCKS = ("--block-ms", "3", "--short-blocks", "5", "--short-us", "100", "--pool-ms", "4")
 
 
 def mixed_conf(native):
@@ -853,7 +854,8 @@ def native_frames_table():
           "no frame pointers, .eh_frame) runs steps of 4 ms of Python, 8 ms in "
           "ptnative.spin and 6 ms in a Python callback called from C that spins again, "
           "then off the CPU in ptnative.block (nanosleep, the GIL released) once for 3 ms "
-          "and five times for 0.1 ms; elapsed and CPU are its own clocks (perf_counter, its thread's CPU time) from go "
+          "and five times for 0.1 ms, and for a 4 ms job on ptnative's worker thread (no "
+          "Python: its stacks native only, one sample in 10); elapsed and CPU are its own clocks (perf_counter, its thread's CPU time) from go "
           "to its last step. proftrace: `python_mode sampled`, 1 kHz, `set native_frames` "
           "on or off; on unwinds each sample's native frames too (ptn_leaf's time is "
           "through ptn_leaf, 0 when off) and each interval off the CPU of a period or "

@@ -412,6 +412,12 @@ struct pt_sample {
 #define PT_SAMPLEF_UNREADABLE 0x4 /* the walk stopped at a frame it could not read */
 #define PT_SAMPLEF_NO_STACK 0x8	  /* off-CPU since before attach: stack unknown */
 #define PT_SAMPLEF_NATIVE 0x10	  /* its PT_REC_USTACK (same tid and t) came just before */
+/* native frames on, a thread without Python: this sample stands for
+ * `periods` on-CPU samples of its thread (the ones before it were not
+ * sent, their weight is in this one's), all on the CPU; its native stack
+ * is one per PT_POOL_EVERY samples (pysample.bpf.c, pool_sample) */
+#define PT_SAMPLEF_POOLED 0x20
+#define PT_POOL_EVERY 10
 
 /*
  * Native stacks (`set native_frames on`): at an on-CPU sample, the
@@ -449,7 +455,7 @@ struct pt_ustack {
 	__u32 len;  /* bytes of data: the stack from regs[PT_UREG_SP] up */
 	__u32 pid;
 	__u32 tid;
-	__u64 t; /* the sample's t */
+	__u64 t; /* the sample's t; an off-CPU interval's start (t - weight) */
 	__u64 regs[PT_UREGS];
 	__u8 data[PT_USTACK_MAX];
 };
@@ -466,13 +472,18 @@ struct pt_sample_thread {
 	__u64 grid;	  /* its last on-CPU sample's grid point (sampleclock.h) */
 	/* native frames off the CPU (pysample.bpf.c, pt_sys_exit): its user
 	 * ip and sp when it went off the CPU; its credit of time off the CPU
-	 * for native stacks (want_native); pending: s is a closed interval
-	 * that waits for its native stack, taken where the thread leaves its
-	 * system call */
+	 * for native stacks (want_native); pending: 1 when pend is a closed
+	 * interval that waits for its native stack, taken where the thread
+	 * leaves its system call, 2 while it is being sent */
 	__u64 out_ip, out_sp;
 	__u64 ucredit_ns;
 	__u64 pending;
+	__u64 native_out; /* preempted: its native stack sent at switch-out */
+	/* native frames on, a thread without Python: on-CPU samples not sent
+	 * yet and their weight, for its next PT_SAMPLEF_POOLED sample */
+	__u64 pool_n, pool_ns;
 	struct pt_sample s; /* the stack it went off the CPU with */
+	struct pt_sample pend;
 };
 
 /* A sampled process (the sampler's tgids map): &_PyRuntime in it, and
@@ -511,6 +522,9 @@ struct pt_sample_counters {
 	__u64 offcpu_native;
 	__u64 offcpu_budget;
 	__u64 offcpu_moved;
+	/* native frames on: samples of threads without Python folded into a
+	 * later PT_SAMPLEF_POOLED one of their thread (not lost) */
+	__u64 pooled;
 };
 
 #if defined(__STDC_VERSION__) && __STDC_VERSION__ >= 201112L
@@ -520,7 +534,7 @@ _Static_assert(sizeof(struct pt_sample) ==
 	       "pt_sample is part of the ABI");
 _Static_assert(sizeof(struct pt_ustack) == PT_USTACK_HDR_SIZE + PT_USTACK_MAX,
 	       "pt_ustack is part of the ABI");
-_Static_assert(sizeof(struct pt_sample_counters) == 104, "pt_sample_counters is part of the ABI");
+_Static_assert(sizeof(struct pt_sample_counters) == 112, "pt_sample_counters is part of the ABI");
 _Static_assert(sizeof(struct pt_py_offsets) == 160, "pt_py_offsets is part of the ABI");
 _Static_assert(sizeof(struct pt_bpf_proc) == 168, "pt_bpf_proc is part of the ABI");
 _Static_assert(sizeof(struct pt_rec) == 48, "pt_rec is part of the ABI");

@@ -84,15 +84,23 @@ struct {
 } scratch SEC(".maps");
 
 /* A native stack being copied: a page more than the record can hold,
- * since the verifier bounds each page's read by its size alone. */
+ * since the verifier bounds each page's read by its size alone. Two per
+ * CPU: UCOPY_IRQ for pt_sample and pt_switch, which nothing on their CPU
+ * interrupts; UCOPY_SYSX for pt_sys_exit, which runs preemptible and with
+ * interrupts on (they may run in the middle of it, on its CPU: with one
+ * buffer they would write over its copy). The kernel runs no program
+ * inside another run of itself on a CPU, so pt_sys_exit's is its own. */
 struct ucopy {
 	struct pt_ustack u;
 	__u8 slack[4096];
 };
 
+#define UCOPY_IRQ 0
+#define UCOPY_SYSX 1
+
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
+	__uint(max_entries, 2);
 	__type(key, __u32);
 	__type(value, struct ucopy);
 } ucopy SEC(".maps");
@@ -340,14 +348,15 @@ static long ucopy_cb(__u64 i, struct ucopy_ctx *c)
 /* The thread's user registers (where it entered the kernel: the same
  * whether the timer interrupted user code or a system call) and up to
  * PT_USTACK_MAX bytes of its stack, sent ahead of its sample. */
-static __always_inline bool send_ustack(struct task_struct *task, __u32 pid, __u32 tid, __u64 t)
+static __always_inline bool send_ustack(struct task_struct *task, __u32 pid, __u32 tid, __u64 t,
+					__u32 buf)
 {
 	struct pt_regs *r = (struct pt_regs *)bpf_task_pt_regs(task);
 	struct ucopy_ctx cc = {};
-	__u32 zero = 0, len;
 	struct ucopy *c;
+	__u32 len;
 
-	c = bpf_map_lookup_elem(&ucopy, &zero);
+	c = bpf_map_lookup_elem(&ucopy, &buf);
 	if (!c || !r)
 		return false;
 	c->u.type = PT_REC_USTACK;
@@ -425,23 +434,76 @@ static __always_inline bool still_blocked(struct task_struct *task, struct pt_sa
 	return r && r->ip == ts->out_ip && r->sp == ts->out_sp;
 }
 
-/* A closed interval that waits for its native stack, sent. task is the
- * current task (its memory is the one mapped): if it is still in the
- * system call it went off the CPU in, the stack is taken here; else it
- * came back another way (preempted in user space, a page fault) and the
- * interval goes with its Python frames. */
-static __always_inline void finish_pending(struct task_struct *task, struct pt_sample_thread *ts)
+/* A closed interval that waits for its native stack (ts->pend), sent.
+ * task is the current task (its memory is the one mapped): if it is still
+ * in the system call it went off the CPU in, the stack is taken here;
+ * else it came back another way (a page fault) and the interval goes with
+ * its Python frames. Claimed first (pending 1 -> 2): pt_sys_exit can be
+ * interrupted or preempted in here, and pt_sample or pt_switch may then
+ * come for the same interval; the one that claims it sends it. buf: the
+ * caller's ucopy (UCOPY_IRQ or UCOPY_SYSX). */
+static __always_inline void finish_pending(struct task_struct *task, struct pt_sample_thread *ts,
+					   __u32 buf)
 {
-	if (!ts->pending)
+	if (__sync_val_compare_and_swap(&ts->pending, 1, 2) != 1)
 		return;
-	ts->pending = 0;
 	if (!still_blocked(task, ts)) {
 		__sync_fetch_and_add(&counters.offcpu_moved, 1);
-	} else if (send_ustack(task, ts->s.pid, ts->s.tid, ts->s.t)) {
-		ts->s.flags |= PT_SAMPLEF_NATIVE;
+	} else if (send_ustack(task, ts->pend.pid, ts->pend.tid, ts->pend.t - ts->pend.weight,
+			       buf)) {
+		ts->pend.flags |= PT_SAMPLEF_NATIVE;
 		__sync_fetch_and_add(&counters.offcpu_native, 1);
 	}
-	send(&ts->s);
+	send(&ts->pend);
+	ts->pending = 0;
+}
+
+/*
+ * Threads without Python, native frames on (OpenMP and BLAS pools, a
+ * tokenizer's threads, NCCL's): a native stack at every sample of every
+ * such thread would be 8-16 KiB of ring and ~100 us of proftrace's
+ * unwinding each, per thread per period (a pool spin-waiting on 16 cores:
+ * more than a core). So one sample in PT_POOL_EVERY is sent, with a native
+ * stack and the weight of the ones before it (PT_SAMPLEF_POOLED): the
+ * thread's time is whole, its stacks sampled at a tenth of the rate.
+ * false: s is held (its weight in ts), not sent. A sample the timer came
+ * late for (periods > 1: its missed periods count off the CPU) is sent
+ * as it is, outside the pool.
+ */
+static __always_inline bool pool_sample(struct pt_sample_thread *ts, struct pt_sample *s)
+{
+	ts->pool_n++;
+	ts->pool_ns += s->weight;
+	if (ts->pool_n < PT_POOL_EVERY) {
+		__sync_fetch_and_add(&counters.pooled, 1);
+		return false;
+	}
+	s->weight = ts->pool_ns;
+	s->periods = (__u32)ts->pool_n;
+	s->flags |= PT_SAMPLEF_POOLED;
+	ts->pool_n = 0;
+	ts->pool_ns = 0;
+	return true;
+}
+
+/* An exiting thread's held samples, sent without a stack (its memory
+ * may be gone). t: now. */
+static __always_inline void pool_flush(struct pt_sample_thread *ts, struct scratch *sc, __u32 pid,
+				       __u32 tid, __u64 t)
+{
+	if (!ts->pool_n)
+		return;
+	sc->s.type = PT_REC_SAMPLE;
+	sc->s.pid = pid;
+	sc->s.tid = tid;
+	sc->s.t = t;
+	sc->s.weight = ts->pool_ns;
+	sc->s.periods = (__u32)ts->pool_n;
+	sc->s.flags = PT_SAMPLEF_NOT_PYTHON | PT_SAMPLEF_POOLED;
+	sc->s.nframes = 0;
+	ts->pool_n = 0;
+	ts->pool_ns = 0;
+	send(&sc->s);
 }
 
 SEC("perf_event")
@@ -469,7 +531,7 @@ int pt_sample(struct bpf_perf_event_data *ctx)
 		__sync_fetch_and_add(&counters.no_storage, 1);
 		return 0;
 	}
-	finish_pending(task, ts);
+	finish_pending(task, ts, UCOPY_IRQ);
 	now = bpf_ktime_get_ns();
 	sc->s.type = PT_REC_SAMPLE;
 	sc->s.pid = id >> 32;
@@ -481,10 +543,11 @@ int pt_sample(struct bpf_perf_event_data *ctx)
 	tstate = tstate_of(p, ts, task, now, &unreadable);
 	walk(&p->py, &sc->s, sc->frame, tstate, unreadable);
 	__sync_fetch_and_add(&counters.samples, 1);
-	/* Python threads only: a pool of native workers (OpenMP spinning
-	 * on-CPU while it waits) would fill the ring with stacks no Python
-	 * frame is over, at 8-16 KiB each */
-	if (native && tstate && send_ustack(task, sc->s.pid, sc->s.tid, now))
+	if (native && !tstate && (sc->s.flags & PT_SAMPLEF_NOT_PYTHON) && sc->s.periods == 1 &&
+	    !pool_sample(ts, &sc->s))
+		return 0;
+	if (native && (tstate || (sc->s.flags & PT_SAMPLEF_POOLED)) &&
+	    send_ustack(task, sc->s.pid, sc->s.tid, now, UCOPY_IRQ))
 		sc->s.flags |= PT_SAMPLEF_NATIVE;
 	send(&sc->s);
 	return 0;
@@ -531,10 +594,23 @@ int BPF_PROG(pt_switch, bool preempt, struct task_struct *prev, struct task_stru
 			ts->s.weight = now - ts->t_out;
 			ts->t_out = 0;
 			__sync_fetch_and_add(&counters.offcpu, 1);
-			if (native && want_native(ts))
-				ts->pending = 1; /* sent by finish_pending */
-			else
+			if (ts->native_out) {
+				/* preempted: its stack was taken at switch-out */
+				ts->native_out = 0;
+				ts->s.flags |= PT_SAMPLEF_NATIVE;
+				__sync_fetch_and_add(&counters.offcpu_native, 1);
 				send(&ts->s);
+			} else if (native && !ts->pending && want_native(ts)) {
+				/* its own copy: the next switch-out writes ts->s
+				 * (and pending is 0: no pt_sys_exit of this thread
+				 * is reading pend, preempted in the middle) */
+				if (bpf_probe_read_kernel(&ts->pend, sizeof(ts->pend), &ts->s))
+					send(&ts->s);
+				else
+					ts->pending = 1; /* sent by finish_pending */
+			} else {
+				send(&ts->s);
+			}
 		}
 	}
 	tgid = prev->tgid;
@@ -547,7 +623,9 @@ int BPF_PROG(pt_switch, bool preempt, struct task_struct *prev, struct task_stru
 		__sync_fetch_and_add(&counters.no_storage, 1);
 		return 0;
 	}
-	finish_pending(prev, ts);
+	finish_pending(prev, ts, UCOPY_IRQ);
+	if (ts->pool_n && (prev->flags & PF_EXITING))
+		pool_flush(ts, sc, prev->tgid, prev->pid, now);
 	ts->s.type = PT_REC_OFFCPU;
 	ts->s.pid = prev->tgid;
 	ts->s.tid = prev->pid;
@@ -563,6 +641,7 @@ int BPF_PROG(pt_switch, bool preempt, struct task_struct *prev, struct task_stru
 	}
 	ts->t_out = now;
 	ts->out_sp = 0;
+	ts->native_out = 0;
 	if (native && tstate) {
 		struct pt_regs *r = (struct pt_regs *)bpf_task_pt_regs(prev);
 
@@ -570,6 +649,15 @@ int BPF_PROG(pt_switch, bool preempt, struct task_struct *prev, struct task_stru
 			ts->out_ip = r->ip;
 			ts->out_sp = r->sp;
 		}
+		/* Preempted, not blocked (still runnable: preempt is set only
+		 * for a preemption in the kernel, not for one on the way back
+		 * to user space): it will come back without leaving a system
+		 * call, where pt_sys_exit would take its stack; so it is taken
+		 * now. The scheduler bounds how often a thread is preempted, as
+		 * nothing bounds how often one blocks. */
+		if ((preempt || prev->__state == 0 /* TASK_RUNNING */) &&
+		    send_ustack(prev, prev->tgid, prev->pid, now, UCOPY_IRQ))
+			ts->native_out = 1;
 	}
 	return 0;
 }
@@ -598,6 +686,6 @@ int BPF_PROG(pt_sys_exit, struct pt_regs *regs, long ret)
 	task = bpf_get_current_task_btf();
 	ts = bpf_task_storage_get(&threads, task, 0, 0);
 	if (ts)
-		finish_pending(task, ts);
+		finish_pending(task, ts, UCOPY_SYSX);
 	return 0;
 }

@@ -38,6 +38,13 @@ shorter than a period get native frames while the thread's credit lasts
 (bpf/pysample.bpf.c, want_native): some do, the rest are counted
 (offcpu_budget), and all their time is there either way.
 
+A thread without Python (pymixed.py --pool-ms: ptnative's worker, as an
+OpenMP or tokenizer pool's): its on-CPU stacks are native only, one
+sample in 10 sent with a native stack and the weight of the ones before
+(PT_SAMPLEF_POOLED): ptn-pool's stacks through ptn_pool_main ->
+ptn_pool_work -> ptn_leaf weigh the worker's own CPU time (POOL_TOL), and
+the Python thread waiting for it is off the CPU in pool -> ptn_pool_wait.
+
 pytorch_mixed.py on Debian's 3.11 with python3-torch 1.13 (skipped
 without it): the stacks of Linear.forward go through the libtorch frames
 TORCH_LINEAR_PATH (why each: there), and the on-CPU weight of the
@@ -65,6 +72,10 @@ Tolerances (a sampled weight is whole 1 ms samples of CPU time):
   frames (offcpu_moved, missing) are under block_part with Python frames
   only: the path and those hold the sleeps, and the path lies inside the
   victim's clock around the call.
+- POOL_TOL: SPIN_TOL, plus two pooled samples (10 periods each) for
+  the worker's stacks outside ptn_pool_work (its wake-up, a clock read)
+  that a pooled sample may land in, plus the samples held at the end
+  (sent without a stack: up to 10 periods).
 - TORCH_TOL: the same 4 sigma + incomplete + steal, plus 5% of the
   forward's time for what runs in it with no native frame below a Python
   one: six module calls' Python (~50 us a forward on 3.11) against ~70 ms
@@ -128,6 +139,10 @@ BLOCK_PATH = ("step (pymixed.py:", "block_part (pymixed.py:", "block (ptnative",
 SHORT_PATH = ("step (pymixed.py:", "short_part (pymixed.py:", "block (ptnative",
               "ptn_block_outer (ptnative", "ptn_block_inner (ptnative")
 BLOCK_CALL_TOL_MS = 0.2
+POOL_PATH = ("ptn_pool_main (ptnative", "ptn_pool_work (ptnative", "ptn_leaf (ptnative")
+POOL_WAIT_PATH = ("step (pymixed.py:", "pool_part (pymixed.py:", "pool (ptnative",
+                  "ptn_pool_wait (ptnative")
+POOL_EVERY = 10  # bpf/proftrace.h PT_POOL_EVERY
 
 PY_FRAME = re.compile(r" \([^()]*:\d+\)$")
 INTERPRETER_MODULE = re.compile(r"^(lib)?python\d")
@@ -426,6 +441,63 @@ def check_offcpu(python, label, block_ms=3.0, shorts=5, short_us=100.0, steps=60
     assert short_nat, "%s: no short block had native frames:\n  %s" % (label, show(off))
     assert nf["offcpu_budget"] > 0, ("%s: every short block had native frames: no budget?" %
                                      label, nf)
+
+
+def check_pool(python, label, pool_ms=8.0, steps=60):
+    """A thread without Python's native stacks, against its own CPU clock."""
+    tmp = tempfile.mkdtemp(prefix="pt-ptnative-")
+    so = build_ptnative(python, tmp)
+    s, t, _, rows = run(python, VICTIM, CONF % "on",
+                        ("--ext", so, "--steps", str(steps), "--pool-ms", str(pool_ms)),
+                        env_for())
+    check_no_interpreter(rows, label)
+    sm = s["meta"]["sampling"]
+    period_ms = sm["period_ns"] / 1e6
+    worker = [(f, w) for f, w in rows if f[0].startswith("ptn-pool (tid ")]
+    assert worker, "%s: no stack of the ptn-pool thread; roots: %r" % (
+        label, sorted({f[0] for f, _ in rows}))
+    # the path from the thread's root, natives only
+    on_path = [(f, w) for f, w in worker if on_cpu(f) and find_path(f, POOL_PATH)]
+    got = sum(w for _, w in on_path) / 1000.0
+    tp = t["pool"]
+    want = tp["spun_ns"] / 1e6
+    tol = spin_tol(want, s) * 1.0 + (2 + 1) * POOL_EVERY * period_ms + \
+        not_whole(s) * POOL_EVERY * period_ms
+    stray = [(f, w) for f, w in worker if any(kind(x) == "python" for x in f[1:])]
+    print("  %s: pool: %d jobs, worker CPU %.1f ms (its clock), sampled on-CPU through the "
+          "path %.1f ms, all of ptn-pool's %.1f ms; diff %+.1f (tolerance %.1f)" % (
+              label, tp["calls"], want, got, sum(w for f, w in worker if on_cpu(f)) / 1000.0,
+              got - want, tol))
+    assert not stray, "%s: Python frames in ptn-pool's stacks:\n  %s" % (label, show(stray))
+    assert abs(got - want) <= tol, (
+        "%s: ptn-pool's on-CPU weight through %s against the worker's CPU time: %.1f vs "
+        "%.1f ms (tolerance %.1f); its stacks:\n  %s" % (
+            label, " ... ".join(POOL_PATH), got, want, tol, show(worker)))
+    # the Python thread waits for it off the CPU, in ptn_pool_wait
+    off = [(f, w) for f, w in rows if not on_cpu(f)]
+    wait = sum(w for f, w in off if find_path(f, POOL_WAIT_PATH)) / 1000.0
+    py_only = sum(w for f, w in off if find_path(f, POOL_WAIT_PATH[:2]) and
+                  not any(kind(x) == "native" for x in f[1:])) / 1000.0
+    on_part = sum(w for f, w in rows if on_cpu(f) and find_path(f, POOL_WAIT_PATH[:2])) / 1000.0
+    around = tp["outer_ns"] / 1e6
+    wtol = tp["calls"] * BLOCK_CALL_TOL_MS + spin_tol(on_part, s)
+    print("  %s: pool: waited around the call %.1f ms; off the CPU in ptn_pool_wait %.1f ms "
+          "(+%.1f Python frames only), on the CPU in pool_part %.1f ms" % (
+              label, around, wait, py_only, on_part))
+    assert wait > 0, "%s: no off-CPU stack through %s:\n  %s" % (
+        label, " ... ".join(POOL_WAIT_PATH), show(off))
+    assert wait <= around + wtol and wait + py_only + on_part >= around - wtol, (
+        label, around, wait, py_only, on_part, wtol)
+
+
+def test_mixed_pool_debian_py311():
+    label, python = interpreter("debian-3.11")
+    check_pool(python, label)
+
+
+def test_mixed_pool_py312():
+    label, python = interpreter("3.12")
+    check_pool(python, label)
 
 
 def test_mixed_offcpu_debian_py311():

@@ -22,6 +22,11 @@ Each step, in the main thread:
   short_part(n, ns)         with --short-blocks N: N blocks of --short-us
                             each (shorter than a sampling period), the
                             same path under short_part
+  pool_part(ns)             with --pool-ms: ptnative.pool(ns), a job on
+                            ptnative's worker thread (no Python thread
+                            state): ptn_pool_main -> ptn_pool_work ->
+                            ptn_leaf there, while this thread waits off the
+                            CPU in pool -> ptn_pool_wait
 
 Protocol (as pylines.py): print "ready <pid>", wait for one line on stdin
 ("go"), run --steps steps, write the truth file, exit 0 (3 if stdin hits
@@ -40,7 +45,8 @@ outer_ns (time.perf_counter_ns around the ptnative.spin call), cpu_ns
 counts; the CPU clock read outside the wall one, so a preemption in it
 is in both)}, and "python" {calls, wall_ns, cpu_ns} of python_part;
 with blocks, "block" and "short" the same as the spins' (spun_ns: what
-ptn_block_inner slept on its own clock).
+ptn_block_inner slept on its own clock); with the pool, "pool" the same
+(spun_ns: the worker's CPU time in ptn_pool_work, on its thread clock).
 """
 import argparse
 import json
@@ -122,7 +128,15 @@ def short_part(n, ns):
         book("short", slept, t0, t1, c0, cpu())
 
 
-def step(py_ns, native_ns, cb_ns, block_ns=0, shorts=0, short_ns=0):
+def pool_part(ns):
+    c0 = cpu()
+    t0 = now()
+    worker_cpu = ptnative.pool(ns)
+    t1 = now()
+    book("pool", worker_cpu, t0, t1, c0, cpu())
+
+
+def step(py_ns, native_ns, cb_ns, block_ns=0, shorts=0, short_ns=0, pool_ns=0):
     python_part(py_ns)
     native_part(native_ns)
     callback_part(cb_ns)
@@ -130,6 +144,8 @@ def step(py_ns, native_ns, cb_ns, block_ns=0, shorts=0, short_ns=0):
         block_part(block_ns)
     if shorts:
         short_part(shorts, short_ns)
+    if pool_ns:
+        pool_part(pool_ns)
 
 
 def load(path):
@@ -142,23 +158,23 @@ def load(path):
     ptnative = m
 
 
-def run(steps, py_ns, native_ns, cb_ns, block_ns=0, shorts=0, short_ns=0):
+def run(steps, py_ns, native_ns, cb_ns, block_ns=0, shorts=0, short_ns=0, pool_ns=0):
     st = {"calls": 0, "wall_ns": 0, "cpu_ns": 0}
-    for name in ("native", "callback", "block", "short"):
+    for name in ("native", "callback", "block", "short", "pool"):
         kind(name)
     c0 = cpu()
     t0 = now()
     for _ in range(steps):
         sc = cpu()
         s0 = now()
-        step(py_ns, native_ns, cb_ns, block_ns, shorts, short_ns)
+        step(py_ns, native_ns, cb_ns, block_ns, shorts, short_ns, pool_ns)
         st["wall_ns"] += now() - s0
         st["cpu_ns"] += cpu() - sc
         st["calls"] += 1
     wall = now() - t0
     return {"python": truth.get("python"), "native": truth["native"],
             "callback": truth["callback"], "block": truth["block"], "short": truth["short"],
-            "step": st, "steps": steps, "wall_ns": wall,
+            "pool": truth["pool"], "step": st, "steps": steps, "wall_ns": wall,
             "cpu_ns": cpu() - c0}
 
 
@@ -174,6 +190,7 @@ def main():
     ap.add_argument("--block-ms", type=float, default=0.0)
     ap.add_argument("--short-blocks", type=int, default=0)
     ap.add_argument("--short-us", type=float, default=100.0)
+    ap.add_argument("--pool-ms", type=float, default=0.0)
     ap.add_argument("--hold", action="store_true")
     a = ap.parse_args()
     if not a.ext:
@@ -181,12 +198,14 @@ def main():
     load(a.ext)
     ptnative.spin(1000)  # warm: the first call's lazy binding is not in a step
     ptnative.block(1000)
+    if a.pool_ms:
+        ptnative.pool(1000)  # the worker made before go
     sys.stdout.write("ready %d\n" % os.getpid())
     sys.stdout.flush()
     if not sys.stdin.readline():
         return 3
     t = run(a.steps, int(a.py_ms * 1e6), int(a.native_ms * 1e6), int(a.callback_ms * 1e6),
-            int(a.block_ms * 1e6), a.short_blocks, int(a.short_us * 1e3))
+            int(a.block_ms * 1e6), a.short_blocks, int(a.short_us * 1e3), int(a.pool_ms * 1e6))
     t.update({"python_version": sys.version.split()[0], "executable": sys.executable,
               "pid": os.getpid(), "tid": threading.get_native_id(),
               "ext": os.path.abspath(a.ext)})

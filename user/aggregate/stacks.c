@@ -363,7 +363,7 @@ int pt_stacks__add(struct pt_stacks *st, const struct pt_stacks_sample *s)
 	if (s->offcpu)
 		tot->intervals++;
 	else if (s->flags & PT_SAMPLEF_NOT_PYTHON)
-		tot->not_python++;
+		tot->not_python += s->nsamples ? s->nsamples : 1;
 	else if (s->n <= s->native)
 		tot->no_frames++; /* native frames only */
 	else

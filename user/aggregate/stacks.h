@@ -54,6 +54,9 @@ struct pt_stacks_sample {
 	/* on-CPU: the part of weight_ns in periods the sample timer missed
 	 * (bpf/sampleclock.h: steal), booked off the CPU at this stack */
 	uint64_t held_ns;
+	/* on-CPU samples it stands for (0: one): a pooled sample of a thread
+	 * without Python stands for those held before it (PT_SAMPLEF_POOLED) */
+	uint32_t nsamples;
 	uint32_t flags;		   /* PT_SAMPLEF_* */
 	const struct pt_sframe *f; /* innermost first */
 	size_t n;
@@ -77,7 +80,7 @@ static inline void pt_stacks_time__add(struct pt_stacks_time *t, const struct pt
 		return;
 	}
 	held = s->held_ns < s->weight_ns ? s->held_ns : s->weight_ns;
-	t->samples++;
+	t->samples += s->nsamples ? s->nsamples : 1;
 	t->on_ns += s->weight_ns - held;
 	t->off_ns += held;
 }

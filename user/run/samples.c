@@ -114,15 +114,18 @@ int pt_run__on_ustack(void *ctx, const struct pt_ustack *u)
 	return 0;
 }
 
-/* The native stack of sample s, taken from its slot; NULL: not there. */
+/* The native stack of sample s, taken from its slot; NULL: not there.
+ * An off-CPU interval's is keyed by its start (bpf/proftrace.h). */
 static const struct run_nat *nat_take(struct run *r, const struct pt_sample *s)
 {
+	uint64_t t = s->type == PT_REC_OFFCPU ? s->t - s->weight : s->t;
+
 	for (size_t i = 0; r->nat && i < RUN_NAT_SLOTS; i++) {
 		struct run_nat *n = &r->nat[i];
 
 		if (n->used && n->tid == s->tid) {
 			n->used = false;
-			if (n->t == s->t)
+			if (n->t == t)
 				return n;
 			break;
 		}
@@ -217,9 +220,12 @@ int pt_run__on_sample(void *ctx, const struct pt_sample *s)
 	struct pt_stacks_sample ss = { .tid = s->tid,
 				       .offcpu = s->type == PT_REC_OFFCPU,
 				       .weight_ns = s->weight,
-				       .held_ns = s->type == PT_REC_SAMPLE && s->periods > 1
+				       /* pooled: periods are samples, all on the CPU */
+				       .held_ns = s->type == PT_REC_SAMPLE && s->periods > 1 &&
+								  !(s->flags & PT_SAMPLEF_POOLED)
 							  ? s->weight - s->weight / s->periods
 							  : 0,
+				       .nsamples = s->flags & PT_SAMPLEF_POOLED ? s->periods : 1,
 				       .flags = s->flags,
 				       .f = r->sf };
 	const struct pt_pysym_code *codes[PT_STACKS_MAX_FRAMES];

@@ -380,6 +380,25 @@ struct closing {
 	struct pt_sample_thread *v;
 };
 
+/* A thread without Python's samples held for its next pooled one
+ * (PT_SAMPLEF_POOLED): sent without a stack, so its time is whole. */
+static void pool_rest(struct closing *c, int tid, const struct pt_sample_thread *v)
+{
+	struct pt_sample h;
+
+	if (!v->pool_n)
+		return;
+	memset(&h, 0, PT_SAMPLE_HDR_SIZE);
+	h.type = PT_REC_SAMPLE;
+	h.pid = (uint32_t)c->p->pid;
+	h.tid = (uint32_t)tid;
+	h.t = c->t_end;
+	h.weight = v->pool_ns;
+	h.periods = (uint32_t)v->pool_n;
+	h.flags = PT_SAMPLEF_NOT_PYTHON | PT_SAMPLEF_POOLED;
+	c->s->o.on_sample(c->s->o.ctx, &h);
+}
+
 static int close_interval(void *ctx, int tid)
 {
 	struct closing *c = ctx;
@@ -391,11 +410,16 @@ static int close_interval(void *ctx, int tid)
 	if (bpf_map_lookup_elem(bpf_map__fd(c->s->skel->maps.threads), &pfd, v)) {
 		if (errno == ENOENT)
 			whole_window(c->s, c->p, tid, c->t_end, v);
-	} else if (v->pending && v->s.nframes <= PT_SAMPLE_MAX_FRAMES) {
+		close(pfd);
+		return 0;
+	}
+	pool_rest(c, tid, v);
+	if (v->pending == 1 && v->pend.nframes <= PT_SAMPLE_MAX_FRAMES) {
 		/* closed, its native stack not taken before the end */
 		c->s->st.closed_at_end++;
-		c->s->o.on_sample(c->s->o.ctx, &v->s);
-	} else if (v->t_out && v->t_out < c->t_end && v->s.nframes <= PT_SAMPLE_MAX_FRAMES) {
+		c->s->o.on_sample(c->s->o.ctx, &v->pend);
+	}
+	if (v->t_out && v->t_out < c->t_end && v->s.nframes <= PT_SAMPLE_MAX_FRAMES) {
 		v->s.t = c->t_end;
 		v->s.weight = c->t_end - v->t_out;
 		c->s->st.closed_at_end++;

@@ -525,6 +525,39 @@ static void test_late_samples(void **state)
 	assert_folded(p->v.stk, want);
 }
 
+/* A pooled sample of a thread without Python (PT_SAMPLEF_POOLED, native
+ * frames on): its periods are the samples it stands for, all on the CPU
+ * (not late: none of it off the CPU), counted as that many samples. */
+static void test_pooled_samples(void **state)
+{
+	struct fx *x = *state;
+	const struct pt_stacks_totals *tot;
+	struct pt_sample s;
+	struct proc *p;
+	int pid;
+
+	if (!open_python(x, 1, false, step_py))
+		skip();
+	p = x->r.procs.v[0];
+	pid = x->py[0].pid;
+	tot = pt_stacks__totals(p->v.stk);
+	s = sample(PT_REC_SAMPLE, pid, (uint32_t)pid + 1, PT_POOL_EVERY * PERIOD, PT_POOL_EVERY);
+	s.flags = PT_SAMPLEF_NOT_PYTHON | PT_SAMPLEF_POOLED;
+	assert_int_equal(pt_run__on_sample(&x->r, &s), 0);
+	assert_int_equal(tot->t.samples, PT_POOL_EVERY);
+	assert_int_equal(tot->not_python, PT_POOL_EVERY);
+	assert_int_equal(tot->t.on_ns, PT_POOL_EVERY * PERIOD);
+	assert_int_equal(tot->t.off_ns, 0);
+	assert_int_equal(tot->late_samples, 0);
+	/* the same periods without the flag: a late sample, as before */
+	s.flags = PT_SAMPLEF_NOT_PYTHON;
+	assert_int_equal(pt_run__on_sample(&x->r, &s), 0);
+	assert_int_equal(tot->t.samples, PT_POOL_EVERY + 1);
+	assert_int_equal(tot->t.on_ns, (PT_POOL_EVERY + 1) * PERIOD);
+	assert_int_equal(tot->t.off_ns, (PT_POOL_EVERY - 1) * PERIOD);
+	assert_int_equal(tot->late_samples, 1);
+}
+
 /* What the walker says of a stack is counted; code that cannot be read
  * is "[unknown code]", counted. */
 static void test_flags_and_unknown_code(void **state)
@@ -1014,6 +1047,7 @@ int main(void)
 		T(test_stack_into_its_process),
 		T(test_lines),
 		T(test_late_samples),
+		T(test_pooled_samples),
 		T(test_flags_and_unknown_code),
 		T(test_frames_past_the_sample),
 		T(test_thread_unknown),

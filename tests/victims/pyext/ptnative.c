@@ -13,6 +13,13 @@
  *                     as an extension's blocking call does) in
  *                     ptn_block_outer -> ptn_block_inner -> libc's nanosleep;
  *                     returns the ns it slept, on its own clock
+ *   pool(ns)          runs a job of ns on a worker thread of its own (no
+ *                     Python thread state: an OpenMP or tokenizer pool's
+ *                     kind, named "ptn-pool", made at the first call),
+ *                     spinning in ptn_pool_main -> ptn_pool_work ->
+ *                     ptn_leaf, while the caller waits off the CPU (the
+ *                     GIL released) in ptn_pool_wait; returns the job's
+ *                     CPU time on the worker's own thread clock, in ns
  *
  * Built (harness.build_ptnative) with -O2 -fomit-frame-pointer, as a
  * distribution builds: no frame pointers, the unwinder needs .eh_frame
@@ -26,6 +33,8 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <errno.h>
+#include <pthread.h>
+#include <stdbool.h>
 #include <time.h>
 
 /* noclone too: an IPA clone (ptn_leaf.constprop.0) would change the name */
@@ -103,6 +112,80 @@ static PTN_NOINLINE unsigned long long ptn_block_outer(unsigned long long ns)
 	return r;
 }
 
+/* The worker: one job at a time, handed over under the lock. */
+static struct {
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	bool started, busy;
+	unsigned long long ns, cpu_ns;
+} ptn_pool = { PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER };
+
+static unsigned long long ptn_thread_cpu(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return (unsigned long long)ts.tv_sec * 1000000000ull + (unsigned long long)ts.tv_nsec;
+}
+
+static PTN_NOINLINE unsigned long long ptn_pool_work(unsigned long long ns)
+{
+	unsigned long long c0 = ptn_thread_cpu(), r;
+
+	r = ptn_leaf(ns);
+	asm volatile("" : "+r"(r));
+	return ptn_thread_cpu() - c0;
+}
+
+static PTN_NOINLINE void *ptn_pool_main(void *arg)
+{
+	(void)arg;
+	pthread_mutex_lock(&ptn_pool.mu);
+	for (;;) {
+		unsigned long long ns, cpu;
+
+		while (!ptn_pool.busy)
+			pthread_cond_wait(&ptn_pool.cv, &ptn_pool.mu);
+		ns = ptn_pool.ns;
+		pthread_mutex_unlock(&ptn_pool.mu);
+		cpu = ptn_pool_work(ns);
+		pthread_mutex_lock(&ptn_pool.mu);
+		ptn_pool.cpu_ns = cpu;
+		ptn_pool.busy = false;
+		pthread_cond_broadcast(&ptn_pool.cv);
+	}
+	return NULL;
+}
+
+/* Hands ns to the worker and waits for it; its CPU time, or -1ull when
+ * the worker could not be made. */
+static PTN_NOINLINE unsigned long long ptn_pool_wait(unsigned long long ns)
+{
+	unsigned long long r;
+
+	pthread_mutex_lock(&ptn_pool.mu);
+	if (!ptn_pool.started) {
+		pthread_t t;
+
+		if (pthread_create(&t, NULL, ptn_pool_main, NULL)) {
+			pthread_mutex_unlock(&ptn_pool.mu);
+			return -1ull;
+		}
+		pthread_setname_np(t, "ptn-pool");
+		pthread_detach(t);
+		ptn_pool.started = true;
+	}
+	ptn_pool.ns = ns;
+	ptn_pool.busy = true;
+	pthread_cond_broadcast(&ptn_pool.cv);
+	while (ptn_pool.busy)
+		pthread_cond_wait(&ptn_pool.cv, &ptn_pool.mu);
+	r = ptn_pool.cpu_ns;
+	pthread_mutex_unlock(&ptn_pool.mu);
+	asm volatile("" : "+r"(r));
+	return r;
+}
+
 static PTN_NOINLINE PyObject *ptn_callback(PyObject *fn, PyObject *args)
 {
 	PyObject *r = PyObject_Call(fn, args, NULL);
@@ -133,6 +216,21 @@ static PyObject *block(PyObject *self, PyObject *args)
 	return PyLong_FromUnsignedLongLong(r);
 }
 
+static PyObject *pool(PyObject *self, PyObject *args)
+{
+	unsigned long long ns, r;
+	PyThreadState *ts;
+
+	if (!PyArg_ParseTuple(args, "K", &ns))
+		return NULL;
+	ts = PyEval_SaveThread();
+	r = ptn_pool_wait(ns);
+	PyEval_RestoreThread(ts);
+	if (r == -1ull)
+		return PyErr_Format(PyExc_OSError, "pool: the worker thread could not be made");
+	return PyLong_FromUnsignedLongLong(r);
+}
+
 static PyObject *call(PyObject *self, PyObject *args)
 {
 	PyObject *fn, *rest, *r;
@@ -158,6 +256,7 @@ static PyMethodDef methods[] = {
 	{ "spin", spin, METH_VARARGS, "spin(ns): busy-loop ns in ptn_leaf; the ns spun" },
 	{ "call", call, METH_VARARGS, "call(fn, *args): fn(*args) through ptn_callback" },
 	{ "block", block, METH_VARARGS, "block(ns): sleep ns in ptn_block_inner; the ns slept" },
+	{ "pool", pool, METH_VARARGS, "pool(ns): spin ns on the ptn-pool thread; its CPU ns" },
 	{ NULL, NULL, 0, NULL },
 };
 
