@@ -4,9 +4,11 @@
  * bytes, each pc named once and cached. See unwind.h.
  *
  * Cost (tests/unit/sample/test_unwind.c's test_cost, release build, a
- * 2-core VM): 12.5 us per 20-frame stack with every pc cached. Nearly all
- * of it is libdw: per frame it finds the module, the FDE and runs its CFI
- * program again; naming a cached pc is one slot compare.
+ * 2-core VM): 0.35 us per 20-frame stack with every pc cached, through
+ * the fast walk (cached rules, below); 12.5 us through libdw's own walk,
+ * which per frame finds the module, the FDE and runs its CFI program
+ * again. A process's first stacks pay for opening its ELF files, their
+ * symbol tables and CFI: ~35 ms in all for a Python process here.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -17,6 +19,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <dwarf.h>
 #include <elfutils/libdwfl.h>
 #include <libelf.h>
 
@@ -30,7 +33,9 @@
 #define REREPORT_NS 100000000ull
 /* x86-64 DWARF registers 0-16: rax rdx rcx rbx rsi rdi rbp rsp r8-r15 rip */
 #define NDWARF 17
+#define DWARF_BP 6
 #define DWARF_SP 7
+#define DWARF_RA 16
 #define CACHE_SLOTS 4096 /* a power of 2 */
 
 /* What we know of a module, in its dwfl userdata slot. */
@@ -46,7 +51,22 @@ struct pt_umod {
 	 * made (out of memory), libdw's own search then */
 	struct usym *syms;
 	size_t nsyms;
+	/* rules found so far, by the address range each holds for (a CFI
+	 * row), sorted: a hot loop's leaf pcs are new at nearly every sample,
+	 * their row is not */
+	struct urange *ranges;
+	size_t nranges, rangecap;
 };
+
+/* A CFI row's [lo, hi) (absolute) and its rule (RULE_*, fields as in
+ * pc_slot). */
+struct urange {
+	uint64_t lo, hi;
+	uint8_t rule, cfa_reg;
+	bool bp_saved;
+	int32_t cfa_off, ra_off, bp_off;
+};
+#define MAX_RANGES 65536 /* per module; past it, rows are asked of libdw again */
 
 /* A code symbol: [lo, hi) absolute, its index in the module's table
  * (libdw names it from there), and how much its binding is preferred
@@ -61,9 +81,23 @@ struct pc_slot {
 	uint64_t pc;
 	uint64_t gen; /* 0: empty; else the maps generation it was named in */
 	const char *sym, *module;
+	struct pt_umod *m; /* module, NULL: unknown */
 	uint64_t modoff;
 	enum pt_unwind_kind kind;
 	uint8_t cfi; /* 0: not looked at yet, 1: pc has CFI, 2: none */
+	/* its unwind rule for the fast walk (fast_walk), RULE_*: 0 not
+	 * looked at yet */
+	uint8_t rule;
+	uint8_t cfa_reg; /* DWARF_SP or DWARF_BP */
+	bool bp_saved;	 /* rbp saved at CFA + bp_off (else unchanged) */
+	int32_t cfa_off, ra_off, bp_off;
+};
+
+enum {
+	RULE_UNKNOWN,
+	RULE_SIMPLE, /* CFA = rsp or rbp + off; ra, rbp at CFA + off */
+	RULE_END,    /* the return address is undefined: the outermost frame */
+	RULE_OTHER,  /* anything else (no CFI, an expression, a signal frame): libdw walks */
 };
 
 /* One sample's walk: what the dwfl callbacks see. */
@@ -91,6 +125,7 @@ struct pt_unwind {
 	struct walk *w; /* during pt_unwind__stack */
 	uint64_t gen, last_report_ns;
 	struct pc_slot *cache;
+	bool libdw_only;
 	char **strs; /* interned strings: open addressing */
 	size_t nstrs, strcap;
 	struct pt_unwind_stats st;
@@ -382,6 +417,7 @@ static bool name_pc(struct pt_unwind *u, uint64_t pc, struct pc_slot *s)
 	m = *ud;
 	s->gen = u->gen;
 	s->module = m ? m->base : NULL;
+	s->m = m;
 	if (m && !m->checked)
 		check_interp(m, mod);
 	if (dwfl_module_getelf(mod, &bias))
@@ -464,6 +500,223 @@ static int on_frame(Dwfl_Frame *frame, void *arg)
 	return DWARF_CB_OK;
 }
 
+/*
+ * The fast walk. libdw finds the module, the FDE and runs its CFI program
+ * again for every frame of every sample (~3 us a frame here). Compiled
+ * code's rules are nearly all of one simple kind (CFA = rsp or rbp plus an
+ * offset; the return address and rbp saved at fixed offsets from it), so
+ * each pc's rule is asked of libdw once, kept in its cache slot, and a
+ * stack whose every frame has such a rule is walked here from the copy,
+ * as libdw would walk it. Any other frame (no CFI, a CFA expression, a
+ * signal frame, a pc in no module, a frame that does not move up the
+ * stack) gives the whole stack to libdw, whose ends and frames stand.
+ */
+
+/* ops is [DW_OP_call_frame_cfa] or [DW_OP_call_frame_cfa,
+ * DW_OP_plus_uconst N]: a location at CFA + N (N signed, as libdw stores
+ * it). */
+static bool at_cfa(const Dwarf_Op *ops, size_t nops, int32_t *off)
+{
+	int64_t n;
+
+	if (!nops || ops[0].atom != DW_OP_call_frame_cfa)
+		return false;
+	if (nops == 1) {
+		*off = 0;
+		return true;
+	}
+	if (nops != 2 || ops[1].atom != DW_OP_plus_uconst)
+		return false;
+	n = (int64_t)ops[1].number;
+	if (n < INT32_MIN || n > INT32_MAX)
+		return false;
+	*off = (int32_t)n;
+	return true;
+}
+
+static int rule_of_frame(Dwarf_Frame *fr, struct urange *r)
+{
+	Dwarf_Op mem[3], *ops;
+	size_t nops;
+	bool signal;
+	int64_t off;
+
+	if (dwarf_frame_info(fr, NULL, NULL, &signal) != DWARF_RA || signal)
+		return RULE_OTHER;
+	if (dwarf_frame_cfa(fr, &ops, &nops) || nops != 1 || ops[0].atom != DW_OP_bregx ||
+	    (ops[0].number != DWARF_SP && ops[0].number != DWARF_BP))
+		return RULE_OTHER;
+	off = (int64_t)ops[0].number2;
+	if (off < INT32_MIN || off > INT32_MAX)
+		return RULE_OTHER;
+	r->cfa_reg = (uint8_t)ops[0].number;
+	r->cfa_off = (int32_t)off;
+	if (dwarf_frame_register(fr, DWARF_RA, mem, &ops, &nops))
+		return RULE_OTHER;
+	if (!nops)
+		return ops ? RULE_END : RULE_OTHER; /* undefined: outermost */
+	if (!at_cfa(ops, nops, &r->ra_off))
+		return RULE_OTHER;
+	if (dwarf_frame_register(fr, DWARF_BP, mem, &ops, &nops))
+		return RULE_OTHER;
+	if (!nops) {
+		r->bp_saved = false;
+		return ops ? RULE_OTHER : RULE_SIMPLE; /* rbp undefined: libdw's */
+	}
+	r->bp_saved = true;
+	return at_cfa(ops, nops, &r->bp_off) ? RULE_SIMPLE : RULE_OTHER;
+}
+
+/* The row of m holding pc, or NULL. */
+static const struct urange *range_at(const struct pt_umod *m, uint64_t pc)
+{
+	size_t lo = 0, hi = m->nranges;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (m->ranges[mid].hi <= pc)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < m->nranges && m->ranges[lo].lo <= pc ? &m->ranges[lo] : NULL;
+}
+
+/* r kept in m (rows do not overlap: one is found only where none held
+ * pc); full or out of memory: not kept. */
+static void range_keep(struct pt_umod *m, const struct urange *r)
+{
+	size_t at = 0;
+
+	if (m->nranges == m->rangecap) {
+		size_t cap = m->rangecap ? m->rangecap * 2 : 64;
+		struct urange *v;
+
+		if (cap > MAX_RANGES)
+			return;
+		v = realloc(m->ranges, cap * sizeof(*v));
+		if (!v)
+			return;
+		m->ranges = v;
+		m->rangecap = cap;
+	}
+	while (at < m->nranges && m->ranges[at].lo < r->lo)
+		at++;
+	memmove(&m->ranges[at + 1], &m->ranges[at], (m->nranges - at) * sizeof(*r));
+	m->ranges[at] = *r;
+	m->nranges++;
+}
+
+/* pc's rule, from its module's rows or else .eh_frame (else
+ * .debug_frame), into r. */
+static void find_rule(struct pt_unwind *u, uint64_t pc, struct pc_slot *s, struct urange *r)
+{
+	Dwfl_Module *mod;
+	Dwarf_Frame *fr = NULL;
+	Dwarf_Addr bias, lo, hi;
+	const struct urange *have;
+	Dwarf_CFI *cfi;
+
+	have = s->m ? range_at(s->m, pc) : NULL;
+	if (have) {
+		*r = *have;
+		return;
+	}
+	memset(r, 0, sizeof(*r));
+	r->rule = RULE_OTHER;
+	mod = dwfl_addrmodule(u->dwfl, pc);
+	if (!mod)
+		return;
+	cfi = dwfl_module_eh_cfi(mod, &bias);
+	if (!cfi || dwarf_cfi_addrframe(cfi, pc - bias, &fr)) {
+		fr = NULL;
+		cfi = dwfl_module_dwarf_cfi(mod, &bias);
+		if (!cfi || dwarf_cfi_addrframe(cfi, pc - bias, &fr))
+			return;
+	}
+	r->rule = (uint8_t)rule_of_frame(fr, r);
+	if (s->m && dwarf_frame_info(fr, &lo, &hi, NULL) >= 0 && lo + bias <= pc &&
+	    pc < hi + bias) {
+		r->lo = lo + bias;
+		r->hi = hi + bias;
+		range_keep(s->m, r);
+	}
+	free(fr);
+}
+
+/* 8 bytes of the copy at addr; false: outside it. */
+static bool copy_word(const struct walk *w, uint64_t addr, uint64_t *v)
+{
+	uint64_t sp = w->regs[PT_UREG_SP];
+
+	if (addr < sp || addr - sp > w->len || w->len - (addr - sp) < sizeof(*v))
+		return false;
+	memcpy(v, w->stack + (addr - sp), sizeof(*v));
+	return true;
+}
+
+/* Walk w with cached rules; false: a frame needs libdw (w is then
+ * walked again from the start by it). */
+static bool fast_walk(struct pt_unwind *u, struct walk *w)
+{
+	uint64_t ip = w->regs[PT_UREG_IP], sp = w->regs[PT_UREG_SP], bp = w->regs[PT_UREG_BP];
+	bool act = true;
+
+	w->n = 0;
+	for (;;) {
+		uint64_t pc = act ? ip : ip - 1, cfa;
+		struct pc_slot *s;
+
+		if (ip == 0) {
+			w->end = PT_UNWIND_END_BOTTOM;
+			return true;
+		}
+		if (w->n == w->max) {
+			w->end = PT_UNWIND_END_MAX;
+			return true;
+		}
+		s = &u->cache[(pc ^ (pc >> 12)) & (CACHE_SLOTS - 1)];
+		if (s->gen == u->gen && s->pc == pc)
+			u->st.hits++;
+		else if (!name_pc(u, pc, s))
+			return false; /* in no module: libdw's way (maps again) */
+		if (s->rule == RULE_UNKNOWN) {
+			struct urange r;
+
+			find_rule(u, pc, s, &r);
+			s->rule = r.rule;
+			s->cfa_reg = r.cfa_reg;
+			s->bp_saved = r.bp_saved;
+			s->cfa_off = r.cfa_off;
+			s->ra_off = r.ra_off;
+			s->bp_off = r.bp_off;
+		}
+		if (s->rule == RULE_OTHER)
+			return false;
+		w->out[w->n++] = (struct pt_unwind_frame){ .pc = pc,
+							   .sym = s->sym,
+							   .module = s->module,
+							   .modoff = s->modoff,
+							   .kind = s->kind };
+		if (s->rule == RULE_END) {
+			w->end = PT_UNWIND_END_BOTTOM;
+			return true;
+		}
+		cfa = (s->cfa_reg == DWARF_SP ? sp : bp) + (uint64_t)(int64_t)s->cfa_off;
+		if (!copy_word(w, cfa + (uint64_t)(int64_t)s->ra_off, &ip) ||
+		    (s->bp_saved && !copy_word(w, cfa + (uint64_t)(int64_t)s->bp_off, &bp))) {
+			w->end = PT_UNWIND_END_COPY;
+			return true;
+		}
+		/* callers' frames move up the stack, or it is garbage */
+		if (cfa <= sp)
+			return false;
+		sp = cfa;
+		act = false;
+	}
+}
+
 /* Has the module of pc no CFI for it? Then that is why the walk ended. */
 static bool find_no_cfi(struct pt_unwind *u, uint64_t pc)
 {
@@ -538,9 +791,14 @@ size_t pt_unwind__stack(struct pt_unwind *u, uint32_t tid, const uint64_t *regs,
 	enum pt_unwind_end e;
 
 	u->st.stacks++;
-	e = walk(u, &w);
-	if (w.rereport && report(u) == 0)
+	if (!u->libdw_only && fast_walk(u, &w)) {
+		u->st.fast++;
+		e = w.end;
+	} else {
 		e = walk(u, &w);
+		if (w.rereport && report(u) == 0)
+			e = walk(u, &w);
+	}
 	for (size_t i = 0; i < w.n; i++)
 		u->st.nosym += !out[i].sym;
 	u->st.frames += w.n;
@@ -568,6 +826,7 @@ int pt_unwind__new(struct pt_unwind **out, const struct pt_unwind_opts *o, char 
 		goto fail;
 	}
 	u->pid = o->pid;
+	u->libdw_only = o->libdw_only;
 	if (o->root && !(u->root = strdup(o->root))) {
 		snprintf(err, errlen, "unwind: out of memory");
 		ret = -ENOMEM;
@@ -623,6 +882,7 @@ void pt_unwind__free(struct pt_unwind *u)
 
 		u->mods = m->next;
 		free(m->syms);
+		free(m->ranges);
 		free(m);
 	}
 	for (size_t i = 0; i < u->strcap; i++)

@@ -13,6 +13,7 @@
 #ifndef PT_UNWIND_H
 #define PT_UNWIND_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -48,6 +49,9 @@ struct pt_unwind_opts {
 	/* prefix for the module paths of /proc/PID/maps, for a target in another
 	 * mount namespace: "/proc/PID/root"; NULL: none */
 	const char *root;
+	/* every stack through libdw's own walk, none through the fast one
+	 * (unwind.c): what the fast walk is tested against */
+	bool libdw_only;
 };
 
 struct pt_unwind_stats {
@@ -56,6 +60,7 @@ struct pt_unwind_stats {
 	uint64_t nosym;	  /* of them, with no symbol covering the pc */
 	uint64_t reports; /* times /proc/PID/maps was read (the first included) */
 	uint64_t hits;	  /* frames named from the per-pc cache */
+	uint64_t fast;	  /* stacks walked with cached rules only (no libdw walk) */
 	uint64_t ends[PT_UNWIND_END_ERROR + 1]; /* stacks by how they ended */
 };
 

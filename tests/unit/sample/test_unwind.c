@@ -174,6 +174,44 @@ static struct pt_unwind *open_unwind(int pid, const char *root)
 	return u;
 }
 
+/* The same copy through the fast walk and through libdw's own: the same
+ * frames; the same end, but for COPY from libdw where the fast walk
+ * reached the bottom (libdw reads every callee-saved register's slot,
+ * and one past the copy's end marks the walk beyond it). */
+static void same_walks(int pid, const uint64_t *regs, const uint8_t *stack, size_t len, size_t max,
+		       const char *what)
+{
+	struct pt_unwind_opts o = { .pid = pid, .libdw_only = true };
+	struct pt_unwind *fast, *slow;
+	struct pt_unwind_frame a[MAXF], b[MAXF];
+	struct pt_unwind_stats st;
+	enum pt_unwind_end ea, eb;
+	char err[256];
+	size_t na, nb;
+
+	fast = open_unwind(pid, NULL);
+	if (pt_unwind__new(&slow, &o, err, sizeof(err)))
+		fail_msg("%s", err);
+	na = pt_unwind__stack(fast, (uint32_t)pid, regs, stack, len, a, max, &ea);
+	nb = pt_unwind__stack(slow, (uint32_t)pid, regs, stack, len, b, max, &eb);
+	pt_unwind__stats(fast, &st);
+	print_message("  %s: fast %zu frames end %d (%s), libdw %zu end %d\n", what, na, ea,
+		      st.fast ? "fast walk" : "given to libdw", nb, eb);
+	assert_int_equal(st.fast, 1); /* these stacks are all simple rules */
+	assert_int_equal(na, nb);
+	for (size_t i = 0; i < na; i++) {
+		assert_int_equal(a[i].pc, b[i].pc);
+		assert_int_equal(a[i].kind, b[i].kind);
+		assert_int_equal(a[i].modoff, b[i].modoff);
+		assert_true(a[i].sym == b[i].sym ||
+			    (a[i].sym && b[i].sym && !strcmp(a[i].sym, b[i].sym)));
+		assert_true(a[i].module && b[i].module && !strcmp(a[i].module, b[i].module));
+	}
+	assert_true(ea == eb || (ea == PT_UNWIND_END_BOTTOM && eb == PT_UNWIND_END_COPY));
+	pt_unwind__free(fast);
+	pt_unwind__free(slow);
+}
+
 static const char *const chain[] = { "fx_leaf", "fx_middle", "fx_outer", "fx_deep", "main" };
 
 static void dump(const struct pt_unwind_frame *f, size_t n, enum pt_unwind_end end)
@@ -516,6 +554,31 @@ static void test_python_pyenv(void **state)
 	python_kinds(path);
 }
 
+/* The fast walk against libdw's own on real stacks: the fixture's whole
+ * chain, cut to 3 frames, a copy cut short (400 bytes: COPY), and the
+ * interpreters' (Python stacks, the eval loop's frames). */
+static void test_fast_walk(void **state)
+{
+	char *argv[] = { "/usr/bin/python3.11", "-c",
+			 "import sys\nsys.stdout.write('spin\\n'); sys.stdout.flush()\n"
+			 "def f():\n    x = 0\n    while True:\n        x += 1\nf()\n",
+			 NULL };
+	struct child *c = run_fixture("unwind_fixture", "12");
+	static struct child py;
+
+	same_walks(c->pid, c->regs, c->stack, c->len, MAXF, "fixture");
+	same_walks(c->pid, c->regs, c->stack, c->len, 3, "fixture, 3 frames");
+	same_walks(c->pid, c->regs, c->stack, 400, MAXF, "fixture, 400 bytes");
+	if (access(argv[0], X_OK)) {
+		print_message("  no %s: its stack not compared\n", argv[0]);
+		return;
+	}
+	memset(&py, 0, sizeof(py));
+	py.pid = start(argv);
+	stop_copy(&py);
+	same_walks(py.pid, py.regs, py.stack, py.len, MAXF, "python3.11");
+}
+
 /* ns per 20-frame stack (17 of the fixture, 3 of libc's start), pcs cached */
 static void test_cost(void **state)
 {
@@ -552,6 +615,7 @@ int main(void)
 		cmocka_unit_test(test_demangle),
 		cmocka_unit_test_teardown(test_python_debian, kill_kids),
 		cmocka_unit_test_teardown(test_python_pyenv, kill_kids),
+		cmocka_unit_test_teardown(test_fast_walk, kill_kids),
 		cmocka_unit_test_teardown(test_cost, kill_kids),
 	};
 
