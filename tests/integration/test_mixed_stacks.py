@@ -469,6 +469,12 @@ def check_pool(python, label, pool_ms=8.0, steps=60):
               label, tp["calls"], want, got, sum(w for f, w in worker if on_cpu(f)) / 1000.0,
               got - want, tol))
     assert not stray, "%s: Python frames in ptn-pool's stacks:\n  %s" % (label, show(stray))
+    # nine in ten of its samples were held and folded into the tenth
+    nf = sm["native_frames"]
+    held = nf["pooled_samples"] * period_ms
+    assert 0.8 * want - tol <= held <= 0.9 * want + tol, (
+        "%s: pooled_samples %d (%.1f ms) for %.1f ms of the worker's CPU" % (
+            label, nf["pooled_samples"], held, want))
     assert abs(got - want) <= tol, (
         "%s: ptn-pool's on-CPU weight through %s against the worker's CPU time: %.1f vs "
         "%.1f ms (tolerance %.1f); its stacks:\n  %s" % (

@@ -94,6 +94,9 @@ struct pt_report_native {
 	 * or the thread came back other than through its system call
 	 * (bpf/pysample.bpf.c) */
 	uint64_t offcpu_budget, offcpu_moved;
+	/* samples of threads without Python held and folded into a later
+	 * one of their thread (PT_SAMPLEF_POOLED): their time is in it */
+	uint64_t pooled;
 };
 
 struct pt_report_sampling {

@@ -155,10 +155,10 @@ int pt_run__py_sample(struct proc *p)
 	}
 	p->python.sampled = true;
 	if (r->cfg.native_frames) {
+		/* its libraries through its root (set by pt_run__py_start,
+		 * which comes first): a container's are not ours */
 		struct pt_unwind_opts uo = { .pid = p->tracee.pid, .root = p->python.root };
 
-		/* its libraries through its root: a container's are not ours */
-		snprintf(p->python.root, sizeof(p->python.root), "/proc/%d/root", p->tracee.pid);
 		if (pt_unwind__new(&p->python.unw, &uo, err, sizeof(err)) == -ENOMEM)
 			return -ENOMEM;
 		if (!p->python.unw)

@@ -235,6 +235,7 @@ static int build_sampling(const struct docsrc *d, struct pt_report_sampling *sp,
 	sp->nat.missing += ss.bpf.ustack_lost;
 	sp->nat.offcpu_budget = ss.bpf.offcpu_budget;
 	sp->nat.offcpu_moved = ss.bpf.offcpu_moved;
+	sp->nat.pooled = ss.bpf.pooled;
 	host_steal(r, sp);
 	thread_names(d, sp);
 	sp->folded = "stacks.folded";
