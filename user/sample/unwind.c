@@ -58,8 +58,10 @@ struct pt_umod {
 	size_t nranges, rangecap;
 };
 
-/* A CFI row's [lo, hi) (absolute) and its rule (RULE_*, fields as in
- * pc_slot). */
+/* A CFI row's [lo, hi) (absolute) and its rule: RULE_* (below); for
+ * RULE_SIMPLE, CFA = cfa_reg (DWARF_SP or DWARF_BP) + cfa_off, the return
+ * address at CFA + ra_off, rbp at CFA + bp_off if bp_saved (else
+ * unchanged). */
 struct urange {
 	uint64_t lo, hi;
 	uint8_t rule, cfa_reg;
@@ -85,12 +87,9 @@ struct pc_slot {
 	uint64_t modoff;
 	enum pt_unwind_kind kind;
 	uint8_t cfi; /* 0: not looked at yet, 1: pc has CFI, 2: none */
-	/* its unwind rule for the fast walk (fast_walk), RULE_*: 0 not
+	/* its unwind rule for the fast walk (fast_walk); rule.rule 0: not
 	 * looked at yet */
-	uint8_t rule;
-	uint8_t cfa_reg; /* DWARF_SP or DWARF_BP */
-	bool bp_saved;	 /* rbp saved at CFA + bp_off (else unchanged) */
-	int32_t cfa_off, ra_off, bp_off;
+	struct urange rule;
 };
 
 enum {
@@ -608,39 +607,48 @@ static void range_keep(struct pt_umod *m, const struct urange *r)
 	m->nranges++;
 }
 
-/* pc's rule, from its module's rows or else .eh_frame (else
- * .debug_frame), into r. */
-static void find_rule(struct pt_unwind *u, uint64_t pc, struct pc_slot *s, struct urange *r)
+/* The CFI frame state at pc, from its module's .eh_frame, else its
+ * .debug_frame (*bias: CFI addresses + bias = absolute); NULL: none. The
+ * caller frees it. */
+static Dwarf_Frame *cfi_frame(struct pt_unwind *u, uint64_t pc, Dwarf_Addr *bias)
 {
-	Dwfl_Module *mod;
-	Dwarf_Frame *fr = NULL;
-	Dwarf_Addr bias, lo, hi;
-	const struct urange *have;
+	Dwfl_Module *mod = dwfl_addrmodule(u->dwfl, pc);
+	Dwarf_Frame *fr;
 	Dwarf_CFI *cfi;
 
-	have = s->m ? range_at(s->m, pc) : NULL;
+	if (!mod)
+		return NULL;
+	cfi = dwfl_module_eh_cfi(mod, bias);
+	if (cfi && dwarf_cfi_addrframe(cfi, pc - *bias, &fr) == 0)
+		return fr;
+	cfi = dwfl_module_dwarf_cfi(mod, bias);
+	if (cfi && dwarf_cfi_addrframe(cfi, pc - *bias, &fr) == 0)
+		return fr;
+	return NULL;
+}
+
+/* pc's rule into r, from m's rows (m: its module, NULL: unknown) or the
+ * CFI, kept in m's rows then. */
+static void find_rule(struct pt_unwind *u, uint64_t pc, struct pt_umod *m, struct urange *r)
+{
+	const struct urange *have = m ? range_at(m, pc) : NULL;
+	Dwarf_Addr bias, lo, hi;
+	Dwarf_Frame *fr;
+
 	if (have) {
 		*r = *have;
 		return;
 	}
 	memset(r, 0, sizeof(*r));
 	r->rule = RULE_OTHER;
-	mod = dwfl_addrmodule(u->dwfl, pc);
-	if (!mod)
+	fr = cfi_frame(u, pc, &bias);
+	if (!fr)
 		return;
-	cfi = dwfl_module_eh_cfi(mod, &bias);
-	if (!cfi || dwarf_cfi_addrframe(cfi, pc - bias, &fr)) {
-		fr = NULL;
-		cfi = dwfl_module_dwarf_cfi(mod, &bias);
-		if (!cfi || dwarf_cfi_addrframe(cfi, pc - bias, &fr))
-			return;
-	}
 	r->rule = (uint8_t)rule_of_frame(fr, r);
-	if (s->m && dwarf_frame_info(fr, &lo, &hi, NULL) >= 0 && lo + bias <= pc &&
-	    pc < hi + bias) {
+	if (m && dwarf_frame_info(fr, &lo, &hi, NULL) >= 0 && lo + bias <= pc && pc < hi + bias) {
 		r->lo = lo + bias;
 		r->hi = hi + bias;
-		range_keep(s->m, r);
+		range_keep(m, r);
 	}
 	free(fr);
 }
@@ -667,6 +675,7 @@ static bool fast_walk(struct pt_unwind *u, struct walk *w)
 	for (;;) {
 		uint64_t pc = act ? ip : ip - 1, cfa;
 		struct pc_slot *s;
+		struct urange *r;
 
 		if (ip == 0) {
 			w->end = PT_UNWIND_END_BOTTOM;
@@ -681,31 +690,23 @@ static bool fast_walk(struct pt_unwind *u, struct walk *w)
 			u->st.hits++;
 		else if (!name_pc(u, pc, s))
 			return false; /* in no module: libdw's way (maps again) */
-		if (s->rule == RULE_UNKNOWN) {
-			struct urange r;
-
-			find_rule(u, pc, s, &r);
-			s->rule = r.rule;
-			s->cfa_reg = r.cfa_reg;
-			s->bp_saved = r.bp_saved;
-			s->cfa_off = r.cfa_off;
-			s->ra_off = r.ra_off;
-			s->bp_off = r.bp_off;
-		}
-		if (s->rule == RULE_OTHER)
+		r = &s->rule;
+		if (r->rule == RULE_UNKNOWN)
+			find_rule(u, pc, s->m, r);
+		if (r->rule == RULE_OTHER)
 			return false;
 		w->out[w->n++] = (struct pt_unwind_frame){ .pc = pc,
 							   .sym = s->sym,
 							   .module = s->module,
 							   .modoff = s->modoff,
 							   .kind = s->kind };
-		if (s->rule == RULE_END) {
+		if (r->rule == RULE_END) {
 			w->end = PT_UNWIND_END_BOTTOM;
 			return true;
 		}
-		cfa = (s->cfa_reg == DWARF_SP ? sp : bp) + (uint64_t)(int64_t)s->cfa_off;
-		if (!copy_word(w, cfa + (uint64_t)(int64_t)s->ra_off, &ip) ||
-		    (s->bp_saved && !copy_word(w, cfa + (uint64_t)(int64_t)s->bp_off, &bp))) {
+		cfa = (r->cfa_reg == DWARF_SP ? sp : bp) + (uint64_t)(int64_t)r->cfa_off;
+		if (!copy_word(w, cfa + (uint64_t)(int64_t)r->ra_off, &ip) ||
+		    (r->bp_saved && !copy_word(w, cfa + (uint64_t)(int64_t)r->bp_off, &bp))) {
 			w->end = PT_UNWIND_END_COPY;
 			return true;
 		}
@@ -720,24 +721,12 @@ static bool fast_walk(struct pt_unwind *u, struct walk *w)
 /* Has the module of pc no CFI for it? Then that is why the walk ended. */
 static bool find_no_cfi(struct pt_unwind *u, uint64_t pc)
 {
-	Dwfl_Module *mod = dwfl_addrmodule(u->dwfl, pc);
-	Dwarf_CFI *cfi;
-	Dwarf_Frame *fr;
 	Dwarf_Addr bias;
+	Dwarf_Frame *fr = cfi_frame(u, pc, &bias);
+	bool none = !fr;
 
-	if (!mod)
-		return true;
-	cfi = dwfl_module_eh_cfi(mod, &bias);
-	if (cfi && dwarf_cfi_addrframe(cfi, pc - bias, &fr) == 0) {
-		free(fr);
-		return false;
-	}
-	cfi = dwfl_module_dwarf_cfi(mod, &bias);
-	if (cfi && dwarf_cfi_addrframe(cfi, pc - bias, &fr) == 0) {
-		free(fr);
-		return false;
-	}
-	return true;
+	free(fr);
+	return none;
 }
 
 /* Stacks end at the same few pcs: looked up once per cached pc. */
