@@ -445,7 +445,9 @@ static __always_inline bool still_blocked(struct task_struct *task, struct pt_sa
 static __always_inline void finish_pending(struct task_struct *task, struct pt_sample_thread *ts,
 					   __u32 buf)
 {
-	if (__sync_val_compare_and_swap(&ts->pending, 1, 2) != 1)
+	/* native is rodata: without native frames this is dead code; with,
+	 * the plain load spares the atomic where nothing waits */
+	if (!native || ts->pending != 1 || __sync_val_compare_and_swap(&ts->pending, 1, 2) != 1)
 		return;
 	if (!still_blocked(task, ts)) {
 		__sync_fetch_and_add(&counters.offcpu_moved, 1);
@@ -624,7 +626,7 @@ int BPF_PROG(pt_switch, bool preempt, struct task_struct *prev, struct task_stru
 		return 0;
 	}
 	finish_pending(prev, ts, UCOPY_IRQ);
-	if (ts->pool_n && (prev->flags & PF_EXITING))
+	if (native && ts->pool_n && (prev->flags & PF_EXITING))
 		pool_flush(ts, sc, prev->tgid, prev->pid, now);
 	ts->s.type = PT_REC_OFFCPU;
 	ts->s.pid = prev->tgid;

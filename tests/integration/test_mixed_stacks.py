@@ -496,29 +496,34 @@ def check_pool(python, label, pool_ms=8.0, steps=60):
         label, around, wait, py_only, on_part, wtol)
 
 
-def test_mixed_pool_debian_py311():
-    label, python = interpreter("debian-3.11")
+def _pool(label):
+    label, python = interpreter(label)
     check_pool(python, label)
+
+
+def _offcpu(label):
+    label, python = interpreter(label)
+    check_offcpu(python, label)
+
+
+def test_mixed_pool_debian_py311():
+    _pool("debian-3.11")
 
 
 def test_mixed_pool_py312():
-    label, python = interpreter("3.12")
-    check_pool(python, label)
+    _pool("3.12")
 
 
 def test_mixed_offcpu_debian_py311():
-    label, python = interpreter("debian-3.11")
-    check_offcpu(python, label)
+    _offcpu("debian-3.11")
 
 
 def test_mixed_offcpu_py38():
-    label, python = interpreter("3.8")
-    check_offcpu(python, label)
+    _offcpu("3.8")
 
 
 def test_mixed_offcpu_py313():
-    label, python = interpreter("3.13")
-    check_offcpu(python, label)
+    _offcpu("3.13")
 
 
 def test_mixed_cli_debian_py311():
