@@ -389,11 +389,17 @@ def check_sampling(s, t, label, exact):
             os.path.join(s["_out"], "stacks.folded"))
     for name in pt:
         check_thread_wall(s, t, name)
+    # time the hypervisor took while one of these ran is on-CPU to a
+    # sample (harness.host_steal_ms): a loaded CI host charged 196 ms of
+    # 3.5 s to the sleeper once; what was stolen, all CPUs, is allowed
+    steal = s.get("_steal_ms", 0)
     main = thread(s, pt["main"]["tid"])
-    assert main["on_cpu_ms"] <= 0.05 * main["wall_ms"], ("main thread mostly idle", main)
+    assert main["on_cpu_ms"] <= 0.05 * main["wall_ms"] + steal, \
+        ("main thread mostly idle", main, "host steal %.0f ms" % steal)
     sl = thread(s, pt["sleeper"]["tid"])
     # 100 wakeups a second of tens of µs each: well under 5% on the CPU
-    assert sl["off_cpu_ms"] >= 0.95 * sl["wall_ms"], ("sleeper ~all off the CPU", sl)
+    assert sl["on_cpu_ms"] <= 0.05 * sl["wall_ms"] + steal, \
+        ("sleeper ~all off the CPU", sl, "host steal %.0f ms" % steal)
 
     print("%s: thread wall - life in window (ms): %s" % (label, ", ".join(
         "%s %+.1f" % (k, v[-1]) for k, v in sorted(THREAD_DIFFS.items()) if k in pt)))
@@ -404,7 +410,6 @@ def check_sampling(s, t, label, exact):
     # is allowed on the CPU; wall time holds it, less what late samples
     # may miss (harness.late_ms)
     tw = t["work"]["wall_ns"] / 1e6
-    steal = s.get("_steal_ms", 0)
     # proftrace's own figure: its window is inside ours (a tick is 10 ms)
     ps = s["meta"]["sampling"]["host_steal_ms"]
     assert ps is not None and 0 <= ps <= steal + 10, (ps, steal)
