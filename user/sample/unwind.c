@@ -123,6 +123,7 @@ struct pt_unwind {
 	struct pt_umod *mods;
 	struct walk *w; /* during pt_unwind__stack */
 	uint64_t gen, last_report_ns;
+	size_t nmods, adopted, fresh; /* modules after the last report; counts during one */
 	struct pc_slot *cache;
 	bool libdw_only;
 	char **strs; /* interned strings: open addressing */
@@ -215,8 +216,10 @@ static int adopt_module(Dwfl_Module *mod, void **userdata, const char *name, Dwa
 	struct pt_umod *m;
 	const char *slash = strrchr(name, '/');
 
+	u->adopted++;
 	if (*userdata)
 		return DWARF_CB_OK;
+	u->fresh++;
 	m = calloc(1, sizeof(*m));
 	if (!m)
 		return DWARF_CB_ABORT;
@@ -245,9 +248,16 @@ static int report(struct pt_unwind *u)
 	err = dwfl_linux_proc_report(u->dwfl, u->pid);
 	if (dwfl_report_end(u->dwfl, NULL, NULL) || err)
 		return err > 0 ? -err : -ESRCH;
+	u->adopted = u->fresh = 0;
 	if (dwfl_getmodules(u->dwfl, adopt_module, u, 0) != 0)
 		return -ENOMEM;
-	u->gen++; /* a pc may now be in another library */
+	/* A pc may now be in another library: the cache is emptied, unless
+	 * the modules are those of the last report (a pc in JIT code, e.g.
+	 * CPython's perf trampolines, asks again every REREPORT_NS: it must
+	 * not throw away every name and rule each time). */
+	if (u->fresh || u->adopted != u->nmods)
+		u->gen++;
+	u->nmods = u->adopted;
 	u->last_report_ns = now_ns();
 	u->st.reports++;
 	return 0;
@@ -507,8 +517,9 @@ static int on_frame(Dwfl_Frame *frame, void *arg)
  * each pc's rule is asked of libdw once, kept in its cache slot, and a
  * stack whose every frame has such a rule is walked here from the copy,
  * as libdw would walk it. Any other frame (no CFI, a CFA expression, a
- * signal frame, a pc in no module, a frame that does not move up the
- * stack) gives the whole stack to libdw, whose ends and frames stand.
+ * signal frame, a frame that does not move up the stack) gives the whole
+ * stack to libdw, whose ends and frames stand; a pc in no module ends the
+ * walk here as it ends libdw's.
  */
 
 /* ops is [DW_OP_call_frame_cfa] or [DW_OP_call_frame_cfa,
@@ -686,10 +697,16 @@ static bool fast_walk(struct pt_unwind *u, struct walk *w)
 			return true;
 		}
 		s = &u->cache[(pc ^ (pc >> 12)) & (CACHE_SLOTS - 1)];
-		if (s->gen == u->gen && s->pc == pc)
+		if (s->gen == u->gen && s->pc == pc) {
 			u->st.hits++;
-		else if (!name_pc(u, pc, s))
-			return false; /* in no module: libdw's way (maps again) */
+		} else if (!name_pc(u, pc, s) && (now_ns() - u->last_report_ns < REREPORT_NS ||
+						  report(u) || !name_pc(u, pc, s))) {
+			/* in no module (JIT code, or a library mapped since the
+			 * maps were read): where libdw's walk ends too (on_frame) */
+			w->out[w->n++] = (struct pt_unwind_frame){ .pc = pc };
+			w->end = PT_UNWIND_END_NOINFO;
+			return true;
+		}
 		r = &s->rule;
 		if (r->rule == RULE_UNKNOWN)
 			find_rule(u, pc, s->m, r);

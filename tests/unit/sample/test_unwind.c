@@ -205,7 +205,9 @@ static void same_walks(int pid, const uint64_t *regs, const uint8_t *stack, size
 		assert_int_equal(a[i].modoff, b[i].modoff);
 		assert_true(a[i].sym == b[i].sym ||
 			    (a[i].sym && b[i].sym && !strcmp(a[i].sym, b[i].sym)));
-		assert_true(a[i].module && b[i].module && !strcmp(a[i].module, b[i].module));
+		/* in no module (JIT code): no name either way */
+		assert_true(a[i].module == b[i].module ||
+			    (a[i].module && b[i].module && !strcmp(a[i].module, b[i].module)));
 	}
 	assert_true(ea == eb || (ea == PT_UNWIND_END_BOTTOM && eb == PT_UNWIND_END_COPY));
 	pt_unwind__free(fast);
@@ -579,6 +581,51 @@ static void test_fast_walk(void **state)
 	same_walks(py.pid, py.regs, py.stack, py.len, MAXF, "python3.11");
 }
 
+/*
+ * A caller in no module (JIT code: CPython's perf trampolines, oneDNN's
+ * kernels): the walk ends there, NOINFO, the same with or without libdw,
+ * and without libdw. Asking the maps again (once per REREPORT_NS) must not
+ * empty the cache when nothing was mapped: the second walk's named frames
+ * all come from it.
+ */
+static void test_jit_caller(void **state)
+{
+	struct child *c = run_fixture("unwind_fixture", "12");
+	struct pt_unwind *u = open_unwind(c->pid, NULL);
+	struct pt_unwind_frame f[MAXF];
+	struct pt_unwind_stats a, b;
+	enum pt_unwind_end end;
+	static uint8_t copy[PT_USTACK_MAX];
+	uint64_t ra, jit = 0x10000; /* below any mapping */
+	size_t n, at = 0;
+
+	n = pt_unwind__stack(u, c->pid, c->regs, c->stack, c->len, f, MAXF, &end);
+	assert_true(n > 4);
+	ra = f[3].pc + 1; /* fx_outer's return address, in fx_deep */
+	memcpy(copy, c->stack, c->len);
+	for (at = 0; at + 8 <= c->len; at += 8)
+		if (!memcmp(copy + at, &ra, 8))
+			break;
+	assert_true(at + 8 <= c->len);
+	memcpy(copy + at, &jit, 8);
+	same_walks(c->pid, c->regs, copy, c->len, MAXF, "fixture, a caller in JIT code");
+	n = pt_unwind__stack(u, c->pid, c->regs, copy, c->len, f, MAXF, &end);
+	assert_int_equal(n, 4);
+	assert_int_equal(end, PT_UNWIND_END_NOINFO);
+	assert_int_equal(f[3].pc, jit - 1);
+	assert_null(f[3].module);
+	assert_null(f[3].sym);
+	usleep(110 * 1000); /* past REREPORT_NS: the maps read again */
+	pt_unwind__stats(u, &a);
+	n = pt_unwind__stack(u, c->pid, c->regs, copy, c->len, f, MAXF, &end);
+	pt_unwind__stats(u, &b);
+	assert_int_equal(n, 4);
+	assert_int_equal(b.reports, a.reports + 1);
+	assert_int_equal(b.hits - a.hits, 3);
+	assert_int_equal(b.fast, a.fast + 1);
+	pt_unwind__free(u);
+}
+
 /* ns per 20-frame stack (17 of the fixture, 3 of libc's start), pcs cached */
 static void test_cost(void **state)
 {
@@ -616,6 +663,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_python_debian, kill_kids),
 		cmocka_unit_test_teardown(test_python_pyenv, kill_kids),
 		cmocka_unit_test_teardown(test_fast_walk, kill_kids),
+		cmocka_unit_test_teardown(test_jit_caller, kill_kids),
 		cmocka_unit_test_teardown(test_cost, kill_kids),
 	};
 
