@@ -13,6 +13,7 @@ CPython Debian's austin can read; 12 and 13 from pyenv).
 """
 import json
 import os
+import re
 import select
 import shutil
 import signal
@@ -439,11 +440,13 @@ def sample_pythons():
             os.path.exists(known[m][1])]
 
 
-def sample_conf(hz):
+def sample_conf(hz, native=True):
     # python_mode sampled: samples only, no frame probe (3.10 and -X perf
     # would otherwise also probe every call); `lines` is there because a
-    # targets file needs something to profile
-    return "lines py:py_sample_bench::step\nset python_mode sampled\nset sample_hz %d\n" % hz
+    # targets file needs something to profile; native frames are the
+    # default, `off` is the py-spy-like Python-only row
+    return "lines py:py_sample_bench::step\nset python_mode sampled\nset sample_hz %d\n%s" % (
+        hz, "" if native else "set native_frames off\n")
 
 
 def sample_calibrate(python):
@@ -459,7 +462,8 @@ def sample_calibrate(python):
 
 def folded_frames(path):
     """Mean Python frames per on-CPU sample in a stacks.folded (weighted by
-    sample time; the thread root and [pseudo frames] are not frames)."""
+    sample time; the thread root, [pseudo frames] and native frames are not
+    Python frames: a Python frame's label ends "(file:line)")."""
     frames = weight = 0
     with open(path) as f:
         for line in f:
@@ -467,7 +471,7 @@ def folded_frames(path):
             parts = stack.split(";")[1:]
             if not parts or parts[-1] == "[off-cpu]":
                 continue
-            n = sum(1 for p in parts if not p.startswith("["))
+            n = sum(1 for p in parts if re.search(r" \([^()]*:[0-9]+\)$", p))
             frames += n * float(w)
             weight += float(w)
     return frames / weight if weight else float("nan")
@@ -530,7 +534,8 @@ class BpfStats:
 
 
 def sample_run(python, n, tool, hz, depth=0, stats=False):
-    """One run of the workload with tool (None, 'proftrace', 'austin') at hz.
+    """One run of the workload with tool (None, 'proftrace', 'proftrace-py':
+    native frames off, 'austin') at hz.
     Returns a dict: elapsed_ns, cpu_ns, frames (victim's stack depth), and
     per tool what it recorded (samples, intervals, folded_frames, bpf)."""
     argv = [python, SAMPLE_BENCH, str(n), "--hold"]
@@ -542,8 +547,8 @@ def sample_run(python, n, tool, hz, depth=0, stats=False):
     res = {}
     try:
         pid = int(readline(b.stdout, "ready").split()[1])
-        if tool == "proftrace":
-            t = start_proftrace(pid, sample_conf(hz), tmp)
+        if tool in ("proftrace", "proftrace-py"):
+            t = start_proftrace(pid, sample_conf(hz, tool == "proftrace"), tmp)
         elif tool == "austin":
             # default mode: wall time, idle samples included, like proftrace's
             # on-CPU samples + off-CPU intervals
@@ -570,7 +575,7 @@ def sample_run(python, n, tool, hz, depth=0, stats=False):
         b.stdin.write(b"bye\n")
         b.stdin.flush()
         b.wait(30)
-        if tool == "proftrace":
+        if tool in ("proftrace", "proftrace-py"):
             t.wait(60)
             with open(os.path.join(tmp, "out", "summary.json")) as f:
                 smp = json.load(f)["meta"]["sampling"]
@@ -600,7 +605,8 @@ def sampling_tables():
     aver = subprocess.run([AUSTIN, "-V"], capture_output=True, text=True).stdout.strip() \
         if have_austin else "not installed"
     configs = [("no tool", None, 0), ("proftrace 100 Hz", "proftrace", 100),
-               ("proftrace 1000 Hz", "proftrace", 1000)]
+               ("proftrace 1000 Hz", "proftrace", 1000),
+               ("proftrace 1000 Hz, --no-native", "proftrace-py", 1000)]
     if have_austin:
         configs += [("Austin 100 Hz", "austin", 100), ("Austin 1000 Hz", "austin", 1000)]
     rows = []
@@ -632,7 +638,7 @@ def sampling_tables():
                 continue
             e = statistics.median(r["elapsed_ns"] for r in rs)
             c = statistics.median(r["cpu_ns"] for r in rs)
-            if tool == "proftrace":
+            if tool in ("proftrace", "proftrace-py"):
                 rec = "%d on-CPU + %d off-CPU intervals" % (
                     statistics.median(r["samples"] for r in rs),
                     statistics.median(r["intervals"] for r in rs))
@@ -660,7 +666,9 @@ def sampling_tables():
           "utime + stime of the proftrace or austin process over the same work (10 ms "
           "ticks; BPF programs run in the victim, not here). proftrace: `python_mode "
           "sampled` (samples only, no frame probe), per-thread cpu-clock BPF walker + "
-          "sched_switch. Austin (%s): `-i <us> -p PID -o FILE`, its default wall-time "
+          "sched_switch, native frames on (the default: each sample copies the "
+          "thread's registers and top 16 KiB of stack, unwound in proftrace) or off "
+          "(--no-native: the Python frames only). Austin (%s): `-i <us> -p PID -o FILE`, its default wall-time "
           "mode (idle samples included; proftrace is wall time too: on-CPU samples + "
           "off-CPU intervals), reading the process from outside with "
           "process_vm_readv. Austin's samples count those in work(); proftrace's "
@@ -677,19 +685,22 @@ def sampling_tables():
     with BpfStats():
         for label, python in pythons[:2]:
             n = iters[python] // 2
-            for depth in (0, SAMPLE_DEEP):
-                r = sample_run(python, n, "proftrace", hz, depth, stats=True)
+            for depth, tool in ((0, "proftrace"), (0, "proftrace-py"),
+                                (SAMPLE_DEEP, "proftrace"), (SAMPLE_DEEP, "proftrace-py")):
+                r = sample_run(python, n, tool, hz, depth, stats=True)
                 cnt, ns = r["bpf"].get("pt_sample", (0, 0))
                 scnt, sns = r["bpf"].get("pt_switch", (0, 0))
                 per = ns / cnt if cnt else float("nan")
-                rows.append([label, "%d" % r["frames"], "%.1f" % r["folded_frames"],
+                rows.append([label, "on" if tool == "proftrace" else "off (--no-native)",
+                             "%d" % r["frames"], "%.1f" % r["folded_frames"],
                              "%d" % cnt, "%.0f" % per, "%.0f" % (1e9 / per),
                              "%.2f%%" % (100.0 * ns / r["cpu_ns"]),
                              "%d / %d" % (scnt, r["intervals"]),
                              "%.0f" % (sns / scnt if scnt else float("nan"))])
     table("Stack sampling: cost of the BPF walker (`pt_sample`), %d Hz, kernel bpf_stats "
           "over the timed work" % hz,
-          ["interpreter", "stack depth (frames)", "frames per sample (stacks.folded)",
+          ["interpreter", "native frames", "stack depth (frames)",
+           "Python frames per sample (stacks.folded)",
            "samples", "ns per sample", "samples/s one CPU sustains", "walker CPU / victim CPU",
            "pt_switch runs: all tasks / victim's off-CPU intervals (whole run)", "ns per pt_switch run"],
           rows)

@@ -84,7 +84,7 @@ def top_line(s, name, line):
 
 
 def check_look(python, label):
-    # Python frames only (the default, said): the truth is per Python
+    # Python frames only (--no-native): the truth is per Python
     # function and line, whose self time includes the C it calls
     # (time.thread_time's clock_gettime); with native frames that time is
     # the C functions' own (test_mixed_stacks)

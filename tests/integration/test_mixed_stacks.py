@@ -527,14 +527,20 @@ def test_mixed_offcpu_py313():
 
 
 def test_mixed_cli_debian_py311():
-    """Off by default (a targets file that does not say: Python frames
-    only); --native on the command line turns it on over the file."""
+    """On by default (a targets file that does not say); --no-native on the
+    command line turns it off over the file's silence, --native on over
+    the file's off."""
     label, python = interpreter("debian-3.11")
     tmp = tempfile.mkdtemp(prefix="pt-ptnative-")
     so = build_ptnative(python, tmp)
     conf = "step py:pymixed::step\n"
-    s, _, _, rows = run(python, VICTIM, conf, ("--ext", so), env_for())
-    assert s["meta"]["sampling"]["native_frames"] is None, "off by default"
+    s, t, _, rows = run(python, VICTIM, conf, ("--ext", so), env_for())
+    nf = s["meta"]["sampling"]["native_frames"]
+    assert nf and nf["stacks"] > 0, ("on by default", nf)
+    check_no_interpreter(rows, label)
+    check_paths(s, t, rows, label)
+    s, _, _, rows = run(python, VICTIM, conf, ("--ext", so), env_for(), ("--no-native",))
+    assert s["meta"]["sampling"]["native_frames"] is None, "--no-native"
     assert not [f for f, _ in rows if any(kind(x) == "native" for x in f[1:])], show(rows)
     s, t, _, rows = run(python, VICTIM, conf + "set native_frames off\n", ("--ext", so),
                         env_for(), ("--native",))

@@ -1108,6 +1108,7 @@ static void set_defaults(struct pt_config *cfg)
 	cfg->ringbuf_wakeup = false;
 	cfg->py_session = true;
 	cfg->py_trampolines = true;
+	cfg->native_frames = true;
 	cfg->sample_hz = 1000;
 	cfg->python_mode = PT_PYMODE_AUTO;
 	cfg->kv_reduce = PT_VFN_MEAN;

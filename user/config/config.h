@@ -97,8 +97,9 @@ struct pt_config {
 	 * the PEP 523 frame evaluator for every one (what every other call
 	 * then pays: a lookup, and no inlined calls on 3.11) */
 	bool py_trampolines;
-	/* native_frames on|off: stack samples unwind native frames too (C
-	 * extensions, libtorch, libc) under the Python ones (docs/targets.md) */
+	/* native_frames on|off, default on: stack samples unwind native frames
+	 * too (C extensions, libtorch, libc) under the Python ones
+	 * (docs/targets.md) */
 	bool native_frames;
 	unsigned int sample_hz;		 /* sample_hz, default 1000, 0: no sampling */
 	enum pt_python_mode python_mode; /* python_mode auto|agent|evalframe|sampled */
