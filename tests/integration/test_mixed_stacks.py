@@ -45,6 +45,15 @@ sample in 10 sent with a native stack and the weight of the ones before
 ptn_pool_work -> ptn_leaf weigh the worker's own CPU time (POOL_TOL), and
 the Python thread waiting for it is off the CPU in pool -> ptn_pool_wait.
 
+The GIL (pymixed.py --gil-ms, Debian's 3.11 where take_gil has no name,
+pyenv 3.8 and 3.13 where it has): while gil-hog spins in Python, the main
+thread sleeps with the GIL released and then waits to get it back; that
+wait reads step -> gil_part -> gil -> ptn_gil_take -> [GIL wait] -> libc
+(GIL_PATH), the interpreter's frames replaced by the pseudo frame, and
+weighs the victim's clock around PyEval_RestoreThread less take_gil's
+own time on the CPU (BLOCK_TOL's bound a call); the sleep before it is
+never under [GIL...].
+
 pytorch_mixed.py on Debian's 3.11 with python3-torch 1.13 (skipped
 without it): the stacks of Linear.forward go through the libtorch frames
 TORCH_LINEAR_PATH (why each: there), and the on-CPU weight of the
@@ -143,6 +152,9 @@ POOL_PATH = ("ptn_pool_main (ptnative", "ptn_pool_work (ptnative", "ptn_leaf (pt
 POOL_WAIT_PATH = ("step (pymixed.py:", "pool_part (pymixed.py:", "pool (ptnative",
                   "ptn_pool_wait (ptnative")
 POOL_EVERY = 10  # bpf/proftrace.h PT_POOL_EVERY
+GIL_WAIT_SHARE = 0.75
+GIL_PATH = ("step (pymixed.py:", "gil_part (pymixed.py:", "gil (ptnative",
+            "ptn_gil_take (ptnative", "[GIL wait]")
 
 PY_FRAME = re.compile(r" \([^()]*:\d+\)$")
 INTERPRETER_MODULE = re.compile(r"^(lib)?python\d")
@@ -494,6 +506,80 @@ def check_pool(python, label, pool_ms=8.0, steps=60):
         label, " ... ".join(POOL_WAIT_PATH), show(off))
     assert wait <= around + wtol and wait + py_only + on_part >= around - wtol, (
         label, around, wait, py_only, on_part, wtol)
+
+
+def check_gil(python, label, gil_ms=1.0, steps=40):
+    """A wait for the GIL shown as such, against the victim's clock around
+    PyEval_RestoreThread: each step sleeps gil_ms with the GIL released
+    while gil-hog spins in Python, then waits for the GIL back (the switch
+    interval, 5 ms) in take_gil."""
+    tmp = tempfile.mkdtemp(prefix="pt-ptnative-")
+    so = build_ptnative(python, tmp)
+    s, t, _, rows = run(python, VICTIM, CONF % "on",
+                        ("--ext", so, "--steps", str(steps), "--gil-ms", str(gil_ms)),
+                        env_for())
+    check_no_interpreter(rows, label)
+    nf = s["meta"]["sampling"]["native_frames"]
+    off = [(f, w) for f, w in rows if not on_cpu(f)]
+    # the wait: under the path, then libc's frames only
+    gw = [(f, w) for f, w in off if (lambda at: at and all(
+        kind(x) in ("native", "pseudo") for x in f[at[-1] + 1:]))(find_path(f, GIL_PATH))]
+    got = sum(w for _, w in gw) / 1000.0
+    # all of the take's time off the CPU: the wait, and a preemption in its
+    # mutex or signal (libc frames without a condition wait: not the GIL's
+    # to tell on a build that does not name take_gil)
+    take = sum(w for f, w in off if find_path(f, GIL_PATH[:4])) / 1000.0
+    # in ptn_gil_take off the CPU without native frames (the budget, a
+    # native stack that did not come)
+    py_only = sum(w for f, w in off if find_path(f, GIL_PATH[:2]) and
+                  not any(kind(x) == "native" for x in f[1:])) / 1000.0
+    tg = t["gil"]
+    want, cpu_ms = tg["spun_ns"] / 1e6, tg["cpu_ns"] / 1e6
+    # the intervals are exact; the victim's clock around each take holds
+    # its intervals and its time on the CPU (bounded by the thread's CPU
+    # clock around the call), plus two clock reads a call, plus what the
+    # hypervisor took while it ran (in neither: harness.host_steal_ms)
+    tol = tg["calls"] * BLOCK_CALL_TOL_MS
+    steal = s["_steal_ms"]
+    table = ("  %s: %d waits for the GIL after %.1f ms sleeps: PyEval_RestoreThread took %.1f "
+             "ms (victim; CPU %.1f around the call), off the CPU under ... ptn_gil_take;[GIL "
+             "wait] %.1f ms, under ptn_gil_take %.1f (+%.1f Python frames only); host steal "
+             "%.0f ms; gil_stacks %d" % (label, tg["calls"], gil_ms, want, cpu_ms, got, take,
+                                         py_only, steal, nf["gil_stacks"]))
+    print(table)
+    assert gw, "%s: no off-CPU stack through %s; off-CPU stacks:\n  %s" % (
+        label, " ... ".join(GIL_PATH), show(off))
+    assert got <= take <= want + tol and take + py_only + cpu_ms + steal >= want - tol, (
+        "%s: off-CPU weight in ptn_gil_take against the victim's clock:\n%s\noff-CPU "
+        "stacks:\n  %s" % (label, table, show(off)))
+    # most of it is the wait: each take waits out the hog's switch interval
+    # (5 ms) in the condition wait, against tens of us of mutex and signal
+    assert got >= GIL_WAIT_SHARE * take, (
+        "%s: [GIL wait] holds too little of the take's time off the CPU:\n%s\noff-CPU "
+        "stacks:\n  %s" % (label, table, show(off)))
+    # the sleep before it is no GIL wait; the hog waits for the GIL too
+    assert not [f for f, _ in rows if "ptn_block_inner (ptnative.so)" in f and
+                any(x.startswith("[GIL") for x in f)], show(rows)
+    assert [f for f, _ in off if f[0].startswith("gil-hog ") and "[GIL wait]" in f], show(off)
+    assert nf["gil_stacks"] >= len(gw), nf
+
+
+def _gil(label):
+    label, python = interpreter(label)
+    check_gil(python, label)
+
+
+def test_mixed_gil_debian_py311():
+    """Debian's 3.11: take_gil not named (.symtab stripped), the shape says it."""
+    _gil("debian-3.11")
+
+
+def test_mixed_gil_py38():
+    _gil("3.8")
+
+
+def test_mixed_gil_py313():
+    _gil("3.13")
 
 
 def _pool(label):

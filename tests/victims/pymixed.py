@@ -22,6 +22,12 @@ Each step, in the main thread:
   short_part(n, ns)         with --short-blocks N: N blocks of --short-us
                             each (shorter than a sampling period), the
                             same path under short_part
+  gil_part(ns)              with --gil-ms: the "gil-hog" thread spins in
+                            Python (holding the GIL) while this thread
+                            calls ptnative.gil(ns): a sleep with the GIL
+                            released, then the wait to get it back, off
+                            the CPU in take_gil: step -> gil_part -> gil ->
+                            ptn_gil_take -> [GIL wait] -> libc
   pool_part(ns)             with --pool-ms: ptnative.pool(ns), a job on
                             ptnative's worker thread (no Python thread
                             state): ptn_pool_main -> ptn_pool_work ->
@@ -46,7 +52,9 @@ counts; the CPU clock read outside the wall one, so a preemption in it
 is in both)}, and "python" {calls, wall_ns, cpu_ns} of python_part;
 with blocks, "block" and "short" the same as the spins' (spun_ns: what
 ptn_block_inner slept on its own clock); with the pool, "pool" the same
-(spun_ns: the worker's CPU time in ptn_pool_work, on its thread clock).
+(spun_ns: the worker's CPU time in ptn_pool_work, on its thread clock);
+with --gil-ms, "gil" the same (spun_ns: what ptn_gil_take measured around
+PyEval_RestoreThread, the GIL's wait in it; slept_ns: the sleeps before).
 """
 import argparse
 import json
@@ -136,7 +144,31 @@ def pool_part(ns):
     book("pool", worker_cpu, t0, t1, c0, cpu())
 
 
-def step(py_ns, native_ns, cb_ns, block_ns=0, shorts=0, short_ns=0, pool_ns=0):
+hog_go = threading.Event()
+
+
+def hog():
+    """Spins in Python, holding the GIL but for the switch interval's
+    hand-offs, while hog_go is set."""
+    while True:
+        hog_go.wait()
+        while hog_go.is_set():
+            pass
+
+
+def gil_part(ns):
+    hog_go.set()
+    c0 = cpu()
+    t0 = now()
+    slept, took = ptnative.gil(ns)
+    t1 = now()
+    hog_go.clear()
+    book("gil", took, t0, t1, c0, cpu())
+    k = kind("gil")
+    k["slept_ns"] = k.get("slept_ns", 0) + slept
+
+
+def step(py_ns, native_ns, cb_ns, block_ns=0, shorts=0, short_ns=0, pool_ns=0, gil_ns=0):
     python_part(py_ns)
     native_part(native_ns)
     callback_part(cb_ns)
@@ -146,6 +178,8 @@ def step(py_ns, native_ns, cb_ns, block_ns=0, shorts=0, short_ns=0, pool_ns=0):
         short_part(shorts, short_ns)
     if pool_ns:
         pool_part(pool_ns)
+    if gil_ns:
+        gil_part(gil_ns)
 
 
 def load(path):
@@ -158,23 +192,23 @@ def load(path):
     ptnative = m
 
 
-def run(steps, py_ns, native_ns, cb_ns, block_ns=0, shorts=0, short_ns=0, pool_ns=0):
+def run(steps, py_ns, native_ns, cb_ns, block_ns=0, shorts=0, short_ns=0, pool_ns=0, gil_ns=0):
     st = {"calls": 0, "wall_ns": 0, "cpu_ns": 0}
-    for name in ("native", "callback", "block", "short", "pool"):
+    for name in ("native", "callback", "block", "short", "pool", "gil"):
         kind(name)
     c0 = cpu()
     t0 = now()
     for _ in range(steps):
         sc = cpu()
         s0 = now()
-        step(py_ns, native_ns, cb_ns, block_ns, shorts, short_ns, pool_ns)
+        step(py_ns, native_ns, cb_ns, block_ns, shorts, short_ns, pool_ns, gil_ns)
         st["wall_ns"] += now() - s0
         st["cpu_ns"] += cpu() - sc
         st["calls"] += 1
     wall = now() - t0
     return {"python": truth.get("python"), "native": truth["native"],
             "callback": truth["callback"], "block": truth["block"], "short": truth["short"],
-            "pool": truth["pool"], "step": st, "steps": steps, "wall_ns": wall,
+            "pool": truth["pool"], "gil": truth["gil"], "step": st, "steps": steps, "wall_ns": wall,
             "cpu_ns": cpu() - c0}
 
 
@@ -191,6 +225,7 @@ def main():
     ap.add_argument("--short-blocks", type=int, default=0)
     ap.add_argument("--short-us", type=float, default=100.0)
     ap.add_argument("--pool-ms", type=float, default=0.0)
+    ap.add_argument("--gil-ms", type=float, default=0.0)
     ap.add_argument("--hold", action="store_true")
     a = ap.parse_args()
     if not a.ext:
@@ -200,12 +235,16 @@ def main():
     ptnative.block(1000)
     if a.pool_ms:
         ptnative.pool(1000)  # the worker made before go
+    if a.gil_ms:
+        ptnative.gil(1000)
+        threading.Thread(target=hog, name="gil-hog", daemon=True).start()
     sys.stdout.write("ready %d\n" % os.getpid())
     sys.stdout.flush()
     if not sys.stdin.readline():
         return 3
     t = run(a.steps, int(a.py_ms * 1e6), int(a.native_ms * 1e6), int(a.callback_ms * 1e6),
-            int(a.block_ms * 1e6), a.short_blocks, int(a.short_us * 1e3), int(a.pool_ms * 1e6))
+            int(a.block_ms * 1e6), a.short_blocks, int(a.short_us * 1e3), int(a.pool_ms * 1e6),
+            int(a.gil_ms * 1e6))
     t.update({"python_version": sys.version.split()[0], "executable": sys.executable,
               "pid": os.getpid(), "tid": threading.get_native_id(),
               "ext": os.path.abspath(a.ext)})

@@ -204,6 +204,7 @@ static void build_sampling(struct jb *b, cJSON *meta, const struct pt_report_met
 			jb_num(b, nat, "offcpu_budget", (double)v->offcpu_budget);
 			jb_num(b, nat, "offcpu_moved", (double)v->offcpu_moved);
 			jb_num(b, nat, "pooled_samples", (double)v->pooled);
+			jb_num(b, nat, "gil_stacks", (double)v->gil);
 			jb_num(b, nat, "frames", (double)v->frames);
 			jb_num(b, nat, "unnamed_frames", (double)v->unnamed);
 			jb_num(b, nat, "stack_bytes_mean", (double)(v->bytes / n));

@@ -97,6 +97,9 @@ struct pt_report_native {
 	/* samples of threads without Python held and folded into a later
 	 * one of their thread (PT_SAMPLEF_POOLED): their time is in it */
 	uint64_t pooled;
+	/* samples and intervals in the interpreter's GIL code: shown under
+	 * "[GIL wait]" or "[GIL]" (sample/mixed.h) */
+	uint64_t gil;
 };
 
 struct pt_report_sampling {

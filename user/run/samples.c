@@ -183,6 +183,24 @@ static void native_frame(struct run *r, const struct pt_unwind_frame *nf,
 	r->nstat.unnamed += !nf->sym;
 }
 
+/* The interpreter's GIL code as frame ss->n: a pseudo frame (no module),
+ * "[GIL wait]" or "[GIL]" (sample/mixed.h). */
+static void gil_frame(struct run *r, uint8_t kind, struct pt_stacks_sample *ss,
+		      const struct pt_pysym_code **codes)
+{
+	const char *label =
+		kind == PT_MIXED_GIL_WAIT ? PT_MIXED_GIL_WAIT_LABEL : PT_MIXED_GIL_LABEL;
+
+	r->sf[ss->n] = (struct pt_sframe){ .label = label,
+					   .fid = PT_SFID_NONE,
+					   .key = pt_mixed__key(label),
+					   .qualname = label,
+					   .filename = "" };
+	codes[ss->n++] = NULL;
+	ss->native++; /* not a Python frame */
+	r->nstat.gil++;
+}
+
 /* The frames of s, Python and native merged (sample/mixed.h). */
 static int mixed_frames(struct run *r, struct proc *p, const struct pt_sample *s,
 			const struct run_nat *nat, struct pt_stacks_sample *ss,
@@ -201,8 +219,12 @@ static int mixed_frames(struct run *r, struct proc *p, const struct pt_sample *s
 	r->nstat.partial += how == PT_MIXED_PARTIAL;
 	r->nstat.mismatched += how == PT_MIXED_MISMATCH;
 	for (size_t k = 0; k < nr; k++) {
-		if (refs[k].native) {
+		if (refs[k].native == PT_MIXED_NATIVE) {
 			native_frame(r, &nat->f[refs[k].i], ss, codes);
+			continue;
+		}
+		if (refs[k].native) {
+			gil_frame(r, refs[k].native, ss, codes);
 			continue;
 		}
 		if (py_frame(r, p, &s->f[refs[k].i], ss, codes) < 0)

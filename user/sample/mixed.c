@@ -2,6 +2,7 @@
 #include <inttypes.h>
 #include <stdbool.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "mixed.h"
 #include "util/util.h"
@@ -11,10 +12,41 @@ struct out {
 	size_t n, max;
 };
 
-static void put(struct out *o, uint32_t i, bool native)
+static void put(struct out *o, uint32_t i, uint8_t native)
 {
 	if (o->n < o->max)
 		o->v[o->n++] = (struct pt_mixed_ref){ .i = i, .native = native };
+}
+
+static bool libc_frame(const struct pt_unwind_frame *f)
+{
+	return f->kind == PT_UNWIND_NATIVE && f->module &&
+	       (!strncmp(f->module, "libc.so", 7) || !strncmp(f->module, "libpthread", 10));
+}
+
+static bool named(const struct pt_unwind_frame *f, const char *sym)
+{
+	return f->sym && !strcmp(f->sym, sym);
+}
+
+/* The GIL (pt_mixed__merge): PT_MIXED_GIL, or PT_MIXED_GIL_WAIT where
+ * libc's frames wait (pthread_cond_timedwait, __lll_lock_wait, ...); its
+ * first interpreter frame in *at; 0: not the GIL. */
+static uint8_t gil(const struct pt_unwind_frame *nat, size_t nn, size_t *at)
+{
+	bool cond = false, wait = false;
+	size_t k = 0;
+
+	for (; k < nn && libc_frame(&nat[k]); k++) {
+		cond |= nat[k].sym && strstr(nat[k].sym, "pthread_cond_");
+		wait |= nat[k].sym && strstr(nat[k].sym, "wait");
+	}
+	if (k == nn || nat[k].kind != PT_UNWIND_INTERP)
+		return 0;
+	if (!cond && !named(&nat[k], "take_gil") && !named(&nat[k], "drop_gil"))
+		return 0;
+	*at = k;
+	return wait ? PT_MIXED_GIL_WAIT : PT_MIXED_GIL;
 }
 
 /* How many refs from the start are native before the first Python one:
@@ -44,7 +76,7 @@ static bool group(unsigned int minor, const struct pt_sample_frame *f, size_t n,
 			break;
 		}
 		if (f[i].code) /* 0 before 3.12: unreadable, one call all the same */
-			put(o, (uint32_t)i, false);
+			put(o, (uint32_t)i, PT_MIXED_PY);
 		if (minor < 11 || (minor == 11 && (f[i].flags & PT_SFRAME_ENTRY))) {
 			i++;
 			break;
@@ -66,12 +98,15 @@ size_t pt_mixed__merge(unsigned int minor, const struct pt_sample_frame *f, size
 		       struct pt_mixed_ref *out, size_t max, enum pt_mixed_how *how)
 {
 	struct out o = { .v = out, .max = max };
-	size_t at = 0, unmatched = 0, rest = 0;
+	size_t at = 0, unmatched = 0, rest = 0, gil_at = nn;
+	uint8_t g = gil(nat, nn, &gil_at);
 
 	for (size_t j = 0; j < nn; j++) {
+		if (j == gil_at && g)
+			put(&o, (uint32_t)j, g);
 		switch (nat[j].kind) {
 		case PT_UNWIND_NATIVE:
-			put(&o, (uint32_t)j, true);
+			put(&o, (uint32_t)j, PT_MIXED_NATIVE);
 			break;
 		case PT_UNWIND_EVAL:
 			if (empty_group(minor, f, n, at))
@@ -87,7 +122,7 @@ size_t pt_mixed__merge(unsigned int minor, const struct pt_sample_frame *f, size
 	for (; at < n; at++) {
 		if (!f[at].code)
 			continue;
-		put(&o, (uint32_t)at, false);
+		put(&o, (uint32_t)at, PT_MIXED_PY);
 		rest++;
 	}
 	/* Native frames under the outermost Python frame (the process's or

@@ -22,11 +22,20 @@
 #include "bpf/proftrace.h"
 #include "unwind.h"
 
-/* One frame of the merged stack: the Python frame py[i], or the native
- * frame nat[i]. */
+/* What a ref of the merged stack is (its `native`: 0 for a Python frame,
+ * so that it reads as a truth value). */
+enum {
+	PT_MIXED_PY,	   /* the Python frame f[i] */
+	PT_MIXED_NATIVE,   /* the native frame nat[i] */
+	PT_MIXED_GIL,	   /* the interpreter's GIL code (its frames from nat[i] on,
+			    * left out): "[GIL]" */
+	PT_MIXED_GIL_WAIT, /* ... waiting in a condition variable: "[GIL wait]" */
+};
+
+/* One frame of the merged stack. */
 struct pt_mixed_ref {
 	uint32_t i;
-	uint8_t native;
+	uint8_t native; /* PT_MIXED_* */
 };
 
 /* How the two stacks met. */
@@ -44,10 +53,23 @@ enum pt_mixed_how {
  * included) of a CPython 3.<minor> with nn native frames nat (innermost
  * first, the unwind ended by end) into out (innermost first), at most max
  * refs. Returns how many; *how says how they met.
+ *
+ * The interpreter's frames are left out, save one case said by a pseudo
+ * frame: a thread in the GIL's code (take_gil, drop_gil). CPython 3.8 to
+ * 3.13 waits on condition variables for the GIL only (its locks are
+ * semaphores on Linux), and distro builds do not name take_gil (a static
+ * function, .symtab stripped): so libc's frames at the leaf, one of them a
+ * pthread_cond_* function, right under the interpreter's frames are the
+ * GIL; so is an interpreter frame named take_gil or drop_gil right above
+ * the leaf's libc frames. Without it a thread waiting for the GIL reads
+ * as its Python line waiting in pthread_cond_timedwait.
  */
 size_t pt_mixed__merge(unsigned int minor, const struct pt_sample_frame *f, size_t n,
 		       const struct pt_unwind_frame *nat, size_t nn, enum pt_unwind_end end,
 		       struct pt_mixed_ref *out, size_t max, enum pt_mixed_how *how);
+
+#define PT_MIXED_GIL_LABEL "[GIL]"
+#define PT_MIXED_GIL_WAIT_LABEL "[GIL wait]"
 
 /* A native frame's label: "sym (module)", "module+0xOFF" when no symbol
  * covers its pc, "[unknown]" when no mapped file does. */

@@ -1029,19 +1029,21 @@ static void test_sampling_native(void **state)
 					    .unwind_ns = 97500000,
 					    .offcpu_budget = 55,
 					    .offcpu_moved = 6,
-					    .pooled = 90 };
+					    .pooled = 90,
+					    .gil = 17 };
 	r.meta.sampling = &sp;
 	doc = pt_summary__build(&r);
 	assert_non_null(doc);
 	n = item(item(item(doc, "meta"), "sampling"), "native_frames");
 	CHECK_KEYS(n, "stacks", "offcpu_stacks", "whole", "partial", "mismatched", "missing",
-		   "offcpu_budget", "offcpu_moved", "pooled_samples", "frames", "unnamed_frames",
-		   "stack_bytes_mean", "unwind_us_mean");
+		   "offcpu_budget", "offcpu_moved", "pooled_samples", "gil_stacks", "frames",
+		   "unnamed_frames", "stack_bytes_mean", "unwind_us_mean");
 	check_num(n, "stacks", 1000);
 	check_num(n, "offcpu_stacks", 200);
 	check_num(n, "offcpu_budget", 55);
 	check_num(n, "offcpu_moved", 6);
 	check_num(n, "pooled_samples", 90);
+	check_num(n, "gil_stacks", 17);
 	check_num(n, "whole", 990);
 	check_num(n, "partial", 7);
 	check_num(n, "mismatched", 3);

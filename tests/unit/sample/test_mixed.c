@@ -11,6 +11,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 
 #include <cmocka.h>
@@ -22,7 +23,8 @@
 #define I PT_UNWIND_INTERP
 #define O PT_UNWIND_OWN
 
-/* "p3" for Python frame 3, "n1" for native frame 1: the merged stack,
+/* "p3" for Python frame 3, "n1" for native frame 1, "w2"/"g2" for the
+ * GIL's pseudo frame (wait / not) at native frame 2: the merged stack,
  * innermost first, as one string */
 static const char *spell(const struct pt_mixed_ref *r, size_t n)
 {
@@ -32,7 +34,7 @@ static const char *spell(const struct pt_mixed_ref *r, size_t n)
 	buf[0] = 0;
 	for (size_t k = 0; k < n && at + 8 < sizeof(buf); k++)
 		at += (size_t)snprintf(buf + at, sizeof(buf) - at, "%s%c%u", k ? " " : "",
-				       r[k].native ? 'n' : 'p', r[k].i);
+				       "pngw"[r[k].native], r[k].i);
 	return buf;
 }
 
@@ -170,6 +172,71 @@ static void test_native_only_and_max(void **state)
 	assert_string_equal(spell(out, 2), "n0 n1");
 }
 
+/* The GIL: libc's condition wait right under the interpreter's frames
+ * (Debian's 3.11: take_gil not named), the same named (pyenv), on the
+ * CPU signalling, and what is not the GIL: an extension's own condition
+ * variable, a libc wait under the eval loop itself, a semaphore (a
+ * threading.Lock) under the interpreter */
+static void test_gil(void **state)
+{
+	const struct pt_sample_frame f[] = { { .code = 0xa }, { .code = 0xb } };
+	struct pt_unwind_frame nat[8];
+	struct pt_mixed_ref out[16];
+	enum pt_mixed_how how;
+	size_t k;
+#define F(s, m, kd) ((struct pt_unwind_frame){ .pc = 1, .sym = (s), .module = (m), .kind = (kd) })
+#define MERGE(...)                                                                                 \
+	do {                                                                                       \
+		const struct pt_unwind_frame v[] = { __VA_ARGS__ };                                \
+		memcpy(nat, v, sizeof(v));                                                         \
+		k = pt_mixed__merge(10, f, 2, nat, sizeof(v) / sizeof(v[0]), PT_UNWIND_END_BOTTOM, \
+				    out, 16, &how);                                                \
+	} while (0)
+
+	/* time.sleep's return: PyEval_RestoreThread -> take_gil (unnamed) */
+	MERGE(F("__futex_abstimed_wait_common", "libc.so.6", N),
+	      F("pthread_cond_timedwait", "libc.so.6", N), F(NULL, "python3.11", I),
+	      F("PyEval_RestoreThread", "python3.11", I), F(NULL, "python3.11", I),
+	      F("_PyEval_EvalFrameDefault", "python3.11", E),
+	      F("_PyEval_EvalFrameDefault", "python3.11", E));
+	assert_string_equal(spell(out, k), "n0 n1 w2 p0 p1");
+	/* named, a mutex wait inside the condition wait */
+	MERGE(F("__GI___lll_lock_wait", "libc.so.6", N), F(NULL, "libc.so.6", N),
+	      F("take_gil", "libpython3.12.so.1.0", I),
+	      F("_PyEval_EvalFrameDefault", "libpython3.12.so.1.0", E));
+	assert_string_equal(spell(out, k), "n0 n1 w2 p0 p1");
+	/* on the CPU: drop_gil signalling the next thread */
+	MERGE(F("pthread_cond_signal", "libc.so.6", N), F("drop_gil", "python3.11", I),
+	      F("_PyEval_EvalFrameDefault", "python3.11", E));
+	assert_string_equal(spell(out, k), "n0 g1 p0 p1");
+	/* on the CPU in take_gil itself */
+	MERGE(F("take_gil", "python3.11", I), F("_PyEval_EvalFrameDefault", "python3.11", E));
+	assert_string_equal(spell(out, k), "g0 p0 p1");
+	/* an extension re-taking the GIL after its own blocking call */
+	MERGE(F("pthread_cond_timedwait", "libc.so.6", N), F(NULL, "python3.11", I),
+	      F("PyEval_RestoreThread", "python3.11", I), F("ext_call", "ext.so", N),
+	      F(NULL, "python3.11", I), F("_PyEval_EvalFrameDefault", "python3.11", E));
+	assert_string_equal(spell(out, k), "n0 w1 n3 p0 p1");
+	/* not the GIL: the extension's own condition variable */
+	MERGE(F("pthread_cond_wait", "libc.so.6", N), F("ext_wait", "ext.so", N),
+	      F(NULL, "python3.11", I), F("_PyEval_EvalFrameDefault", "python3.11", E));
+	assert_string_equal(spell(out, k), "n0 n1 p0 p1");
+	/* nor libc called from the eval loop, nor a semaphore under the
+	 * interpreter (threading.Lock.acquire), nor an unnamed interpreter
+	 * frame at the leaf */
+	MERGE(F("pthread_cond_wait", "libc.so.6", N),
+	      F("_PyEval_EvalFrameDefault", "python3.11", E));
+	assert_string_equal(spell(out, k), "n0 p0 p1");
+	MERGE(F("do_futex_wait", "libc.so.6", N), F("sem_clockwait", "libc.so.6", N),
+	      F("PyThread_acquire_lock_timed", "python3.11", I),
+	      F("_PyEval_EvalFrameDefault", "python3.11", E));
+	assert_string_equal(spell(out, k), "n0 n1 p0 p1");
+	MERGE(F(NULL, "python3.11", I), F("_PyEval_EvalFrameDefault", "python3.11", E));
+	assert_string_equal(spell(out, k), "p0 p1");
+#undef MERGE
+#undef F
+}
+
 static void test_labels(void **state)
 {
 	struct pt_unwind_frame f = { .pc = 0x7f0000001234,
@@ -194,10 +261,15 @@ static void test_labels(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_per_frame), cmocka_unit_test(test_entry_311),
-		cmocka_unit_test(test_shim_312),  cmocka_unit_test(test_partial),
-		cmocka_unit_test(test_mismatch),  cmocka_unit_test(test_native_only_and_max),
-		cmocka_unit_test(test_labels),	  cmocka_unit_test(test_unreadable_code_before_312),
+		cmocka_unit_test(test_per_frame),
+		cmocka_unit_test(test_entry_311),
+		cmocka_unit_test(test_shim_312),
+		cmocka_unit_test(test_partial),
+		cmocka_unit_test(test_mismatch),
+		cmocka_unit_test(test_native_only_and_max),
+		cmocka_unit_test(test_labels),
+		cmocka_unit_test(test_gil),
+		cmocka_unit_test(test_unreadable_code_before_312),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

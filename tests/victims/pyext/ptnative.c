@@ -13,6 +13,10 @@
  *                     as an extension's blocking call does) in
  *                     ptn_block_outer -> ptn_block_inner -> libc's nanosleep;
  *                     returns the ns it slept, on its own clock
+ *   gil(ns)           block(ns)'s sleep, then re-takes the GIL in
+ *                     ptn_gil_take (PyEval_RestoreThread: take_gil, which
+ *                     waits while another thread holds it); returns
+ *                     (ns slept, ns the GIL took to get back), own clock
  *   pool(ns)          runs a job of ns on a worker thread of its own (no
  *                     Python thread state: an OpenMP or tokenizer pool's
  *                     kind, named "ptn-pool", made at the first call),
@@ -108,6 +112,18 @@ static PTN_NOINLINE unsigned long long ptn_block_outer(unsigned long long ns)
 {
 	unsigned long long r = ptn_block_inner(ns);
 
+	asm volatile("" : "+r"(r));
+	return r;
+}
+
+/* The GIL back after a blocking call (Py_END_ALLOW_THREADS): the ns
+ * PyEval_RestoreThread took, the wait for the GIL included. */
+static PTN_NOINLINE unsigned long long ptn_gil_take(PyThreadState *ts)
+{
+	unsigned long long t0 = ptn_now(), r;
+
+	PyEval_RestoreThread(ts);
+	r = ptn_now() - t0;
 	asm volatile("" : "+r"(r));
 	return r;
 }
@@ -216,6 +232,19 @@ static PyObject *block(PyObject *self, PyObject *args)
 	return PyLong_FromUnsignedLongLong(r);
 }
 
+static PyObject *gil(PyObject *self, PyObject *args)
+{
+	unsigned long long ns, slept, took;
+	PyThreadState *ts;
+
+	if (!PyArg_ParseTuple(args, "K", &ns))
+		return NULL;
+	ts = PyEval_SaveThread();
+	slept = ptn_block_outer(ns);
+	took = ptn_gil_take(ts);
+	return Py_BuildValue("(KK)", slept, took);
+}
+
 static PyObject *pool(PyObject *self, PyObject *args)
 {
 	unsigned long long ns, r;
@@ -256,6 +285,7 @@ static PyMethodDef methods[] = {
 	{ "spin", spin, METH_VARARGS, "spin(ns): busy-loop ns in ptn_leaf; the ns spun" },
 	{ "call", call, METH_VARARGS, "call(fn, *args): fn(*args) through ptn_callback" },
 	{ "block", block, METH_VARARGS, "block(ns): sleep ns in ptn_block_inner; the ns slept" },
+	{ "gil", gil, METH_VARARGS, "gil(ns): block(ns), then the GIL back; (slept, took) ns" },
 	{ "pool", pool, METH_VARARGS, "pool(ns): spin ns on the ptn-pool thread; its CPU ns" },
 	{ NULL, NULL, 0, NULL },
 };
