@@ -290,10 +290,11 @@ def env_for(extra=None):
     return with_agent(env)
 
 
-def run_mixed(python, native_frames):
+def run_mixed(python, native_frames, *args):
+    """pymixed.py with ptnative built for python, its args after --ext."""
     tmp = tempfile.mkdtemp(prefix="pt-ptnative-")
     so = build_ptnative(python, tmp)
-    return run(python, VICTIM, CONF % native_frames, ("--ext", so), env_for())
+    return run(python, VICTIM, CONF % native_frames, ("--ext", so) + args, env_for())
 
 
 # --- checks ---------------------------------------------------------------
@@ -400,12 +401,8 @@ def check_off(python, label):
 
 def check_offcpu(python, label, block_ms=3.0, shorts=5, short_us=100.0, steps=60):
     """Native frames off the CPU, against the victim's clock."""
-    tmp = tempfile.mkdtemp(prefix="pt-ptnative-")
-    so = build_ptnative(python, tmp)
-    s, t, _, rows = run(python, VICTIM, CONF % "on",
-                        ("--ext", so, "--steps", str(steps), "--block-ms", str(block_ms),
-                         "--short-blocks", str(shorts), "--short-us", str(short_us)),
-                        env_for())
+    s, t, _, rows = run_mixed(python, "on", "--steps", str(steps), "--block-ms", str(block_ms),
+                              "--short-blocks", str(shorts), "--short-us", str(short_us))
     check_no_interpreter(rows, label)
     nf = s["meta"]["sampling"]["native_frames"]
     off = [(f, w) for f, w in rows if not on_cpu(f)]
@@ -457,11 +454,7 @@ def check_offcpu(python, label, block_ms=3.0, shorts=5, short_us=100.0, steps=60
 
 def check_pool(python, label, pool_ms=8.0, steps=60):
     """A thread without Python's native stacks, against its own CPU clock."""
-    tmp = tempfile.mkdtemp(prefix="pt-ptnative-")
-    so = build_ptnative(python, tmp)
-    s, t, _, rows = run(python, VICTIM, CONF % "on",
-                        ("--ext", so, "--steps", str(steps), "--pool-ms", str(pool_ms)),
-                        env_for())
+    s, t, _, rows = run_mixed(python, "on", "--steps", str(steps), "--pool-ms", str(pool_ms))
     check_no_interpreter(rows, label)
     sm = s["meta"]["sampling"]
     period_ms = sm["period_ns"] / 1e6
@@ -513,11 +506,7 @@ def check_gil(python, label, gil_ms=1.0, steps=40):
     PyEval_RestoreThread: each step sleeps gil_ms with the GIL released
     while gil-hog spins in Python, then waits for the GIL back (the switch
     interval, 5 ms) in take_gil."""
-    tmp = tempfile.mkdtemp(prefix="pt-ptnative-")
-    so = build_ptnative(python, tmp)
-    s, t, _, rows = run(python, VICTIM, CONF % "on",
-                        ("--ext", so, "--steps", str(steps), "--gil-ms", str(gil_ms)),
-                        env_for())
+    s, t, _, rows = run_mixed(python, "on", "--steps", str(steps), "--gil-ms", str(gil_ms))
     check_no_interpreter(rows, label)
     nf = s["meta"]["sampling"]["native_frames"]
     off = [(f, w) for f, w in rows if not on_cpu(f)]
