@@ -7,18 +7,23 @@ The engine times every phase itself: its @timed wrapper reads
 time.perf_counter (CLOCK_MONOTONIC, the clock of proftrace's BPF
 timestamps) just before and just after calling the phase method, so
 proftrace's interval for that call (frame entry to frame return) lies inside
-the engine's. Per call, the engine's interval is longer by what runs between
-its clock reads and the frame: the call through fn(*args, **kwargs), frame
-setup and teardown, and the agent's hook and probe sites at entry and
-return, 2-4 us per call on the 2-vCPU test VM. So a bucket total must lie in
-[truth - calls x GAP_NS - PREEMPT_NS, truth + calls x CLOCK_SLACK_NS].
-GAP_NS (10 us) leaves room for a loaded machine; it is under 1% of a forward
-call (~2 ms) and 5-10% of the schedule, prepare and sample calls, but most
-of a postproc call (~15 us), so that bucket's check is mainly its exact call
-count. Measured gaps: 2-6 us per call. PREEMPT_NS (10 ms, once per total):
-the thread can lose the CPU between a clock read of the wrapper and the
-frame's entry or return (2 vCPUs, proftrace's reader and the engine
-competing); one such time slice, 6 ms, broke the bound once in CI.
+the engine's. Per call, the engine's interval is longer by what runs
+between its clock reads and the frame: the call through fn(*args,
+**kwargs), frame setup and teardown, its thread-CPU clock reads, the
+agent's hook and probe sites at entry and return (with native frames, the
+sys_exit tracepoint on their system calls), a sampling interrupt that
+lands there: measured 4-23 us per call on the 2-vCPU test VM, whose speed
+changes by a third between runs (the most in forward and sample). So a
+bucket total must lie in [truth - calls x GAP_NS - off, truth + calls x
+CLOCK_SLACK_NS]. GAP_NS (30 us) is that work; it is 1.5% of a forward call
+(~2 ms) and 5-20% of the schedule, prepare and sample calls, but more than
+a postproc call (~15 us), so that bucket's check is mainly its exact call
+count. off: the time the engine's thread was not running inside its
+intervals (its own figure: wall less thread CPU time, per call), any of
+which may fall between a clock read and the frame's entry or return. On a
+loaded machine that is the shortfall: a CI run with the sanitizer build
+found postproc 31 ms short over 1,190 calls of 224 us (15 us on a quiet
+machine), beyond the one 10 ms preemption allowed then.
 """
 import glob
 import json
@@ -35,8 +40,7 @@ CONF = os.path.join(ROOT, "targets", "demo.conf")
 PYTHON = "/usr/bin/python3"  # what `make demo` runs (Debian 12: 3.11)
 PYENV = os.environ.get("PYENV_ROOT") or os.path.expanduser("~/.pyenv")
 N = 600  # steps, ~2.5 ms each
-GAP_NS = 10000
-PREEMPT_NS = 10000000
+GAP_NS = 30000
 
 BUCKETS = {  # bucket -> the engine's phase
     "engine.schedule": "schedule",
@@ -79,14 +83,16 @@ def phase_calls(t, phase, first):
     return 2 * busy if phase == "postproc" else busy
 
 
-def near(got_ms, want_ns, calls, what):
+def near(got_ms, want_ns, off_ns, calls, what):
     """proftrace's total inside the engine's, short of it by at most GAP_NS
-    per call and one preemption (module docstring)."""
+    per call and the time the engine was not running (module docstring)."""
     assert got_ms is not None, "%s: no value" % what
     got = got_ms * 1e6
-    lo, hi = want_ns - calls * GAP_NS - PREEMPT_NS, want_ns + calls * CLOCK_SLACK_NS
-    assert lo <= got <= hi, "%s: got %.3f ms, want %.3f ms (allowed %.3f..%.3f, %d calls)" % (
-        what, got_ms, want_ns / 1e6, lo / 1e6, hi / 1e6, calls)
+    lo, hi = want_ns - calls * GAP_NS - off_ns, want_ns + calls * CLOCK_SLACK_NS
+    assert lo <= got <= hi, ("%s: got %.3f ms, want %.3f ms (allowed %.3f..%.3f, %d calls, "
+                             "%.3f ms of it not running)" % (
+                                 what, got_ms, want_ns / 1e6, lo / 1e6, hi / 1e6, calls,
+                                 off_ns / 1e6))
 
 
 def check_steps_and_buckets(s, t, warm):
@@ -95,13 +101,15 @@ def check_steps_and_buckets(s, t, warm):
     eq(st["steps"] + warm, t["steps"], "counted steps + warmup")
     eq(s["health"]["dropped_events"], 0, "dropped")
     ps = t["per_step"]
-    near(st["time_ms"], sum(ps["step_s"][warm:]) * 1e9, st["steps"], "step time")
+    near(st["time_ms"], sum(ps["step_s"][warm:]) * 1e9, sum(ps["step_off_s"][warm:]) * 1e9,
+         st["steps"], "step time")
     covered = 0.0
     for name, phase in BUCKETS.items():
         b = bucket(s, name)
         calls = phase_calls(t, phase, warm)
         eq(b["calls"], calls, name + " calls")
-        near(b["total_ms"], sum(ps[phase + "_s"][warm:]) * 1e9, calls, name + " total")
+        near(b["total_ms"], sum(ps[phase + "_s"][warm:]) * 1e9,
+             sum(ps[phase + "_off_s"][warm:]) * 1e9, calls, name + " total")
         covered += b["total_ms"]
     # what a real engine looks like: the phases are nearly all of the step,
     # the model forward most of it
@@ -156,11 +164,12 @@ def test_demo_engine_exact_py310():
         f = func(s, sym)
         eq(f["timing"], "exact", sym + " timing")
         eq(f["calls"], tp[phase]["calls"], sym + " calls")
-        near(f["total_ms"], tp[phase]["total_s"] * 1e9, f["calls"], sym + " total")
+        near(f["total_ms"], tp[phase]["total_s"] * 1e9, tp[phase]["off_s"] * 1e9, f["calls"],
+             sym + " total")
     post = [func(s, x) for x in ("Scheduler.update_from_output", "Detokenizer.detokenize")]
     eq(sum(f["calls"] for f in post), tp["postproc"]["calls"], "postproc calls")
     near(sum(f["total_ms"] for f in post), tp["postproc"]["total_s"] * 1e9,
-         tp["postproc"]["calls"], "postproc total")
+         tp["postproc"]["off_s"] * 1e9, tp["postproc"]["calls"], "postproc total")
 
 
 def test_demo_script():

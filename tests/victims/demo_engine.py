@@ -58,9 +58,14 @@ written and the exit status is 0.
 
 Ground truth (--truth): python, pid, seed, steps, phases (per phase name
 in PHASES: calls and total_s, time.perf_counter around every call, in the
-@timed wrapper), per_step (parallel lists, one entry per step: step_s and
-<phase>_s, num_tokens (tokens computed), tokens (tokens generated), batch
-(requests in the batch), kv_lens (each request's KV length after the step)),
+@timed wrapper, and off_s, the part of it the thread was not running, as
+below), per_step (parallel lists, one entry per step: step_s and
+<phase>_s; <phase>_off_s, the part of those the thread was not running:
+the wrapper's wall time less its thread CPU time, time.thread_time read
+inside the perf_counter pair, so never less than the time it was
+preempted or stolen by the host; num_tokens (tokens computed), tokens
+(tokens generated), batch (requests in the batch), kv_lens (each
+request's KV length after the step)),
 requests (arrived, finished, preemptions), tokens_generated.
 """
 import argparse
@@ -75,6 +80,7 @@ import sys
 import time
 
 perf_counter = time.perf_counter
+thread_time = time.thread_time
 
 PHASES = ("step", "schedule", "prepare", "forward", "sample", "postproc")
 READY_AFTER = 10  # steps before "ready" (without --hold)
@@ -107,25 +113,32 @@ class StepStats:
         self.keep = False
         self.calls = dict.fromkeys(PHASES, 0)
         self.total = dict.fromkeys(PHASES, 0.0)
+        self.total_off = dict.fromkeys(PHASES, 0.0)
         self.cur = dict.fromkeys(PHASES, 0.0)  # the running step's phases
         self.cur_vals = None
+        self.cur_off = dict.fromkeys(PHASES, 0.0)
         self.per_step = {p + "_s": [] for p in PHASES}
+        self.per_step.update((p + "_off_s", []) for p in PHASES)
         for k in ("num_tokens", "tokens", "batch", "kv_lens"):
             self.per_step[k] = []
 
-    def add(self, phase, seconds):
+    def add(self, phase, seconds, off=0.0):
         self.calls[phase] += 1
         self.total[phase] += seconds
         self.cur[phase] += seconds
+        self.cur_off[phase] += off
+        self.total_off[phase] += off
         if phase == "step":  # the outermost phase: the step is over
             if self.keep:
                 for p in PHASES:
                     self.per_step[p + "_s"].append(self.cur[p])
+                    self.per_step[p + "_off_s"].append(self.cur_off[p])
                 v = self.cur_vals or {"num_tokens": 0, "tokens": 0, "batch": 0,
                                       "kv_lens": []}
                 for k, x in v.items():
                     self.per_step[k].append(x)
             self.cur = dict.fromkeys(PHASES, 0.0)
+            self.cur_off = dict.fromkeys(PHASES, 0.0)
             self.cur_vals = None
 
     def record_step(self, num_tokens, tokens, batch, kv_lens):
@@ -143,10 +156,13 @@ def timed(phase):
         @functools.wraps(fn)
         def wrapper(*args, **kwargs):
             t0 = perf_counter()
+            c0 = thread_time()
             try:
                 return fn(*args, **kwargs)
             finally:
-                STATS.add(phase, perf_counter() - t0)
+                c1 = thread_time()
+                t1 = perf_counter()
+                STATS.add(phase, t1 - t0, max(0.0, (t1 - t0) - (c1 - c0)))
 
         return wrapper
 
@@ -499,7 +515,8 @@ def write_truth(path, engine, seed):
         "pid": os.getpid(),
         "seed": seed,
         "steps": engine.steps,
-        "phases": {p: {"calls": STATS.calls[p], "total_s": STATS.total[p]} for p in PHASES},
+        "phases": {p: {"calls": STATS.calls[p], "total_s": STATS.total[p],
+                       "off_s": STATS.total_off[p]} for p in PHASES},
         "per_step": STATS.per_step,
         "requests": {"arrived": engine.source.next_rid, "finished": engine.scheduler.finished,
                      "preemptions": engine.scheduler.preemptions},
