@@ -45,7 +45,6 @@ void pt_cal_sstep(void);
 
 #define CACHE_DIR "/run/proftrace"
 #define CACHE_FILE CACHE_DIR "/calibration.json"
-#define CACHE_FILE_SYSX CACHE_DIR "/calibration-sys_exit.json"
 #define CACHE_MAX_AGE_S 3600
 /* Calls are timed in short chunks and the fastest chunk kept: on a
  * loaded machine most long loops are preempted, a chunk of ~0.2 ms
@@ -149,25 +148,17 @@ static void boot_id(char *buf, size_t len)
 }
 
 static const char *self_exe = "/proc/self/exe";
-static bool with_sys_exit;
 
-void pt_calib__sys_exit(bool attached)
-{
-	with_sys_exit = attached;
-}
-
-/* What the cost depends on: the kernel (and the machine: boot_id), the
- * BPF programs (proftrace's version) and whether the sys_exit tracepoint
- * is attached, not the build of the rest. */
+/* What the cost depends on: the kernel (and the machine: boot_id) and the
+ * BPF programs (proftrace's version), not the build of the rest. */
 static void exe_id(char *buf, size_t len)
 {
 	struct utsname u;
-	const char *sysx = with_sys_exit ? " +sys_exit" : "";
 
 	if (uname(&u))
-		snprintf(buf, len, "%s%s", PT_VERSION, sysx);
+		snprintf(buf, len, "%s", PT_VERSION);
 	else
-		snprintf(buf, len, "%s %s%s", PT_VERSION, u.release, sysx);
+		snprintf(buf, len, "%s %s", PT_VERSION, u.release);
 }
 
 /* The cache folder, only when it is root's own and nobody else may write
@@ -234,7 +225,7 @@ static void cache_put(const char *path, const cJSON *doc)
 static bool cache_read(struct pt_calib *c)
 {
 	char boot[64], exe[128];
-	const cJSON *doc = cache_get(with_sys_exit ? CACHE_FILE_SYSX : CACHE_FILE), *k;
+	const cJSON *doc = cache_get(CACHE_FILE), *k;
 	bool ok = false;
 
 	if (!doc)
@@ -288,7 +279,7 @@ static void cache_write(const struct pt_calib *c)
 
 		cJSON_AddItemToObject(doc, pt_site_kind__str(kd), cJSON_CreateDoubleArray(v, 3));
 	}
-	cache_put(with_sys_exit ? CACHE_FILE_SYSX : CACHE_FILE, doc);
+	cache_put(CACHE_FILE, doc);
 	cJSON_Delete(doc);
 }
 
@@ -740,13 +731,13 @@ static void cache_kind(struct pt_calib *c, const cJSON *doc, enum pt_site_kind k
 }
 
 /* a Python kind's figures cached per interpreter:
- * calibration-<kind>-<hash>.json, -sys_exit.json with the tracepoint */
+ * calibration-<kind>-<hash>.json */
 static void python_cache_path(const char *python, enum pt_site_kind kind, char *buf, size_t len)
 {
 	uint64_t h = pt_fnv1a(python);
 
-	snprintf(buf, len, CACHE_DIR "/calibration-%s-%016llx%s.json", pt_site_kind__str(kind),
-		 (unsigned long long)h, with_sys_exit ? "-sys_exit" : "");
+	snprintf(buf, len, CACHE_DIR "/calibration-%s-%016llx.json", pt_site_kind__str(kind),
+		 (unsigned long long)h);
 }
 
 void pt_calib__python(struct pt_calib *c, const char *python, const char *key,

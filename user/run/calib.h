@@ -16,12 +16,6 @@
  * The result is kept in /run/proftrace/calibration.json for an hour (same
  * boot, kernel and proftrace version); PT_CALIBRATE=off turns calibration off (no overhead
  * figures), PT_CALIBRATE=fresh ignores the cached one.
- *
- * With native frames the sampler's sys_exit program is attached before
- * calibrating (pt_sampler__attach_sys_exit): it puts every system call on
- * the kernel's slower exit path, and an optimised uprobe hit is a system
- * call (~200 ns more a hit here). Such figures are cached apart
- * (pt_calib__sys_exit).
  */
 #ifndef PT_CALIB_H
 #define PT_CALIB_H
@@ -40,9 +34,6 @@ struct pt_calib {
 	char why[256];
 };
 
-/* Whether the sys_exit tracepoint is attached while calibrating: the
- * cache keeps figures with it apart from those without. */
-void pt_calib__sys_exit(bool attached);
 /* Fill c (never fails: c->ok false and c->why set when it could not).
  * exe: this proftrace binary (NULL: /proc/self/exe). */
 void pt_calib__get(struct pt_calib *c, const char *exe);

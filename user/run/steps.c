@@ -385,26 +385,6 @@ int pt_run__attach(struct run *r)
 		if (!r->trace)
 			return -ENOMEM;
 	}
-	STOP_POINT(r);
-	e = open_bpf(r);
-	if (!e && r->py0 && r->cfg.sample_hz) {
-		/* Loaded before the clock starts: verifying the stack walker
-		 * takes most of a second. */
-		e = pt_run__open_sampler(r, err, sizeof(err));
-		if (e && e != -ENOMEM) {
-			pt_msg("proftrace: warning: no stack sampling: %s\n", err);
-			e = 0;
-		}
-	}
-	if (e)
-		return e;
-	/* With native frames, the sys_exit tracepoint before calibrating:
-	 * it slows every system call, an optimised uprobe hit's too, for as
-	 * long as the run (run/calib.h); a failure here fails again at
-	 * start_sampling, which says so */
-	if (r->smp)
-		pt_sampler__attach_sys_exit(r->smp, err, sizeof(err));
-	pt_calib__sys_exit(pt_sampler__has_sys_exit(r->smp));
 	/* before any function is declared (pt_run__start_proc): each is
 	 * given its cost; after the processes were found, so a wrong pid
 	 * is said at once */
@@ -423,7 +403,18 @@ int pt_run__attach(struct run *r)
 		break;
 	}
 	STOP_POINT(r);
-	e = open_gpus(r);
+	e = open_bpf(r);
+	if (!e && r->py0 && r->cfg.sample_hz) {
+		/* Loaded before the clock starts: verifying the stack walker
+		 * takes most of a second. */
+		e = pt_run__open_sampler(r, err, sizeof(err));
+		if (e && e != -ENOMEM) {
+			pt_msg("proftrace: warning: no stack sampling: %s\n", err);
+			e = 0;
+		}
+	}
+	if (!e)
+		e = open_gpus(r);
 	if (e)
 		return e;
 	STOP_POINT(r);

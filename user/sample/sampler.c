@@ -249,27 +249,6 @@ static int sample_all(struct pt_sampler *s, int pid, char *err, size_t errlen)
 	return 0;
 }
 
-int pt_sampler__attach_sys_exit(struct pt_sampler *s, char *err, size_t errlen)
-{
-	int e;
-
-	if (!s->o.offcpu || !s->o.native || s->sysx)
-		return 0;
-	s->sysx = bpf_program__attach(s->skel->progs.pt_sys_exit);
-	if (!s->sysx) {
-		e = -errno;
-		snprintf(err, errlen, "cannot attach to sys_exit (native frames off the CPU): %s",
-			 strerror(-e));
-		return e;
-	}
-	return 0;
-}
-
-bool pt_sampler__has_sys_exit(const struct pt_sampler *s)
-{
-	return s && s->sysx;
-}
-
 int pt_sampler__attach(struct pt_sampler *s, char *err, size_t errlen)
 {
 	int e;
@@ -282,7 +261,17 @@ int pt_sampler__attach(struct pt_sampler *s, char *err, size_t errlen)
 			return e;
 		}
 	}
-	return pt_sampler__attach_sys_exit(s, err, errlen);
+	if (s->o.offcpu && s->o.native) {
+		s->sysx = bpf_program__attach(s->skel->progs.pt_sys_exit);
+		if (!s->sysx) {
+			e = -errno;
+			snprintf(err, errlen,
+				 "cannot attach to sys_exit (native frames off the CPU): %s",
+				 strerror(-e));
+			return e;
+		}
+	}
+	return 0;
 }
 
 static struct sproc *find_proc(struct pt_sampler *s, int pid)

@@ -47,15 +47,8 @@ struct pt_sampler;
 /* Load the programs. -errno with a one-line message. */
 int pt_sampler__open(struct pt_sampler **out, const struct pt_sampler_opts *o, char *err,
 		     size_t errlen);
-/* Start the off-CPU program (and the sys_exit one, native frames on). 0
- * or -errno with a message. */
+/* Start the off-CPU program. 0 or -errno with a message. */
 int pt_sampler__attach(struct pt_sampler *s, char *err, size_t errlen);
-/* Only the sys_exit program (native frames off the CPU), early: it puts
- * every system call of the machine on the slower exit path, the
- * optimised uprobes' too, so the probes' costs are calibrated with it
- * there (run/calib.h). 0 (nothing to do without it) or -errno. */
-int pt_sampler__attach_sys_exit(struct pt_sampler *s, char *err, size_t errlen);
-bool pt_sampler__has_sys_exit(const struct pt_sampler *s);
 /* Sample every thread of process pid (its &_PyRuntime at runtime, its
  * interpreter's layout py), now and threads it creates later. 0 or -errno
  * with a message (-ENOTSUP: a frame layout the walker cannot read). */

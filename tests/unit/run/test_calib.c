@@ -476,46 +476,6 @@ static void test_measured_then_cached(void **state)
 	unsetenv(ENV_SEEN);
 }
 
-/* Figures taken with the sys_exit tracepoint attached (native frames:
- * every system call, an optimised uprobe hit's too, on the slower exit
- * path) are cached apart: neither kind is read for the other. */
-static void test_sys_exit_cached_apart(void **state)
-{
-	struct pt_calib c;
-	cJSON *doc;
-
-	NEED_PRIVATE_RUN();
-	setenv(ENV_A, "100 50 300 0 0 0 0", 1);
-	setenv(ENV_B, "2100 650 4300 0 0 0 0", 1);
-	setenv(ENV_SUMMARY,
-	       "{\"functions\": [{\"symbol\": \"pt_cal_push\", \"p50_ms\": 0.0011},"
-	       " {\"symbol\": \"pt_cal_nop5\", \"p50_ms\": 0.002}]}",
-	       1);
-	pt_calib__get(&c, self);
-	assert_true(c.ok);
-	assert_false(c.cached);
-	assert_kind(&c, PT_SITE_NOP5, 600, 600, true);
-	/* with it: not the cache of the run without; measured (nop5 +800) */
-	pt_calib__sys_exit(true);
-	setenv(ENV_B, "2100 850 4300 0 0 0 0", 1);
-	pt_calib__get(&c, self);
-	assert_true(c.ok);
-	assert_false(c.cached);
-	assert_kind(&c, PT_SITE_NOP5, 800, 800, true);
-	doc = pt_jread__file(CACHE_DIR "/calibration-sys_exit.json");
-	assert_non_null(doc);
-	assert_non_null(strstr(cJSON_GetObjectItem(doc, "proftrace")->valuestring, "+sys_exit"));
-	cJSON_Delete(doc);
-	/* each from its own cache now, whatever a helper would say */
-	pt_calib__get(&c, "/bin/false");
-	assert_true(c.cached);
-	assert_kind(&c, PT_SITE_NOP5, 800, 800, true);
-	pt_calib__sys_exit(false);
-	pt_calib__get(&c, "/bin/false");
-	assert_true(c.cached);
-	assert_kind(&c, PT_SITE_NOP5, 600, 600, true);
-}
-
 /* A helper that does not start: no figures, and why. */
 static void test_helper_fails(void **state)
 {
@@ -750,7 +710,6 @@ int main(int argc, char **argv)
 		cmocka_unit_test_setup(test_off, setup),
 		cmocka_unit_test_setup(test_measured_then_cached, setup),
 		cmocka_unit_test_setup(test_helper_fails, setup),
-		cmocka_unit_test_setup(test_sys_exit_cached_apart, setup),
 		cmocka_unit_test_setup(test_cache_validity, setup),
 		cmocka_unit_test_setup(test_python_frame, setup),
 		cmocka_unit_test_setup(test_python_fallbacks, setup),
