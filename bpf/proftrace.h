@@ -417,6 +417,12 @@ struct pt_sample {
  * sent, their weight is in this one's), all on the CPU; its native stack
  * is one per PT_POOL_EVERY samples (pysample.bpf.c, pool_sample) */
 #define PT_SAMPLEF_POOLED 0x20
+/* off-CPU, with PT_SAMPLEF_NO_STACK: the thread was taken for one
+ * without Python when it went off the CPU (its thread state not found:
+ * its first instants, or a search that met the list while another thread
+ * was being added or removed), so its stack was not read; a look after
+ * the interval found its thread state (pysample.bpf.c, settle_held) */
+#define PT_SAMPLEF_RECHECKED 0x40
 #define PT_POOL_EVERY 10
 
 /*
@@ -482,6 +488,13 @@ struct pt_sample_thread {
 	/* native frames on, a thread without Python: on-CPU samples not sent
 	 * yet and their weight, for its next PT_SAMPLEF_POOLED sample */
 	__u64 pool_n, pool_ns;
+	/* taken for a thread without Python at a switch-out: when (np_out);
+	 * such intervals closed since, held until a look at its thread state
+	 * made after them says which it is (settle_held): their total, the
+	 * last one's end, how many; np_since: its first look without a
+	 * thread state since the last with one */
+	__u64 np_out, np_since;
+	__u64 held_ns, held_t, held_n;
 	struct pt_sample s; /* the stack it went off the CPU with */
 	struct pt_sample pend;
 };
@@ -506,9 +519,12 @@ struct pt_sample_counters {
 	 * moment): the sample or interval is kept, its stack unknown
 	 * (PT_SAMPLEF_UNREADABLE) */
 	__u64 tstate_unreadable;
-	/* switch-outs of threads without a Python thread state: their time
-	 * off the CPU is not counted (idle native workers) */
+	/* intervals off the CPU of threads without a Python thread state:
+	 * not counted (idle native workers); those of a thread taken for one
+	 * at switch-out and found with a thread state by a later look: kept,
+	 * stack unknown (PT_SAMPLEF_RECHECKED) */
 	__u64 offcpu_not_python;
+	__u64 offcpu_found_late;
 	/* native stacks sent (PT_REC_USTACK) and their bytes in all; those
 	 * not written (ring full: their samples go without) */
 	__u64 ustacks;
@@ -534,7 +550,7 @@ _Static_assert(sizeof(struct pt_sample) ==
 	       "pt_sample is part of the ABI");
 _Static_assert(sizeof(struct pt_ustack) == PT_USTACK_HDR_SIZE + PT_USTACK_MAX,
 	       "pt_ustack is part of the ABI");
-_Static_assert(sizeof(struct pt_sample_counters) == 112, "pt_sample_counters is part of the ABI");
+_Static_assert(sizeof(struct pt_sample_counters) == 120, "pt_sample_counters is part of the ABI");
 _Static_assert(sizeof(struct pt_py_offsets) == 160, "pt_py_offsets is part of the ABI");
 _Static_assert(sizeof(struct pt_bpf_proc) == 168, "pt_bpf_proc is part of the ABI");
 _Static_assert(sizeof(struct pt_rec) == 48, "pt_rec is part of the ABI");

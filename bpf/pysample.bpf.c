@@ -38,7 +38,8 @@ const volatile bool native = false;
  * its thread_id only once it runs its bootstrap, and a long negative cache
  * would hide its first samples. A search reads two words per thread. */
 #define RECHECK_NS 10000000ull
-#define PF_EXITING 0x00000004 /* include/linux/sched.h: a macro, not in BTF */
+#define NP_YOUNG_NS 100000000ull /* settle_held */
+#define PF_EXITING 0x00000004	 /* include/linux/sched.h: a macro, not in BTF */
 
 struct pt_sample_counters counters = {};
 /* The sampled processes: tgid -> where its interpreter's state is, its
@@ -191,17 +192,18 @@ static __always_inline __u64 tstate_of(const struct pt_sample_proc *p, struct pt
 				 (const void *)(ts->tstate + p->py.tstate_thread_id)) &&
 	    id == fs)
 		return ts->tstate;
-	if (!ts->tstate && ts->checked_ns && now - ts->checked_ns < RECHECK_NS)
+	/* "none" is cached, but not for intervals held since (settle_held):
+	 * those are decided by a look after them, this one */
+	if (!ts->tstate && ts->checked_ns && now - ts->checked_ns < RECHECK_NS &&
+	    !(ts->held_n && ts->checked_ns < ts->held_t))
 		return 0;
 	had = ts->tstate;
 	ts->tstate = find_tstate(p, fs, unreadable);
 	/* A thread seen with a thread state and not found in the list now:
 	 * told as unreadable this once (its interval off the CPU is kept,
 	 * stack unknown), not taken for one without Python (its interval
-	 * dropped); the next look, not found, is "not Python". Never met in a
-	 * run here (counted: 0); in CI and once in make test, a Python
-	 * thread's whole interval off the CPU went missing, the second after
-	 * its first switch in, which this would keep. */
+	 * dropped); the next look, not found, is "not Python". A thread never
+	 * found before is settle_held's. */
 	if (had && !ts->tstate)
 		*unreadable = true;
 	if (*unreadable) {
@@ -210,6 +212,10 @@ static __always_inline __u64 tstate_of(const struct pt_sample_proc *p, struct pt
 		return 0;
 	}
 	ts->checked_ns = now;
+	if (ts->tstate)
+		ts->np_since = 0;
+	else if (!ts->np_since)
+		ts->np_since = now;
 	return ts->tstate;
 }
 
@@ -310,6 +316,54 @@ static __always_inline void send(struct pt_sample *s)
 	if (bpf_ringbuf_output(&samples, s, PT_SAMPLE_HDR_SIZE + n * sizeof(s->f[0]),
 			       BPF_RB_NO_WAKEUP))
 		__sync_fetch_and_add(&counters.lost, 1);
+}
+
+/*
+ * A thread taken for one without Python at a switch-out (its thread state
+ * not found, or "none" cached from a look less than RECHECK_NS before)
+ * may be a Python thread all the same: a thread state is not in the list
+ * in its thread's first instants, and a search that meets the list while
+ * another thread is added or removed can miss one. An interval then lost
+ * whole was a Python thread's time off the CPU (a main thread's 1 s sleep,
+ * twice in CI, the first switch-out after the first look at the thread).
+ * So while the thread's "none" is young (its first look without a thread
+ * state less than NP_YOUNG_NS before), such intervals are held (their
+ * total, in the thread's storage, no record sent) until a look at the
+ * thread state made after them: found (or unreadable), they are sent,
+ * stack unknown; still none, they are dropped as before. That look is
+ * tstate_of's, at the thread's next sample or switch-out, which does not
+ * take "none" from its cache for them: one search per held interval, and
+ * only in a thread's first NP_YOUNG_NS without a thread state. A thread
+ * without Python for longer (a pool) is dropped at once, as before. What
+ * is still told wrong: a native thread that takes a thread state (a
+ * callback through PyGILState_Ensure) right after an interval, before its
+ * next sample, has that interval counted as a Python thread's. s: a
+ * record to send them with; tstate, unreadable: tstate_of's answer just
+ * now.
+ */
+static __always_inline void settle_held(struct pt_sample_thread *ts, struct pt_sample *s,
+					struct task_struct *t, __u64 tstate, bool unreadable)
+{
+	if (!ts->held_n)
+		return;
+	if (!tstate && !unreadable && !(t->flags & PF_EXITING) && ts->checked_ns < ts->held_t)
+		return; /* the "none" it has is from before: asked again later */
+	if (tstate || unreadable) {
+		s->type = PT_REC_OFFCPU;
+		s->pid = t->tgid;
+		s->tid = t->pid;
+		s->t = ts->held_t;
+		s->weight = ts->held_ns;
+		s->periods = 0;
+		s->nframes = 0;
+		s->flags = PT_SAMPLEF_NO_STACK | PT_SAMPLEF_RECHECKED;
+		send(s);
+		__sync_fetch_and_add(&counters.offcpu_found_late, ts->held_n);
+	} else {
+		__sync_fetch_and_add(&counters.offcpu_not_python, ts->held_n);
+	}
+	ts->held_ns = 0;
+	ts->held_n = 0;
 }
 
 struct ucopy_ctx {
@@ -535,6 +589,8 @@ int pt_sample(struct bpf_perf_event_data *ctx)
 	}
 	finish_pending(task, ts, UCOPY_IRQ);
 	now = bpf_ktime_get_ns();
+	tstate = tstate_of(p, ts, task, now, &unreadable);
+	settle_held(ts, &sc->s, task, tstate, unreadable);
 	sc->s.type = PT_REC_SAMPLE;
 	sc->s.pid = id >> 32;
 	sc->s.tid = (__u32)id;
@@ -542,7 +598,6 @@ int pt_sample(struct bpf_perf_event_data *ctx)
 	sc->s.periods = pt_sampleclock__periods(now, ts->t_in, &ts->grid, period_ns, offcpu);
 	sc->s.weight = sc->s.periods * period_ns;
 	sc->s.flags = 0;
-	tstate = tstate_of(p, ts, task, now, &unreadable);
 	walk(&p->py, &sc->s, sc->frame, tstate, unreadable);
 	__sync_fetch_and_add(&counters.samples, 1);
 	if (native && !tstate && (sc->s.flags & PT_SAMPLEF_NOT_PYTHON) && sc->s.periods == 1 &&
@@ -591,6 +646,13 @@ int BPF_PROG(pt_switch, bool preempt, struct task_struct *prev, struct task_stru
 		}
 		if (ts)
 			ts->t_in = now;
+		if (ts && ts->np_out) {
+			/* taken for a thread without Python: held (settle_held) */
+			ts->held_ns += now - ts->np_out;
+			ts->held_t = now;
+			ts->held_n++;
+			ts->np_out = 0;
+		}
 		if (ts && ts->t_out) {
 			ts->s.t = now;
 			ts->s.weight = now - ts->t_out;
@@ -634,11 +696,17 @@ int BPF_PROG(pt_switch, bool preempt, struct task_struct *prev, struct task_stru
 	ts->s.flags = 0;
 	ts->s.periods = 0;
 	tstate = tstate_of(p, ts, prev, now, &unreadable);
+	settle_held(ts, &sc->s, prev, tstate, unreadable);
 	walk(&p->py, &ts->s, sc->frame, tstate, unreadable);
 	/* Threads without Python frames (pools of native workers) sleep
-	 * most of the time: their idle time is not host time of the server. */
+	 * most of the time: their idle time is not host time of the server.
+	 * Held until a later look says so (settle_held); an exiting thread's
+	 * is past its Python part. */
 	if (ts->s.flags & PT_SAMPLEF_NOT_PYTHON) {
-		__sync_fetch_and_add(&counters.offcpu_not_python, 1);
+		if (!(prev->flags & PF_EXITING) && now - ts->np_since < NP_YOUNG_NS)
+			ts->np_out = now;
+		else
+			__sync_fetch_and_add(&counters.offcpu_not_python, 1);
 		return 0;
 	}
 	ts->t_out = now;

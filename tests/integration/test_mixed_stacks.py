@@ -96,8 +96,8 @@ import signal
 import subprocess
 import tempfile
 
-from harness import (ROOT, Skip, build_ptnative, eq, host_steal_ms, proftrace, proftrace_done,
-                     read_run, stop, victim, with_agent, write_conf)
+from harness import (ROOT, Skip, build_ptnative, eq, host_steal_ms, late_ms, proftrace,
+                     proftrace_done, read_run, stop, victim, with_agent, write_conf)
 import test_sampling as ts
 
 VICTIM = os.path.join(ROOT, "tests", "victims", "pymixed.py")
@@ -739,3 +739,65 @@ def test_mixed_torch_debian_py311():
         "torch: on-CPU weight of the forward with native frames below, against the victim's "
         "in-forward CPU time:\n%s\nheaviest forward stacks:\n  %s" % (table, show(linear)))
     eq(t["forward"]["calls"], t["steps"], "forward calls")
+
+
+# --- a native thread that takes a thread state (pyadopt.py) ----------------
+
+ADOPT_VICTIM = os.path.join(ROOT, "tests", "victims", "pyadopt.py")
+ADOPT_CONF = "lines py:pyadopt::work\nset sample_hz 1000\nset native_frames %s\n"
+ADOPT_PERIODS = 3  # on-CPU time is sampled: the grid's phase at each end, and one to spare
+ADOPT_FOUND = "[stack unknown: not read at switch-out]"
+
+
+def check_adopted(python, label, native_frames):
+    """Each ptn-adopt thread's sampled wall time against its life on its
+    own clock. The sampler's last look at it before its Python sleep was
+    made while it had no thread state (spinning in C), a few ms before:
+    the sleep's switch-out reads "none" from that look, and the interval
+    was dropped whole as a native thread's idle time (200 ms missing a
+    thread); a look after it now decides (bpf/pysample.bpf.c, settle_held).
+    Tolerance: ADOPT_PERIODS sampling periods (the on-CPU parts are
+    sampled), what late samples may miss, and the host's steal; below, the
+    C spin's time off the CPU (preempted while it had no thread state: a
+    native thread's, not counted)."""
+    tmp = tempfile.mkdtemp(prefix="pt-ptnative-")
+    so = build_ptnative(python, tmp)
+    s, t, _, rows = run(python, ADOPT_VICTIM, ADOPT_CONF % native_frames, ("--ext", so),
+                        env_for())
+    sm = s["meta"]["sampling"]
+    tol = ADOPT_PERIODS * sm["period_ns"] / 1e6 + late_ms(s) + s["_steal_ms"]
+    table = []
+    bad = []
+    for row in t["threads"]:
+        th = ts.thread(s, row["tid"])
+        life = row["life_ns"] / 1e6
+        native_off = (row["spun_ns"] - row["spun_cpu_ns"]) / 1e6
+        table.append("  tid %d: life %.1f ms (sleep %.1f, C spin off the CPU %.1f), sampled wall "
+                     "%.1f ms (on %.1f, off %.1f): %+.1f" % (
+                         row["tid"], life, row["sleep_ns"] / 1e6, native_off, th["wall_ms"],
+                         th["on_cpu_ms"], th["off_cpu_ms"], th["wall_ms"] - life))
+        if not life - native_off - tol <= th["wall_ms"] <= life + tol:
+            bad.append(row["tid"])
+    found = sum(w for f, w in rows if ADOPT_FOUND in f) / 1000.0
+    print("%s (native frames %s): found late %d intervals, %.1f ms; dropped as without Python "
+          "%d\n%s" % (label, native_frames, sm["off_cpu_found_late"], found,
+                       sm["off_cpu_not_python"], "\n".join(table)))
+    assert not bad, "%s: threads %r: sampled wall time off their life by more than %.1f ms:\n%s" % (
+        label, bad, tol, "\n".join(table))
+    assert sm["off_cpu_found_late"] >= 0 and (found > 0) == (sm["off_cpu_found_late"] > 0), (
+        found, sm["off_cpu_found_late"])
+
+
+def test_adopted_thread_py39():
+    label, python = interpreter("3.9")
+    check_adopted(python, label, "on")
+
+
+def test_adopted_thread_debian_py311():
+    label, python = interpreter("debian-3.11")
+    check_adopted(python, label, "off")
+
+
+def test_adopted_thread_py313():
+    label, python = interpreter("3.13")
+    check_adopted(python, label, "on")

@@ -328,10 +328,11 @@ static int add_flame(struct pt_stacks *st, const struct pt_stacks_sample *s,
 	for (size_t i = n; i-- > 0;)
 		st->path[np++] = s->f[i].label;
 	if (!n && !(s->flags & PT_SAMPLEF_UNREADABLE))
-		st->path[np++] = s->flags & PT_SAMPLEF_NO_STACK
-					 ? "[stack unknown: asleep since attach]"
-				 : s->flags & PT_SAMPLEF_NOT_PYTHON ? "[not a Python thread]"
-								    : "[no Python frame]";
+		st->path[np++] =
+			s->flags & PT_SAMPLEF_RECHECKED	 ? "[stack unknown: not read at switch-out]"
+			: s->flags & PT_SAMPLEF_NO_STACK ? "[stack unknown: asleep since attach]"
+			: s->flags & PT_SAMPLEF_NOT_PYTHON ? "[not a Python thread]"
+							   : "[no Python frame]";
 	if (s->offcpu)
 		st->path[np++] = PT_STACKS_OFFCPU;
 	if (s->offcpu || !s->held_ns)
@@ -358,7 +359,8 @@ int pt_stacks__add(struct pt_stacks *st, const struct pt_stacks_sample *s)
 	}
 	pt_stacks_time__add(&tot->t, s);
 	pt_stacks_time__add(&t->t, s);
-	if (!(s->flags & (PT_SAMPLEF_NOT_PYTHON | PT_SAMPLEF_NO_STACK)))
+	if (!(s->flags & (PT_SAMPLEF_NOT_PYTHON | PT_SAMPLEF_NO_STACK)) ||
+	    (s->flags & PT_SAMPLEF_RECHECKED))
 		t->python = true;
 	if (s->offcpu)
 		tot->intervals++;

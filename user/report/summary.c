@@ -172,6 +172,7 @@ static void build_sampling(struct jb *b, cJSON *meta, const struct pt_report_met
 	jb_num(b, o, "no_python_frames", (double)sp->no_frames);
 	jb_num(b, o, "not_python_thread", (double)sp->not_python);
 	jb_num(b, o, "off_cpu_not_python", (double)sp->not_python_out);
+	jb_num(b, o, "off_cpu_found_late", (double)sp->found_late);
 	jb_num(b, o, "truncated_stacks", (double)sp->truncated);
 	jb_num(b, o, "unreadable_stacks", (double)sp->unreadable);
 	jb_num(b, o, "unknown_frames", (double)sp->unknown_frames);

@@ -110,6 +110,9 @@ struct pt_report_sampling {
 	size_t nthreads;
 	uint64_t samples, on_ns, off_ns, intervals;
 	uint64_t python_samples, no_frames, not_python, not_python_out;
+	/* intervals of threads taken for ones without Python at switch-out,
+	 * found with a thread state by a later look: kept, stack unknown */
+	uint64_t found_late;
 	uint64_t truncated, unreadable, unknown_frames, lost;
 	uint64_t threads_merged; /* past the row limit: in the "other threads" row */
 	/* on-CPU samples whose timer missed periods (steal), and the time of

@@ -217,7 +217,8 @@ static int build_sampling(const struct docsrc *d, struct pt_report_sampling *sp,
 	sp->python_samples = t->python_samples;
 	sp->no_frames = t->no_frames;
 	sp->not_python = t->not_python;
-	sp->not_python_out = ss.bpf.offcpu_not_python;
+	sp->not_python_out = ss.bpf.offcpu_not_python + ss.not_python_at_end;
+	sp->found_late = ss.bpf.offcpu_found_late;
 	sp->truncated = t->truncated;
 	sp->unreadable = t->unreadable;
 	sp->unknown_frames = t->unknown_frames;

@@ -414,6 +414,9 @@ static int close_interval(void *ctx, int tid)
 		return 0;
 	}
 	pool_rest(c, tid, v);
+	/* taken for a thread without Python and not looked at since
+	 * (pysample.bpf.c, settle_held): dropped, as a later look would */
+	c->s->st.not_python_at_end += v->held_n + !!v->np_out;
 	if (v->pending == 1 && v->pend.nframes <= PT_SAMPLE_MAX_FRAMES) {
 		/* closed, its native stack not taken before the end */
 		c->s->st.closed_at_end++;

@@ -34,7 +34,10 @@ struct pt_sampler_stats {
 	unsigned int threads;	     /* threads given a perf event */
 	unsigned int threads_failed; /* threads that could not be given one */
 	unsigned int closed_at_end;  /* off-CPU intervals still open at the end */
-	unsigned int bad_records;    /* records of a wrong size: never expected */
+	/* intervals of threads taken for ones without Python, not settled by
+	 * the end (bpf/pysample.bpf.c, settle_held): dropped */
+	unsigned int not_python_at_end;
+	unsigned int bad_records; /* records of a wrong size: never expected */
 	struct pt_sample_counters bpf;
 	/* the kernel's BPF run-time stats of the sample program (the cost
 	 * of a sample less the timer interrupt around it); runs 0: not

@@ -526,6 +526,9 @@ static void test_flame_pseudo_frames(void **state)
 	static const struct sample_opts off_notpy = { .offcpu = true,
 						      .flags = PT_SAMPLEF_NOT_PYTHON };
 	static const struct sample_opts nostack = { .offcpu = true, .flags = PT_SAMPLEF_NO_STACK };
+	static const struct sample_opts rechecked = {
+		.offcpu = true, .flags = PT_SAMPLEF_NO_STACK | PT_SAMPLEF_RECHECKED
+	};
 	struct pt_stacks *st = new_st();
 
 	ADD(st, 1, 1000, &both, RUN20);
@@ -536,6 +539,7 @@ static void test_flame_pseudo_frames(void **state)
 	ADD0(st, 5, 6000, NULL);
 	ADD0(st, 5, 7000, &OFF);
 	ADD0(st, 6, 8000, &off_unread);
+	ADD0(st, 7, 9000, &rechecked);
 	assert_folded(st, "tid 1;[truncated: deeper than 128 frames];Sched.run (sched.py:20) 1\n"
 			  "tid 2;[unreadable frame];Engine.step (engine.py:10);"
 			  "Sched.run (sched.py:20);[off-cpu] 2\n"
@@ -544,8 +548,17 @@ static void test_flame_pseudo_frames(void **state)
 			  "tid 4;[stack unknown: asleep since attach];[off-cpu] 5\n"
 			  "tid 5;[no Python frame] 6\n"
 			  "tid 5;[no Python frame];[off-cpu] 7\n"
-			  "tid 6;[stack unreadable];[off-cpu] 8\n");
+			  "tid 6;[stack unreadable];[off-cpu] 8\n"
+			  "tid 7;[stack unknown: not read at switch-out];[off-cpu] 9\n");
 	assert_int_equal(pt_stacks__totals(st)->unreadable, 3);
+	/* found with a thread state after all: a Python thread; asleep
+	 * since attach: not known */
+	for (size_t i = 0; pt_stacks__thread(st, i); i++) {
+		const struct pt_stacks_thread *th = pt_stacks__thread(st, i);
+
+		if (th->tid == 7 || th->tid == 4)
+			assert_int_equal(th->python, th->tid == 7);
+	}
 	pt_stacks__free(st);
 }
 

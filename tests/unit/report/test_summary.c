@@ -875,6 +875,7 @@ static const struct pt_report_sampling sampling = {
 	.no_frames = 100,
 	.not_python = 13,
 	.not_python_out = 21,
+	.found_late = 3,
 	.truncated = 2,
 	.unreadable = 4,
 	.unknown_frames = 5,
@@ -1065,10 +1066,10 @@ static void test_sampling_meta(void **state)
 	CHECK_KEYS(s, "hz", "period_ns", "mechanism", "threads", "samples", "on_cpu_ms",
 		   "off_cpu_ms", "wall_ms", "off_cpu_intervals", "python_samples",
 		   "no_python_frames", "not_python_thread", "off_cpu_not_python",
-		   "truncated_stacks", "unreadable_stacks", "unknown_frames", "threads_merged",
-		   "late_samples", "late_ms", "lost_samples", "threads_sampled", "threads_failed",
-		   "host_steal_ms", "host_steal_share", "native_frames", "thread_names",
-		   "proftrace_threads", "outputs");
+		   "off_cpu_found_late", "truncated_stacks", "unreadable_stacks", "unknown_frames",
+		   "threads_merged", "late_samples", "late_ms", "lost_samples", "threads_sampled",
+		   "threads_failed", "host_steal_ms", "host_steal_share", "native_frames",
+		   "thread_names", "proftrace_threads", "outputs");
 	check_null(s, "native_frames"); /* native_frames off */
 	check_num(s, "hz", 997);
 	check_num(s, "period_ns", 1003009);
@@ -1081,6 +1082,7 @@ static void test_sampling_meta(void **state)
 	check_num(s, "no_python_frames", 100);
 	check_num(s, "not_python_thread", 13);
 	check_num(s, "off_cpu_not_python", 21);
+	check_num(s, "off_cpu_found_late", 3);
 	check_num(s, "truncated_stacks", 2);
 	check_num(s, "unreadable_stacks", 4);
 	check_num(s, "unknown_frames", 5);

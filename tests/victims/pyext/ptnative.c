@@ -24,6 +24,14 @@
  *                     ptn_leaf, while the caller waits off the CPU (the
  *                     GIL released) in ptn_pool_wait; returns the job's
  *                     CPU time on the worker's own thread clock, in ns
+ *   adopt(ns, fn)     a thread of its own ("ptn-adopt") spins ns with no
+ *                     Python thread state (a native thread), then takes
+ *                     one (PyGILState_Ensure, as a library's callback
+ *                     thread does), calls fn() and ends; the caller
+ *                     waits, the GIL released. Returns (tid, life_ns,
+ *                     spun_ns, spun_cpu_ns): the thread's id, the time
+ *                     from its first instruction to its last, and the
+ *                     spin's, on its own clocks (wall, thread CPU)
  *
  * Built (harness.build_ptnative) with -O2 -fomit-frame-pointer, as a
  * distribution builds: no frame pointers, the unwinder needs .eh_frame
@@ -39,7 +47,9 @@
 #include <errno.h>
 #include <pthread.h>
 #include <stdbool.h>
+#include <sys/syscall.h>
 #include <time.h>
+#include <unistd.h>
 
 /* noclone too: an IPA clone (ptn_leaf.constprop.0) would change the name */
 #if defined(__clang__)
@@ -202,6 +212,36 @@ static PTN_NOINLINE unsigned long long ptn_pool_wait(unsigned long long ns)
 	return r;
 }
 
+struct ptn_adopt {
+	PyObject *fn;
+	unsigned long long ns, t0, t1, spun, spun_cpu;
+	int tid;
+	bool failed;
+};
+
+static PTN_NOINLINE void *ptn_adopt_main(void *arg)
+{
+	struct ptn_adopt *a = arg;
+	PyGILState_STATE g;
+	PyObject *r;
+
+	a->t0 = ptn_now();
+	a->tid = (int)syscall(SYS_gettid);
+	a->spun_cpu = ptn_thread_cpu();
+	a->spun = ptn_leaf(a->ns);
+	a->spun_cpu = ptn_thread_cpu() - a->spun_cpu;
+	g = PyGILState_Ensure();
+	r = PyObject_CallObject(a->fn, NULL);
+	if (r)
+		Py_DECREF(r);
+	else
+		PyErr_Print();
+	a->failed = !r;
+	PyGILState_Release(g);
+	a->t1 = ptn_now();
+	return NULL;
+}
+
 static PTN_NOINLINE PyObject *ptn_callback(PyObject *fn, PyObject *args)
 {
 	PyObject *r = PyObject_Call(fn, args, NULL);
@@ -260,6 +300,29 @@ static PyObject *pool(PyObject *self, PyObject *args)
 	return PyLong_FromUnsignedLongLong(r);
 }
 
+static PyObject *adopt(PyObject *self, PyObject *args)
+{
+	struct ptn_adopt a = { 0 };
+	PyThreadState *ts;
+	pthread_t t;
+	int e;
+
+	if (!PyArg_ParseTuple(args, "KO", &a.ns, &a.fn))
+		return NULL;
+	ts = PyEval_SaveThread();
+	e = pthread_create(&t, NULL, ptn_adopt_main, &a);
+	if (!e) {
+		pthread_setname_np(t, "ptn-adopt");
+		pthread_join(t, NULL);
+	}
+	PyEval_RestoreThread(ts);
+	if (e)
+		return PyErr_Format(PyExc_OSError, "adopt: the thread could not be made");
+	if (a.failed)
+		return PyErr_Format(PyExc_RuntimeError, "adopt: fn() raised (printed above)");
+	return Py_BuildValue("(iKKK)", a.tid, a.t1 - a.t0, a.spun, a.spun_cpu);
+}
+
 static PyObject *call(PyObject *self, PyObject *args)
 {
 	PyObject *fn, *rest, *r;
@@ -287,6 +350,10 @@ static PyMethodDef methods[] = {
 	{ "block", block, METH_VARARGS, "block(ns): sleep ns in ptn_block_inner; the ns slept" },
 	{ "gil", gil, METH_VARARGS, "gil(ns): block(ns), then the GIL back; (slept, took) ns" },
 	{ "pool", pool, METH_VARARGS, "pool(ns): spin ns on the ptn-pool thread; its CPU ns" },
+	{ "adopt", adopt, METH_VARARGS,
+	  "adopt(ns, fn): a native thread spins ns, then calls fn() with a thread state of its "
+	  "own; "
+	  "(tid, life ns, spun ns)" },
 	{ NULL, NULL, 0, NULL },
 };
 
