@@ -27,10 +27,11 @@ preemption in the spin, is not counted by proftrace), sleep_ns
 (time.perf_counter_ns around the sleep)}.
 """
 import argparse
-import json
 import os
 import sys
 import time
+
+import victimio
 
 now = time.perf_counter_ns
 rows = []
@@ -70,21 +71,13 @@ def main():
     global sleep_ns, after_ns
     ptnative = load(a.ext)
     sleep_ns, after_ns = int(a.sleep_ms * 1e6), int(a.after_ms * 1e6)
-    sys.stdout.write("ready %d\n" % os.getpid())
-    sys.stdout.flush()
-    if not sys.stdin.readline():
+    if not victimio.ready():
         return 3
     for _ in range(a.threads):
         tid, life, spun, spun_cpu = ptnative.adopt(int(a.spin_ms * 1e6), work)
         rows[-1].update({"tid": tid, "life_ns": life, "spun_ns": spun, "spun_cpu_ns": spun_cpu})
-    if a.truth:
-        with open(a.truth, "w") as f:
-            json.dump({"threads": rows, "python_version": sys.version.split()[0]}, f, indent=1)
-    if a.hold:
-        sys.stdout.write("done\n")
-        sys.stdout.flush()
-        sys.stdin.readline()
-    return 0
+    return victimio.finish(a.truth, {"threads": rows, "python_version": sys.version.split()[0]},
+                           a.hold)
 
 
 if __name__ == "__main__":

@@ -57,11 +57,12 @@ with --gil-ms, "gil" the same (spun_ns: what ptn_gil_take measured around
 PyEval_RestoreThread, the GIL's wait in it; slept_ns: the sleeps before).
 """
 import argparse
-import json
 import os
 import sys
 import threading
 import time
+
+import victimio
 
 now = time.perf_counter_ns
 cpu = time.thread_time_ns
@@ -238,9 +239,7 @@ def main():
     if a.gil_ms:
         ptnative.gil(1000)
         threading.Thread(target=hog, name="gil-hog", daemon=True).start()
-    sys.stdout.write("ready %d\n" % os.getpid())
-    sys.stdout.flush()
-    if not sys.stdin.readline():
+    if not victimio.ready():
         return 3
     t = run(a.steps, int(a.py_ms * 1e6), int(a.native_ms * 1e6), int(a.callback_ms * 1e6),
             int(a.block_ms * 1e6), a.short_blocks, int(a.short_us * 1e3), int(a.pool_ms * 1e6),
@@ -248,14 +247,7 @@ def main():
     t.update({"python_version": sys.version.split()[0], "executable": sys.executable,
               "pid": os.getpid(), "tid": threading.get_native_id(),
               "ext": os.path.abspath(a.ext)})
-    if a.truth:
-        with open(a.truth, "w") as f:
-            json.dump(t, f, indent=1)
-    if a.hold:
-        sys.stdout.write("done\n")
-        sys.stdout.flush()
-        sys.stdin.readline()
-    return 0
+    return victimio.finish(a.truth, t, a.hold)
 
 
 if __name__ == "__main__":

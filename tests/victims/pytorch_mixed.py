@@ -22,11 +22,12 @@ over the model(x) calls, time.perf_counter_ns around each one and
 time.thread_time_ns (the cpu-clock perf event's clock) outside that.
 """
 import argparse
-import json
 import os
 import sys
 import threading
 import time
+
+import victimio
 
 now = time.perf_counter_ns
 cpu = time.thread_time_ns
@@ -75,9 +76,7 @@ def main():
     with torch.no_grad():
         for _ in range(3):  # warm: first calls allocate and pick kernels
             model(x)
-        sys.stdout.write("ready %d\n" % os.getpid())
-        sys.stdout.flush()
-        if not sys.stdin.readline():
+        if not victimio.ready():
             return 3
         c0 = cpu()
         t0 = now()
@@ -88,14 +87,7 @@ def main():
          "torch": torch.__version__, "pid": os.getpid(), "tid": threading.get_native_id(),
          "steps": a.steps, "wall_ns": wall, "cpu_ns": cpu_ns, "forward": fw,
          "model": {"width": a.width, "depth": a.depth, "batch": a.batch}}
-    if a.truth:
-        with open(a.truth, "w") as f:
-            json.dump(t, f, indent=1)
-    if a.hold:
-        sys.stdout.write("done\n")
-        sys.stdout.flush()
-        sys.stdin.readline()
-    return 0
+    return victimio.finish(a.truth, t, a.hold)
 
 
 if __name__ == "__main__":
