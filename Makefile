@@ -115,6 +115,7 @@ $(OUTPUT)/vmlinux.h: | $(OUTPUT)
 $(OUTPUT)/%.bpf.o: bpf/%.bpf.c $(wildcard bpf/*.h) $(OUTPUT)/vmlinux.h | $(OUTPUT)
 	$(call msg,BPF,$@)
 	$(Q)$(CLANG) -g -O2 -Wall -target bpf -D__TARGET_ARCH_$(ARCH) \
+		$(if $(shell grep -l 'struct bpf_task_work {' $(OUTPUT)/vmlinux.h),-DPT_VMLINUX_TASK_WORK) \
 		-I$(OUTPUT) -Ibpf -I/usr/include/x86_64-linux-gnu -c $< -o $@
 	$(Q)llvm-strip -g $@ # DWARF is not needed at run time; BTF stays
 

@@ -541,6 +541,15 @@ struct pt_sample_counters {
 	/* native frames on: samples of threads without Python folded into a
 	 * later PT_SAMPLEF_POOLED one of their thread (not lost) */
 	__u64 pooled;
+	/* native frames off the CPU through task works (pysample.bpf.c,
+	 * tw_cb): works run; those that found their CPU's buffer in use, and
+	 * works the kernel would not queue (left to finish_pending) */
+	__u64 tw_runs, tw_busy, tw_failed;
+	/* a thread went off the CPU with its last interval still open (the
+	 * switch in between not seen, pysample.bpf.c, close_unseen): closed
+	 * where the scheduler says the thread was put on the CPU again, or
+	 * lost where it cannot say */
+	__u64 offcpu_unseen_in, offcpu_unclosed;
 };
 
 #if defined(__STDC_VERSION__) && __STDC_VERSION__ >= 201112L
@@ -550,7 +559,7 @@ _Static_assert(sizeof(struct pt_sample) ==
 	       "pt_sample is part of the ABI");
 _Static_assert(sizeof(struct pt_ustack) == PT_USTACK_HDR_SIZE + PT_USTACK_MAX,
 	       "pt_ustack is part of the ABI");
-_Static_assert(sizeof(struct pt_sample_counters) == 120, "pt_sample_counters is part of the ABI");
+_Static_assert(sizeof(struct pt_sample_counters) == 160, "pt_sample_counters is part of the ABI");
 _Static_assert(sizeof(struct pt_py_offsets) == 160, "pt_py_offsets is part of the ABI");
 _Static_assert(sizeof(struct pt_bpf_proc) == 168, "pt_bpf_proc is part of the ABI");
 _Static_assert(sizeof(struct pt_rec) == 48, "pt_rec is part of the ABI");

@@ -24,6 +24,16 @@
 #include "proftrace.h"
 #include "sampleclock.h"
 
+/* BPF task works (tw_cb) came with 6.18: a vmlinux.h from an older
+ * kernel lacks their types (the Makefile says which). Same name and
+ * layout as the kernel's, which finds the field by its name. */
+#ifndef PT_VMLINUX_TASK_WORK
+struct bpf_task_work {
+	__u64 __opaque;
+};
+typedef int (*bpf_task_work_callback_t)(struct bpf_map *, void *, void *);
+#endif
+
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
 const volatile __u64 period_ns = 1000000; /* one on-CPU sample: sampleclock.h */
@@ -87,10 +97,11 @@ struct {
 /* A native stack being copied: a page more than the record can hold,
  * since the verifier bounds each page's read by its size alone. Two per
  * CPU: UCOPY_IRQ for pt_sample and pt_switch, which nothing on their CPU
- * interrupts; UCOPY_SYSX for pt_sys_exit, which runs preemptible and with
- * interrupts on (they may run in the middle of it, on its CPU: with one
- * buffer they would write over its copy). The kernel runs no program
- * inside another run of itself on a CPU, so pt_sys_exit's is its own. */
+ * interrupts; UCOPY_SYSX for pt_sys_exit or tw_cb (one or the other is
+ * loaded), which run preemptible and with interrupts on (they may run in
+ * the middle of it, on its CPU: with one buffer they would write over its
+ * copy). The kernel runs no program inside another run of itself on a
+ * CPU, so pt_sys_exit's is its own; tw_cb guards its own (twbusy). */
 struct ucopy {
 	struct pt_ustack u;
 	__u8 slack[4096];
@@ -150,12 +161,17 @@ static long tstate_cb(__u64 i, struct tstate_ctx *c)
 }
 
 /* The thread state whose thread_id is fs, or 0 (*unreadable: the list
- * could not be read to its end). */
+ * could not be read to its end). "None" only from a walk that read the
+ * list to its end (a NULL next) with its head the same after as before:
+ * the interpreter changes the list under its own lock, which a walk from
+ * outside does not take, and a walk that met a thread state being freed
+ * (a thread's end, a PyGILState_Release) follows whatever the allocator
+ * wrote there, maybe through readable memory that is no list at all. */
 static __always_inline __u64 find_tstate(const struct pt_sample_proc *p, __u64 fs, bool *unreadable)
 {
 	const struct pt_py_offsets *L = &p->py;
 	struct tstate_ctx c = { .fs = fs, .o_id = L->tstate_thread_id, .o_next = L->tstate_next };
-	__u64 interp;
+	__u64 interp, head, again;
 
 	__sync_fetch_and_add(&counters.tstate_walks, 1);
 	if (bpf_probe_read_user(&interp, sizeof(interp),
@@ -167,9 +183,17 @@ static __always_inline __u64 find_tstate(const struct pt_sample_proc *p, __u64 f
 	}
 	if (!interp)
 		return 0;
+	head = c.ts;
 	bpf_loop(MAX_THREADS, tstate_cb, &c, 0);
 	*unreadable = c.unreadable;
-	return c.found;
+	if (c.found || c.unreadable)
+		return c.found;
+	if (c.ts || /* MAX_THREADS read, no end */
+	    bpf_probe_read_user(&again, sizeof(again),
+				(const void *)(interp + L->interp_tstate_head)) ||
+	    again != head)
+		*unreadable = true;
+	return 0;
 }
 
 /* The current thread's thread state, through its cache entry; 0 with
@@ -515,6 +539,85 @@ static __always_inline void finish_pending(struct task_struct *task, struct pt_s
 }
 
 /*
+ * Native frames off the CPU through a task work (kernel 6.18+): where an
+ * interval closes and waits for its native stack (pending), pt_switch_tw
+ * asks the kernel to run tw_cb in the thread's own context on its way
+ * back to user space (bpf_task_work_schedule_resume), where its memory is
+ * the one mapped and its registers are still those it blocked with (the
+ * callback comes after a signal's frame is pushed: finish_pending then
+ * finds it moved). Only the sampled threads pay, once per such interval;
+ * pt_sys_exit, the way before, ran at every system call of the machine.
+ * A work not run (the thread exits first, or a work of its is still
+ * queued: -EBUSY) leaves the interval to finish_pending at the thread's
+ * next sample or switch-out, as before.
+ */
+extern int bpf_task_work_schedule_resume_impl(struct task_struct *task, struct bpf_task_work *tw,
+					      void *map__map, bpf_task_work_callback_t callback,
+					      void *aux__prog) __ksym __weak;
+
+/* The kernel takes a task work only in a hash or array map's value (not
+ * in task storage): one per thread, by tid; an LRU map, so the entries of
+ * threads gone make room (an entry dropped cancels its work). */
+struct twork {
+	struct bpf_task_work tw;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 4096); /* resized by user space (1 without) */
+	__type(key, __u32);
+	__type(value, struct twork);
+} tworks SEC(".maps");
+
+/* A task work runs in process context, where the kernel may preempt it:
+ * another thread's tw_cb could then run on its CPU in the middle of it
+ * (nothing like a tracepoint's guard against a program running inside
+ * itself); the one that finds its CPU's UCOPY_SYSX in use leaves its
+ * interval to finish_pending (counted: tw_busy). */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u64);
+} twbusy SEC(".maps");
+
+static int tw_cb(struct bpf_map *map, void *key, void *value)
+{
+	struct task_struct *task = bpf_get_current_task_btf();
+	struct pt_sample_thread *ts;
+	__u32 zero = 0;
+	__u64 *busy;
+
+	__sync_fetch_and_add(&counters.tw_runs, 1);
+	busy = bpf_map_lookup_elem(&twbusy, &zero);
+	if (!busy)
+		return 0;
+	if (__sync_val_compare_and_swap(busy, 0, 1)) {
+		__sync_fetch_and_add(&counters.tw_busy, 1);
+		return 0;
+	}
+	ts = bpf_task_storage_get(&threads, task, 0, 0);
+	if (ts && !(task->flags & PF_EXITING))
+		finish_pending(task, ts, UCOPY_SYSX);
+	*busy = 0; /* per CPU: only this CPU's runs meet it */
+	return 0;
+}
+
+static __always_inline void schedule_tw(struct task_struct *t)
+{
+	struct twork zero = {}, *w;
+	__u32 tid = t->pid;
+
+	w = bpf_map_lookup_elem(&tworks, &tid);
+	if (!w) {
+		bpf_map_update_elem(&tworks, &tid, &zero, BPF_NOEXIST);
+		w = bpf_map_lookup_elem(&tworks, &tid);
+	}
+	if (!w || bpf_task_work_schedule_resume_impl(t, &w->tw, &tworks, tw_cb, NULL))
+		__sync_fetch_and_add(&counters.tw_failed, 1);
+}
+
+/*
  * Threads without Python, native frames on (OpenMP and BLAS pools, a
  * tokenizer's threads, NCCL's): a native stack at every sample of every
  * such thread would be 8-16 KiB of ring and ~100 us of proftrace's
@@ -562,6 +665,54 @@ static __always_inline void pool_flush(struct pt_sample_thread *ts, struct scrat
 	send(&sc->s);
 }
 
+/*
+ * A thread on the CPU (sampled, or going off it) with its last interval
+ * off the CPU still open: the switch in that ended it was not seen. This
+ * kernel (6.18 here) does not trace every one: a thread that blocked and
+ * let its CPU idle was seen to run on it again with no sched_switch at
+ * all (in our program, and not in tracefs either), some 5 times a second
+ * in test_sampling's victim; a main thread's 1 s sleep and 2.5 s join
+ * were lost whole that way in CI.
+ * Its time on the CPU since it was last put there (the scheduler's
+ * sum_exec_runtime less its value then) says when that was: the interval
+ * is closed there and sent (counted: offcpu_unseen_in); it is that much
+ * too long by the interrupts and steal time in between, which the
+ * scheduler does not count as the task's. An estimate before the
+ * interval's start is no estimate: then it is lost (offcpu_unclosed).
+ */
+static __always_inline void close_unseen(struct task_struct *prev, struct pt_sample_thread *ts,
+					 __u64 now)
+{
+	__u64 ran = prev->se.sum_exec_runtime - prev->se.prev_sum_exec_runtime;
+	__u64 back = now - ran, out = ts->t_out ? ts->t_out : ts->np_out;
+
+	if (ran >= now || back <= out) {
+		__sync_fetch_and_add(&counters.offcpu_unclosed, 1);
+		ts->t_out = 0;
+		ts->np_out = 0;
+		return;
+	}
+	__sync_fetch_and_add(&counters.offcpu_unseen_in, 1);
+	ts->t_in = back;  /* for the on-CPU samples' clock (sampleclock.h) */
+	if (ts->np_out) { /* taken for a thread without Python: held */
+		ts->held_ns += back - ts->np_out;
+		ts->held_t = back;
+		ts->held_n++;
+		ts->np_out = 0;
+		return;
+	}
+	ts->s.t = back;
+	ts->s.weight = back - ts->t_out;
+	ts->t_out = 0;
+	__sync_fetch_and_add(&counters.offcpu, 1);
+	if (ts->native_out) {
+		ts->native_out = 0;
+		ts->s.flags |= PT_SAMPLEF_NATIVE;
+		__sync_fetch_and_add(&counters.offcpu_native, 1);
+	}
+	send(&ts->s);
+}
+
 SEC("perf_event")
 int pt_sample(struct bpf_perf_event_data *ctx)
 {
@@ -589,6 +740,8 @@ int pt_sample(struct bpf_perf_event_data *ctx)
 	}
 	finish_pending(task, ts, UCOPY_IRQ);
 	now = bpf_ktime_get_ns();
+	if (ts->t_out || ts->np_out) /* on the CPU: back with no switch in seen */
+		close_unseen(task, ts, now);
 	tstate = tstate_of(p, ts, task, now, &unreadable);
 	settle_held(ts, &sc->s, task, tstate, unreadable);
 	sc->s.type = PT_REC_SAMPLE;
@@ -610,9 +763,11 @@ int pt_sample(struct bpf_perf_event_data *ctx)
 	return 0;
 }
 
-/* prev is the current task here: its memory is the one mapped. */
-SEC("tp_btf/sched_switch")
-int BPF_PROG(pt_switch, bool preempt, struct task_struct *prev, struct task_struct *next)
+/* prev is the current task here: its memory is the one mapped. tw: the
+ * closed interval's native stack is taken by a task work of next's
+ * (pt_switch_tw), else by pt_sys_exit. */
+static __always_inline int on_switch(bool preempt, struct task_struct *prev,
+				     struct task_struct *next, const bool tw)
 {
 	struct pt_sample_thread *ts;
 	struct pt_sample_proc *p;
@@ -666,12 +821,16 @@ int BPF_PROG(pt_switch, bool preempt, struct task_struct *prev, struct task_stru
 				send(&ts->s);
 			} else if (native && !ts->pending && want_native(ts)) {
 				/* its own copy: the next switch-out writes ts->s
-				 * (and pending is 0: no pt_sys_exit of this thread
-				 * is reading pend, preempted in the middle) */
-				if (bpf_probe_read_kernel(&ts->pend, sizeof(ts->pend), &ts->s))
+				 * (and pending is 0: no pt_sys_exit or tw_cb of
+				 * this thread is reading pend, preempted in the
+				 * middle) */
+				if (bpf_probe_read_kernel(&ts->pend, sizeof(ts->pend), &ts->s)) {
 					send(&ts->s);
-				else
+				} else {
 					ts->pending = 1; /* sent by finish_pending */
+					if (tw)
+						schedule_tw(next);
+				}
 			} else {
 				send(&ts->s);
 			}
@@ -688,6 +847,8 @@ int BPF_PROG(pt_switch, bool preempt, struct task_struct *prev, struct task_stru
 		return 0;
 	}
 	finish_pending(prev, ts, UCOPY_IRQ);
+	if (ts->t_out || ts->np_out)
+		close_unseen(prev, ts, now);
 	if (native && ts->pool_n && (prev->flags & PF_EXITING))
 		pool_flush(ts, sc, prev->tgid, prev->pid, now);
 	ts->s.type = PT_REC_OFFCPU;
@@ -732,6 +893,18 @@ int BPF_PROG(pt_switch, bool preempt, struct task_struct *prev, struct task_stru
 	return 0;
 }
 
+SEC("tp_btf/sched_switch")
+int BPF_PROG(pt_switch, bool preempt, struct task_struct *prev, struct task_struct *next)
+{
+	return on_switch(preempt, prev, next, false);
+}
+
+SEC("tp_btf/sched_switch")
+int BPF_PROG(pt_switch_tw, bool preempt, struct task_struct *prev, struct task_struct *next)
+{
+	return on_switch(preempt, prev, next, true);
+}
+
 /*
  * Native frames off the CPU. A thread's user stack cannot change while
  * it is off the CPU, but at switch-out the interval's length is not
@@ -742,8 +915,9 @@ int BPF_PROG(pt_switch, bool preempt, struct task_struct *prev, struct task_stru
  * thread leaves the system call it went off the CPU in: its stack and
  * registers are still those it blocked with (nothing has run in user
  * space since; a signal's frame is pushed after this). Attached only with
- * native frames on: the tracepoint puts every system call of the machine
- * on the kernel's slower exit path.
+ * native frames on, where the kernel has no BPF task work (pt_switch_tw,
+ * above, before 6.18): the tracepoint puts every system call of the
+ * machine on the kernel's slower exit path.
  */
 SEC("tp_btf/sys_exit")
 int BPF_PROG(pt_sys_exit, struct pt_regs *regs, long ret)

@@ -10,8 +10,9 @@ proftrace's interval for that call (frame entry to frame return) lies inside
 the engine's. Per call, the engine's interval is longer by what runs
 between its clock reads and the frame: the call through fn(*args,
 **kwargs), frame setup and teardown, its thread-CPU clock reads, the
-agent's hook and probe sites at entry and return (with native frames, the
-sys_exit tracepoint on their system calls), a sampling interrupt that
+agent's hook and probe sites at entry and return (with native frames on a
+kernel before 6.18, the sys_exit tracepoint on their system calls), a
+sampling interrupt that
 lands there: measured 4-23 us per call on the 2-vCPU test VM, whose speed
 changes by a third between runs (the most in forward and sample). So a
 bucket total must lie in [truth - calls x GAP_NS - off, truth + calls x

@@ -399,12 +399,30 @@ def check_off(python, label):
                 label, frame, got, want, spin_tol(want, s), show(rows)))
 
 
-def check_offcpu(python, label, block_ms=3.0, shorts=5, short_us=100.0, steps=60):
-    """Native frames off the CPU, against the victim's clock."""
-    s, t, _, rows = run_mixed(python, "on", "--steps", str(steps), "--block-ms", str(block_ms),
-                              "--short-blocks", str(shorts), "--short-us", str(short_us))
+def kernel_task_work():
+    """Does this kernel's BPF have task works (6.18+)? Its name in the
+    kernel's BTF strings says so."""
+    with open("/sys/kernel/btf/vmlinux", "rb") as f:
+        return b"\0bpf_task_work_schedule_resume_impl\0" in f.read()
+
+
+def check_offcpu(python, label, block_ms=3.0, shorts=5, short_us=100.0, steps=60,
+                 task_work=True):
+    """Native frames off the CPU, against the victim's clock; task_work
+    False: the way kernels before 6.18 take them (PT_NO_TASK_WORK=1, the
+    sys_exit tracepoint)."""
+    if not task_work:
+        os.environ["PT_NO_TASK_WORK"] = "1"
+    try:
+        s, t, _, rows = run_mixed(python, "on", "--steps", str(steps), "--block-ms",
+                                  str(block_ms), "--short-blocks", str(shorts), "--short-us",
+                                  str(short_us))
+    finally:
+        os.environ.pop("PT_NO_TASK_WORK", None)
     check_no_interpreter(rows, label)
     nf = s["meta"]["sampling"]["native_frames"]
+    eq(nf["offcpu_via"], "task_work" if task_work and kernel_task_work() else "sys_exit",
+       "%s: how native stacks off the CPU were taken" % label)
     off = [(f, w) for f, w in rows if not on_cpu(f)]
 
     def below_native(frames, at):
@@ -599,6 +617,12 @@ def test_mixed_offcpu_py38():
 
 def test_mixed_offcpu_py313():
     _offcpu("3.13")
+
+
+def test_mixed_offcpu_sys_exit_debian_py311():
+    """The way without task works (kernels before 6.18): the same truth."""
+    label, python = interpreter("debian-3.11")
+    check_offcpu(python, label, task_work=False)
 
 
 def test_mixed_cli_debian_py311():

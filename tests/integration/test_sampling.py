@@ -158,12 +158,18 @@ def check_thread_wall(s, t, name):
     tol = THREAD_WALL_REL * s["meta"]["duration_s"] * 1000 + THREAD_WALL_MS + late_ms(s)
     THREAD_DIFFS.setdefault(name, []).append(th["wall_ms"] - want)
     sm = s["meta"]["sampling"]
-    assert abs(th["wall_ms"] - want) <= tol, (
-        "thread %s (tid %d): wall %.1f ms, its life in the window %.1f ms (tolerance %.1f ms; "
-        "switch-outs taken for a thread without Python %d, unreadable stacks %d, lost %d; "
-        "see %s)" % (name, row["tid"], th["wall_ms"], want, tol, sm["off_cpu_not_python"],
-                     sm["unreadable_stacks"], sm["lost_samples"],
-                     os.path.join(s["_out"], "stacks.folded")))
+    if abs(th["wall_ms"] - want) > tol:
+        folded = os.path.join(s["_out"], "stacks.folded")
+        with open(folded, encoding="utf-8") as f:
+            rows = [ln.rstrip("\n") for ln in f if "(tid %d)" % row["tid"] in ln.split(";")[0]]
+        raise AssertionError(
+            "thread %s (tid %d): wall %.1f ms, its life in the window %.1f ms (tolerance %.1f "
+            "ms; off-CPU intervals dropped as a thread without Python's %d, kept after a later "
+            "look %d, switch-ins not traced %d; unreadable stacks %d, lost %d; see %s); its "
+            "stacks:\n  %s" % (
+                name, row["tid"], th["wall_ms"], want, tol, sm["off_cpu_not_python"],
+                sm["off_cpu_found_late"], sm["off_cpu_switch_in_unseen"],
+                sm["unreadable_stacks"], sm["lost_samples"], folded, "\n  ".join(rows)))
     return th
 
 
@@ -414,8 +420,10 @@ def check_sampling(s, t, label, exact):
     assert sl["on_cpu_ms"] <= 0.05 * sl["wall_ms"] + steal, \
         ("sleeper ~all off the CPU", sl, "host steal %.0f ms" % steal)
 
-    print("%s: thread wall - life in window (ms): %s" % (label, ", ".join(
-        "%s %+.1f" % (k, v[-1]) for k, v in sorted(THREAD_DIFFS.items()) if k in pt)))
+    print("%s: thread wall - life in window (ms): %s; switch-ins not traced %d, intervals "
+          "kept after a later look %d" % (label, ", ".join(
+              "%s %+.1f" % (k, v[-1]) for k, v in sorted(THREAD_DIFFS.items()) if k in pt),
+              sm["off_cpu_switch_in_unseen"], sm["off_cpu_found_late"]))
 
     # work()'s sampled time vs the truth
     # samples tick on through a steal shorter than their period, the

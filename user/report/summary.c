@@ -173,6 +173,7 @@ static void build_sampling(struct jb *b, cJSON *meta, const struct pt_report_met
 	jb_num(b, o, "not_python_thread", (double)sp->not_python);
 	jb_num(b, o, "off_cpu_not_python", (double)sp->not_python_out);
 	jb_num(b, o, "off_cpu_found_late", (double)sp->found_late);
+	jb_num(b, o, "off_cpu_switch_in_unseen", (double)sp->unseen_in);
 	jb_num(b, o, "truncated_stacks", (double)sp->truncated);
 	jb_num(b, o, "unreadable_stacks", (double)sp->unreadable);
 	jb_num(b, o, "unknown_frames", (double)sp->unknown_frames);
@@ -204,6 +205,8 @@ static void build_sampling(struct jb *b, cJSON *meta, const struct pt_report_met
 			jb_num(b, nat, "missing", (double)v->missing);
 			jb_num(b, nat, "offcpu_budget", (double)v->offcpu_budget);
 			jb_num(b, nat, "offcpu_moved", (double)v->offcpu_moved);
+			jb_str(b, nat, "offcpu_via", v->offcpu_via);
+			jb_num(b, nat, "offcpu_work_missed", (double)v->offcpu_work_missed);
 			jb_num(b, nat, "pooled_samples", (double)v->pooled);
 			jb_num(b, nat, "gil_stacks", (double)v->gil);
 			jb_num(b, nat, "frames", (double)v->frames);

@@ -100,6 +100,11 @@ struct pt_report_native {
 	/* samples and intervals in the interpreter's GIL code: shown under
 	 * "[GIL wait]" or "[GIL]" (sample/mixed.h) */
 	uint64_t gil;
+	/* how intervals off the CPU get their native stack: "task_work" or
+	 * "sys_exit" (bpf/pysample.bpf.c); task works that could not take
+	 * one (their intervals are in offcpu_moved) */
+	const char *offcpu_via;
+	uint64_t offcpu_work_missed;
 };
 
 struct pt_report_sampling {
@@ -113,6 +118,9 @@ struct pt_report_sampling {
 	/* intervals of threads taken for ones without Python at switch-out,
 	 * found with a thread state by a later look: kept, stack unknown */
 	uint64_t found_late;
+	/* intervals whose switch in the kernel did not trace: closed where
+	 * the scheduler's run time says (bpf/pysample.bpf.c, close_unseen) */
+	uint64_t unseen_in;
 	uint64_t truncated, unreadable, unknown_frames, lost;
 	uint64_t threads_merged; /* past the row limit: in the "other threads" row */
 	/* on-CPU samples whose timer missed periods (steal), and the time of

@@ -219,14 +219,17 @@ static int build_sampling(const struct docsrc *d, struct pt_report_sampling *sp,
 	sp->not_python = t->not_python;
 	sp->not_python_out = ss.bpf.offcpu_not_python + ss.not_python_at_end;
 	sp->found_late = ss.bpf.offcpu_found_late;
+	sp->unseen_in = ss.bpf.offcpu_unseen_in;
 	sp->truncated = t->truncated;
 	sp->unreadable = t->unreadable;
 	sp->unknown_frames = t->unknown_frames;
 	sp->threads_merged = t->threads_merged;
 	sp->late_samples = t->late_samples;
 	sp->late_ns = t->late_ns;
-	/* not written (ring full), not taken (no thread storage), not read */
-	sp->lost = ss.bpf.lost + ss.bpf.no_storage + ss.bad_records;
+	/* not written (ring full), not taken (no thread storage), not read,
+	 * not run (the kernel skipped the program), intervals never closed */
+	sp->lost = ss.bpf.lost + ss.bpf.no_storage + ss.bad_records + ss.prog_misses +
+		   ss.bpf.offcpu_unclosed;
 	/* threads created later inherit their event: count what was seen */
 	sp->threads_sampled = n > ss.threads ? (unsigned int)n : ss.threads;
 	sp->threads_failed = ss.threads_failed;
@@ -237,6 +240,8 @@ static int build_sampling(const struct docsrc *d, struct pt_report_sampling *sp,
 	sp->nat.offcpu_budget = ss.bpf.offcpu_budget;
 	sp->nat.offcpu_moved = ss.bpf.offcpu_moved;
 	sp->nat.pooled = ss.bpf.pooled;
+	sp->nat.offcpu_via = ss.task_work ? "task_work" : "sys_exit";
+	sp->nat.offcpu_work_missed = ss.bpf.tw_busy + ss.bpf.tw_failed;
 	host_steal(r, sp);
 	thread_names(d, sp);
 	sp->folded = "stacks.folded";

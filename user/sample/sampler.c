@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <bpf/bpf.h>
+#include <bpf/btf.h>
 #include <bpf/libbpf.h>
 
 #include "sampler.h" /* the ABI types, before the skeleton that uses them */
@@ -37,6 +38,7 @@ struct pt_sampler {
 	size_t nlinks, cap;
 	struct bpf_link *sw;   /* sched_switch */
 	struct bpf_link *sysx; /* sys_exit: native stacks off the CPU */
+	bool tw;	       /* ... or task works (pysample.bpf.c, tw_cb) */
 	struct thread *tids;   /* threads given an event */
 	size_t ntids;
 	struct sproc *procs;
@@ -81,6 +83,25 @@ static bool layout_fits(const struct pt_py_offsets *L)
 	       L->frame_owner < L->frame_size;
 }
 
+/* Can this kernel's BPF queue a task work (6.18+)? PT_NO_TASK_WORK=1
+ * takes the way before (pt_sys_exit), so tests cover both here. */
+static bool have_task_work(void)
+{
+	const char *no = getenv("PT_NO_TASK_WORK");
+	struct btf *vmlinux;
+	bool have;
+
+	if (no && *no && strcmp(no, "0"))
+		return false;
+	vmlinux = btf__load_vmlinux_btf();
+	if (!vmlinux)
+		return false;
+	have = btf__find_by_name_kind(vmlinux, "bpf_task_work_schedule_resume_impl",
+				      BTF_KIND_FUNC) > 0;
+	btf__free(vmlinux);
+	return have;
+}
+
 int pt_sampler__open(struct pt_sampler **out, const struct pt_sampler_opts *o, char *err,
 		     size_t errlen)
 {
@@ -109,9 +130,15 @@ int pt_sampler__open(struct pt_sampler **out, const struct pt_sampler_opts *o, c
 	s->skel->rodata->period_ns = 1000000000ull / o->hz;
 	s->skel->rodata->offcpu = o->offcpu;
 	s->skel->rodata->native = o->native;
-	bpf_program__set_autoload(s->skel->progs.pt_switch, o->offcpu);
-	bpf_program__set_autoload(s->skel->progs.pt_sys_exit, o->offcpu && o->native);
+	/* native stacks off the CPU: a task work of the thread's where the
+	 * kernel has them, else the machine-wide sys_exit tracepoint */
+	s->tw = o->offcpu && o->native && have_task_work();
+	bpf_program__set_autoload(s->skel->progs.pt_switch, o->offcpu && !s->tw);
+	bpf_program__set_autoload(s->skel->progs.pt_switch_tw, s->tw);
+	bpf_program__set_autoload(s->skel->progs.pt_sys_exit, o->offcpu && o->native && !s->tw);
 	e = bpf_map__set_max_entries(s->skel->maps.samples, o->ringbuf_mb << 20);
+	if (!e && !s->tw)
+		e = bpf_map__set_max_entries(s->skel->maps.tworks, 1);
 	if (!e)
 		e = pysample_bpf__load(s->skel);
 	if (e) {
@@ -254,14 +281,15 @@ int pt_sampler__attach(struct pt_sampler *s, char *err, size_t errlen)
 	int e;
 
 	if (s->o.offcpu) {
-		s->sw = bpf_program__attach(s->skel->progs.pt_switch);
+		s->sw = bpf_program__attach(s->tw ? s->skel->progs.pt_switch_tw
+						  : s->skel->progs.pt_switch);
 		if (!s->sw) {
 			e = -errno;
 			snprintf(err, errlen, "cannot attach to sched_switch: %s", strerror(-e));
 			return e;
 		}
 	}
-	if (s->o.offcpu && s->o.native) {
+	if (s->o.offcpu && s->o.native && !s->tw) {
 		s->sysx = bpf_program__attach(s->skel->progs.pt_sys_exit);
 		if (!s->sysx) {
 			e = -errno;
@@ -471,13 +499,28 @@ void pt_sampler__stats(const struct pt_sampler *s, struct pt_sampler_stats *out)
 	struct bpf_prog_info info;
 	__u32 len = sizeof(info);
 
+	const struct bpf_program *progs[] = { s->skel->progs.pt_sample, s->skel->progs.pt_switch,
+					      s->skel->progs.pt_switch_tw,
+					      s->skel->progs.pt_sys_exit };
+
 	*out = s->st;
 	out->bpf = s->skel->bss->counters;
+	out->task_work = s->tw;
 	memset(&info, 0, sizeof(info));
 	if (s->stats_fd >= 0 &&
 	    !bpf_obj_get_info_by_fd(bpf_program__fd(s->skel->progs.pt_sample), &info, &len)) {
 		out->prog_runs = info.run_cnt;
 		out->prog_run_ns = info.run_time_ns;
+	}
+	/* runs the kernel skipped (a program already running on that CPU):
+	 * a switch not seen loses an interval, never expected */
+	for (size_t i = 0; i < sizeof(progs) / sizeof(progs[0]); i++) {
+		int fd = bpf_program__fd(progs[i]);
+
+		memset(&info, 0, sizeof(info));
+		len = sizeof(info);
+		if (fd >= 0 && !bpf_obj_get_info_by_fd(fd, &info, &len))
+			out->prog_misses += info.recursion_misses;
 	}
 }
 

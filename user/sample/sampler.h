@@ -38,11 +38,17 @@ struct pt_sampler_stats {
 	 * the end (bpf/pysample.bpf.c, settle_held): dropped */
 	unsigned int not_python_at_end;
 	unsigned int bad_records; /* records of a wrong size: never expected */
+	/* native stacks off the CPU taken by task works (pysample.bpf.c,
+	 * tw_cb), else at sys_exit */
+	bool task_work;
 	struct pt_sample_counters bpf;
 	/* the kernel's BPF run-time stats of the sample program (the cost
 	 * of a sample less the timer interrupt around it); runs 0: not
 	 * available (the stats could not be turned on) */
 	uint64_t prog_runs, prog_run_ns;
+	/* runs of the sampler's programs the kernel skipped (one already
+	 * running on that CPU): samples or switches not seen */
+	uint64_t prog_misses;
 };
 
 struct pt_sampler;

@@ -876,6 +876,7 @@ static const struct pt_report_sampling sampling = {
 	.not_python = 13,
 	.not_python_out = 21,
 	.found_late = 3,
+	.unseen_in = 4,
 	.truncated = 2,
 	.unreadable = 4,
 	.unknown_frames = 5,
@@ -1031,18 +1032,23 @@ static void test_sampling_native(void **state)
 					    .offcpu_budget = 55,
 					    .offcpu_moved = 6,
 					    .pooled = 90,
-					    .gil = 17 };
+					    .gil = 17,
+					    .offcpu_via = "task_work",
+					    .offcpu_work_missed = 2 };
 	r.meta.sampling = &sp;
 	doc = pt_summary__build(&r);
 	assert_non_null(doc);
 	n = item(item(item(doc, "meta"), "sampling"), "native_frames");
 	CHECK_KEYS(n, "stacks", "offcpu_stacks", "whole", "partial", "mismatched", "missing",
-		   "offcpu_budget", "offcpu_moved", "pooled_samples", "gil_stacks", "frames",
-		   "unnamed_frames", "stack_bytes_mean", "unwind_us_mean");
+		   "offcpu_budget", "offcpu_moved", "offcpu_via", "offcpu_work_missed",
+		   "pooled_samples", "gil_stacks", "frames", "unnamed_frames", "stack_bytes_mean",
+		   "unwind_us_mean");
 	check_num(n, "stacks", 1000);
 	check_num(n, "offcpu_stacks", 200);
 	check_num(n, "offcpu_budget", 55);
 	check_num(n, "offcpu_moved", 6);
+	check_str(n, "offcpu_via", "task_work");
+	check_num(n, "offcpu_work_missed", 2);
 	check_num(n, "pooled_samples", 90);
 	check_num(n, "gil_stacks", 17);
 	check_num(n, "whole", 990);
@@ -1066,10 +1072,11 @@ static void test_sampling_meta(void **state)
 	CHECK_KEYS(s, "hz", "period_ns", "mechanism", "threads", "samples", "on_cpu_ms",
 		   "off_cpu_ms", "wall_ms", "off_cpu_intervals", "python_samples",
 		   "no_python_frames", "not_python_thread", "off_cpu_not_python",
-		   "off_cpu_found_late", "truncated_stacks", "unreadable_stacks", "unknown_frames",
-		   "threads_merged", "late_samples", "late_ms", "lost_samples", "threads_sampled",
-		   "threads_failed", "host_steal_ms", "host_steal_share", "native_frames",
-		   "thread_names", "proftrace_threads", "outputs");
+		   "off_cpu_found_late", "off_cpu_switch_in_unseen", "truncated_stacks",
+		   "unreadable_stacks", "unknown_frames", "threads_merged", "late_samples",
+		   "late_ms", "lost_samples", "threads_sampled", "threads_failed", "host_steal_ms",
+		   "host_steal_share", "native_frames", "thread_names", "proftrace_threads",
+		   "outputs");
 	check_null(s, "native_frames"); /* native_frames off */
 	check_num(s, "hz", 997);
 	check_num(s, "period_ns", 1003009);
@@ -1083,6 +1090,7 @@ static void test_sampling_meta(void **state)
 	check_num(s, "not_python_thread", 13);
 	check_num(s, "off_cpu_not_python", 21);
 	check_num(s, "off_cpu_found_late", 3);
+	check_num(s, "off_cpu_switch_in_unseen", 4);
 	check_num(s, "truncated_stacks", 2);
 	check_num(s, "unreadable_stacks", 4);
 	check_num(s, "unknown_frames", 5);
