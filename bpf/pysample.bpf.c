@@ -665,6 +665,34 @@ static __always_inline void pool_flush(struct pt_sample_thread *ts, struct scrat
 	send(&sc->s);
 }
 
+/* A thread taken for one without Python at switch-out, back on the CPU
+ * at end: its interval held for settle_held. */
+static __always_inline void hold_np(struct pt_sample_thread *ts, __u64 end)
+{
+	ts->held_ns += end - ts->np_out;
+	ts->held_t = end;
+	ts->held_n++;
+	ts->np_out = 0;
+}
+
+/* Its interval off the CPU (ts->s), closed at end. True when it was sent
+ * here: preempted, its native stack was taken at switch-out (native_out);
+ * else the caller sends it, or has it wait for its native stack. */
+static __always_inline bool close_interval(struct pt_sample_thread *ts, __u64 end)
+{
+	ts->s.t = end;
+	ts->s.weight = end - ts->t_out;
+	ts->t_out = 0;
+	__sync_fetch_and_add(&counters.offcpu, 1);
+	if (!ts->native_out)
+		return false;
+	ts->native_out = 0;
+	ts->s.flags |= PT_SAMPLEF_NATIVE;
+	__sync_fetch_and_add(&counters.offcpu_native, 1);
+	send(&ts->s);
+	return true;
+}
+
 /*
  * A thread on the CPU (sampled, or going off it) with its last interval
  * off the CPU still open: the switch in that ended it was not seen. This
@@ -693,24 +721,11 @@ static __always_inline void close_unseen(struct task_struct *prev, struct pt_sam
 		return;
 	}
 	__sync_fetch_and_add(&counters.offcpu_unseen_in, 1);
-	ts->t_in = back;  /* for the on-CPU samples' clock (sampleclock.h) */
-	if (ts->np_out) { /* taken for a thread without Python: held */
-		ts->held_ns += back - ts->np_out;
-		ts->held_t = back;
-		ts->held_n++;
-		ts->np_out = 0;
-		return;
-	}
-	ts->s.t = back;
-	ts->s.weight = back - ts->t_out;
-	ts->t_out = 0;
-	__sync_fetch_and_add(&counters.offcpu, 1);
-	if (ts->native_out) {
-		ts->native_out = 0;
-		ts->s.flags |= PT_SAMPLEF_NATIVE;
-		__sync_fetch_and_add(&counters.offcpu_native, 1);
-	}
-	send(&ts->s);
+	ts->t_in = back; /* for the on-CPU samples' clock (sampleclock.h) */
+	if (ts->np_out)
+		hold_np(ts, back);
+	else if (!close_interval(ts, back))
+		send(&ts->s);
 }
 
 SEC("perf_event")
@@ -801,24 +816,11 @@ static __always_inline int on_switch(bool preempt, struct task_struct *prev,
 		}
 		if (ts)
 			ts->t_in = now;
-		if (ts && ts->np_out) {
-			/* taken for a thread without Python: held (settle_held) */
-			ts->held_ns += now - ts->np_out;
-			ts->held_t = now;
-			ts->held_n++;
-			ts->np_out = 0;
-		}
+		if (ts && ts->np_out)
+			hold_np(ts, now);
 		if (ts && ts->t_out) {
-			ts->s.t = now;
-			ts->s.weight = now - ts->t_out;
-			ts->t_out = 0;
-			__sync_fetch_and_add(&counters.offcpu, 1);
-			if (ts->native_out) {
-				/* preempted: its stack was taken at switch-out */
-				ts->native_out = 0;
-				ts->s.flags |= PT_SAMPLEF_NATIVE;
-				__sync_fetch_and_add(&counters.offcpu_native, 1);
-				send(&ts->s);
+			if (close_interval(ts, now)) {
+				/* sent, with the stack taken at switch-out */
 			} else if (native && !ts->pending && want_native(ts)) {
 				/* its own copy: the next switch-out writes ts->s
 				 * (and pending is 0: no pt_sys_exit or tw_cb of
