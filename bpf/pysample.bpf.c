@@ -347,10 +347,11 @@ static __always_inline void send(struct pt_sample *s)
  * not found, or "none" cached from a look less than RECHECK_NS before)
  * may be a Python thread all the same: a thread state is not in the list
  * in its thread's first instants, and a search that meets the list while
- * another thread is added or removed can miss one. An interval then lost
- * whole was a Python thread's time off the CPU (a main thread's 1 s sleep,
- * twice in CI, the first switch-out after the first look at the thread).
- * So while the thread's "none" is young (its first look without a thread
+ * another thread is added or removed can miss one; and a native thread
+ * that takes one (a library's callback thread, PyGILState_Ensure) and
+ * blocks in Python within RECHECK_NS of its last look lost that wait
+ * whole (200 ms of 240 a thread in test_adopted_thread_*). So while the
+ * thread's "none" is young (its first look without a thread
  * state less than NP_YOUNG_NS before), such intervals are held (their
  * total, in the thread's storage, no record sent) until a look at the
  * thread state made after them: found (or unreadable), they are sent,
@@ -543,9 +544,9 @@ static __always_inline void finish_pending(struct task_struct *task, struct pt_s
  * interval closes and waits for its native stack (pending), pt_switch_tw
  * asks the kernel to run tw_cb in the thread's own context on its way
  * back to user space (bpf_task_work_schedule_resume), where its memory is
- * the one mapped and its registers are still those it blocked with (the
- * callback comes after a signal's frame is pushed: finish_pending then
- * finds it moved). Only the sampled threads pay, once per such interval;
+ * the one mapped and its registers are still those it blocked with
+ * (where a signal's frame was pushed first, finish_pending finds it
+ * moved). Only the sampled threads pay, once per such interval;
  * pt_sys_exit, the way before, ran at every system call of the machine.
  * A work not run (the thread exits first, or a work of its is still
  * queued: -EBUSY) leaves the interval to finish_pending at the thread's
