@@ -496,12 +496,11 @@ void pt_sampler__stop(struct pt_sampler *s, uint64_t t_end)
 
 void pt_sampler__stats(const struct pt_sampler *s, struct pt_sampler_stats *out)
 {
-	struct bpf_prog_info info;
-	__u32 len = sizeof(info);
-
 	const struct bpf_program *progs[] = { s->skel->progs.pt_sample, s->skel->progs.pt_switch,
 					      s->skel->progs.pt_switch_tw,
 					      s->skel->progs.pt_sys_exit };
+	struct bpf_prog_info info;
+	__u32 len = sizeof(info);
 
 	*out = s->st;
 	out->bpf = s->skel->bss->counters;
