@@ -808,8 +808,8 @@ def check_adopted(python, label, native_frames):
                        sm["off_cpu_not_python"], "\n".join(table)))
     assert not bad, "%s: threads %r: sampled wall time off their life by more than %.1f ms:\n%s" % (
         label, bad, tol, "\n".join(table))
-    assert sm["off_cpu_found_late"] >= 0 and (found > 0) == (sm["off_cpu_found_late"] > 0), (
-        found, sm["off_cpu_found_late"])
+    # what the counter says was kept is what the stacks show, and back
+    assert (found > 0) == (sm["off_cpu_found_late"] > 0), (found, sm["off_cpu_found_late"])
 
 
 def test_adopted_thread_py39():
