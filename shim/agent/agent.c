@@ -238,10 +238,15 @@ static void scan(struct ptag_agent *a)
 	s->specs = a->specs;
 	s->nspecs = a->nspecs;
 	s->dropped = 0;
+	/* counted before the walk: a module imported while it runs (the walk
+	 * calls into Python, which lets other threads run; on_import is off
+	 * meanwhile) makes the count differ, so the next tick scans again.
+	 * Counted after, such a module was never scanned: a lazily imported
+	 * probe's module stayed unhooked for the whole run (CI, asan) */
+	a->last_nmods = mods ? a->api.DictSize(mods) : -1;
 	ptag_scan__run(s); /* out of memory: what was found is used */
 	a->scanning = false;
 	a->hooks.watch_imports = !ptag_scan__all_found(s);
-	a->last_nmods = mods ? a->api.DictSize(mods) : -1;
 	a->hdr->scans++;
 	a->hdr->scan_ns = ptag_now_ns() - t0;
 	publish(a);
