@@ -10,8 +10,9 @@
  * Per step (gpu_step): engine_schedule launches one 30 us copy,
  * engine_forward launches 4 kernels of 40, 80, 120, 160 us, each starting
  * 10 us after its launch call and over before the next launch, then
- * engine_sync and engine_sample run with the GPU idle. Busy per step:
- * 430 us, all inside the step.
+ * engine_sync and engine_sample run with the GPU idle. Each launch
+ * returns once its work is over, so no two pieces overlap: busy per
+ * step is 430 us, all inside the step.
  *
  * usage: victim_gpu_synth [--steps N] [--threads K] [--truth FILE]; prints
  * "ready PID", waits for a line on stdin. --threads K: the steps run in K
@@ -75,6 +76,11 @@ static void api(uint64_t t, uint32_t cbid, uint32_t c)
 		api_written++;
 }
 
+/* Returns when the copy is over (plus 5 us): the work never overlaps,
+ * whatever the victim's preemptions (a thread preempted between
+ * engine_schedule's clock read and ours used to start the copy so late
+ * that the first kernel overlapped it, and the union was short of the
+ * truth by the overlap). */
 VT_FN void launch_copy(void)
 {
 	uint64_t t = vt_now();
@@ -82,7 +88,7 @@ VT_FN void launch_copy(void)
 	uint32_t c = corr++;
 
 	if (!active())
-		return;
+		goto out;
 	api(t, CBID_MEMCPY, c);
 	r.memcpy.type = PTGPU_REC_MEMCPY;
 	r.memcpy.correlation_id = c;
@@ -93,6 +99,9 @@ VT_FN void launch_copy(void)
 	r.memcpy.stream_id = 7;
 	if (!ptg_ring__write(&ring, &r))
 		copies_written++;
+out:
+	while (vt_now() < t + 40 * US)
+		VT_BARRIER();
 }
 
 /* Returns when the kernel is over (plus 5 us). */
