@@ -63,8 +63,9 @@ static __always_inline const struct pt_bpf_proc *ours(__u64 id, __u64 cookie)
 
 struct pt_frame {
 	__u64 t_entry;
-	__u64 sp;   /* %rsp at entry: the return address is at sp */
-	__u64 code; /* Python code object of a pending call, else 0 */
+	__u64 t_body; /* an agent activation: its body's start, the agent's clock; 0: none */
+	__u64 sp;     /* %rsp at entry: the return address is at sp */
+	__u64 code;   /* Python code object of a pending call, else 0 */
 	__u32 fid;
 	__u32 flags;
 };
@@ -80,6 +81,12 @@ struct pt_stack {
 	__u32 depth;
 	__u32 unnamed; /* frames the frame probe saw on this thread that no py: probe names
 			* (wraps; user space takes differences: pt_rec.unnamed) */
+	/* the agent activation (index + 1, its frame) whose enter was this
+	 * thread's last agent hit: the next one brings its body's start */
+	__u32 body_wait;
+	__u32 pad;
+	__u64 body_key;
+	__u64 t_last; /* the thread's last hit that pushed or closed a call */
 	struct pt_frame f[PT_MAX_DEPTH];
 };
 
@@ -153,23 +160,24 @@ static __always_inline void announce(__u64 id, __u64 code, const struct pt_py_co
 	bpf_ringbuf_submit(r, BPF_RB_FORCE_WAKEUP);
 }
 
-/* Open a tracked call on the current thread's stack: its entry time, 0
- * when it is not tracked. key: what its return is matched by (%rsp at
- * entry for a probed function, the frame for the agent's activations). */
-static __always_inline __u64 push_key(__u64 key, __u64 id, __u32 fid, __u64 code, __u32 fflags)
+/* The current thread's stack of tracked calls, made at its first. */
+static __always_inline struct pt_stack *stack_create(void)
 {
-	struct pt_stack *st;
+	struct pt_stack *st = bpf_task_storage_get(&stacks, bpf_get_current_task_btf(), 0,
+						   BPF_LOCAL_STORAGE_GET_F_CREATE);
+
+	if (!st)
+		__sync_fetch_and_add(&counters.no_storage, 1);
+	return st;
+}
+
+/* push_key() on st, the thread's stack, at now. */
+static __always_inline __u64 push_on(struct pt_stack *st, __u64 key, __u64 id, __u32 fid,
+				     __u64 code, __u32 fflags, __u64 now)
+{
 	struct pt_frame *fr;
-	__u64 now;
 	__u32 d;
 
-	now = bpf_ktime_get_ns();
-	st = bpf_task_storage_get(&stacks, bpf_get_current_task_btf(), 0,
-				  BPF_LOCAL_STORAGE_GET_F_CREATE);
-	if (!st) {
-		__sync_fetch_and_add(&counters.no_storage, 1);
-		return 0;
-	}
 	d = st->depth;
 	if (d >= PT_MAX_DEPTH) {
 		/* Not tracked: its return will find no frame at its %rsp and
@@ -178,7 +186,9 @@ static __always_inline __u64 push_key(__u64 key, __u64 id, __u32 fid, __u64 code
 		return 0;
 	}
 	fr = &st->f[d];
+	st->t_last = now;
 	fr->t_entry = now;
+	fr->t_body = 0;
 	fr->sp = key;
 	fr->code = code;
 	fr->fid = fid;
@@ -187,6 +197,17 @@ static __always_inline __u64 push_key(__u64 key, __u64 id, __u32 fid, __u64 code
 	if (emit(PT_REC_ENTRY, fid, id, now, 0, d, 0, code, st->unnamed))
 		fr->flags |= PT_RECF_ENTRY_LOST;
 	return now;
+}
+
+/* Open a tracked call on the current thread's stack: its entry time, 0
+ * when it is not tracked. key: what its return is matched by (%rsp at
+ * entry for a probed function, the frame for the agent's activations). */
+static __always_inline __u64 push_key(__u64 key, __u64 id, __u32 fid, __u64 code, __u32 fflags)
+{
+	__u64 now = bpf_ktime_get_ns();
+	struct pt_stack *st = stack_create();
+
+	return st ? push_on(st, key, id, fid, code, fflags, now) : 0;
 }
 
 static __always_inline __u64 push(struct pt_regs *ctx, __u64 id, __u32 fid, __u64 code,
@@ -272,14 +293,22 @@ static __always_inline struct pt_frame *pop_to(struct pt_stack *st, __u64 sp)
 	return &st->f[(d - 1) & (PT_MAX_DEPTH - 1)];
 }
 
-/* Close the top frame fr (from pop_to) with its EXIT record. */
-static __always_inline void close_top(struct pt_stack *st, struct pt_frame *fr, __u64 id, __u64 now)
+/* Close the top frame fr (from pop_to) with its EXIT record, the call
+ * from t0 to t1 (flags: PT_RECF_AGENT_*). */
+static __always_inline void close_top_at(struct pt_stack *st, struct pt_frame *fr, __u64 id,
+					 __u64 t0, __u64 t1, __u32 flags)
 {
 	__u32 d = st->depth - 1;
 
 	st->depth = d;
-	emit(PT_REC_EXIT, fr->fid, id, fr->t_entry, now, d, fr->flags & PT_RECF_ENTRY_LOST,
+	emit(PT_REC_EXIT, fr->fid, id, t0, t1, d, (fr->flags & PT_RECF_ENTRY_LOST) | flags,
 	     fr->code, st->unnamed);
+}
+
+static __always_inline void close_top(struct pt_stack *st, struct pt_frame *fr, __u64 id, __u64 now)
+{
+	st->t_last = now;
+	close_top_at(st, fr, id, fr->t_entry, now, 0);
 }
 
 SEC("uretprobe")
@@ -479,23 +508,67 @@ int BPF_KPROBE(pt_py_session)
  * them. The frame is the activation's identity: its exit closes the frame
  * opened with the same one, whatever returned in between.
  */
-SEC("uprobe")
-int BPF_KPROBE(pt_agent_enter, __u64 code, __u64 frame)
+/*
+ * The agent's clock reads (PT_COOKIE_AGENT_CLOCKS; shim/ptagent.h): each
+ * probe call passes prev, its thread's clock right after its last enter
+ * call returned, and an exit also end, its clock right before this call.
+ * So the body of the activation whose enter was the thread's last agent
+ * hit began at prev: kept for its EXIT when it lies between that hit and
+ * this one (now), else counted and the hit's time stays. Every agent hit
+ * takes it, before anything else, so it is never given to a later one.
+ * An end is taken between the last hit inside the call (its own enter's,
+ * or a nested call's) and its exit hit. So forged reads can move a
+ * call's start only between its enter hit and the first hit inside it,
+ * and its end only between the last hit inside it and its exit hit.
+ */
+static __always_inline void body_start(struct pt_stack *st, __u64 prev, __u64 now)
 {
-	__u64 id = bpf_get_current_pid_tgid();
+	__u32 k = st->body_wait;
+	struct pt_frame *fr;
+
+	if (!k)
+		return;
+	st->body_wait = 0;
+	k = (k - 1) & (PT_MAX_DEPTH - 1);
+	fr = &st->f[k];
+	if (k >= st->depth || !(fr->flags & PT_FRAME_AGENT) || fr->sp != st->body_key)
+		return; /* popped since (unwound): nothing waits */
+	if (prev >= fr->t_entry && prev <= now)
+		fr->t_body = prev;
+	else
+		__sync_fetch_and_add(&counters.agent_clock_rejected, 1);
+}
+
+SEC("uprobe")
+int BPF_KPROBE(pt_agent_enter, __u64 code, __u64 frame, __u64 prev)
+{
+	__u64 id = bpf_get_current_pid_tgid(), cookie = bpf_get_attach_cookie(ctx), now, t;
 	const struct pt_bpf_proc *p;
 	struct pt_py_code *v;
-	__u32 fid;
-	__u64 t;
+	struct pt_stack *st;
+	__u32 fid, d;
 
-	p = ours(id, bpf_get_attach_cookie(ctx));
-	if (!p || !frame)
+	p = ours(id, cookie);
+	if (!p)
+		return 0;
+	now = bpf_ktime_get_ns();
+	st = stack_create();
+	if (!st)
+		return 0;
+	if (cookie & PT_COOKIE_AGENT_CLOCKS)
+		body_start(st, prev, now);
+	if (!frame)
 		return 0;
 	code &= p->py.code_mask;
 	if (!code_fid(&p->py, id, code, &v, &fid) || fid == PT_FID_PY_NONE)
 		return 0;
-	t = push_key(frame, id, fid, fid == PT_FID_PY_PENDING ? code : 0,
-		     PT_FRAME_PY | PT_FRAME_AGENT | (v && v->vals ? PT_FRAME_VALS : 0));
+	d = st->depth;
+	t = push_on(st, frame, id, fid, fid == PT_FID_PY_PENDING ? code : 0,
+		    PT_FRAME_PY | PT_FRAME_AGENT | (v && v->vals ? PT_FRAME_VALS : 0), now);
+	if (t && (cookie & PT_COOKIE_AGENT_CLOCKS)) {
+		st->body_wait = d + 1;
+		st->body_key = frame;
+	}
 	if (has_vals && t && v && v->vals)
 		send_vals(ctx, &p->py, id, fid, t, false, frame, v, 0);
 	return 0;
@@ -553,19 +626,21 @@ static __always_inline struct pt_frame *pop_frame(struct pt_stack *st, __u64 fra
 }
 
 SEC("uprobe")
-int BPF_KPROBE(pt_agent_exit, __u64 code, __u64 frame, __u64 ret)
+int BPF_KPROBE(pt_agent_exit, __u64 code, __u64 frame, __u64 ret, __u64 end, __u64 prev)
 {
-	__u64 id = bpf_get_current_pid_tgid();
+	__u64 id = bpf_get_current_pid_tgid(), cookie = bpf_get_attach_cookie(ctx), now, t0, lo;
 	const struct pt_bpf_proc *p;
 	struct pt_stack *st;
 	struct pt_frame *fr;
-	__u64 now;
+	__u32 flags = 0;
 
-	p = ours(id, bpf_get_attach_cookie(ctx));
+	p = ours(id, cookie);
 	if (!p)
 		return 0;
 	now = bpf_ktime_get_ns();
 	st = bpf_task_storage_get(&stacks, bpf_get_current_task_btf(), 0, 0);
+	if (st && (cookie & PT_COOKIE_AGENT_CLOCKS))
+		body_start(st, prev, now);
 	fr = st ? pop_frame(st, frame) : NULL;
 	if (!fr) {
 		__sync_fetch_and_add(&counters.orphan_returns, 1);
@@ -573,7 +648,23 @@ int BPF_KPROBE(pt_agent_exit, __u64 code, __u64 frame, __u64 ret)
 	}
 	if (has_vals && (fr->flags & PT_FRAME_VALS))
 		send_vals(ctx, &p->py, id, fr->fid, fr->t_entry, true, 0, NULL, ret);
-	close_top(st, fr, id, now);
+	t0 = fr->t_entry;
+	if (fr->t_body) {
+		t0 = fr->t_body;
+		flags |= PT_RECF_AGENT_ENTRY;
+	}
+	/* the body ended after every hit inside it (the last one's) */
+	lo = st->t_last > t0 ? st->t_last : t0;
+	st->t_last = now;
+	if (cookie & PT_COOKIE_AGENT_CLOCKS) {
+		if (end >= lo && end <= now) {
+			now = end;
+			flags |= PT_RECF_AGENT_EXIT;
+		} else {
+			__sync_fetch_and_add(&counters.agent_clock_rejected, 1);
+		}
+	}
+	close_top_at(st, fr, id, t0, now, flags);
 	return 0;
 }
 

@@ -185,6 +185,18 @@ struct pt_rec {
 
 /* EXIT whose ENTRY record could not be written (ring full at entry). */
 #define PT_RECF_ENTRY_LOST 0x1
+/*
+ * An agent activation's EXIT whose t_entry (PT_RECF_AGENT_ENTRY) or
+ * t_exit (PT_RECF_AGENT_EXIT) is the Python agent's own clock read, not
+ * the probe hit's: the moment its body began (right after its enter
+ * probe returned) and the moment it ended (right before its exit probe
+ * was called), both checked in BPF to lie between the hits around them
+ * (PT_COOKIE_AGENT_CLOCKS). The ENTRY record keeps the hit's time (what
+ * the call's values are keyed by); the aggregator moves what that call
+ * opened to the later one when the EXIT comes.
+ */
+#define PT_RECF_AGENT_ENTRY 0x2
+#define PT_RECF_AGENT_EXIT 0x4
 
 /*
  * Values read out of the target at a call (issue 7: tokens, kv_len and
@@ -193,11 +205,15 @@ struct pt_rec {
  * PT_COOKIE_VALS in their cookie and py_codes entries slot[] so the
  * common call pays no lookup. Expressions on arguments are read at entry
  * and sent right after the ENTRY record; those on the return value at
- * exit, right before the EXIT record. Both records carry the call's
- * t_entry. Reading is all in BPF: the value is the one of that call.
+ * exit, right before the EXIT record. Both records carry the t_entry of
+ * the call's ENTRY record (the hit's time even where the EXIT has the
+ * agent's: PT_RECF_AGENT_ENTRY). Reading is all in BPF: the value is the
+ * one of that call.
  */
 #define PT_VAL_MAX_ELEMS 4096	    /* elements of a list read per call */
 #define PT_COOKIE_VALS (1ULL << 32) /* the function has a pt_val_spec */
+/* The agent's probe sites pass its clock reads (PTAG_FLAG_CLOCKS). */
+#define PT_COOKIE_AGENT_CLOCKS (1ULL << 33)
 #define PT_PY_SLOT_NONE (-1)
 
 enum pt_val_src {
@@ -366,6 +382,9 @@ struct pt_counters {
 	__u64 val_dropped;    /* value records not written: ring full */
 	__u64 py_unnamed;     /* frames the frame probe saw that no py: probe names */
 	__u64 texit_dropped;  /* thread-exit records not written: ring full */
+	/* agent clock reads not between the probe hits around them: the
+	 * hit's own time was used */
+	__u64 agent_clock_rejected;
 };
 
 /*
@@ -565,7 +584,7 @@ _Static_assert(sizeof(struct pt_bpf_proc) == 168, "pt_bpf_proc is part of the AB
 _Static_assert(sizeof(struct pt_rec) == 48, "pt_rec is part of the ABI");
 _Static_assert(PT_MAX_DEPTH <= 0xffff, "pt_rec.depth is 16 bits");
 _Static_assert(sizeof(struct pt_rec_pycode) == sizeof(struct pt_rec), "one record size");
-_Static_assert(sizeof(struct pt_counters) == 80, "pt_counters is part of the ABI");
+_Static_assert(sizeof(struct pt_counters) == 88, "pt_counters is part of the ABI");
 _Static_assert(sizeof(struct pt_py_code) == 32, "pt_py_code is part of the ABI");
 _Static_assert(sizeof(struct pt_py_key) == 16, "pt_py_key is part of the ABI");
 _Static_assert(PT_FID_MAKE(PT_MAX_PROCS - 1, PT_FID_LOCAL_MASK) < PT_FID_PY_PENDING,

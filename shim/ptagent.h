@@ -221,8 +221,14 @@ _Static_assert(PTAG_ARM_OFF + PTAG_MAX_CODES * 8u <= PTAG_SIZE, "areas fit");
  * without a flag (built before it) leaves its area zero, and proftrace
  * then does not read it.
  */
-#define PTAG_FLAG_SPECS 1u  /* found[] and near[]: which probes' modules are loaded */
-#define PTAG_FLAG_HOW 2u    /* how[], ntramp, evaluator_on, tramp_lost */
+#define PTAG_FLAG_SPECS 1u /* found[] and near[]: which probes' modules are loaded */
+#define PTAG_FLAG_HOW 2u   /* how[], ntramp, evaluator_on, tramp_lost */
+/* The probe sites take the agent's clock reads: pt_agent_enter(code,
+ * frame, prev) and pt_agent_exit(code, frame, ret, end, prev), end read
+ * right before the call, prev right after the thread's last enter
+ * returned (CLOCK_MONOTONIC ns; shim/agent/hooks.c says why). Without
+ * the flag the extra argument registers hold whatever they held. */
+#define PTAG_FLAG_CLOCKS 4u
 #define PTAG_MAX_SPECS 256u /* probe pairs the agent reads (and found[] holds) */
 #define PTAG_FOUND_OFF (PTAG_ARM_OFF + PTAG_MAX_CODES * 8u)
 #define PTAG_NEAR_OFF (PTAG_FOUND_OFF + PTAG_MAX_SPECS)

@@ -113,7 +113,7 @@ static void segment_publish(struct ptag_agent *a)
 	h->cand_cap = PTAG_MAX_CODES;
 	h->arm_off = PTAG_ARM_OFF;
 	h->arm_cap = PTAG_MAX_CODES;
-	h->flags = PTAG_FLAG_SPECS | PTAG_FLAG_HOW;
+	h->flags = PTAG_FLAG_SPECS | PTAG_FLAG_HOW | PTAG_FLAG_CLOCKS;
 	__atomic_thread_fence(__ATOMIC_RELEASE);
 	memcpy(h->magic, PTAG_MAGIC, PTAG_MAGIC_LEN);
 }

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "hooks.h"
 #include "shim/ptagent.h"
@@ -27,6 +28,36 @@ __asm__(".text\n"
 	"\t.byte 0x0f, 0x1f, 0x44, 0x00, 0x00\n"
 	"\tret\n"
 	".size " PTAG_SYM_EXIT ", . - " PTAG_SYM_EXIT "\n");
+
+/*
+ * The clock reads passed to the probe sites (PTAG_FLAG_CLOCKS): a probe
+ * hit costs a trap into the kernel, and its own timestamp falls inside
+ * it, so part of each hit's cost would be inside the activation's time.
+ * Read right before an exit's call and right after an enter's returns,
+ * they bound the body alone; the enter's is passed with the thread's
+ * next call (an enter must return before it can be read), which BPF
+ * checks against the hits around it. ~20 ns each (vDSO).
+ */
+static __thread uint64_t t_after; /* right after this thread's last enter */
+
+static inline uint64_t clock_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static inline void probe_enter(uint64_t code, uint64_t frame)
+{
+	pt_agent_enter(code, frame, t_after);
+	t_after = clock_ns();
+}
+
+static inline void probe_leave(uint64_t code, uint64_t frame, uint64_t ret)
+{
+	pt_agent_exit(code, frame, ret, clock_ns(), t_after);
+}
 
 /* The hooks in force, read by the evaluator and the callbacks (which run
  * with the GIL, as does everything that changes it). Never freed: a
@@ -80,9 +111,9 @@ static PyObject *eval38(void *frame, int throwflag)
 		imported(h, r);
 		return r;
 	}
-	pt_agent_enter(code, (uint64_t)frame);
+	probe_enter(code, (uint64_t)frame);
 	r = ((eval38_t)g_default)(frame, throwflag);
-	pt_agent_exit(code, (uint64_t)frame, (uint64_t)r);
+	probe_leave(code, (uint64_t)frame, (uint64_t)r);
 	return r;
 }
 
@@ -99,9 +130,9 @@ static PyObject *eval39(void *tstate, void *frame, int throwflag)
 		imported(h, r);
 		return r;
 	}
-	pt_agent_enter(code, (uint64_t)frame);
+	probe_enter(code, (uint64_t)frame);
 	r = ((eval39_t)g_default)(tstate, frame, throwflag);
-	pt_agent_exit(code, (uint64_t)frame, (uint64_t)r);
+	probe_leave(code, (uint64_t)frame, (uint64_t)r);
 	return r;
 }
 
@@ -214,7 +245,7 @@ static PyObject *cb_enter(PyObject *self, PyObject *const *args, ssize_t n)
 
 	if (h && n >= 1 && ptag_codeset__has(&h->set, (uint64_t)args[0]) &&
 	    args[0] != h->import_code)
-		pt_agent_enter((uint64_t)args[0], cur_frame(h));
+		probe_enter((uint64_t)args[0], cur_frame(h));
 	return g_none;
 }
 
@@ -228,7 +259,7 @@ static PyObject *cb_leave(PyObject *self, PyObject *const *args, ssize_t n)
 	if (args[0] == h->import_code)
 		imported(h, args[2]);
 	else
-		pt_agent_exit((uint64_t)args[0], cur_frame(h), (uint64_t)args[2]);
+		probe_leave((uint64_t)args[0], cur_frame(h), (uint64_t)args[2]);
 	return g_none;
 }
 
@@ -242,7 +273,7 @@ static PyObject *cb_unwind(PyObject *self, PyObject *const *args, ssize_t n)
 
 	if (h && n >= 1 && ptag_codeset__has(&h->set, (uint64_t)args[0]) &&
 	    args[0] != h->import_code)
-		pt_agent_exit((uint64_t)args[0], cur_frame(h), 0);
+		probe_leave((uint64_t)args[0], cur_frame(h), 0);
 	return g_none;
 }
 
@@ -288,7 +319,7 @@ static PyObject *tr_enter(PyObject *self, PyObject *const *args, ssize_t n)
 
 	if ((n == 1 || n == 2) && ptag_codeset__has(&h->tset, (uint64_t)args[0]) &&
 	    args[0] != h->import_code)
-		pt_agent_enter((uint64_t)args[0], tr_frame(h, args, n, 1));
+		probe_enter((uint64_t)args[0], tr_frame(h, args, n, 1));
 	return none_ref();
 }
 
@@ -302,7 +333,7 @@ static PyObject *tr_leave(PyObject *self, PyObject *const *args, ssize_t n)
 	if (args[0] == h->import_code)
 		imported(h, args[1]);
 	else
-		pt_agent_exit((uint64_t)args[0], tr_frame(h, args, n, 2), (uint64_t)args[1]);
+		probe_leave((uint64_t)args[0], tr_frame(h, args, n, 2), (uint64_t)args[1]);
 	return none_ref();
 }
 
@@ -313,7 +344,7 @@ static PyObject *tr_unwind(PyObject *self, PyObject *const *args, ssize_t n)
 
 	if ((n == 1 || n == 2) && ptag_codeset__has(&h->tset, (uint64_t)args[0]) &&
 	    args[0] != h->import_code)
-		pt_agent_exit((uint64_t)args[0], tr_frame(h, args, n, 1), 0);
+		probe_leave((uint64_t)args[0], tr_frame(h, args, n, 1), 0);
 	return none_ref();
 }
 

@@ -23,9 +23,11 @@
 /* The probe sites: a 5-byte nop (the kernel's cheapest uprobe) and ret.
  * code: the code object; frame: its frame (the activation's identity: a
  * generator keeps its frame across resumptions); ret: the returned or
- * yielded object, 0 when an exception ends the activation. */
-void pt_agent_enter(uint64_t code, uint64_t frame);
-void pt_agent_exit(uint64_t code, uint64_t frame, uint64_t ret);
+ * yielded object, 0 when an exception ends the activation; the clock
+ * reads (PTAG_FLAG_CLOCKS, CLOCK_MONOTONIC ns): end, right before this
+ * call, and prev, right after the thread's last pt_agent_enter returned. */
+void pt_agent_enter(uint64_t code, uint64_t frame, uint64_t prev);
+void pt_agent_exit(uint64_t code, uint64_t frame, uint64_t ret, uint64_t end, uint64_t prev);
 
 /* Where things are in this interpreter (from proftrace, ptag_header). */
 struct ptag_layout {

@@ -19,8 +19,8 @@ import subprocess
 import tempfile
 import time
 
-from harness import PROFTRACE, ROOT, Proc, Skip, bracket, bucket, build_pyext, eq, func, \
-    helper_segment, profile, victim, within, write_conf
+from harness import CLOCK_SLACK_NS, PROFTRACE, ROOT, Proc, Skip, bucket, build_pyext, eq, \
+    func, helper_segment, profile, victim, within, write_conf
 import test_python as tp
 
 AGENT = os.path.abspath(os.environ.get("PT_AGENT", os.path.join(ROOT, ".output",
@@ -114,6 +114,8 @@ def check_cases(s, t, steps, what):
     # the decorator's cell or __wrapped__; the generator and the coroutine
     # resumed step by step), no frame evaluator
     a = py["agent"]
+    # timed by the agent's own clock reads, every one taken
+    eq((a["clocks"], a["clock_rejected"]), (True, 0), what + " agent clocks")
     if a["hooks"] != "sys.monitoring":
         eq(a["hooks"], "trampolines", what + " hooks")
         eq(a["evaluator_functions"], "", what + " functions on the frame evaluator")
@@ -162,6 +164,29 @@ def test_agent_pyengine_every_interpreter():
             eq(f["calls"], tf[sym]["calls"], "%s %s calls" % (label, sym))
             within(f["total_ms"], tf[sym], f["calls"], "%s %s total" % (label, sym))
         eq(func(s, "detokenize")["calls"], 4 * tp.N, label + " detokenize activations")
+
+
+FORGE = os.path.join(ROOT, "tests", "victims", "pyforge.py")
+
+
+def test_agent_forged_clocks_rejected():
+    """A target that calls the agent's probe sites itself with clock reads
+    outside the hits around them (tests/victims/pyforge.py): BPF takes
+    none of them (clock_rejected counts each) and times those calls by
+    their hits, inside the victim's own bracket; the real calls stay
+    exact."""
+    python = tp.pyenv_python(12)
+    s, t, _ = profile("step py:pyforge::named\n", victim_name=[python, FORGE],
+                      victim_env=agent_env())
+    a = s["meta"]["python"]["agent"]
+    eq((a["clocks"], a["clock_rejected"]), (True, t["rejected"]), "clocks, rejected")
+    f = func(s, "named")
+    eq(f["calls"], t["calls"], "calls, forged ones too")
+    eq(s["health"]["orphan_returns"], 0, "orphan returns")
+    # every call inside what the victim saw: a real one's body, or a
+    # forged one's two ctypes calls
+    top = max(t["real"]["inside_max_ns"], t["forged"]["around_max_ns"])
+    assert f["max_ms"] * 1e6 <= top + CLOCK_SLACK_NS, (f, t)
 
 
 def _attach(pid, conf, out, *extra):

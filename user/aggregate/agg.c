@@ -25,6 +25,7 @@
 
 struct frame {
 	uint64_t bmask; /* buckets this call counted in, fixed at entry */
+	uint64_t t_in;	/* its ENTRY's time */
 	uint32_t fid;	/* NO_FID: slot empty */
 	uint8_t is_step;
 	uint8_t opener; /* this call opened (call) or began (iteration) the step */
@@ -443,6 +444,7 @@ static void agg_entry(struct pt_agg *a, struct thread *th, const struct pt_rec *
 	f = &th->stack[d];
 	f->fid = r->fid;
 	f->bmask = fn->bmask;
+	f->t_in = r->t_entry;
 	f->is_step = fn->is_step;
 	f->opener = 0;
 	if (fn->is_step) {
@@ -467,6 +469,35 @@ static void agg_entry(struct pt_agg *a, struct thread *th, const struct pt_rec *
 	th->sp = d + 1;
 }
 
+/*
+ * An agent call's EXIT can bring its body's start (PT_RECF_AGENT_ENTRY,
+ * to), later than its ENTRY's hit (f->t_in): what the call opened starts
+ * there instead. No record of the thread lies between the two (the body
+ * begins as the enter probe returns), so a start equal to t_in was set
+ * by this ENTRY: the buckets it opened (it is their outermost call, the
+ * last to close), the buckets' union when no other is open, and the step
+ * it opened in call mode. A split there (an iteration's boundary) stays.
+ */
+static void rebase(struct pt_agg *a, struct thread *th, const struct frame *f, uint64_t to)
+{
+	uint64_t mine = 0, m;
+
+	for (m = f->bmask; m; m &= m - 1) {
+		unsigned int b = __builtin_ctzll(m);
+
+		if (th->b[b].cnt == 1) {
+			mine |= 1ULL << b;
+			if (th->b[b].pstart == f->t_in)
+				th->b[b].pstart = to;
+		}
+	}
+	if (th->open_mask && !(th->open_mask & ~mine) && th->cov_start == f->t_in)
+		th->cov_start = to;
+	if (f->opener && a->opts.step_mode == PT_STEP_CALL && th->step_open &&
+	    th->step_start == f->t_in)
+		th->step_start = to;
+}
+
 static void agg_exit(struct pt_agg *a, struct thread *th, const struct pt_rec *r,
 		     const struct fn *fn)
 {
@@ -480,6 +511,8 @@ static void agg_exit(struct pt_agg *a, struct thread *th, const struct pt_rec *r
 
 	f = &th->stack[d];
 	if (d < th->sp && f->fid == r->fid && !(r->flags & PT_RECF_ENTRY_LOST)) {
+		if ((r->flags & PT_RECF_AGENT_ENTRY) && r->t_entry > f->t_in)
+			rebase(a, th, f, r->t_entry);
 		for (m = f->bmask; m; m &= m - 1) {
 			unsigned int b = __builtin_ctzll(m);
 

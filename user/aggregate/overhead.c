@@ -41,6 +41,7 @@ struct ofn {
 struct oframe {
 	uint32_t fid;
 	double c0;
+	uint64_t t_in; /* its ENTRY's time */
 };
 
 struct othread {
@@ -223,7 +224,7 @@ static void ovh_entry(struct pt_ovh *o, struct othread *t, const struct pt_rec *
 {
 	if (r->depth >= PT_MAX_DEPTH)
 		return;
-	t->stack[r->depth] = (struct oframe){ .fid = r->fid, .c0 = t->c };
+	t->stack[r->depth] = (struct oframe){ .fid = r->fid, .c0 = t->c, .t_in = r->t_entry };
 	if (fn->is_step) {
 		if (!t->nstep) {
 			if (o->opts.step_mode == PT_STEP_ITERATION && t->began)
@@ -264,8 +265,13 @@ static void ovh_exit(struct pt_ovh *o, struct othread *t, const struct pt_rec *r
 			if (b < o->nb && t->cnt[b] && !--t->cnt[b])
 				t->pend[b] += t->c - t->snap[b] + fn->self;
 		}
-		if (fn->is_step && t->nstep && !--t->nstep && o->opts.step_mode == PT_STEP_CALL)
+		if (fn->is_step && t->nstep && !--t->nstep && o->opts.step_mode == PT_STEP_CALL) {
+			/* as the aggregator does (agg.c, rebase()): the step
+			 * starts where its body did */
+			if ((r->flags & PT_RECF_AGENT_ENTRY) && t->step_t0 == f->t_in)
+				t->step_t0 = r->t_entry;
 			close_step(o, t, t->c - t->step_c0 + fn->self);
+		}
 		f->fid = NO_FID;
 	}
 	t->c += fn->pair;

@@ -307,10 +307,10 @@ static struct bpf_link *uprobe(struct bpf_program *prog, int pid, const char *pa
 }
 
 int pt_attach__agent(struct pt_attach *a, unsigned int pidx, int pid, const char *host_path,
-		     const char *path, uint64_t enter_off, uint64_t exit_off, char *err,
-		     size_t errlen)
+		     const char *path, uint64_t enter_off, uint64_t exit_off, bool clocks,
+		     char *err, size_t errlen)
 {
-	uint64_t cookie = PT_FID_MAKE(pidx, 0);
+	uint64_t cookie = PT_FID_MAKE(pidx, 0) | (clocks ? PT_COOKIE_AGENT_CLOCKS : 0);
 	struct bpf_link *l;
 	int e;
 

@@ -85,10 +85,11 @@ int pt_attach__dl_hook(struct pt_attach *a, unsigned int pidx, int pid, const ch
 int pt_attach__python(struct pt_attach *a, unsigned int pidx, int pid, const char *host_path,
 		      const char *path, uint64_t off, char *err, size_t errlen);
 /* The Python agent's two probe sites (shim/ptagent.h) in the file at
- * host_path, at these file offsets, in process pid. 0 or -errno. */
+ * host_path, at these file offsets, in process pid; clocks: they pass
+ * the agent's clock reads (PTAG_FLAG_CLOCKS). 0 or -errno. */
 int pt_attach__agent(struct pt_attach *a, unsigned int pidx, int pid, const char *host_path,
-		     const char *path, uint64_t enter_off, uint64_t exit_off, char *err,
-		     size_t errlen);
+		     const char *path, uint64_t enter_off, uint64_t exit_off, bool clocks,
+		     char *err, size_t errlen);
 /* Tell BPF what a code object of process pid is (PT_REC_PYCODE answered;
  * val->fid is a PT_FID_MAKE fid). 0 or -errno. */
 int pt_attach__py_code(struct pt_attach *a, int pid, uint64_t code, const struct pt_py_code *val);

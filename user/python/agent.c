@@ -97,6 +97,7 @@ int pt_agent__check(const void *mem, size_t len, struct pt_agent_info *out, char
 	out->enter_addr = c.enter_addr;
 	out->exit_addr = c.exit_addr;
 	out->agent_pid = c.agent_pid;
+	out->clocks = (c.flags & PTAG_FLAG_CLOCKS) != 0;
 	if (c.flags & PTAG_FLAG_HOW) {
 		out->has_how = true;
 		/* not bound by narmed: that is zeroed when the agent goes

@@ -41,6 +41,8 @@ struct pt_agent_info {
 	uint32_t ntramp;
 	bool evaluator_on;
 	uint64_t tramp_lost;
+	/* PTAG_FLAG_CLOCKS: its probe sites pass its clock reads */
+	bool clocks;
 };
 
 /*

@@ -355,6 +355,8 @@ static void build_meta(struct jb *b, cJSON *root, const struct pt_report_meta *m
 
 		jb_str(b, a, "hooks", m->python->agent.hooks);
 		jb_str(b, a, "loaded_by", m->python->agent.loaded_by);
+		jb_bool(b, a, "clocks", m->python->agent.clocks);
+		jb_num(b, a, "clock_rejected", (double)m->python->agent.clock_rejected);
 		if (m->python->agent.tool_id >= 0)
 			jb_num(b, a, "tool_id", m->python->agent.tool_id);
 		else

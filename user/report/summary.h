@@ -51,12 +51,17 @@ struct pt_report_python {
 		bool evaluator;
 		uint64_t trampolines_lost;
 		const char *loaded_by; /* "environment" | "pep768" | "inject" | "earlier" */
-		int tool_id;	       /* sys.monitoring tool id, -1: none */
-		uint64_t candidates;   /* code objects it found in the probes' modules */
-		uint64_t hooked;       /* of which named: hooked */
-		uint64_t scans;	       /* module walks */
-		double scan_ms;	       /* the GIL held by its last walk */
-		const char *problem;   /* a conflict or failure, NULL: none */
+		/* the calls' bounds are its clock reads (PTAG_FLAG_CLOCKS);
+		 * reads BPF found outside the hits around them (hits' times
+		 * used instead) */
+		bool clocks;
+		uint64_t clock_rejected;
+		int tool_id;	     /* sys.monitoring tool id, -1: none */
+		uint64_t candidates; /* code objects it found in the probes' modules */
+		uint64_t hooked;     /* of which named: hooked */
+		uint64_t scans;	     /* module walks */
+		double scan_ms;	     /* the GIL held by its last walk */
+		const char *problem; /* a conflict or failure, NULL: none */
 		/* its segment's file truncated under us: what and when, NULL: not */
 		const char *segment_lost;
 		/* loaded_by "inject": the borrowed thread (attach/inject.h) */

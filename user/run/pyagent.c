@@ -565,8 +565,8 @@ static int agent_start(struct proc *p, char *err, size_t errlen)
 	}
 	e = agent_sites(p, &host, &tpath, &enter, &exit, err, errlen);
 	if (!e)
-		e = pt_attach__agent(r->att, p->idx, p->tracee.pid, host, tpath, enter, exit, err,
-				     errlen);
+		e = pt_attach__agent(r->att, p->idx, p->tracee.pid, host, tpath, enter, exit,
+				     in.clocks, err, errlen);
 	free(host);
 	free(tpath);
 	if (e)

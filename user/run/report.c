@@ -571,6 +571,7 @@ static void fill_agent(const struct proc *p, struct pt_report_python *pyrep, cha
 	}
 	pyrep->agent.tool_id = in->tool_id;
 	pyrep->agent.loaded_by = p->agent.loaded_by;
+	pyrep->agent.clocks = in->clocks;
 	pyrep->agent.candidates = in->ncand;
 	pyrep->agent.hooked = p->agent.narm;
 	pyrep->agent.scans = in->scans;
@@ -613,10 +614,12 @@ static void fill_python(const struct docsrc *d, struct proc *p, struct pt_report
 	pyrep->perf_trampoline =
 		p->python.tramp_checks && p->python.tramp_on == p->python.tramp_checks;
 	pyrep->timing = timing;
+	if (r->att)
+		pt_attach__counters(r->att, &c);
 	fill_agent(p, pyrep, evalfns, len);
+	/* BPF's count is the run's, all processes: each agent reports it */
+	pyrep->agent.clock_rejected = c.agent_clock_rejected;
 	if (p->python.probed) {
-		if (r->att)
-			pt_attach__counters(r->att, &c);
 		pyrep->evalframe = true;
 		pyrep->unnamed_frames = c.py_unnamed;
 	}

@@ -154,6 +154,15 @@ static void out_entry_lost(uint32_t tid, uint64_t t)
 	pop(tid, t, true, PT_RECF_ENTRY_LOST);
 }
 
+/* EXIT of an agent call with the agent's clock reads: its body ran from
+ * body to t (the ENTRY has the enter hit's time, earlier). */
+static void out_agent(uint32_t tid, uint64_t body, uint64_t t)
+{
+	assert_true(tid < MAXTID && sims[tid].n > 0);
+	sims[tid].st[sims[tid].n - 1].t = body;
+	pop(tid, t, true, PT_RECF_AGENT_ENTRY | PT_RECF_AGENT_EXIT);
+}
+
 static void call(uint32_t tid, uint32_t fid, uint64_t t0, uint64_t t1)
 {
 	in(tid, fid, t0);
@@ -355,6 +364,51 @@ static void test_iteration_split(void **state)
 	assert_dist(&pt_agg__bucket(agg, 1)->per_call, 3, 300, 500, 1200);
 	assert_dist(&pt_agg__func(agg, F_STEP)->dur, 5, 3, 10, 43);
 	assert_int_equal(pt_agg__health(agg)->lost_calls, 0);
+}
+
+/* Call mode: what an agent call opened starts at its body's start (the
+ * EXIT's t_entry): the step, its bucket and the buckets' union (other). */
+static void test_agent_clocks_call(void **state)
+{
+	make(1, PT_STEP_CALL, 0);
+	in(1, F_STEP, 100);
+	in(1, F_A, 200);
+	out_agent(1, 210, 500);
+	in(1, F_LEAF, 600);
+	out_agent(1, 605, 700);
+	out_agent(1, 110, 1000);
+	pt_agg__finish(agg);
+
+	assert_int_equal(ngot, 1);
+	assert_got(0, 110, 1000, 290, 0, 600);
+	assert_bucket(0, 1, 290);
+	assert_dist(&pt_agg__func(agg, F_STEP)->dur, 1, 890, 890, 890);
+	assert_dist(&pt_agg__func(agg, F_A)->dur, 1, 290, 290, 290);
+	assert_dist(&pt_agg__func(agg, F_LEAF)->dur, 1, 95, 95, 95);
+}
+
+/* Iteration mode: a step begins at its function's ENTRY and ends at the
+ * next one (the boundary stays where the hit was); a bucket call around
+ * the boundary keeps its split there, and one the step function is not
+ * in is not moved by its EXIT. */
+static void test_agent_clocks_iteration(void **state)
+{
+	make(1, PT_STEP_ITERATION, 0);
+	in(1, F_A, 0);
+	in(1, F_STEP, 100);
+	out_agent(1, 110, 300);
+	in(1, F_STEP, 1000);
+	out_agent(1, 1010, 1200);
+	out_agent(1, 5, 1500);
+	in(1, F_STEP, 2000);
+	out_agent(1, 2010, 2100);
+	pt_agg__finish(agg);
+
+	assert_int_equal(ngot, 2);
+	assert_got(0, 100, 1000, 900, 0, 0);
+	assert_got(1, 1000, 2000, 500, 0, 500);
+	assert_dist(&pt_agg__func(agg, F_STEP)->dur, 3, 90, 190, 470);
+	assert_dist(&pt_agg__func(agg, F_A)->dur, 1, 1495, 1495, 1495);
 }
 
 static void test_iteration_warmup(void **state)
@@ -982,6 +1036,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_recursion, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_buckets_nesting_each_other, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_iteration_split, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_agent_clocks_call, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_agent_clocks_iteration, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_iteration_warmup, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_warmup_call, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_warmup_order, setup, teardown),

@@ -26,9 +26,11 @@ static void on_step(void *ctx, const struct pt_step *s)
 /* the frame probe's running count of unnamed frames, per thread (tid < 16) */
 static uint32_t unnamed[16];
 
-static void rec(uint32_t type, uint32_t fid, uint32_t tid, uint32_t depth, uint64_t t0, uint64_t t1)
+static void rec_f(uint32_t type, uint32_t fid, uint32_t tid, uint32_t depth, uint64_t t0,
+		  uint64_t t1, uint16_t flags)
 {
 	struct pt_rec r = { .type = type,
+			    .flags = flags,
 			    .fid = fid,
 			    .pid = 1,
 			    .tid = tid,
@@ -39,6 +41,11 @@ static void rec(uint32_t type, uint32_t fid, uint32_t tid, uint32_t depth, uint6
 
 	pt_ovh__record(ovh, &r);
 	pt_agg__record(agg, &r);
+}
+
+static void rec(uint32_t type, uint32_t fid, uint32_t tid, uint32_t depth, uint64_t t0, uint64_t t1)
+{
+	rec_f(type, fid, tid, depth, t0, t1, 0);
 }
 
 /* fid 0: step (emulated: pair 1000, self 300); 1: bucket 0 (single-step:
@@ -125,6 +132,29 @@ static void test_call_mode(void **state)
 	assert_int_equal(pt_ovh__hits(ovh, PT_SITE_EMULATED), 9);
 	assert_int_equal(pt_ovh__hits(ovh, PT_SITE_SSTEP), 3);
 	assert_null(pt_ovh__func(ovh, 3));
+	teardown_run();
+}
+
+/* Agent calls whose EXIT has the agent's clock reads (its t_entry the
+ * body's start, later than the ENTRY's hit): the step the aggregator
+ * reports starts there, and its cost is still the step's. */
+static void test_agent_clocks(void **state)
+{
+	const uint16_t ag = PT_RECF_AGENT_ENTRY | PT_RECF_AGENT_EXIT;
+
+	setup_run(PT_STEP_CALL, 0);
+	for (uint64_t base = 0; base < 2000000; base += 1000000) {
+		rec(PT_REC_ENTRY, 0, 7, 0, base, 0);
+		rec(PT_REC_ENTRY, 2, 7, 1, base + 20000, 0);
+		rec_f(PT_REC_EXIT, 2, 7, 1, base + 20100, base + 24900, ag);
+		rec_f(PT_REC_EXIT, 0, 7, 0, base + 100, base + 99900, ag);
+	}
+	pt_agg__finish(agg);
+	/* self 300 + the fid-2 pair inside: each step found */
+	assert_int_equal(pt_ovh__steps(ovh)->count, 2);
+	assert_true(pt_ovh__step_cost_ns(ovh) == 2 * 1300);
+	assert_true(pt_ovh__steps(ovh)->min == 99800 - 1300);
+	assert_int_equal(pt_ovh__func(ovh, 2)->corrected.min, 4800 - 300);
 	teardown_run();
 }
 
@@ -223,12 +253,15 @@ static void test_unknown_and_lost(void **state)
 
 int main(void)
 {
+	/* clang-format off */
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_call_mode),
+		cmocka_unit_test(test_agent_clocks),
 		cmocka_unit_test(test_iteration_mode),
 		cmocka_unit_test(test_unnamed_frames),
 		cmocka_unit_test(test_unknown_and_lost),
 	};
+	/* clang-format on */
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

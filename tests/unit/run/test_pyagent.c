@@ -118,6 +118,7 @@ static struct {
 	int pid;
 	char host[PATH_MAX], path[PATH_MAX];
 	uint64_t enter, exit;
+	bool clocks;
 } bpf;
 
 /* The code objects BPF was told about (pt_attach__py_code). */
@@ -127,11 +128,11 @@ static struct {
 } answers;
 
 int __wrap_pt_attach__agent(struct pt_attach *a, unsigned int pidx, int pid, const char *host_path,
-			    const char *path, uint64_t enter_off, uint64_t exit_off, char *err,
-			    size_t errlen);
+			    const char *path, uint64_t enter_off, uint64_t exit_off, bool clocks,
+			    char *err, size_t errlen);
 int __wrap_pt_attach__agent(struct pt_attach *a, unsigned int pidx, int pid, const char *host_path,
-			    const char *path, uint64_t enter_off, uint64_t exit_off, char *err,
-			    size_t errlen)
+			    const char *path, uint64_t enter_off, uint64_t exit_off, bool clocks,
+			    char *err, size_t errlen)
 {
 	bpf.calls++;
 	bpf.pidx = pidx;
@@ -140,6 +141,7 @@ int __wrap_pt_attach__agent(struct pt_attach *a, unsigned int pidx, int pid, con
 	snprintf(bpf.path, sizeof(bpf.path), "%s", path);
 	bpf.enter = enter_off;
 	bpf.exit = exit_off;
+	bpf.clocks = clocks;
 	if (bpf.fail)
 		snprintf(err, errlen, "cannot probe the Python agent %s: %s", path,
 			 strerror(-bpf.fail));
@@ -448,6 +450,8 @@ static void assert_sites(struct fx *x, struct proc *p)
 	assert_true(enter && exit && enter != exit);
 	assert_int_equal(bpf.enter, enter);
 	assert_int_equal(bpf.exit, exit);
+	/* the agent built with us passes its clock reads */
+	assert_true(bpf.clocks);
 }
 
 /* Started with the agent (LD_PRELOAD): BPF probes its sites, it is
