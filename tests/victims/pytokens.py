@@ -123,7 +123,13 @@ def main():
             accepted = eng.step(tokens, kv_lens, reqs, i)
         dt = time.perf_counter() - t0
         if i < a.warmup:
-            time.sleep(0.005)
+            # the first calls of a code object or of an object's type
+            # miss their values until proftrace answers BPF (a round trip
+            # through its loop): the warmup steps, which the config does
+            # not count, give it the time, the last one more for a
+            # machine whose other jobs keep proftrace waiting for a CPU
+            # (two CI runs at once: 4 of 140 steps missed their values)
+            time.sleep(0.3 if i == a.warmup - 1 else 0.005)
         steps.append({"tokens": tokens, "accepted": len(accepted), "batch": batch, "s": dt,
                       "kv_mean": sum(kv_lens) / len(kv_lens), "kv_max": max(kv_lens),
                       "kv_p90": pct(kv_lens, 0.9)})
