@@ -501,14 +501,6 @@ int BPF_KPROBE(pt_py_session)
 }
 
 /*
- * The Python agent's probe sites (shim/ptagent.h): pt_agent_enter(code,
- * frame) when an activation of a named code object begins,
- * pt_agent_exit(code, frame, ret) when it ends (ret: the returned or
- * yielded object, 0 for an exception). Only named code objects ever reach
- * them. The frame is the activation's identity: its exit closes the frame
- * opened with the same one, whatever returned in between.
- */
-/*
  * The agent's clock reads (PT_COOKIE_AGENT_CLOCKS; shim/ptagent.h): each
  * probe call passes prev, its thread's clock right after its last enter
  * call returned, and an exit also end, its clock right before this call.
@@ -539,6 +531,15 @@ static __always_inline void body_start(struct pt_stack *st, __u64 prev, __u64 no
 		__sync_fetch_and_add(&counters.agent_clock_rejected, 1);
 }
 
+/*
+ * The Python agent's probe sites (shim/ptagent.h): pt_agent_enter(code,
+ * frame, prev) when an activation of a named code object begins,
+ * pt_agent_exit(code, frame, ret, end, prev) when it ends (ret: the
+ * returned or yielded object, 0 for an exception; prev, end: the clock
+ * reads above). Only named code objects ever reach them. The frame is the
+ * activation's identity: its exit closes the frame opened with the same
+ * one, whatever returned in between.
+ */
 SEC("uprobe")
 int BPF_KPROBE(pt_agent_enter, __u64 code, __u64 frame, __u64 prev)
 {
