@@ -549,8 +549,11 @@ out:
  * The Python agent's named call, on the target's own interpreter (the
  * cost differs by version: sys.monitoring on 3.12+, a frame evaluator
  * before): a script of ours run by that interpreter with the agent
- * preloaded times calls of an empty function, unattached, then while a
- * child proftrace times them through the agent (py: probe). The frame
+ * preloaded times calls of an empty function, each after 20 us of
+ * interpreter work over a list and a dict (an engine's code between two
+ * named calls: a spin on the clock there left the caches warm, and the
+ * pair came out 8-9% less), unattached, then while a child proftrace
+ * times them through the agent (py: probe). The frame
  * probe's cost on a frame no probe names (it traps on every call) is the
  * same measurement on a second, unnamed function: lines 'a'/'b' time the
  * named one, 'c'/'d' the other.
