@@ -183,9 +183,11 @@ def test_agent_forged_clocks_rejected():
     f = func(s, "named")
     eq(f["calls"], t["calls"], "calls, forged ones too")
     eq(s["health"]["orphan_returns"], 0, "orphan returns")
-    # every call inside what the victim saw: a real one's body, or a
-    # forged one's two ctypes calls
-    top = max(t["real"]["inside_max_ns"], t["forged"]["around_max_ns"])
+    # every call inside what the victim saw around it: a real one's call
+    # (its body and the agent's hooks; the body alone can be 1.3 us less
+    # than our interval, the hooks' dispatch in it), or a forged one's two
+    # ctypes calls
+    top = max(t["real"]["around_max_ns"], t["forged"]["around_max_ns"])
     assert f["max_ms"] * 1e6 <= top + CLOCK_SLACK_NS, (f, t)
 
 

@@ -326,11 +326,11 @@ def test_corrected_twin_engine():
     as calibrated for this run, to the nanosecond; corrected medians at
     most the raw ones; and within 25% of the twin (a gross error: a unit,
     a sign). Printed, not held: how far each median and each fastest call
-    is from the twin's bracket (docs/summary.md#overhead has four runs:
-    functions with no named call inside within 0.1-2.3%, raw and corrected
-    alike, timed by the agent's clock reads; forward 0.3-3.1%, step
-    1.1-5.7% corrected: a named call costs its caller more in an engine
-    than in the calibration; schedule as far as its two twins differ).
+    is from the twin's bracket (docs/summary.md#overhead: functions with
+    no named call inside within 0.3-1.5%, raw and corrected alike, timed
+    by the agent's clock reads; forward 0.5-1.4%, step 2.3-3.3%
+    corrected: a named call costs its caller more in an engine than in
+    the calibration; schedule as far as its two twins differ).
     A calibration against a twin came within 1% in a quiet hour here, and
     up to 4-25% off in a loaded one (CI's sanitizer run), so it is not in.
     Sampling off: the sampler's cost falls on both twins."""
@@ -340,6 +340,14 @@ def test_corrected_twin_engine():
     try:
         for label, python in ta.interpreters():
             s, t = _twin_run(python)
+            if s["overhead"]["kinds"]["python-agent"]["source"] != "measured":
+                # the calibration fell back to the bench's figure: seen
+                # twice (CI, a full module run here), its cause not found
+                # (the calibration alone, 11 times, under load too, never);
+                # the test is about the correction given one: run again
+                table.append("  %-11s calibration fell back to the bench's figure: once more"
+                             % label)
+                s, t = _twin_run(python)
             eq(s["meta"]["python"]["mechanism"], "agent", label + " mechanism")
             eq(s["stats"]["steps"], TWIN_STEPS, label + " steps")
             kind = s["overhead"]["kinds"]["python-agent"]
