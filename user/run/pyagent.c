@@ -251,11 +251,16 @@ static void first_arm(struct proc *p)
 	for (;;) {
 		uint64_t now = pt_now_ns(CLOCK_MONOTONIC);
 
+		/* what it had published before the tick takes it: read after,
+		 * candidates published in between passed for taken, the empty
+		 * arm for done, and a short program ran whole unhooked after
+		 * "attached" (test_agent_getitem_debian_311, CI: hooked 0 of 2
+		 * candidates, 0 steps of 100) */
+		pt_agent__info(p->agent.handle, &in);
 		pt_run__agent_tick(p, now);
 		pt_run__agents_alive(p->run);
 		if (agent_lost(p))
 			return;
-		pt_agent__info(p->agent.handle, &in);
 		took |= p->agent.narm || in.cand_seq > 0;
 		if (in.state == PTAG_STATE_ACTIVE && took && pt_agent__armed(p->agent.handle))
 			return;
